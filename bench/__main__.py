@@ -1,0 +1,39 @@
+"""``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
+
+Names: scifact, embed, vectors, latency, cache. No name runs them all (about 30 minutes
+on 2 cores; the 1M-record latency run dominates).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import date
+
+from bench import cache_calls, embed_throughput, scifact, search_latency, vector_index
+from bench.common import WORK, machine
+
+BENCHMARKS = {
+    "scifact": scifact.run,
+    "embed": embed_throughput.run,
+    "cache": cache_calls.run,
+    "vectors": vector_index.run,
+    "latency": search_latency.run,
+}
+
+
+def main(names: list[str]) -> None:
+    unknown = [n for n in names if n not in BENCHMARKS]
+    if unknown:
+        sys.exit(f"Unknown benchmark {unknown[0]!r}. Choose from: {', '.join(BENCHMARKS)}.")
+    WORK.mkdir(exist_ok=True)
+    header = f"## {date.today()}, {machine()}\n\n"
+    print(header, flush=True)
+    with open(WORK / "results.md", "a", encoding="utf-8") as out:
+        out.write(header)
+        for name in names or list(BENCHMARKS):
+            out.write(f"`python -m bench {name}`\n\n{BENCHMARKS[name]()}\n")
+            out.flush()
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

@@ -1,0 +1,73 @@
+"""Shared bits of the benchmarks: data paths, timing, tables, nDCG."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+SHARED = Path(
+    os.environ.get("HERON_SHARED") or Path(__file__).resolve().parents[1] / ".." / "shared"
+)
+SCIFACT = SHARED / "data" / "docs" / "scifact"
+WORK = Path(os.environ.get("HERON_BENCH_DIR") or Path(__file__).resolve().parents[1] / ".bench")
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with open(path, encoding="utf-8") as handle:
+        return [json.loads(line) for line in handle if line.strip()]
+
+
+def machine() -> str:
+    return f"{platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}"
+
+
+def table(title: str, header: Sequence[str], rows: Iterable[Sequence[Any]]) -> str:
+    """A Markdown table, printed and returned so the caller can save it."""
+    cells = [[_fmt(v) for v in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(header)]
+    lines = [
+        f"### {title}",
+        "",
+        "| " + " | ".join(h.ljust(w) for h, w in zip(header, widths, strict=True)) + " |",
+        "|" + "|".join("-" * (w + 2) for w in widths) + "|",
+    ]
+    lines += [
+        "| " + " | ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)) + " |"
+        for row in cells
+    ]
+    text = "\n".join(lines) + "\n"
+    print(text, flush=True)
+    return text
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}" if abs(value) < 100 else f"{value:.0f}"
+    return str(value)
+
+
+def percentiles(samples: Sequence[float]) -> tuple[float, float]:
+    """p50 and p95 in milliseconds."""
+    ms = np.array(samples) * 1000
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+
+
+def timed(fn: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    value = fn()
+    return value, time.perf_counter() - start
+
+
+def ndcg_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
+    """Binary-gain nDCG@10, as BEIR / pytrec_eval compute it."""
+    dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
+    ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
+    return dcg / ideal if ideal else 0.0

@@ -1,0 +1,6 @@
+"""Heron: a self-hosted intelligence pipeline for AI agents."""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+__all__ = ["__version__"]

@@ -1,0 +1,3 @@
+from heron.cli import main
+
+main()

@@ -1,0 +1,46 @@
+"""What ``heron info`` reports: version, settings, model readiness, namespace sizes."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heron import __version__
+from heron.embed import assets
+from heron.errors import HeronError
+from heron.settings import Settings
+
+
+def about(settings: Settings | None = None) -> dict[str, Any]:
+    """A JSON-able description of this installation. Never raises for a broken model:
+    reporting what is broken is the point."""
+    from heron.embed import load_embedder
+    from heron.store import SQLiteStore
+
+    settings = settings or Settings()
+    info: dict[str, Any] = {
+        "version": __version__,
+        "home": str(settings.home),
+        "database": str(settings.db_path),
+        "settings": settings.public(),
+        "model": {"embedder": settings.embedder},
+        "namespaces": [],
+    }
+    try:
+        embedder = load_embedder(settings)
+        info["model"].update(id=embedder.model_id, dim=embedder.dim, ready=True)
+        if settings.embedder == "minilm":
+            info["model"].update(
+                onnx=str(assets.onnx_path()),
+                tokenizer=str(assets.tokenizer_path(settings.models_dir)),
+            )
+    except HeronError as exc:
+        info["model"].update(ready=False, error=str(exc))
+        return info
+    if settings.db_path.exists():
+        store = SQLiteStore(settings.db_path, embedder)
+        info["namespaces"] = [
+            {"name": ns.name, "records": ns.count, "model_id": ns.model_id, "dim": ns.dim}
+            for ns in store.namespaces()
+        ]
+        store.close()
+    return info

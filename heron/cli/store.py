@@ -1,0 +1,106 @@
+"""``heron store``: load records, search them, drop namespaces."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+
+from heron.cli.output import console, print_json, progress_bar
+from heron.errors import InputError
+from heron.store import SEARCH_MODES, Hit, open_store
+from heron.store.jsonl import read_queries, read_records
+
+store_app = typer.Typer(help="Load and search namespaced records.", no_args_is_help=True)
+
+
+@store_app.command("load")
+def load(
+    namespace: Annotated[str, typer.Argument(help="Namespace to load into, e.g. docs.")],
+    file: Annotated[Path, typer.Argument(help='JSONL: {"id", "text", "metadata"} per line.')],
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Load records into a namespace. Loading the same file again changes nothing.
+
+    Example: heron store load scifact corpus.jsonl
+    """
+    records = list(read_records(file))  # a bad line fails the load before anything is written
+    store = open_store()
+    with progress_bar(f"loading {namespace}", len(records)) as advance:
+        result = store.upsert(namespace, records, progress=advance)
+    summary = {"namespace": namespace, **vars(result), "records": store.count(namespace)}
+    if as_json:
+        print_json(summary)
+    else:
+        console.print(
+            f"{namespace}: {result.added} added, {result.updated} updated, "
+            f"{result.unchanged} unchanged; {summary['records']} records"
+        )
+
+
+def _parse_filters(pairs: list[str]) -> dict[str, Any]:
+    filters: dict[str, Any] = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep:
+            raise InputError(f"Filter {pair!r} must look like FIELD=VALUE, e.g. collection=tasks.")
+        filters[name] = value
+    return filters
+
+
+def _hit_json(hit: Hit, with_text: bool) -> dict[str, Any]:
+    data = hit.to_dict()
+    if not with_text:
+        data.pop("text")
+    return data
+
+
+@store_app.command("search")
+def search(
+    namespace: Annotated[str, typer.Argument(help="Namespace to search.")],
+    query: Annotated[str | None, typer.Argument(help="The query text.")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
+    ] = None,
+    mode: Annotated[str, typer.Option(help=f"One of: {', '.join(SEARCH_MODES)}.")] = "hybrid",
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results per query.")] = 10,
+    where: Annotated[
+        list[str] | None, typer.Option("--filter", help="FIELD=VALUE on metadata; repeatable.")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Search a namespace by meaning (dense), words (lexical) or both (hybrid).
+
+    Example: heron store search scifact "vitamin D and bone density" --mode hybrid -k 5
+    """
+    if (query is None) == (queries is None):
+        raise InputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    store = open_store()
+    filters = _parse_filters(where or [])
+    if queries is not None:
+        batch = read_queries(queries)
+        results = store.search_many(
+            namespace, [text for _, text in batch], mode=mode, top_k=top_k, filters=filters
+        )
+        for (qid, _), hits in zip(batch, results, strict=True):
+            print(json.dumps({"id": qid, "results": [_hit_json(h, False) for h in hits]}))
+        return
+    hits = store.search(namespace, query or "", mode=mode, top_k=top_k, filters=filters)
+    if as_json:
+        print_json([_hit_json(h, True) for h in hits])
+        return
+    for hit in hits:
+        title = hit.metadata.get("title") or hit.text[:70].replace("\n", " ")
+        console.print(f"{hit.rank:>3}. [bold]{hit.id}[/] {hit.score:.4f}  {title}")
+
+
+@store_app.command("drop")
+def drop(namespace: Annotated[str, typer.Argument(help="Namespace to delete.")]) -> None:
+    """Delete a namespace and everything in it (for example to re-index with another model).
+
+    Example: heron store drop scifact
+    """
+    open_store().drop(namespace)
+    console.print(f"dropped {namespace}")

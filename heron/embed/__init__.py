@@ -1,0 +1,41 @@
+"""Text embeddings: the ``Embedder`` protocol, the bundled model, a remote client, a cache."""
+
+from __future__ import annotations
+
+from heron.embed.base import Embedder, normalize
+from heron.embed.cache import CachedEmbedder
+from heron.embed.minilm import MiniLMEmbedder
+from heron.embed.remote import RemoteEmbedder
+from heron.settings import Settings
+
+__all__ = [
+    "CachedEmbedder",
+    "Embedder",
+    "MiniLMEmbedder",
+    "RemoteEmbedder",
+    "load_embedder",
+    "normalize",
+]
+
+
+def load_embedder(settings: Settings | None = None) -> Embedder:
+    """The embedder the settings ask for, wrapped in the cache unless it is turned off."""
+    settings = settings or Settings()
+    embedder: Embedder
+    if settings.embedder == "remote":
+        assert settings.remote_embed_url and settings.remote_embed_model  # checked by Settings
+        embedder = RemoteEmbedder(
+            settings.remote_embed_url,
+            settings.remote_embed_model,
+            api_key=settings.remote_embed_api_key,
+            timeout=settings.remote_embed_timeout,
+        )
+    else:
+        embedder = MiniLMEmbedder(
+            settings.models_dir,
+            batch_size=settings.embed_batch_size,
+            threads=settings.embed_threads,
+        )
+    if settings.embed_cache:
+        embedder = CachedEmbedder(embedder, settings.embed_cache_path)
+    return embedder

@@ -1,0 +1,77 @@
+"""The ``Embedder`` contract and the checks every backend shares."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from heron.errors import InputError, ModelError
+
+log = logging.getLogger("heron.embed")
+
+#: Longer texts are cut before tokenising: the model reads 256 tokens at most, and
+#: tokenising megabytes only to throw them away costs seconds.
+MAX_CHARS = 100_000
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    """Turns texts into L2-normalised vectors.
+
+    ``embed(["a", "b"])`` returns a ``float32`` array of shape ``(2, dim)`` whose rows
+    have unit length, in the order of the input. An empty list gives ``(0, dim)``.
+    ``model_id`` names the model and its settings: vectors with different ids are
+    not comparable, and the store refuses to mix them in one namespace.
+    """
+
+    model_id: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+
+
+def clean_texts(texts: Sequence[str]) -> list[str]:
+    """Make texts safe to tokenise: str only, valid UTF-8, at most ``MAX_CHARS`` long."""
+    if isinstance(texts, str):
+        raise InputError("embed() takes a list of texts, not one string: embed([text]).")
+    cleaned = []
+    for i, text in enumerate(texts):
+        if not isinstance(text, str):
+            raise InputError(f"Text {i} is {type(text).__name__}, not str.")
+        if len(text) > MAX_CHARS:
+            log.warning(
+                "text %d has %d characters; embedding the first %d", i, len(text), MAX_CHARS
+            )
+            text = text[:MAX_CHARS]
+        # Lone surrogates (from os.fsdecode or broken JSON) cannot be encoded as UTF-8.
+        cleaned.append(text.encode("utf-8", "replace").decode("utf-8"))
+    return cleaned
+
+
+def normalize(vectors: np.ndarray) -> np.ndarray:
+    """Rows scaled to unit length, as float32; an all-zero row stays zero."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    np.maximum(norms, 1e-12, out=norms)
+    return vectors / norms
+
+
+def check_vectors(vectors: np.ndarray, dim: int, source: str) -> np.ndarray:
+    """Reject what no index can hold: wrong shape, NaN or infinity."""
+    vectors = np.asarray(vectors, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[1] != dim:
+        raise InputError(f"{source}: expected vectors of shape (n, {dim}), got {vectors.shape}.")
+    if not np.isfinite(vectors).all():
+        bad = int(np.flatnonzero(~np.isfinite(vectors).all(axis=1))[0])
+        raise InputError(f"{source}: vector {bad} contains NaN or infinity.")
+    return vectors
+
+
+def checked_output(vectors: np.ndarray, dim: int, model_id: str) -> np.ndarray:
+    try:
+        return normalize(check_vectors(vectors, dim, f"model {model_id}"))
+    except InputError as exc:
+        raise ModelError(f"{exc} The model output is unusable; reinstall the model.") from exc

@@ -1,0 +1,84 @@
+"""An embedding cache keyed by (model id, SHA-256 of the text).
+
+Re-indexing a library re-reads every page, but only changed text should reach the
+model: ``CachedEmbedder`` wraps any ``Embedder``, answers known texts from SQLite and
+sends only the misses, deduplicated, to the model.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from heron.embed.base import Embedder, clean_texts
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS embeddings (
+    model_id TEXT NOT NULL,
+    text_sha256 TEXT NOT NULL,
+    vector BLOB NOT NULL,
+    PRIMARY KEY (model_id, text_sha256)
+) WITHOUT ROWID;
+"""
+
+
+def text_key(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class CachedEmbedder:
+    """An ``Embedder`` that remembers: ``misses`` counts texts that reached the model."""
+
+    def __init__(self, inner: Embedder, path: Path) -> None:
+        self.inner = inner
+        self.model_id = inner.model_id
+        self.dim = inner.dim
+        self.misses = 0
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.executescript(_SCHEMA)
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = clean_texts(texts)
+        keys = [text_key(t) for t in texts]
+        found = self._lookup(set(keys))
+        todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
+        if todo:
+            vectors = self.inner.embed(list(todo.values()))
+            self.misses += len(todo)
+            fresh = dict(zip(todo, vectors, strict=True))
+            with self._db:
+                self._db.executemany(
+                    "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
+                    [(self.model_id, k, v.tobytes()) for k, v in fresh.items()],
+                )
+            found.update(fresh)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        for i, key in enumerate(keys):
+            out[i] = found[key]
+        return out
+
+    def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:
+        found: dict[str, np.ndarray] = {}
+        batch = list(keys)
+        for start in range(0, len(batch), 500):  # stay under SQLite's variable limit
+            part = batch[start : start + 500]
+            marks = ",".join("?" * len(part))
+            rows = self._db.execute(
+                f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? "
+                f"AND text_sha256 IN ({marks})",
+                [self.model_id, *part],
+            )
+            for key, blob in rows:
+                vec = np.frombuffer(blob, dtype=np.float32)
+                if vec.shape == (self.dim,):  # a row from a corrupted write is re-embedded
+                    found[key] = vec
+        return found
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,95 @@
+"""The bundled embedder: all-MiniLM-L6-v2 (int8 ONNX) on onnxruntime, no torch."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from heron.embed import assets
+from heron.embed.base import checked_output, clean_texts
+from heron.errors import ModelError
+
+MAX_TOKENS = 256  # what all-MiniLM-L6-v2 was trained on; longer inputs only add cost
+
+
+def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Average token vectors where ``mask`` is 1: ``(b, t, d), (b, t) -> (b, d)``."""
+    weights = mask[:, :, None].astype(np.float32)
+    summed = np.einsum("btd,btk->bd", hidden, weights)
+    return summed / np.maximum(weights.sum(axis=1), 1e-9)
+
+
+def create_session(model: Path, threads: int = 0):  # -> onnxruntime.InferenceSession
+    """One place that builds the ONNX session and turns its failures into advice."""
+    import onnxruntime as ort
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads or (os.cpu_count() or 1)
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    try:
+        return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
+    except Exception as exc:  # onnxruntime raises its own untyped errors
+        raise ModelError(
+            f"Cannot load the embedding model {model}: {exc}. {assets.REINSTALL}"
+        ) from exc
+
+
+class MiniLMEmbedder:
+    """all-MiniLM-L6-v2: 384 dims, mean pooling, truncation at 256 tokens.
+
+    Batches are padded to their longest member, and texts are sorted by length first so
+    that a batch holds texts of similar length: padding is compute thrown away.
+    """
+
+    dim = 384
+
+    def __init__(
+        self,
+        models_dir: Path,
+        *,
+        batch_size: int = 32,
+        threads: int = 0,
+        model_path: Path | None = None,
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        self.model_id = f"{assets.MODEL_NAME}-int8"
+        self.batch_size = batch_size
+        tokenizer_file = assets.require_tokenizer(models_dir)
+        try:
+            self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as exc:
+            raise ModelError(
+                f"Cannot read {tokenizer_file}: {exc}. Fetch it again with: heron model fetch"
+            ) from exc
+        # The shipped file pads and truncates to a fixed 128 tokens; we want the batch's
+        # longest, up to the model's 256.
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(MAX_TOKENS)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.session = create_session(model_path or assets.onnx_path(), threads)
+        self.calls = 0  # batches run through the model; the cache tests count these
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        texts = clean_texts(texts)
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        for start in range(0, len(texts), self.batch_size):
+            rows = order[start : start + self.batch_size]
+            out[rows] = self._run([texts[i] for i in rows])
+        return checked_output(out, self.dim, self.model_id)
+
+    def _run(self, batch: list[str]) -> np.ndarray:
+        encodings = self.tokenizer.encode_batch(batch)
+        ids = np.array([e.ids for e in encodings], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        self.calls += 1
+        try:
+            (hidden,) = self.session.run(["last_hidden_state"], feeds)
+        except Exception as exc:
+            raise ModelError(f"The embedding model failed: {exc}. {assets.REINSTALL}") from exc
+        return mean_pool(hidden, mask)

@@ -1,0 +1,153 @@
+"""End-to-end: the real ``heron`` command in a subprocess, on a fresh data directory."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+RECORDS = [
+    {
+        "id": "pods",
+        "text": "A Pod runs one or more containers.",
+        "metadata": {"collection": "concepts"},
+    },
+    {
+        "id": "secret",
+        "text": "A Secret stores a password or token.",
+        "metadata": {"collection": "concepts"},
+    },
+    {
+        "id": "rollback",
+        "text": "Roll back a Deployment with kubectl rollout undo.",
+        "metadata": {"collection": "tasks"},
+    },
+]
+
+
+def heron(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", *args], capture_output=True, text=True, timeout=120
+    )
+    if ok:
+        assert done.returncode == 0, done.stderr
+    return done
+
+
+@pytest.fixture
+def corpus(tmp_path: Path) -> Path:
+    path = tmp_path / "records.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in RECORDS) + "\n\n")
+    return path
+
+
+def test_load_is_idempotent_and_search_finds(home: Path, corpus: Path) -> None:
+    first = json.loads(heron("store", "load", "k8s", str(corpus), "--json").stdout)
+    assert (first["added"], first["records"]) == (3, 3)
+    again = json.loads(heron("store", "load", "k8s", str(corpus), "--json").stdout)
+    assert (again["added"], again["unchanged"], again["records"]) == (0, 3, 3)
+    for mode in ("dense", "lexical", "hybrid"):
+        hits = json.loads(
+            heron("store", "search", "k8s", "undo a rollout", "--mode", mode, "--json").stdout
+        )
+        assert hits[0]["id"] == "rollback"
+        assert {"score", "dense_score", "lexical_score", "dense_rank", "lexical_rank"} <= set(
+            hits[0]
+        )
+    human = heron("store", "search", "k8s", "password", "-k", "1").stdout
+    assert "secret" in human
+
+
+def test_batch_queries_one_line_each_in_order(home: Path, corpus: Path, tmp_path: Path) -> None:
+    heron("store", "load", "k8s", str(corpus))
+    queries = tmp_path / "q.jsonl"
+    queries.write_text(
+        '{"id": "q2", "text": "password"}\n{"id": 7, "text": "containers in a pod"}\n'
+    )
+    lines = heron(
+        "store", "search", "k8s", "--queries", str(queries), "--top-k", "2"
+    ).stdout.splitlines()
+    out = [json.loads(line) for line in lines]
+    assert [o["id"] for o in out] == ["q2", "7"]
+    assert out[0]["results"][0]["id"] == "secret" and len(out[0]["results"]) == 2
+    assert out[1]["results"][0]["id"] == "pods"
+
+
+def test_filter_option(home: Path, corpus: Path) -> None:
+    heron("store", "load", "k8s", str(corpus))
+    hits = json.loads(
+        heron(
+            "store", "search", "k8s", "kubernetes", "--filter", "collection=tasks", "--json"
+        ).stdout
+    )
+    assert [h["id"] for h in hits] == ["rollback"]
+
+
+def test_info_reports_model_and_namespaces(home: Path, corpus: Path) -> None:
+    heron("store", "load", "k8s", str(corpus))
+    info = json.loads(heron("info", "--json").stdout)
+    assert info["home"] == str(home)
+    assert info["model"]["ready"] and info["model"]["dim"] == 384
+    assert info["namespaces"] == [
+        {"name": "k8s", "records": 3, "model_id": info["model"]["id"], "dim": 384}
+    ]
+
+
+def test_embed_prints_vectors(home: Path) -> None:
+    out = json.loads(heron("embed", "hello world", "--json").stdout)
+    assert len(out[0]["vector"]) == 384
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b'{"id": "a", "text": "caf\xe9"}\n', "line 1 is not valid UTF-8"),
+        (b'{"id": "a", "text": "ok"}\n{"id": "b", "text": \n', "line 2 is not JSON"),
+        (b'{"text": "no id"}\n', 'has no "id"'),
+        (b"[1, 2]\n", "must be a JSON object"),
+    ],
+)
+def test_bad_files_fail_clearly_and_load_nothing(
+    home: Path, tmp_path: Path, content: bytes, message: str
+) -> None:
+    bad = tmp_path / "bad.jsonl"
+    bad.write_bytes(content)
+    done = heron("store", "load", "k8s", str(bad), ok=False)
+    assert done.returncode == 1
+    assert message in done.stderr and "Traceback" not in done.stderr
+    info = json.loads(heron("info", "--json").stdout)
+    assert all(ns["records"] == 0 for ns in info["namespaces"])
+
+
+def test_errors_name_the_fix(home: Path, corpus: Path) -> None:
+    done = heron("store", "search", "nothing", "query", ok=False)
+    assert "No namespace 'nothing'" in done.stderr
+    heron("store", "load", "k8s", str(corpus))
+    done = heron("store", "search", "k8s", "query", "--mode", "fuzzy", ok=False)
+    assert "Choose from: dense, lexical, hybrid" in done.stderr
+    done = heron("store", "search", "k8s", ok=False)
+    assert "Give either a QUERY or --queries" in done.stderr
+
+
+def test_missing_tokenizer_points_to_model_fetch(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERON_MODELS_DIR", str(tmp_path / "empty"))
+    done = heron("embed", "x", ok=False)
+    assert "heron model fetch" in done.stderr
+    assert json.loads(heron("info", "--json").stdout)["model"]["ready"] is False
+
+
+def test_every_command_has_help_with_an_example() -> None:
+    for command in (
+        ["info"],
+        ["embed"],
+        ["model", "fetch"],
+        ["store", "load"],
+        ["store", "search"],
+        ["store", "drop"],
+    ):
+        assert "Example:" in heron(*command, "--help").stdout

