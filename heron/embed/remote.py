@@ -52,6 +52,8 @@ class RemoteEmbedder:
         ]
         if not parts:
             return np.empty((0, self.dim), dtype=np.float32)
+        if self._dim is None:  # learned from this answer: no probe request needed
+            self._dim = parts[0].shape[1]
         return checked_output(np.vstack(parts), self.dim, self.model_id)
 
     def _request(self, batch: list[str]) -> np.ndarray:

@@ -31,6 +31,8 @@ class VectorIndex(Protocol):
 
     def __len__(self) -> int: ...
 
+    def __contains__(self, key: int) -> bool: ...
+
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None: ...
 
     def remove(self, keys: np.ndarray) -> None: ...
@@ -63,6 +65,9 @@ class ExactIndex:
 
     def __len__(self) -> int:
         return self._size
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._rows
 
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         self.remove(keys)
@@ -127,6 +132,9 @@ class HnswIndex:
 
     def __len__(self) -> int:
         return len(self._index)
+
+    def __contains__(self, key: int) -> bool:
+        return key in self._index
 
     def add(self, keys: np.ndarray, vectors: np.ndarray) -> None:
         self.remove(keys)

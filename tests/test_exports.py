@@ -1,0 +1,14 @@
+"""Each package's ``__all__`` lists what it exports, and every name in it exists."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+
+@pytest.mark.parametrize("package", ["heron", "heron.embed", "heron.store", "heron.cli"])
+def test_all_names_exist(package: str) -> None:
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert hasattr(module, name), f"{package}.{name}"

@@ -1,0 +1,47 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heron.errors import ConfigError
+from heron.settings import Settings
+
+
+def test_defaults_follow_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for var in ("HERON_HOME", "HERON_MODELS_DIR", "HERON_CONFIG", "HERON_DATABASE_URL"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path / "data"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    settings = Settings()
+    assert settings.home == tmp_path / "data" / "heron"
+    assert settings.models_dir == tmp_path / "cache" / "heron" / "models"
+    assert settings.db_path == tmp_path / "data" / "heron" / "heron.db"
+
+
+def test_environment_beats_toml_beats_defaults(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    (tmp_path / "heron.toml").write_text("embed_batch_size = 8\nembed_threads = 1\n")
+    monkeypatch.setenv("HERON_EMBED_THREADS", "2")
+    settings = Settings()
+    assert (settings.embed_batch_size, settings.embed_threads) == (8, 2)
+
+
+def test_remote_embedder_needs_url_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_EMBEDDER", "remote")
+    monkeypatch.delenv("HERON_REMOTE_EMBED_URL", raising=False)
+    with pytest.raises(ConfigError, match="HERON_REMOTE_EMBED_URL"):
+        Settings()
+
+
+def test_unsupported_database_url_names_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_DATABASE_URL", "mysql://x")
+    with pytest.raises(ConfigError, match="sqlite:///PATH"):
+        _ = Settings().db_path
+
+
+def test_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_REMOTE_EMBED_API_KEY", "sk-secret")
+    assert Settings().public()["remote_embed_api_key"] == "***"
