@@ -1,6 +1,6 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, vectors, latency, cache. No name runs them all (about 30 minutes
+Names: scifact, embed, cache, vectors, latency, skills. No name runs them all (about 30 minutes
 on 2 cores; the 1M-record latency run dominates).
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 import sys
 from datetime import date
 
-from bench import cache_calls, embed_throughput, scifact, search_latency, vector_index
+from bench import cache_calls, embed_throughput, scifact, search_latency, skills, vector_index
 from bench.common import WORK, machine
 
 BENCHMARKS = {
@@ -18,6 +18,7 @@ BENCHMARKS = {
     "cache": cache_calls.run,
     "vectors": vector_index.run,
     "latency": search_latency.run,
+    "skills": skills.run,
 }
 
 

@@ -9,6 +9,7 @@ import typer
 
 from heron.about import about
 from heron.cli.output import console, print_json
+from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.settings import Settings
 
@@ -19,6 +20,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(store_app, name="store")
+app.add_typer(skills_app, name="skills")
 model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 

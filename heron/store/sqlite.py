@@ -431,9 +431,11 @@ class SQLiteStore:
             return scores
         weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
         marks = ",".join("?" * keys.size)
+        # The unary + keeps SQLite from pushing "rowid IN" into FTS5, which would run one
+        # full-text query per key (55 ms for 200 keys on SciFact, against 1 ms).
         rows = self._read(
             f"SELECT rowid, -bm25(fts_{ns_id}, {weights}) FROM fts_{ns_id} "
-            f"WHERE fts_{ns_id} MATCH ? AND rowid IN ({marks})",
+            f"WHERE fts_{ns_id} MATCH ? AND +rowid IN ({marks})",
             (match, *keys.tolist()),
         )
         scores.update(rows)

@@ -1,0 +1,42 @@
+"""Skills: find every ``SKILL.md``, read it robustly, index it, and pick the right one."""
+
+from __future__ import annotations
+
+from heron.skills.config import SkillsSettings, load_skills_settings
+from heron.skills.dirs import SkillDir, hermes_home, skill_dirs
+from heron.skills.index import IndexReport, SkillContext, SkillIndex, Status, open_skills
+from heron.skills.parser import Diagnostic, Skill, SkillFileError, parse_skill, parse_text
+from heron.skills.scan import ScanReport, scan
+from heron.skills.search import SkillHit, combine, lex_score
+from heron.skills.sync import NAMESPACE, IndexResult, IndexState, PruneResult
+from heron.skills.usage import KindStats, UsageLog, query_kind
+
+__all__ = [
+    "NAMESPACE",
+    "Diagnostic",
+    "IndexReport",
+    "IndexResult",
+    "IndexState",
+    "KindStats",
+    "PruneResult",
+    "ScanReport",
+    "Skill",
+    "SkillContext",
+    "SkillDir",
+    "SkillFileError",
+    "SkillHit",
+    "SkillIndex",
+    "SkillsSettings",
+    "Status",
+    "UsageLog",
+    "combine",
+    "hermes_home",
+    "lex_score",
+    "load_skills_settings",
+    "open_skills",
+    "parse_skill",
+    "parse_text",
+    "query_kind",
+    "scan",
+    "skill_dirs",
+]

@@ -1,0 +1,212 @@
+"""``SkillIndex``: the skill index as agents and the CLI use it.
+
+>>> skills = open_skills()                               # doctest: +SKIP
+>>> skills.index().result.added                          # doctest: +SKIP
+864
+>>> context = skills.context_for("create a new skill")   # doctest: +SKIP
+>>> prompt = context.text + prompt                       # doctest: +SKIP
+>>> skills.record_use(context.query_id, "skill-creator") # doctest: +SKIP
+1
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from heron.embed import Embedder
+from heron.errors import InputError, NotFound
+from heron.settings import Settings
+from heron.skills.config import SkillsSettings, load_skills_settings
+from heron.skills.dirs import SkillDir, skill_dirs
+from heron.skills.parser import Skill
+from heron.skills.scan import ScanReport, scan
+from heron.skills.search import SkillHit, format_context, relevant, search_skills
+from heron.skills.sync import (
+    NAMESPACE,
+    IndexResult,
+    IndexState,
+    PruneResult,
+    index_skills,
+    index_state,
+    prune,
+)
+from heron.skills.usage import QUERY_KINDS, KindStats, UsageLog
+from heron.store import SQLiteStore, open_store
+from heron.store.base import Progress
+
+DEFAULT_TOP_K = 5
+
+
+@dataclass(frozen=True)
+class IndexReport:
+    scan: ScanReport
+    result: IndexResult
+
+    def to_dict(self) -> dict[str, Any]:
+        result = self.result
+        return {
+            "scan": self.scan.to_dict(),
+            "added": result.added,
+            "updated": result.updated,
+            "unchanged": result.unchanged,
+            "embedded": result.embedded,
+            "renamed": result.renamed,
+            "orphans": [e.to_dict() for e in result.orphans],
+        }
+
+
+@dataclass(frozen=True)
+class Status:
+    scan: ScanReport
+    index: IndexState
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.scan.to_dict(), "index": self.index.to_dict()}
+
+
+@dataclass(frozen=True)
+class SkillContext:
+    """``text`` goes into the prompt; report the skill used with ``query_id``."""
+
+    text: str
+    skills: list[SkillHit]
+    query_id: int | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "query_id": self.query_id,
+            "text": self.text,
+            "skills": [h.to_dict() for h in self.skills],
+        }
+
+
+class SkillIndex:
+    """Skills from ``dirs``, indexed in ``namespace`` of ``store``, queries logged to
+    ``usage_path`` (no log when ``None``)."""
+
+    def __init__(
+        self,
+        store: SQLiteStore,
+        dirs: Sequence[SkillDir],
+        *,
+        usage_path: Path | None = None,
+        min_rel: float = 0.5,
+        namespace: str = NAMESPACE,
+    ) -> None:
+        self.store = store
+        self.dirs = list(dirs)
+        self.usage_path = usage_path
+        self.min_rel = min_rel
+        self.namespace = namespace
+        self._usage: UsageLog | None = None
+
+    # -- the files and the index ---------------------------------------------------------
+
+    def scan(self) -> ScanReport:
+        return scan(self.dirs)
+
+    def index(self, progress: Progress | None = None) -> IndexReport:
+        """Scan, then bring the index up to date; only changed skills are embedded."""
+        report = self.scan()
+        result = index_skills(
+            self.store, report.skills, namespace=self.namespace, progress=progress
+        )
+        return IndexReport(report, result)
+
+    def status(self) -> Status:
+        """What a scan finds and how the index compares; changes nothing."""
+        report = self.scan()
+        return Status(report, index_state(self.store, report.skills, namespace=self.namespace))
+
+    def prune(self, *, apply: bool = False) -> PruneResult:
+        """Orphans (records whose file is gone); deleted only when ``apply`` is true."""
+        return prune(self.store, apply=apply, namespace=self.namespace)
+
+    def show(self, name: str) -> Skill:
+        """The skill called ``name`` (any case) as a scan reads it now."""
+        report = self.scan()
+        wanted = name.casefold()
+        for skill in report.skills:
+            if skill.name.casefold() == wanted:
+                return skill
+        names = [s.name for s in report.skills]
+        close = difflib.get_close_matches(name, names, n=3, cutoff=0.6)
+        hint = f"Did you mean: {', '.join(close)}?" if close else "List them: heron skills status"
+        raise NotFound(f"No skill named {name!r} in the skill directories. {hint}")
+
+    # -- queries -------------------------------------------------------------------------
+
+    def search_many(
+        self, queries: Sequence[str], top_k: int = DEFAULT_TOP_K
+    ) -> list[list[SkillHit]]:
+        """The ``top_k`` best skills for each query (see ``heron.skills.search``)."""
+        for query in queries:
+            if not query.strip():
+                raise InputError("A skill query is empty; say what the task is.")
+        try:
+            return search_skills(self.store, self.namespace, queries, top_k)
+        except NotFound as exc:
+            raise NotFound(f"No skills indexed yet; run: heron skills index ({exc})") from exc
+
+    def search(self, query: str, top_k: int = DEFAULT_TOP_K) -> list[SkillHit]:
+        return self.search_many([query], top_k)[0]
+
+    def context_for(
+        self, query: str, *, top_k: int = DEFAULT_TOP_K, min_rel: float | None = None
+    ) -> SkillContext:
+        """The skills worth injecting for ``query``, formatted for a prompt, and logged.
+
+        Keeps the results scoring at least ``min_rel`` (default: the index's, from
+        ``HERON_SKILLS_MIN_REL``) times the top score.
+        """
+        hits = relevant(self.search(query, top_k), self.min_rel if min_rel is None else min_rel)
+        query_id = None
+        if self.usage_path is not None:
+            query_id = self._log().record_query(query, [h.name for h in hits])
+        return SkillContext(format_context(hits), hits, query_id)
+
+    # -- the usage log -------------------------------------------------------------------
+
+    def _log(self) -> UsageLog:
+        if self.usage_path is None:
+            raise InputError("This SkillIndex keeps no usage log; give it a usage_path.")
+        if self._usage is None:
+            self._usage = UsageLog(self.usage_path)
+        return self._usage
+
+    def record_use(self, query_id: int, name: str) -> int | None:
+        """Report that skill ``name`` was used for query ``query_id`` (from
+        ``context_for``); returns its rank among the skills returned, ``None`` if absent."""
+        return self._log().record_use(query_id, name)
+
+    def stats(self) -> list[KindStats]:
+        """Hit rates per kind of query (vague, concrete); zeros before the first query."""
+        if self._usage is None and self.usage_path is not None and not self.usage_path.exists():
+            return [KindStats(kind, 0, 0, 0, 0) for kind in QUERY_KINDS]
+        return self._log().stats()
+
+    def close(self) -> None:
+        if self._usage is not None:
+            self._usage.close()
+        self.store.close()
+
+
+def open_skills(
+    settings: Settings | None = None,
+    skills_settings: SkillsSettings | None = None,
+    embedder: Embedder | None = None,
+) -> SkillIndex:
+    """The skill index the settings describe: directories by precedence, the configured
+    store, and the usage log at ``$HERON_HOME/skills.db``."""
+    settings = settings or Settings()
+    skills_settings = skills_settings or load_skills_settings()
+    return SkillIndex(
+        open_store(settings, embedder),
+        skill_dirs(skills_settings.extra_dirs, settings.home),
+        usage_path=settings.home / "skills.db",
+        min_rel=skills_settings.min_rel,
+    )

@@ -1,0 +1,171 @@
+"""The usage log: each skill query, what it returned, and which skill was then used.
+
+It lives in its own SQLite file, ``$HERON_HOME/skills.db``, not in the store's key-value
+table: the log is history, and must outlive ``heron store drop skills`` and a re-index
+with another model; it is append-only rows that stats aggregate in SQL; and it stays local
+when the store moves to a server.
+
+``stats`` gives the hit rate per kind of query: of the queries whose outcome was reported,
+the share where the skill used was among those returned (``hit@k``) and the share where
+it was the first (``hit@1``).
+
+A query is *vague* or *concrete* by a simple rule (``query_kind``): concrete when it holds
+at least two specific terms, or one term with a digit or a ``.``, ``/`` or ``:`` in it
+(a version, a file, a domain, a time); a specific term is an analysed term that is not in
+``GENERIC_WORDS``, the words any request uses ("create", "make", "new", "help", "thing",
+"skill", "file", "app"...). "create a new skill" is vague; "publish a blog post" is
+concrete.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sqlite3
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Literal
+
+from heron.errors import NotFound, StoreError
+from heron.store.analysis import analyze
+
+QueryKind = Literal["vague", "concrete"]
+QUERY_KINDS: tuple[QueryKind, ...] = ("vague", "concrete")
+
+GENERIC_WORDS = frozenset(
+    analyze(
+        """
+        me my mine we our us you your its this these those some any all every whole own one
+        from up out about over off than so too
+        other another can could would should shall may might must please just also really
+        very more most better best good nice pretty great new old simple quick easy what how
+        why when where which who do does did doing done make made making create build write
+        get got give let put take set keep help want need like try start use using work run
+        go see look show find check fix improve change update add remove thing something
+        anything everything stuff way kind sort lot bit skill tool task project file code app
+        team
+        """
+    )
+)
+_MARKED = re.compile(r"\S*(?:\d|\w[./:]\w)\S*")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS queries (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    at REAL NOT NULL,
+    query TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    returned TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS uses (
+    query_id INTEGER REFERENCES queries(id),
+    at REAL NOT NULL,
+    name TEXT NOT NULL,
+    rank INTEGER
+);
+CREATE INDEX IF NOT EXISTS uses_query ON uses (query_id);
+"""
+
+
+def query_kind(query: str) -> QueryKind:
+    """``"vague"`` or ``"concrete"``, by the rule in the module docstring.
+
+    >>> query_kind("create a new skill"), query_kind("publish a blog post")
+    ('vague', 'concrete')
+    """
+    if _MARKED.search(query):
+        return "concrete"
+    specific = set(analyze(query)) - GENERIC_WORDS
+    return "concrete" if len(specific) >= 2 else "vague"
+
+
+@dataclass(frozen=True)
+class KindStats:
+    """``hits`` counts reported queries whose used skill was returned; ``top`` at rank 1."""
+
+    kind: str
+    queries: int
+    reported: int
+    hits: int
+    top: int
+
+    @property
+    def hit_rate(self) -> float | None:
+        return self.hits / self.reported if self.reported else None
+
+    @property
+    def top_rate(self) -> float | None:
+        return self.top / self.reported if self.reported else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "queries": self.queries,
+            "reported": self.reported,
+            "hits": self.hits,
+            "top": self.top,
+            "hit_rate": self.hit_rate,
+            "top_rate": self.top_rate,
+        }
+
+
+class UsageLog:
+    """Append-only log of skill queries and uses in one SQLite file (created on first use)."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.executescript(_SCHEMA)
+        except (OSError, sqlite3.DatabaseError) as exc:
+            raise StoreError(
+                f"Cannot open the skills usage log {path}: {exc}. If it is damaged, move it "
+                "aside; a new one is started on the next query."
+            ) from exc
+
+    def record_query(self, query: str, returned: Sequence[str]) -> int:
+        """Log a query and the names it returned, in rank order; returns its id."""
+        cursor = self._db.execute(
+            "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
+            (time.time(), query, query_kind(query), json.dumps(list(returned))),
+        )
+        assert cursor.lastrowid is not None
+        return cursor.lastrowid
+
+    def record_use(self, query_id: int, name: str) -> int | None:
+        """Log that skill ``name`` was used after query ``query_id``; returns its rank in
+        what the query returned (``None``: the query did not return it)."""
+        row = self._db.execute("SELECT returned FROM queries WHERE id = ?", (query_id,)).fetchone()
+        if row is None:
+            raise NotFound(
+                f"No skill query {query_id} in {self.path}. Use the query_id that "
+                "context_for returned (heron skills context --json prints it)."
+            )
+        returned = json.loads(row[0])
+        rank = returned.index(name) + 1 if name in returned else None
+        self._db.execute(
+            "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, ?, ?)",
+            (query_id, time.time(), name, rank),
+        )
+        return rank
+
+    def stats(self) -> list[KindStats]:
+        """Per kind of query: how many, how many reported, hit@k and hit@1 counts."""
+        rows = self._db.execute(
+            """
+            SELECT q.kind, count(*), count(u.query_id), count(u.best), sum(u.best = 1)
+            FROM queries q LEFT JOIN (
+                SELECT query_id, min(rank) AS best FROM uses GROUP BY query_id
+            ) u ON u.query_id = q.id
+            GROUP BY q.kind
+            """
+        ).fetchall()
+        found = {kind: (n, reported, hits, top or 0) for kind, n, reported, hits, top in rows}
+        return [KindStats(kind, *found.get(kind, (0, 0, 0, 0))) for kind in QUERY_KINDS]
+
+    def close(self) -> None:
+        self._db.close()
