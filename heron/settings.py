@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -64,6 +64,31 @@ class Settings(BaseSettings):
     remote_embed_model: str | None = None
     remote_embed_api_key: str | None = None
     remote_embed_timeout: float = 30.0
+    skills_dirs: str = Field(
+        default="", description="Extra skill directories, os.pathsep-separated, highest first."
+    )
+    skills_min_rel: float = Field(
+        default=0.5, ge=0.0, le=1.0, description="context_for keeps score >= min_rel * top."
+    )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            from heron.errors import ConfigError
+
+            problems = "; ".join(
+                f"HERON_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
+                for err in exc.errors()
+            )
+            raise ConfigError(
+                f"Bad setting ({problems}). Fix the variable or heron.toml, or unset it for "
+                "the default."
+            ) from exc
+
+    @property
+    def skills_extra_dirs(self) -> list[Path]:
+        return [Path(p).expanduser() for p in self.skills_dirs.split(os.pathsep) if p.strip()]
 
     @model_validator(mode="after")
     def _check_remote(self) -> Settings:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from heron.skills.config import SkillsSettings, load_skills_settings
 from heron.skills.dirs import SkillDir, hermes_home, skill_dirs
 from heron.skills.index import IndexReport, SkillContext, SkillIndex, Status, open_skills
 from heron.skills.parser import Diagnostic, Skill, SkillFileError, parse_skill, parse_text
@@ -26,13 +25,11 @@ __all__ = [
     "SkillFileError",
     "SkillHit",
     "SkillIndex",
-    "SkillsSettings",
     "Status",
     "UsageLog",
     "combine",
     "hermes_home",
     "lex_score",
-    "load_skills_settings",
     "open_skills",
     "parse_skill",
     "parse_text",

@@ -20,7 +20,6 @@ from typing import Any
 from heron.embed import Embedder
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
-from heron.skills.config import SkillsSettings, load_skills_settings
 from heron.skills.dirs import SkillDir, skill_dirs
 from heron.skills.parser import Skill
 from heron.skills.scan import ScanReport, scan
@@ -197,16 +196,14 @@ class SkillIndex:
 
 def open_skills(
     settings: Settings | None = None,
-    skills_settings: SkillsSettings | None = None,
     embedder: Embedder | None = None,
 ) -> SkillIndex:
     """The skill index the settings describe: directories by precedence, the configured
     store, and the usage log at ``$HERON_HOME/skills.db``."""
     settings = settings or Settings()
-    skills_settings = skills_settings or load_skills_settings()
     return SkillIndex(
         open_store(settings, embedder),
-        skill_dirs(skills_settings.extra_dirs, settings.home),
+        skill_dirs(settings.skills_extra_dirs, settings.home),
         usage_path=settings.home / "skills.db",
-        min_rel=skills_settings.min_rel,
+        min_rel=settings.skills_min_rel,
     )

@@ -166,7 +166,7 @@ class SQLiteStore:
             raise NamespaceMismatch(
                 f"Namespace {name!r} was built with {model_id} ({dim} dims) but the embedder is "
                 f"{self.embedder.model_id} ({self.embedder.dim} dims). Re-index it: "
-                f"heron store drop {name}, then load it again."
+                f"heron store drop {name}, then index it again."
             )
         return ns_id, model_id, dim, seq
 

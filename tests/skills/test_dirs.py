@@ -1,4 +1,4 @@
-"""``heron.skills.dirs`` and ``heron.skills.config``: which directories, in which order."""
+"""``heron.skills.dirs`` and the skills settings: which directories, in which order."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from heron.errors import ConfigError
-from heron.skills.config import load_skills_settings
+from heron.settings import Settings
 from heron.skills.dirs import hermes_home, skill_dirs
 
 
@@ -83,12 +83,12 @@ def test_hermes_home_by_platform(tmp_path: Path) -> None:
 def test_settings_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERON_SKILLS_DIRS", os.pathsep.join([str(tmp_path / "a"), "", "~/b"]))
     monkeypatch.setenv("HERON_SKILLS_MIN_REL", "0.7")
-    settings = load_skills_settings()
-    assert settings.extra_dirs == [tmp_path / "a", Path.home() / "b"]
-    assert settings.min_rel == 0.7
+    settings = Settings()
+    assert settings.skills_extra_dirs == [tmp_path / "a", Path.home() / "b"]
+    assert settings.skills_min_rel == 0.7
 
 
 def test_a_bad_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERON_SKILLS_MIN_REL", "2")
     with pytest.raises(ConfigError, match="HERON_SKILLS_MIN_REL"):
-        load_skills_settings()
+        Settings()
