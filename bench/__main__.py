@@ -1,7 +1,7 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills. No name runs them all (about 30 minutes
-on 2 cores; the 1M-record latency run dominates).
+Names: scifact, embed, cache, vectors, latency, skills, tools. No name runs them all
+(about 45 minutes on 2 cores; building the 1M-record HNSW graph dominates).
 """
 
 from __future__ import annotations
@@ -9,7 +9,15 @@ from __future__ import annotations
 import sys
 from datetime import date
 
-from bench import cache_calls, embed_throughput, scifact, search_latency, skills, vector_index
+from bench import (
+    cache_calls,
+    embed_throughput,
+    scifact,
+    search_latency,
+    skills,
+    tools,
+    vector_index,
+)
 from bench.common import WORK, machine
 
 BENCHMARKS = {
@@ -19,6 +27,7 @@ BENCHMARKS = {
     "vectors": vector_index.run,
     "latency": search_latency.run,
     "skills": skills.run,
+    "tools": tools.run,
 }
 
 

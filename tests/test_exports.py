@@ -7,7 +7,9 @@ import importlib
 import pytest
 
 
-@pytest.mark.parametrize("package", ["heron", "heron.embed", "heron.store", "heron.cli"])
+@pytest.mark.parametrize(
+    "package", ["heron", "heron.embed", "heron.store", "heron.skills", "heron.tools", "heron.cli"]
+)
 def test_all_names_exist(package: str) -> None:
     module = importlib.import_module(package)
     for name in module.__all__:

@@ -8,9 +8,11 @@ from typing import Annotated
 import typer
 
 from heron.about import about
+from heron.cli.books import register_books
 from heron.cli.output import console, print_json
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
+from heron.cli.tools import tools_app
 from heron.settings import Settings
 
 app = typer.Typer(
@@ -20,7 +22,9 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(store_app, name="store")
+register_books(app)
 app.add_typer(skills_app, name="skills")
+app.add_typer(tools_app, name="tools")
 model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 

@@ -1,0 +1,198 @@
+"""``heron tools``: import tool definitions, list every tool, route queries, call a tool."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from heron.cli.output import console, errors, print_json
+from heron.store.jsonl import read_queries
+from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
+from heron.tools.errors import ToolInputError
+from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
+from heron.tools.toolbox import open_tools
+
+tools_app = typer.Typer(
+    help="Tools for agents: built-ins, imported definitions and MCP servers, routed per query.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+McpConfig = Annotated[
+    Path | None,
+    typer.Option("--mcp-config", help="mcp.json to read (default $HERON_HOME/mcp.json)."),
+]
+Root = Annotated[
+    Path | None, typer.Option("--root", help="Workspace root for the file and command tools.")
+]
+Allow = Annotated[
+    list[str] | None, typer.Option("--allow", help="A program run_command may run (repeatable).")
+]
+
+
+def _report_servers(statuses: list[Any]) -> None:
+    for status in statuses:
+        if status.error:
+            errors.print(
+                f"[yellow]skipped MCP server {escape(status.name)}[/]: {escape(status.error)}"
+            )
+
+
+@tools_app.command("import")
+def import_(
+    file: Annotated[Path, typer.Argument(help="JSON: OpenAI, Anthropic or MCP tools/list format.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Register tool definitions that live outside MCP, kept in the store.
+
+    Example: heron tools import tools.json
+    """
+    tools = read_tool_file(file)
+    box = open_tools(connect=False)
+    try:
+        save_imported(box.store, tools)
+    finally:
+        box.close()
+    if as_json:
+        print_json(
+            {"imported": [t.name for t in tools], "source": tools[0].source if tools else None}
+        )
+    else:
+        console.print(f"imported {len(tools)} tools from {escape(str(file))}")
+
+
+@tools_app.command("list")
+def list_(
+    mcp_config: McpConfig = None,
+    root: Root = None,
+    allow: Allow = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """List every tool: built-in, imported and from the MCP servers (failing ones skipped).
+
+    Example: heron tools list --json
+    """
+    box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
+    try:
+        tools = box.registry.tools()
+        if as_json:
+            print_json(
+                {
+                    "servers": [s.to_dict() for s in box.statuses],
+                    "tools": [t.to_dict() for t in tools],
+                }
+            )
+            return
+        _report_servers(box.statuses)
+        for tool in tools:
+            console.print(
+                f"[bold]{escape(tool.name)}[/] [dim]({escape(tool.source)}, {tool.safety})[/]  "
+                f"{escape(tool.description[:90])}"
+            )
+        console.print(f"{len(tools)} tools")
+    finally:
+        box.close()
+
+
+def _print_route(route: Route) -> None:
+    for warning in route.warnings:
+        errors.print(f"[yellow]{escape(warning)}[/]")
+    console.print(f"mode {route.mode}, {len(route.tools)} tools for {route.profile.name}:")
+    for t in route.tools:
+        console.print(
+            f"  [green]kept[/]    {escape(t.tool.name)} as {escape(t.name)}  score {t.score:.3f} "
+            f"[dim](cos {t.dense_score:.3f}, bm25 {t.lexical_score:.2f}; {escape(t.reason)})[/]"
+        )
+    for t in route.dropped:
+        console.print(
+            f"  [red]dropped[/] {escape(t.tool.name)}  score {t.score:.3f} "
+            f"[dim](cos {t.dense_score:.3f}, bm25 {t.lexical_score:.2f}; {escape(t.reason)})[/]"
+        )
+
+
+@tools_app.command("route")
+def route(
+    query: Annotated[str | None, typer.Argument(help="The request to find tools for.")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
+    ] = None,
+    mode: Annotated[str, typer.Option(help=f"One of: {', '.join(ROUTE_MODES)}.")] = DEFAULT_MODE,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Tools per query.")] = DEFAULT_TOP_K,
+    threshold: Annotated[
+        float, typer.Option(help="Minimum cosine (semantic; hybrid unless words match).")
+    ] = DEFAULT_THRESHOLD,
+    profile: Annotated[
+        str, typer.Option(help=f"Provider rules for names and limits: {', '.join(PROFILES)}.")
+    ] = "strict",
+    always: Annotated[
+        list[str] | None, typer.Option("--always", help="A tool to offer every time (repeatable).")
+    ] = None,
+    mcp_config: McpConfig = None,
+    root: Root = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Pick the tools to offer for a request, with each tool's scores and why it was kept
+    or dropped.
+
+    Example: heron tools route "add a contact to the CRM" --profile openai --top-k 5
+    """
+    if (query is None) == (queries is None):
+        raise ToolInputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    box = open_tools(mcp_config=mcp_config, root=root)
+    try:
+        _report_servers(box.statuses)
+        router = box.router(
+            mode=mode,
+            top_k=top_k,
+            threshold=threshold,
+            profile=profile,
+            always_include=always or (),
+        )
+        if queries is not None:
+            batch = read_queries(queries)
+            routes = router.route_many([text for _, text in batch])
+            for (qid, _), result in zip(batch, routes, strict=True):
+                print(json.dumps({"id": qid, "results": [t.to_dict() for t in result.tools]}))
+            return
+        result = router.route(query or "")
+        if as_json:
+            print_json(result.to_dict())
+        else:
+            _print_route(result)
+    finally:
+        box.close()
+
+
+@tools_app.command("call")
+def call(
+    name: Annotated[str, typer.Argument(help="The tool's original name (see heron tools list).")],
+    args: Annotated[str, typer.Option("--args", help="Arguments as a JSON object.")] = "{}",
+    mcp_config: McpConfig = None,
+    root: Root = None,
+    allow: Allow = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Call one tool with JSON arguments and print its result.
+
+    Example: heron tools call list_files --root . --args '{"path": "docs"}'
+    """
+    try:
+        arguments = json.loads(args)
+    except json.JSONDecodeError as exc:
+        raise ToolInputError(
+            f'--args is not valid JSON ({exc}); write e.g. \'{{"path": "."}}\'.'
+        ) from exc
+    box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
+    try:
+        _report_servers(box.statuses)
+        result = box.registry.call(name, arguments)
+    finally:
+        box.close()
+    if as_json or not isinstance(result, str):
+        print_json({"name": name, "result": result} if as_json else result)
+    else:
+        print(result)

@@ -1,0 +1,63 @@
+"""Tools for agents: a registry, MCP servers, provider-safe names and routing.
+
+See docs/tools.md. ``open_tools()`` gives every tool the settings describe;
+``Toolbox.router()`` picks the ones to offer per request.
+"""
+
+from __future__ import annotations
+
+from heron.tools.builtin import Workspace, register_builtins
+from heron.tools.errors import ServerError, ToolCallError, ToolError, ToolInputError, UnknownTool
+from heron.tools.mcp_client import MCPClient, ServerConfig, ServerStatus, load_config
+from heron.tools.model import SAFETY_LEVELS, Safety, Tool, parse_tools
+from heron.tools.names import (
+    ANTHROPIC,
+    GEMINI,
+    OPENAI,
+    PROFILES,
+    STRICT,
+    NameCodec,
+    NameProfile,
+    get_profile,
+)
+from heron.tools.registry import ToolRegistry, load_imported, read_tool_file, save_imported
+from heron.tools.router import ROUTE_MODES, Route, RoutedTool, RouteMode, SyncReport, ToolRouter
+from heron.tools.toolbox import Toolbox, open_tools
+
+__all__ = [
+    "ANTHROPIC",
+    "GEMINI",
+    "OPENAI",
+    "PROFILES",
+    "ROUTE_MODES",
+    "SAFETY_LEVELS",
+    "STRICT",
+    "MCPClient",
+    "NameCodec",
+    "NameProfile",
+    "Route",
+    "RouteMode",
+    "RoutedTool",
+    "Safety",
+    "ServerConfig",
+    "ServerError",
+    "ServerStatus",
+    "SyncReport",
+    "Tool",
+    "ToolCallError",
+    "ToolError",
+    "ToolInputError",
+    "ToolRegistry",
+    "ToolRouter",
+    "Toolbox",
+    "UnknownTool",
+    "Workspace",
+    "get_profile",
+    "load_config",
+    "load_imported",
+    "open_tools",
+    "parse_tools",
+    "read_tool_file",
+    "register_builtins",
+    "save_imported",
+]

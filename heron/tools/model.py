@@ -1,0 +1,147 @@
+"""``Tool``: one callable capability as every provider and MCP describe it, and the
+readers for the three definition formats people already have files in.
+
+OpenAI: ``{"type": "function", "function": {"name", "description", "parameters"}}``
+(or the bare ``function`` object); Anthropic: ``{"name", "description",
+"input_schema"}``; MCP ``tools/list``: ``{"tools": [{"name", "description",
+"inputSchema"}]}`` (or the JSON-RPC response with it under ``result``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from heron.tools.errors import ToolInputError
+
+#: How much harm a call can do: ``read`` looks, ``write`` changes files or data,
+#: ``execute`` runs programs. An agent may ask for confirmation above ``read``.
+Safety = Literal["read", "write", "execute"]
+SAFETY_LEVELS: tuple[Safety, ...] = ("read", "write", "execute")
+EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+
+@dataclass(frozen=True)
+class Tool:
+    """``source`` is ``builtin``, ``mcp:<server>`` or ``import:<file name>``."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] = field(default_factory=lambda: dict(EMPTY_SCHEMA))
+    source: str = "builtin"
+    safety: Safety = "read"
+    tags: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ToolInputError(f"A tool needs a non-empty name, got {self.name!r}.")
+        if self.safety not in SAFETY_LEVELS:
+            raise ToolInputError(
+                f"Tool {self.name!r}: unknown safety {self.safety!r}. "
+                f"Choose from: {', '.join(SAFETY_LEVELS)}."
+            )
+        if not isinstance(self.parameters, dict):
+            raise ToolInputError(f"Tool {self.name!r}: parameters must be a JSON Schema object.")
+
+    @property
+    def server(self) -> str | None:
+        return self.source.removeprefix("mcp:") if self.source.startswith("mcp:") else None
+
+    def text(self) -> str:
+        """What the router embeds and indexes: the name split into words, the
+        description, then each parameter's name and description.
+
+        >>> Tool("osis.contact.list", "List contacts.",
+        ...      {"properties": {"q": {"description": "filter"}}}).text()
+        'osis contact list: List contacts. Parameters: q (filter)'
+        """
+        words = " ".join(_split_name(self.name))
+        params = [
+            f"{pname} ({spec.get('description', '')})".replace(" ()", "")
+            for pname, spec in _properties(self.parameters).items()
+        ]
+        text = f"{words}: {self.description}".strip()
+        return text + (f" Parameters: {', '.join(params)}" if params else "")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "parameters": self.parameters,
+            "source": self.source,
+            "safety": self.safety,
+            "tags": list(self.tags),
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Tool:
+        return cls(
+            name=data["name"],
+            description=data.get("description", ""),
+            parameters=data.get("parameters") or dict(EMPTY_SCHEMA),
+            source=data.get("source", "builtin"),
+            safety=data.get("safety", "read"),
+            tags=tuple(data.get("tags", ())),
+        )
+
+
+def _split_name(name: str) -> list[str]:
+    """``osis.contact.list`` and ``getContactList`` -> words, for matching queries."""
+    spaced = re.sub(r"(?<=[a-z0-9])(?=[A-Z])", " ", name)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced) if w]
+
+
+def _properties(schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
+    props = schema.get("properties") if isinstance(schema, Mapping) else None
+    if not isinstance(props, Mapping):
+        return {}
+    return {str(k): (v if isinstance(v, dict) else {}) for k, v in props.items()}
+
+
+def parse_tool(item: Any, source: str) -> Tool:
+    """One definition in OpenAI, Anthropic or MCP form -> ``Tool``."""
+    if not isinstance(item, Mapping):
+        raise ToolInputError(f"A tool definition must be a JSON object, got {item!r:.80}.")
+    if isinstance(item.get("function"), Mapping):  # OpenAI chat-completions wrapper
+        item = item["function"]
+    if "name" not in item:
+        raise ToolInputError(
+            f"Tool definition without a 'name': {dict(item)!r:.120}. Expected the OpenAI, "
+            "Anthropic or MCP tools/list format."
+        )
+    schema = item.get("parameters") or item.get("input_schema") or item.get("inputSchema")
+    annotations = item.get("annotations") if isinstance(item.get("annotations"), Mapping) else {}
+    return Tool(
+        name=item["name"],
+        description=str(item.get("description") or ""),
+        parameters=dict(schema) if isinstance(schema, Mapping) else dict(EMPTY_SCHEMA),
+        source=source,
+        safety=_safety(annotations),
+        tags=tuple(str(t) for t in item.get("tags", ()) if isinstance(t, str)),
+    )
+
+
+def _safety(annotations: Mapping[str, Any]) -> Safety:
+    """MCP tool annotations (hints) -> a safety level; unknown means ``write``."""
+    if annotations.get("readOnlyHint") is True:
+        return "read"
+    return "write" if annotations else "read"
+
+
+def parse_tools(document: Any, source: str) -> list[Tool]:
+    """Every tool in a JSON document: a list of definitions, ``{"tools": [...]}``, or an
+    MCP JSON-RPC response ``{"result": {"tools": [...]}}``."""
+    if isinstance(document, Mapping) and isinstance(document.get("result"), Mapping):
+        document = document["result"]
+    if isinstance(document, Mapping) and "tools" in document:
+        document = document["tools"]
+    if isinstance(document, Mapping):
+        document = [document]
+    if not isinstance(document, list):
+        raise ToolInputError(
+            "Expected a list of tool definitions or an object with 'tools' "
+            "(OpenAI, Anthropic or MCP tools/list format)."
+        )
+    return [parse_tool(item, source) for item in document]

@@ -1,0 +1,68 @@
+"""``open_tools()``: every tool Heron knows, as the CLI and an agent open them.
+
+Built-ins (workspace tools only when a ``root`` is given), the definitions imported
+with ``heron tools import`` (kept in the store), and the tools of every MCP server in
+``mcp.json`` (``$HERON_HOME/mcp.json`` by default; a missing file means no servers).
+A server that fails is reported in ``statuses`` and skipped.
+
+>>> box = open_tools()                                       # doctest: +SKIP
+>>> route = box.router(profile="openai").route("add a contact")  # doctest: +SKIP
+>>> box.registry.call(route.tools[0].tool.name, {"name": "Ada"})  # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heron.settings import Settings
+from heron.store import SQLiteStore, open_store
+from heron.tools.builtin import DocsSearch, register_builtins
+from heron.tools.mcp_client import DEFAULT_TIMEOUT, MCPClient, ServerStatus, load_config
+from heron.tools.registry import ToolRegistry, load_imported
+from heron.tools.router import ToolRouter
+
+MCP_CONFIG = "mcp.json"
+
+
+@dataclass
+class Toolbox:
+    registry: ToolRegistry
+    store: SQLiteStore
+    client: MCPClient | None = None
+    statuses: list[ServerStatus] = field(default_factory=list)
+
+    def router(self, **options: Any) -> ToolRouter:
+        """A ``ToolRouter`` over every registered tool; ``options`` as ``ToolRouter``'s."""
+        return ToolRouter(self.registry.tools(), self.store, **options)
+
+    def close(self) -> None:
+        self.store.close()
+
+
+def open_tools(
+    settings: Settings | None = None,
+    *,
+    mcp_config: Path | None = None,
+    root: Path | None = None,
+    commands: Iterable[str] = (),
+    docs_search: DocsSearch | None = None,
+    mcp_timeout: float = DEFAULT_TIMEOUT,
+    connect: bool = True,
+) -> Toolbox:
+    """The registry the settings describe; ``connect=False`` skips the MCP servers."""
+    settings = settings or Settings()
+    store = open_store(settings)
+    registry = ToolRegistry()
+    register_builtins(registry, root=root, commands=commands, docs_search=docs_search)
+    for tool in load_imported(store):
+        registry.add(tool)
+    config = mcp_config or settings.home / MCP_CONFIG
+    client = None
+    statuses: list[ServerStatus] = []
+    if connect and (mcp_config is not None or config.exists()):
+        client = MCPClient(load_config(config, timeout=mcp_timeout))
+        statuses = client.discover(registry)
+    return Toolbox(registry, store, client, statuses)

@@ -1,0 +1,69 @@
+from __future__ import annotations
+
+import doctest
+import json
+
+import pytest
+
+from heron.tools import Tool, ToolRegistry, model, parse_tools
+from heron.tools.errors import ToolCallError, ToolInputError, UnknownTool
+from heron.tools.registry import load_imported, read_tool_file, save_imported
+
+SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
+
+
+def test_reads_openai_anthropic_and_mcp_formats() -> None:
+    openai = [{"type": "function", "function": {"name": "w", "description": "d",
+                                                "parameters": SCHEMA}}]  # fmt: skip
+    anthropic = [{"name": "w", "description": "d", "input_schema": SCHEMA}]
+    hints = {"readOnlyHint": False, "destructiveHint": True}
+    mcp = {
+        "tools": [{"name": "w", "description": "d", "inputSchema": SCHEMA, "annotations": hints}]
+    }
+    rpc = {"jsonrpc": "2.0", "id": 1, "result": mcp}
+    for document in (openai, anthropic, mcp, rpc):
+        (tool,) = parse_tools(document, "import:x.json")
+        assert (tool.name, tool.description, tool.parameters) == ("w", "d", SCHEMA)
+    assert parse_tools(mcp, "s")[0].safety == "write"
+    assert parse_tools(anthropic, "s")[0].safety == "read"
+
+
+def test_bad_definitions_say_what_is_expected() -> None:
+    with pytest.raises(ToolInputError, match="without a 'name'"):
+        parse_tools([{"description": "x"}], "s")
+    with pytest.raises(ToolInputError, match="OpenAI, Anthropic or MCP"):
+        parse_tools("nope", "s")
+    with pytest.raises(ToolInputError, match="Choose from: read, write, execute"):
+        Tool("x", safety="danger")  # type: ignore[arg-type]
+
+
+def test_text_holds_name_words_description_and_parameters() -> None:
+    tool = Tool("getContactList", "All contacts.",
+                {"properties": {"owner": {"description": "who owns them"}, "n": {}}})  # fmt: skip
+    assert tool.text() == "get Contact List: All contacts. Parameters: owner (who owns them), n"
+    assert doctest.testmod(model).failed == 0
+
+
+def test_registry_calls_handlers_and_names_the_fix() -> None:
+    registry = ToolRegistry()
+    registry.add(Tool("add"), lambda a: a["x"] + 1)
+    registry.add(Tool("remote", source="import:t.json"))
+    assert registry.call("add", {"x": 1}) == 2
+    with pytest.raises(ToolCallError, match="call it where it lives"):
+        registry.call("remote", {})
+    with pytest.raises(UnknownTool, match="Did you mean: add"):
+        registry.get("ad")
+    with pytest.raises(ToolInputError, match="clashes"):
+        registry.add(Tool("add", source="mcp:x"), replace=False)
+    assert registry.remove_source("import:t.json") == 1 and len(registry) == 1
+
+
+def test_imported_tools_persist_in_the_store(tmp_path, store) -> None:
+    path = tmp_path / "tools.json"
+    path.write_text(json.dumps([{"name": "w", "description": "d", "input_schema": SCHEMA}]))
+    tools = read_tool_file(path)
+    assert tools[0].source == "import:tools.json"
+    assert save_imported(store, tools) == 1
+    assert load_imported(store) == tools
+    with pytest.raises(ToolInputError, match="No tool file"):
+        read_tool_file(tmp_path / "missing.json")
