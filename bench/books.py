@@ -1,0 +1,184 @@
+"""Libraries on the Kubernetes docs (885 pages): index time, question quality, latency.
+
+The library is copied to ``.bench/books/library`` (so one page can be edited) and
+indexed into ``.bench/books/home`` with a cold embedding cache. The initial index is
+timed once and its figures kept in ``timing.json``; delete ``.bench/books`` to measure
+it again (about 6 minutes on 2 cores). Questions: ``questions.jsonl``, tuned on ``dev``,
+reported on ``test``; the gold is a page, and a hit is the gold page among the first
+1 or 5 grouped results. Baselines (plain BM25, plain dense, reciprocal rank fusion) run
+on the same chunks in the same run, ranked by their best chunk per page.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import sys
+import time
+
+import numpy as np
+
+from bench.common import SHARED, WORK, percentiles, read_jsonl, table
+from heron.books import LibrarySettings, add_library, index_library, load_reranker, search_many
+from heron.books.search import group_by_page
+from heron.embed import load_embedder
+from heron.settings import Settings
+from heron.store import SQLiteStore
+from heron.store.fusion import reciprocal_rank_fusion
+
+K8S = SHARED / "data" / "docs" / "kubernetes"
+ROOT = WORK / "books"
+LIBRARY = "kubernetes"
+EDITED = "concepts/storage/volumes.md"
+
+
+def _setup() -> tuple[Settings, SQLiteStore]:
+    settings = Settings(home=ROOT / "home")
+    return settings, SQLiteStore(settings.db_path, load_embedder(settings))
+
+
+def initial_index() -> dict:
+    """Index from scratch once; later runs read the recorded figures."""
+    timing = ROOT / "timing.json"
+    if timing.exists():
+        return json.loads(timing.read_text())
+    shutil.rmtree(ROOT, ignore_errors=True)
+    shutil.copytree(K8S / "library", ROOT / "library")
+    settings, store = _setup()
+    add_library(LIBRARY, str(ROOT / "library"), settings)
+    start = time.perf_counter()
+    report = index_library(LIBRARY, store, settings=settings)
+    figures = {
+        "seconds": time.perf_counter() - start,
+        "pages": report.pages,
+        "records": report.records,
+        "embedded": report.embedded,
+    }
+    timing.write_text(json.dumps(figures))
+    return figures
+
+
+def reindex_rows(store: SQLiteStore, settings: Settings) -> list[tuple]:
+    rows = []
+    report = index_library(LIBRARY, store, settings=settings)
+    rows.append(("re-index, nothing changed", report.seconds, report.changed, report.embedded))
+    page = ROOT / "library" / EDITED
+    original = page.read_text(encoding="utf-8")
+    try:
+        page.write_text(
+            original.replace(
+                "## Background",
+                "## Background\n\nA volume outlives the containers of its Pod.\n",
+                1,
+            ),
+            encoding="utf-8",
+        )
+        report = index_library(LIBRARY, store, settings=settings)
+        rows.append(("re-index, one page edited", report.seconds, report.changed, report.embedded))
+    finally:
+        page.write_text(original, encoding="utf-8")
+        index_library(LIBRARY, store, settings=settings)
+    return rows
+
+
+def _metrics(ranked: list[list[str]], gold: list[str]) -> tuple[float, float, float]:
+    hit1 = np.mean([g in r[:1] for r, g in zip(ranked, gold, strict=True)])
+    hit5 = np.mean([g in r[:5] for r, g in zip(ranked, gold, strict=True)])
+    pairs = zip(ranked, gold, strict=True)
+    mrr = np.mean([1 / (r[:10].index(g) + 1) if g in r[:10] else 0.0 for r, g in pairs])
+    return float(hit1), float(hit5), float(mrr)
+
+
+def _rrf_pages(store: SQLiteStore, queries: list[str]) -> list[list[str]]:
+    """Plain reciprocal rank fusion of the store's dense and lexical chunk lists."""
+    vectors = store.embedder.embed(queries)
+    dense = store.search_many(LIBRARY, queries, mode="dense", top_k=100, vectors=vectors)
+    lexical = store.search_many(LIBRARY, queries, mode="lexical", top_k=100)
+    ranked = []
+    for d, lx in zip(dense, lexical, strict=True):
+        by_id = {h.id: h for h in d + lx}
+        keys = {hid: n for n, hid in enumerate(by_id)}
+        fused = reciprocal_rank_fusion(
+            np.array([keys[h.id] for h in d]),
+            np.array([h.score for h in d]),
+            np.array([keys[h.id] for h in lx]),
+            np.array([h.score for h in lx]),
+            top_k=100,
+        )
+        ids = list(by_id)
+        hits = [by_id[ids[f.key]] for f in fused]
+        scores = np.array([f.score for f in fused], dtype=np.float32)
+        ranked.append([r.page for r in group_by_page(hits, scores, {})])
+    return ranked
+
+
+def quality(store: SQLiteStore, settings: Settings, split: str = "test") -> list[tuple]:
+    questions = [q for q in read_jsonl(K8S / "questions.jsonl") if q["split"] == split]
+    kinds = {
+        "precise": ([q["question"] for q in questions], [q["page"] for q in questions]),
+        "vague": (
+            [v for q in questions for v in q["vague"]],
+            [q["page"] for q in questions for _ in q["vague"]],
+        ),
+    }
+    rows = []
+    for kind, (texts, gold) in kinds.items():
+        gold = [g.removesuffix(".md") for g in gold]
+        runs = {"plain RRF (baseline)": _rrf_pages(store, texts)}
+        for mode in ("lexical", "dense", "hybrid", "full"):
+            results = search_many(
+                texts, store, library=LIBRARY, top_k=10, mode=mode, settings=settings
+            )
+            runs[mode] = [[r.page for r in rs] for rs in results]
+        for name, ranked in runs.items():
+            rows.append((kind, name, *_metrics(ranked, gold)))
+    return rows
+
+
+def latency(store: SQLiteStore, settings: Settings) -> tuple[float, float]:
+    """Each query embedded by the model, not answered from the embedding cache."""
+    uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
+    store = SQLiteStore(settings.db_path, uncached)
+    questions = [q["question"] for q in read_jsonl(K8S / "questions.jsonl")]
+    books = LibrarySettings()
+    options = {"library": LIBRARY, "settings": settings, "books": books}
+    options["reranker"] = load_reranker(books)
+    search_many(questions[:1], store, **options)  # loads the vector index
+    samples = []
+    for text in questions:
+        start = time.perf_counter()
+        search_many([text], store, top_k=10, **options)
+        samples.append(time.perf_counter() - start)
+    return percentiles(samples)
+
+
+def run(split: str = "test") -> str:
+    first = initial_index()
+    settings, store = _setup()
+    out = table(
+        "Kubernetes library: indexing (885 pages, 2 cores)",
+        ["run", "seconds", "pages re-indexed", "texts embedded"],
+        [
+            ("initial index (cold cache)", first["seconds"], first["pages"], first["embedded"]),
+            *reindex_rows(store, settings),
+        ],
+    )
+    out += table(
+        f"Kubernetes questions ({split} split): page Hit@1 / Hit@5 / MRR@10",
+        ["questions", "search", "Hit@1", "Hit@5", "MRR@10"],
+        quality(store, settings, split),
+    )
+    p50, p95 = latency(store, settings)
+    out += table(
+        "Kubernetes library: search latency (full search, query embedding included)",
+        ["p50 ms", "p95 ms"],
+        [(p50, p95)],
+    )
+    return out
+
+
+if __name__ == "__main__":
+    if sys.argv[1:] == ["index"]:
+        print(initial_index())
+    else:
+        run(*sys.argv[1:])

@@ -1,0 +1,212 @@
+"""Which libraries exist: ``libraries.txt`` in the data directory, plus Heron's own docs.
+
+One library a line, ``name source``, where source is a git URL or a local path;
+``#`` starts a comment::
+
+    # name        source
+    kubernetes    https://github.com/kubernetes/website.git
+    handbook      /srv/docs/handbook
+
+Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
+another library ``heron`` or ``HERON_BOOKS_DEFAULT_DOCS=false``.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from heron.errors import ConfigError, InputError, NotFound
+from heron.settings import Settings
+
+FILE_NAME = "libraries.txt"
+DEFAULT_DOCS_NAME = "heron"
+#: Same rule as store namespaces: a library's records live in the namespace of its name.
+_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_COMMENT = re.compile(r"\s#")
+_SCP_URL = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:org/repo.git
+
+
+class LibrarySettings(BaseSettings):
+    """Settings of ``heron.books``, read from ``HERON_BOOKS_*`` variables."""
+
+    model_config = SettingsConfigDict(env_prefix="HERON_BOOKS_", extra="ignore")
+
+    default_docs: bool = Field(default=True, description="Index Heron's own docs/ as 'heron'.")
+    chunk_tokens: int | None = Field(
+        default=None, ge=32, description="Chunk cap in tokens; default: the embedder's maximum."
+    )
+    chunk_overlap: int | None = Field(default=None, ge=0)
+    max_page_bytes: int = Field(
+        default=4_000_000, ge=1, description="Larger pages are skipped with a warning."
+    )
+    candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
+    reranker: str = Field(default="default", description="default, none, onnx or remote.")
+    rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")
+    rerank_url: str | None = Field(default=None, description="Base URL of a /rerank server.")
+    rerank_model_name: str | None = None
+    rerank_api_key: str | None = None
+    rerank_timeout: float = 30.0
+    git_timeout: float = Field(default=300.0, description="Seconds a clone or fetch may take.")
+
+
+@dataclass(frozen=True)
+class Library:
+    name: str
+    source: str
+    builtin: bool = False
+
+    @property
+    def is_git(self) -> bool:
+        return is_git_url(self.source)
+
+
+def is_git_url(source: str) -> bool:
+    return "://" in source or bool(_SCP_URL.match(source))
+
+
+def config_path(settings: Settings) -> Path:
+    return settings.home / FILE_NAME
+
+
+def heron_docs() -> Path | None:
+    """The repository's ``docs/`` next to the ``heron`` package, if this is a checkout."""
+    docs = Path(__file__).resolve().parents[2] / "docs"
+    return docs if docs.is_dir() else None
+
+
+def check_name(name: str) -> str:
+    if not _NAME.match(name):
+        raise InputError(
+            f"Invalid library name {name!r}: use letters, digits, '_', '-' or '.', "
+            "starting with a letter or digit, e.g. kubernetes-docs."
+        )
+    return name
+
+
+def _parse(path: Path) -> list[Library]:
+    try:
+        lines = path.read_text(encoding="utf-8").splitlines()
+    except FileNotFoundError:
+        return []
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"Cannot read {path}: {exc}. Fix or delete the file.") from exc
+    libraries: dict[str, Library] = {}
+    for number, raw in enumerate(lines, 1):
+        # A comment is a line starting with '#', or ' #' to the end of a line.
+        line = _COMMENT.split(raw, 1)[0].strip()
+        if not line or line.startswith("#"):
+            continue
+        parts = line.split(None, 1)
+        if len(parts) != 2:
+            raise ConfigError(
+                f"{path} line {number}: expected 'NAME SOURCE', got {raw!r}. "
+                "Fix it, or use: heron library add NAME SOURCE"
+            )
+        name, source = parts[0], parts[1].strip()
+        try:
+            check_name(name)
+        except InputError as exc:
+            raise ConfigError(f"{path} line {number}: {exc}") from exc
+        if name in libraries:
+            raise ConfigError(f"{path} line {number}: library {name!r} is listed twice.")
+        libraries[name] = Library(name, source)
+    return list(libraries.values())
+
+
+def read_libraries(
+    settings: Settings | None = None, books: LibrarySettings | None = None
+) -> list[Library]:
+    """Configured libraries in file order, then the built-in ``heron`` docs library."""
+    settings = settings or Settings()
+    libraries = _parse(config_path(settings))
+    docs = heron_docs()
+    if (
+        (books or LibrarySettings()).default_docs
+        and docs is not None
+        and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
+    ):
+        libraries.append(Library(DEFAULT_DOCS_NAME, str(docs), builtin=True))
+    return libraries
+
+
+def get_library(name: str, settings: Settings | None = None) -> Library:
+    libraries = read_libraries(settings)
+    for library in libraries:
+        if library.name == name:
+            return library
+    known = ", ".join(lib.name for lib in libraries) or "none yet"
+    raise NotFound(
+        f"No library {name!r} (libraries: {known}). Add it with: heron library add {name} SOURCE"
+    )
+
+
+@contextmanager
+def _locked(path: Path) -> Iterator[None]:
+    """Serialise edits of ``libraries.txt`` between processes."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path.with_name(path.name + ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        yield
+
+
+def _write(path: Path, lines: list[str]) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    os.replace(tmp, path)  # readers see the old file or the new one, never half of one
+
+
+def add_library(name: str, source: str, settings: Settings | None = None) -> Library:
+    """Append ``name source`` to ``libraries.txt``; a local source is stored absolute."""
+    settings = settings or Settings()
+    check_name(name)
+    source = source.strip()
+    if not source or any(c in source for c in "\n\r"):
+        raise InputError("A library source is a git URL or a local folder, on one line.")
+    if not is_git_url(source):
+        folder = Path(source).expanduser().resolve()
+        if not folder.is_dir():
+            raise InputError(
+                f"{source} is not a folder. Give a local folder of Markdown pages or a git "
+                "URL such as https://github.com/org/docs.git"
+            )
+        source = str(folder)
+    path = config_path(settings)
+    with _locked(path):
+        if any(lib.name == name for lib in _parse(path)):
+            raise InputError(
+                f"Library {name!r} exists. Remove it first: heron library remove {name}"
+            )
+        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
+        _write(path, [*lines, f"{name} {source}"])
+    return Library(name, source)
+
+
+def remove_library(name: str, settings: Settings | None = None) -> Library:
+    """Delete the library's line from ``libraries.txt`` (the caller drops its index)."""
+    settings = settings or Settings()
+    path = config_path(settings)
+    with _locked(path):
+        for library in _parse(path):
+            if library.name == name:
+                kept = [
+                    line
+                    for line in path.read_text(encoding="utf-8").splitlines()
+                    if line.split(None, 1)[:1] != [name]
+                ]
+                _write(path, kept)
+                return library
+    if name == DEFAULT_DOCS_NAME and heron_docs() is not None:
+        raise InputError(
+            "The 'heron' library is Heron's own docs; turn it off with "
+            "HERON_BOOKS_DEFAULT_DOCS=false."
+        )
+    raise NotFound(f"No library {name!r} in {path}. See: heron library list")

@@ -1,0 +1,75 @@
+"""A library's life as users see it: add, remove (config, index and checkout), status."""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import shutil
+from dataclasses import asdict, dataclass
+from typing import Any
+
+from heron.books.config import Library, get_library, read_libraries, remove_library
+from heron.books.index import STATE_PREFIX
+from heron.books.sync import checkout_dir
+from heron.errors import NotFound
+from heron.settings import Settings
+from heron.store import SQLiteStore
+
+
+@dataclass
+class Status:
+    name: str
+    source: str
+    kind: str  # git or local
+    builtin: bool
+    indexed: bool
+    pages: int
+    chunks: int
+    questions: int
+    last_sync: float | None
+    revision: str | None
+    last_error: str | None
+    last_error_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def library_status(library: Library, store: SQLiteStore) -> Status:
+    name = library.name
+    indexed = any(info.name == name for info in store.namespaces())
+    ids = store.ids(name) if indexed else []
+    questions = sum(1 for i in ids if i.rsplit("#", 1)[-1].startswith("q"))
+    sync = json.loads(store.kv_get(name, "sync:last") or "{}")
+    error_at, error = json.loads(store.kv_get(name, "sync:error") or "[null, null]")
+    return Status(
+        name=name,
+        source=library.source,
+        kind="git" if library.is_git else "local",
+        builtin=library.builtin,
+        indexed=indexed,
+        pages=len(store.kv_items(name, STATE_PREFIX)),
+        chunks=len(ids) - questions,
+        questions=questions,
+        last_sync=sync.get("time"),
+        revision=sync.get("revision"),
+        last_error=error,
+        last_error_at=error_at,
+    )
+
+
+def statuses(store: SQLiteStore, settings: Settings, name: str | None = None) -> list[Status]:
+    libraries = [get_library(name, settings)] if name else read_libraries(settings)
+    return [library_status(lib, store) for lib in libraries]
+
+
+def forget_library(name: str, store: SQLiteStore, settings: Settings) -> Library:
+    """Remove from ``libraries.txt`` first (a running indexer then stops and cleans up),
+    then drop the index, its state and any git checkout."""
+    library = remove_library(name, settings)
+    with contextlib.suppress(NotFound):  # never indexed
+        store.drop(name)
+    for key in store.kv_items(name):  # sync errors of a library that never indexed
+        store.kv_delete(name, key)
+    shutil.rmtree(checkout_dir(library, settings), ignore_errors=True)
+    return library

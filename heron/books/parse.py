@@ -1,0 +1,145 @@
+"""Reading one Markdown page: front matter, shortcodes and comments out, line numbers kept.
+
+``parse_page("---\\ntitle: Volumes\\n---\\n# Intro\\n...", "concepts/volumes")`` gives a
+``Page`` whose ``lines`` are the file's lines with front matter, HTML comments and
+Hugo/Jekyll shortcode tags blanked out, so line ``n`` of ``lines`` is line ``n`` of the
+file and citations can point at the source. Paired shortcodes keep their inner text
+(``{{< note >}}Back up first.{{< /note >}}`` reads ``Back up first.``); a glossary
+tooltip keeps its visible text; a ``{{% heading "whatsnext" %}}`` becomes
+``What's next``.
+
+``content_hash`` is the SHA-256 of ``indexed_text()``, the exact text the indexer
+chunks: the shipped Q&A cache (``heron.books.enrich``) is keyed by it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import tomllib
+from dataclasses import dataclass, field
+from typing import Any
+
+import yaml
+
+_HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
+# {{< name args >}}, {{% name args %}}, {{< /name >}}.
+_HUGO = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]*)(.*?)[>%]\}\}", re.DOTALL)
+# Jekyll/Liquid tags: {% include x.html %}, {%- raw -%}.
+_LIQUID = re.compile(r"\{%-?.*?-?%\}", re.DOTALL)
+_TEXT_ARG = re.compile(r"""\btext\s*=\s*["']([^"']*)["']""")
+_FIRST_ARG = re.compile(r"""^\s*["']?([^"'\s]+)""")
+#: Hugo's i18n strings behind {{% heading "..." %}}, as the Kubernetes site renders them.
+HEADINGS = {
+    "whatsnext": "What's next",
+    "prerequisites": "Before you begin",
+    "objectives": "Objectives",
+    "cleanup": "Clean up",
+    "synopsis": "Synopsis",
+    "options": "Options",
+    "seealso": "See also",
+    "options_from_parent": "Options inherited from parent commands",
+}
+
+
+@dataclass
+class Page:
+    """A parsed page. ``lines[i]`` is line ``i + 1`` of the file, cleaned."""
+
+    id: str
+    title: str
+    description: str = ""
+    tags: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def indexed_text(self) -> str:
+        head = [self.title, self.description, ", ".join(self.tags)]
+        return "\n".join(head) + "\n\n" + "\n".join(self.lines)
+
+    @property
+    def content_hash(self) -> str:
+        return hashlib.sha256(self.indexed_text().encode("utf-8")).hexdigest()
+
+
+def _blank(match: re.Match[str], keep: str = "") -> str:
+    """``keep`` plus the newlines of the match, so later lines keep their numbers."""
+    return keep + "\n" * match.group(0).count("\n")
+
+
+def _shortcode(match: re.Match[str]) -> str:
+    closing, name, args = match.group(2), match.group(3), match.group(4)
+    keep = ""
+    if not closing and name == "glossary_tooltip":
+        found = _TEXT_ARG.search(args)
+        keep = found.group(1) if found else ""
+    elif not closing and name == "heading":
+        found = _FIRST_ARG.search(args)
+        key = found.group(1) if found else ""
+        keep = HEADINGS.get(key, key.replace("_", " ").capitalize())
+    return _blank(match, keep)
+
+
+def strip_markup(text: str) -> str:
+    """HTML comments and shortcode tags out; the number of lines unchanged."""
+    text = _HTML_COMMENT.sub(_blank, text)
+    text = _HUGO.sub(_shortcode, text)
+    return _LIQUID.sub(_blank, text)
+
+
+def _front_matter(lines: list[str]) -> tuple[dict[str, Any], int, str | None]:
+    """``(fields, lines it spans, warning)``; YAML between ``---``, TOML between ``+++``."""
+    if not lines or lines[0].strip() not in ("---", "+++"):
+        return {}, 0, None
+    fence = lines[0].strip()
+    ends = ("---", "...") if fence == "---" else ("+++",)
+    for end in range(1, len(lines)):
+        if lines[end].strip() in ends:
+            break
+    else:
+        return {}, 0, f"front matter opened with {fence} is never closed; read as text"
+    raw = "\n".join(lines[1:end])
+    try:
+        data = yaml.safe_load(raw) if fence == "---" else tomllib.loads(raw)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        reason = str(exc).splitlines()[0]
+        return {}, end + 1, f"broken front matter ({reason}); title taken from the page"
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        return {}, end + 1, "front matter is not a mapping; title taken from the page"
+    return data, end + 1, None
+
+
+def _as_text(value: Any) -> str:
+    return " ".join(str(value).split()) if value is not None else ""
+
+
+def _tags(data: dict[str, Any]) -> list[str]:
+    value = data.get("tags") or data.get("keywords") or []
+    if isinstance(value, str):
+        value = [t for t in re.split(r"[,\s]+", value) if t]
+    return [_as_text(v) for v in value] if isinstance(value, list) else []
+
+
+def _first_h1(lines: list[str]) -> str | None:
+    for line in lines:
+        if line.startswith("# "):
+            return line[2:].strip().strip("#").strip()
+    return None
+
+
+def parse_page(text: str, page_id: str) -> Page:
+    lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
+    data, span, warning = _front_matter(lines)
+    body = [""] * span + strip_markup("\n".join(lines[span:])).split("\n")
+    fallback = page_id.rsplit("/", 1)[-1].replace("-", " ").replace("_", " ").strip()
+    title = _as_text(data.get("title")) or _first_h1(body) or fallback.capitalize()
+    return Page(
+        id=page_id,
+        title=title,
+        description=_as_text(data.get("description") or data.get("summary")),
+        tags=_tags(data),
+        lines=[line.rstrip() for line in body],
+        warnings=[warning] if warning else [],
+    )

@@ -1,0 +1,132 @@
+"""Re-ranking the store's candidates: the ``Reranker`` protocol and the default ranker.
+
+The store's hybrid search returns chunks with their fused score and its evidence (cosine,
+BM25). A reranker sees the query and those candidates and returns one new score each;
+``heron.books.search`` then groups by page. Backends: ``FeatureReranker`` (default, no
+model), ``OnnxCrossEncoder`` (``heron.books.rerank_onnx``) and ``RemoteReranker``
+(``heron.books.rerank_remote``, a TEI/Infinity/Cohere ``/rerank`` server).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from functools import lru_cache
+from typing import Protocol, runtime_checkable
+
+import numpy as np
+
+from heron.books.config import LibrarySettings
+from heron.errors import ConfigError
+from heron.store import Hit
+from heron.store.analysis import analyze
+
+
+@runtime_checkable
+class Reranker(Protocol):
+    """Scores candidates for a query: ``rerank("q", hits)`` -> ``float32`` array, one score
+    per hit in input order, higher is better. Scores only order the candidates of one
+    query; they need not be comparable across queries. A backend that fails raises a
+    ``HeronError`` saying what to fix."""
+
+    def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray: ...
+
+
+#: Weights of ``FeatureReranker``, tuned on the Kubernetes dev questions (docs/benchmarks.md).
+DENSE_WEIGHT = 0.25
+LEXICAL_WEIGHT = 0.25
+COVERAGE_WEIGHT = 0.5
+TITLE_WEIGHT = 0.5
+
+
+@lru_cache(maxsize=50_000)
+def _terms(text: str) -> frozenset[str]:
+    # Candidates recur across queries; analysing 100 chunks costs ~10 ms, a lookup ~0.
+    return frozenset(analyze(text))
+
+
+def _coverage(query_terms: set[str], text: str) -> float:
+    """Share of the query's distinct terms that occur in ``text``."""
+    if not query_terms:
+        return 0.0
+    return len(query_terms & _terms(text)) / len(query_terms)
+
+
+def _zscore(values: np.ndarray) -> np.ndarray:
+    std = values.std()
+    return (values - values.mean()) / std if std > 0 else np.zeros_like(values)
+
+
+class FeatureReranker:
+    """The fused score plus four features, no model call::
+
+        score = fused + 0.25 z(cosine) + 0.25 z(bm25) + 0.5 coverage(chunk)
+                + 0.5 coverage(title and heading path)
+
+    ``z`` is the standard score over this query's candidates; coverage is the share of
+    the query's distinct analysed terms found in the text. The store's fusion leans on
+    the dense side after its feedback pass; the z terms give each side back a say, and
+    coverage rewards the chunk that answers the whole question rather than the one that
+    repeats a rare term (BM25's bias), and the page whose title says what was asked.
+    """
+
+    def __init__(
+        self,
+        dense: float = DENSE_WEIGHT,
+        lexical: float = LEXICAL_WEIGHT,
+        coverage: float = COVERAGE_WEIGHT,
+        title: float = TITLE_WEIGHT,
+    ) -> None:
+        self.weights = np.array([1.0, dense, lexical, coverage, title], dtype=np.float32)
+
+    def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
+        terms = set(analyze(query))
+        features = np.zeros((len(hits), 5), dtype=np.float32)
+        for i, hit in enumerate(hits):
+            title = f"{hit.metadata.get('title', '')} {hit.metadata.get('heading', '')}"
+            features[i] = (
+                hit.score,
+                hit.dense_score or 0.0,
+                hit.lexical_score or 0.0,
+                _coverage(terms, hit.text),
+                _coverage(terms, title),
+            )
+        if len(hits):
+            features[:, 1] = _zscore(features[:, 1])
+            features[:, 2] = _zscore(features[:, 2])
+        return features @ self.weights
+
+
+RERANKERS = ("default", "none", "onnx", "remote")
+
+
+def load_reranker(books: LibrarySettings | None = None) -> Reranker | None:
+    """The reranker ``HERON_BOOKS_RERANKER`` names; ``None`` for ``none``."""
+    books = books or LibrarySettings()
+    if books.reranker == "default":
+        return FeatureReranker()
+    if books.reranker == "none":
+        return None
+    if books.reranker == "onnx":
+        if books.rerank_model is None:
+            raise ConfigError(
+                "HERON_BOOKS_RERANKER=onnx needs HERON_BOOKS_RERANK_MODEL=/path/to/model.onnx "
+                "(with tokenizer.json in the same folder)."
+            )
+        from heron.books.rerank_onnx import OnnxCrossEncoder
+
+        return OnnxCrossEncoder(books.rerank_model)
+    if books.reranker == "remote":
+        if not books.rerank_url:
+            raise ConfigError(
+                "HERON_BOOKS_RERANKER=remote needs HERON_BOOKS_RERANK_URL, e.g. "
+                "http://127.0.0.1:8080 (a TEI, Infinity or Cohere-style /rerank server)."
+            )
+        from heron.books.rerank_remote import RemoteReranker
+
+        return RemoteReranker(
+            books.rerank_url,
+            model=books.rerank_model_name,
+            api_key=books.rerank_api_key,
+            timeout=books.rerank_timeout,
+        )
+    raise ConfigError(f"Unknown reranker {books.reranker!r}. Choose from: {', '.join(RERANKERS)}.")

@@ -1,0 +1,55 @@
+"""A ``Reranker`` running a cross-encoder exported to ONNX (e.g. ms-marco-MiniLM-L-6-v2).
+
+The folder of ``model.onnx`` must hold the model's ``tokenizer.json``. Each candidate is
+read with the query as a pair, truncated to ``max_tokens``; the score is the model's last
+logit. Nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from heron.embed.minilm import create_session
+from heron.errors import ModelError
+from heron.store import Hit
+
+
+class OnnxCrossEncoder:
+    def __init__(
+        self, model: Path, *, max_tokens: int = 512, batch_size: int = 16, threads: int = 0
+    ) -> None:
+        from tokenizers import Tokenizer
+
+        tokenizer_file = Path(model).with_name("tokenizer.json")
+        if not Path(model).is_file() or not tokenizer_file.is_file():
+            raise ModelError(
+                f"Cross-encoder files missing: need {model} and {tokenizer_file}. Export the "
+                "model with optimum-cli export onnx, or set HERON_BOOKS_RERANKER=default."
+            )
+        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        self.tokenizer.enable_truncation(max_tokens)
+        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        self.session = create_session(Path(model), threads)
+        self.inputs = {i.name for i in self.session.get_inputs()}
+        self.batch_size = batch_size
+
+    def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
+        scores = np.empty(len(hits), dtype=np.float32)
+        for start in range(0, len(hits), self.batch_size):
+            batch = [(query, h.text) for h in hits[start : start + self.batch_size]]
+            encodings = self.tokenizer.encode_batch(batch)
+            feeds = {
+                "input_ids": np.array([e.ids for e in encodings], dtype=np.int64),
+                "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+                "token_type_ids": np.array([e.type_ids for e in encodings], dtype=np.int64),
+            }
+            feeds = {name: value for name, value in feeds.items() if name in self.inputs}
+            try:
+                logits = self.session.run(None, feeds)[0]
+            except Exception as exc:  # onnxruntime raises untyped errors
+                raise ModelError(f"The cross-encoder failed: {exc}.") from exc
+            scores[start : start + len(batch)] = np.asarray(logits).reshape(len(batch), -1)[:, -1]
+        return scores

@@ -1,0 +1,117 @@
+"""Bringing a library's files to this machine: git for URLs, local folders read in place.
+
+A git library is a shallow clone under ``$HERON_HOME/libraries/NAME``. The first clone
+goes to a temporary folder and is renamed into place only when it succeeded; an update
+fetches the remote's default branch at depth 1 and resets to it, so a force-pushed
+history is followed like any other change. A failing remote raises ``SyncError`` and
+leaves the previous checkout (and so the previous index) as it was.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from heron.books.config import Library
+from heron.errors import HeronError
+from heron.settings import Settings
+
+
+class SyncError(HeronError):
+    """A library's source could not be read or fetched; its previous index is kept."""
+
+
+@dataclass(frozen=True)
+class Checkout:
+    """Where a library's pages are, and for git the commit they came from."""
+
+    root: Path
+    revision: str | None = None
+    url: str | None = None
+
+
+def checkout_dir(library: Library, settings: Settings) -> Path:
+    return settings.home / "libraries" / library.name
+
+
+def _git(args: list[str], cwd: Path | None, timeout: float) -> str:
+    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+    try:
+        done = subprocess.run(
+            ["git", *args],
+            cwd=cwd,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            env=env,
+            check=False,
+        )
+    except FileNotFoundError as exc:
+        raise SyncError("git is not installed; install it to sync git libraries.") from exc
+    except subprocess.TimeoutExpired as exc:
+        raise SyncError(
+            f"git {args[0]} took over {timeout:.0f} s; raise HERON_BOOKS_GIT_TIMEOUT."
+        ) from exc
+    if done.returncode != 0:
+        detail = (done.stderr or done.stdout).strip().splitlines()
+        raise SyncError(f"git {args[0]} failed: {' '.join(detail[-2:]) or done.returncode}")
+    return done.stdout.strip()
+
+
+def _clone(url: str, target: Path, timeout: float) -> None:
+    tmp = target.with_name(f".{target.name}.cloning")
+    shutil.rmtree(tmp, ignore_errors=True)
+    target.parent.mkdir(parents=True, exist_ok=True)
+    try:
+        _git(["clone", "--depth", "1", "--quiet", url, str(tmp)], None, timeout)
+    except SyncError:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    os.replace(tmp, target)
+
+
+def _update(url: str, target: Path, timeout: float) -> None:
+    # The URL may have changed in libraries.txt; the checkout follows it.
+    _git(["remote", "set-url", "origin", url], target, timeout)
+    _git(["fetch", "--depth", "1", "--quiet", "origin", "HEAD"], target, timeout)
+    _git(["reset", "--hard", "--quiet", "FETCH_HEAD"], target, timeout)
+    # -e keeps the Q&A cache an enricher wrote into the checkout (heron.books.enrich).
+    _git(["clean", "-fdxq", "-e", "/.ai/"], target, timeout)
+
+
+def sync(library: Library, settings: Settings, *, timeout: float = 300.0) -> Checkout:
+    """Fetch (git) or check (local) a library's files; raises ``SyncError`` on failure."""
+    if not library.is_git:
+        root = Path(library.source)
+        if not root.is_dir():
+            raise SyncError(
+                f"Library {library.name!r}: the folder {root} does not exist. Restore it, or "
+                f"point the library elsewhere: heron library remove {library.name} && "
+                f"heron library add {library.name} NEW_SOURCE"
+            )
+        return Checkout(root)
+    target = checkout_dir(library, settings)
+    try:
+        if (target / ".git").is_dir():
+            _update(library.source, target, timeout)
+        else:
+            shutil.rmtree(target, ignore_errors=True)
+            _clone(library.source, target, timeout)
+    except SyncError as exc:
+        raise SyncError(
+            f"Library {library.name!r}: cannot fetch {library.source}: {exc}. The previous "
+            "index stays searchable; check the URL and your access, then run heron index again."
+        ) from exc
+    return Checkout(target, _git(["rev-parse", "HEAD"], target, timeout), library.source)
+
+
+def last_checkout(library: Library, settings: Settings) -> Checkout | None:
+    """The checkout a failed sync left in place, if there is one."""
+    if not library.is_git:
+        root = Path(library.source)
+        return Checkout(root) if root.is_dir() else None
+    target = checkout_dir(library, settings)
+    return Checkout(target, None, library.source) if (target / ".git").is_dir() else None

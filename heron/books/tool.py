@@ -1,0 +1,51 @@
+"""``search_docs``: library search as an agent tool, its JSON schema and its call."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heron.books.search import search
+from heron.errors import InputError
+from heron.settings import Settings
+from heron.store import SQLiteStore
+
+SEARCH_DOCS: dict[str, Any] = {
+    "name": "search_docs",
+    "description": (
+        "Search the indexed documentation libraries. Returns the pages that answer the "
+        "query, each with the section, a snippet, a citation '(library, collection/page)' "
+        "and the source with line numbers. Cite the citation when you use a result."
+    ),
+    "input_schema": {
+        "type": "object",
+        "properties": {
+            "query": {"type": "string", "description": "A question or keywords."},
+            "library": {"type": "string", "description": "Only this library."},
+            "collection": {"type": "string", "description": "Only this collection."},
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 50, "default": 5},
+        },
+        "required": ["query"],
+        "additionalProperties": False,
+    },
+}
+
+
+def search_docs(
+    arguments: dict[str, Any], store: SQLiteStore, settings: Settings | None = None
+) -> dict[str, Any]:
+    """Run the tool: ``{"query": "..."}`` -> ``{"results": [{...}, ...]}``."""
+    unknown = set(arguments) - set(SEARCH_DOCS["input_schema"]["properties"])
+    if unknown:
+        raise InputError(f"search_docs got unknown arguments: {', '.join(sorted(unknown))}.")
+    query = arguments.get("query")
+    if not isinstance(query, str) or not query.strip():
+        raise InputError("search_docs needs a non-empty 'query' string.")
+    results = search(
+        query,
+        store,
+        library=arguments.get("library"),
+        collection=arguments.get("collection"),
+        top_k=int(arguments.get("top_k", 5)),
+        settings=settings,
+    )
+    return {"results": [r.to_dict() for r in results]}

@@ -1,0 +1,186 @@
+"""``heron library``, ``heron index`` and ``heron search``: documentation libraries."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from heron.books import MODES, add_library, index_library, read_libraries, search_many
+from heron.books.library import forget_library, statuses
+from heron.cli.output import console, errors, print_json, progress_bar
+from heron.errors import InputError
+from heron.settings import Settings
+from heron.store import open_store
+from heron.store.jsonl import read_queries
+
+library_app = typer.Typer(help="Configure documentation libraries.", no_args_is_help=True)
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def _when(timestamp: float | None) -> str:
+    if timestamp is None:
+        return "never"
+    return dt.datetime.fromtimestamp(timestamp, dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+
+
+@library_app.command("add")
+def library_add(
+    name: Annotated[str, typer.Argument(help="Library name, e.g. kubernetes.")],
+    source: Annotated[str, typer.Argument(help="A git URL or a local folder.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Add a library to libraries.txt; index it next with heron index NAME.
+
+    Example: heron library add kubernetes https://github.com/kubernetes/website.git
+    """
+    library = add_library(name, source)
+    if as_json:
+        print_json({"name": library.name, "source": library.source})
+    else:
+        console.print(f"added {library.name} ({library.source}); now run: heron index {name}")
+
+
+@library_app.command("remove")
+def library_remove(
+    name: Annotated[str, typer.Argument(help="Library to remove.")],
+    as_json: JsonFlag = False,
+) -> None:
+    """Remove a library: its line in libraries.txt, its index and its git checkout.
+
+    Example: heron library remove kubernetes
+    """
+    settings = Settings()
+    library = forget_library(name, open_store(settings), settings)
+    if as_json:
+        print_json({"name": library.name, "removed": True})
+    else:
+        console.print(f"removed {library.name}")
+
+
+@library_app.command("list")
+def library_list(as_json: JsonFlag = False) -> None:
+    """List the configured libraries and their sources.
+
+    Example: heron library list --json
+    """
+    libraries = read_libraries()
+    if as_json:
+        print_json([{"name": x.name, "source": x.source, "builtin": x.builtin} for x in libraries])
+        return
+    for lib in libraries:
+        note = " (built in)" if lib.builtin else ""
+        console.print(f"{lib.name}  {lib.source}{note}")
+
+
+@library_app.command("status")
+def library_status(
+    name: Annotated[str | None, typer.Argument(help="One library; default: all.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Show pages, chunks, last sync and last error of each library.
+
+    Example: heron library status kubernetes
+    """
+    settings = Settings()
+    found = statuses(open_store(settings), settings, name)
+    if as_json:
+        print_json([s.to_dict() for s in found])
+        return
+    for s in found:
+        console.print(
+            f"[bold]{s.name}[/] ({s.kind}) {s.pages} pages, {s.chunks} chunks, "
+            f"{s.questions} questions; last sync {_when(s.last_sync)}"
+        )
+        if s.last_error:
+            console.print(f"  [red]last error[/] {_when(s.last_error_at)}: {s.last_error}")
+
+
+def index(
+    name: Annotated[str | None, typer.Argument(help="One library; default: all.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Sync and index libraries; only changed pages are re-chunked and re-embedded.
+
+    Example: heron index kubernetes
+    """
+    settings = Settings()
+    store = open_store(settings)
+    names = [name] if name else [lib.name for lib in read_libraries(settings)]
+    reports = []
+    for library in names:
+        with progress_bar(f"indexing {library}", None) as advance:
+            report = index_library(library, store, settings=settings, progress=advance)
+        reports.append(report)
+        if not as_json:
+            if report.error:
+                errors.print(f"[red]error[/]: {report.error}")
+                continue
+            console.print(
+                f"{library}: {report.pages} pages ({report.added} added, {report.changed} "
+                f"changed, {report.removed} removed, {report.unchanged} unchanged), "
+                f"{report.records} records, {report.embedded} embedded, {report.seconds:.1f} s"
+            )
+            for skipped in report.skipped:
+                errors.print(f"  skipped {skipped['path']}: {skipped['reason']}")
+            for warning in report.warnings:
+                errors.print(f"  warning {warning}")
+    if as_json:
+        print_json([r.to_dict() for r in reports])
+    if any(r.error for r in reports):
+        raise typer.Exit(1)
+
+
+def search(
+    query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
+    queries: Annotated[
+        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
+    ] = None,
+    library: Annotated[str | None, typer.Option(help="Only this library.")] = None,
+    collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per query.")] = 10,
+    mode: Annotated[str, typer.Option(help=f"One of: {', '.join(MODES)}.")] = "full",
+    as_json: JsonFlag = False,
+) -> None:
+    """Find the pages and sections that answer a question, with citations.
+
+    Example: heron search "why do my service ports keep changing" --library kubernetes -k 3
+    """
+    if (query is None) == (queries is None):
+        raise InputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    store = open_store()
+    batch = [("", query or "")] if queries is None else read_queries(queries)
+    results = search_many(
+        [text for _, text in batch],
+        store,
+        library=library,
+        collection=collection,
+        top_k=top_k,
+        mode=mode,  # checked by search_many against MODES
+    )
+    if queries is not None:
+        for (qid, _), found in zip(batch, results, strict=True):
+            lines = [{"id": r.chunk, **r.to_dict()} for r in found]
+            print(json.dumps({"id": qid, "results": lines}, ensure_ascii=False))
+        return
+    found = results[0]
+    if as_json:
+        print_json([r.to_dict() for r in found])
+        return
+    if not found:
+        console.print("no results")
+    for rank, r in enumerate(found, 1):
+        where = f" > {r.heading}" if r.heading else ""
+        console.print(f"{rank:>3}. [bold]{r.title}[/]{where}  {r.citation}  {r.score:.3f}")
+        console.print(f"     {r.snippet}", markup=False, highlight=False)
+        console.print(f"     {r.source}", style="dim", markup=False, highlight=False)
+
+
+def register_books(app: typer.Typer) -> None:
+    """Add ``library``, ``index`` and ``search`` to the ``heron`` command."""
+    app.add_typer(library_app, name="library")
+    app.command("index")(index)
+    app.command("search")(search)

@@ -1,0 +1,75 @@
+"""End-to-end: ``heron library``, ``heron index`` and ``heron search`` in a subprocess."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from tests.cli.test_cli import heron
+
+
+@pytest.fixture
+def library(home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]) -> Path:
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    root = make_library()
+    heron("library", "add", "lib", str(root))
+    return root
+
+
+def test_add_index_search_status_remove(library: Path, tmp_path: Path) -> None:
+    listed = json.loads(heron("library", "list", "--json").stdout)
+    assert listed == [{"name": "lib", "source": str(library), "builtin": False}]
+    (report,) = json.loads(heron("index", "--json").stdout)
+    assert (report["pages"], report["added"], report["error"]) == (3, 3, None)
+    results = json.loads(heron("search", "undo a rollout", "--json", "-k", "2").stdout)
+    assert results[0]["citation"] == "(lib, tasks/rollback)"
+    assert {"library", "collection", "page", "title", "heading", "snippet", "score"} <= set(
+        results[0]
+    )
+    assert {"components", "content_hash", "source", "lines"} <= set(results[0])
+    human = heron("search", "password", "--library", "lib", "--collection", "concepts").stdout
+    assert "(lib, concepts/secrets)" in human
+    (status,) = json.loads(heron("library", "status", "--json").stdout)
+    assert (status["pages"], status["indexed"], status["last_error"]) == (3, True, None)
+    assert "3 pages" in heron("library", "status", "lib").stdout
+    queries = tmp_path / "q.jsonl"
+    queries.write_text('{"id": "a", "text": "password"}\n{"id": "b", "text": "rollback"}\n')
+    lines = heron("search", "--queries", str(queries), "-k", "1").stdout.splitlines()
+    out = [json.loads(line) for line in lines]
+    assert [o["id"] for o in out] == ["a", "b"]
+    assert out[0]["results"][0]["page"] == "concepts/secrets"
+    assert out[0]["results"][0]["id"].startswith("concepts/secrets#")
+    heron("library", "remove", "lib")
+    assert json.loads(heron("library", "list", "--json").stdout) == []
+    assert "No indexed libraries" in heron("search", "x", ok=False).stderr
+
+
+def test_failing_sync_exits_1_and_says_why(library: Path, tmp_path: Path) -> None:
+    heron("library", "add", "ghost", (tmp_path / "missing.git").as_uri())
+    done = heron("index", ok=False)
+    assert done.returncode == 1 and "cannot fetch" in done.stderr
+    assert "lib: 3 pages" in done.stdout  # the other library was indexed
+    assert "Traceback" not in done.stderr
+
+
+def test_errors_name_the_fix(library: Path) -> None:
+    assert "heron library add nope SOURCE" in heron("index", "nope", ok=False).stderr
+    assert "Give either a QUERY or --queries" in heron("search", ok=False).stderr
+    assert (
+        "heron library remove lib" in heron("library", "add", "lib", str(library), ok=False).stderr
+    )
+
+
+def test_every_books_command_has_help_with_an_example() -> None:
+    for command in (
+        ["library", "add"],
+        ["library", "remove"],
+        ["library", "list"],
+        ["library", "status"],
+        ["index"],
+        ["search"],
+    ):
+        assert "Example:" in heron(*command, "--help").stdout

@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from heron.books.config import (
+    Library,
+    add_library,
+    config_path,
+    get_library,
+    read_libraries,
+    remove_library,
+)
+from heron.errors import ConfigError, InputError, NotFound
+from heron.settings import Settings
+
+
+def test_add_list_remove(settings: Settings, tmp_path: Path) -> None:
+    add_library("local", str(tmp_path), settings)
+    add_library("remote", "https://example.com/docs.git", settings)
+    assert read_libraries(settings) == [
+        Library("local", str(tmp_path.resolve())),
+        Library("remote", "https://example.com/docs.git"),
+    ]
+    assert get_library("remote", settings).is_git
+    remove_library("local", settings)
+    assert [lib.name for lib in read_libraries(settings)] == ["remote"]
+    with pytest.raises(NotFound, match="heron library list"):
+        remove_library("local", settings)
+
+
+def test_file_format_comments_and_errors(settings: Settings) -> None:
+    path = config_path(settings)
+    path.parent.mkdir(parents=True)
+    path.write_text("# libraries\n\nk8s git@github.com:k/website.git  # the docs\n")
+    assert read_libraries(settings) == [Library("k8s", "git@github.com:k/website.git")]
+    path.write_text("k8s\n")
+    with pytest.raises(ConfigError, match="line 1: expected 'NAME SOURCE'"):
+        read_libraries(settings)
+    path.write_text("a /x\na /y\n")
+    with pytest.raises(ConfigError, match="listed twice"):
+        read_libraries(settings)
+
+
+def test_bad_names_and_sources(settings: Settings, tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="Invalid library name"):
+        add_library("no spaces", str(tmp_path), settings)
+    with pytest.raises(InputError, match="is not a folder"):
+        add_library("x", str(tmp_path / "missing"), settings)
+    add_library("x", str(tmp_path), settings)
+    with pytest.raises(InputError, match="heron library remove x"):
+        add_library("x", str(tmp_path), settings)
+    with pytest.raises(NotFound, match="heron library add nope SOURCE"):
+        get_library("nope", settings)
+
+
+def test_heron_docs_are_a_default_library(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    settings = Settings()
+    (builtin,) = read_libraries(settings)
+    assert (builtin.name, builtin.builtin) == ("heron", True)
+    assert (Path(builtin.source) / "libraries.md").is_file()
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    assert read_libraries(settings) == []

@@ -1,0 +1,158 @@
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from heron.books import add_library, index_library, remove_library, search
+from heron.books.config import get_library
+from heron.books.index import IndexBusy, LibraryRemoved, _exclusive
+from heron.books.sync import checkout_dir
+from heron.settings import Settings
+from heron.store import SQLiteStore
+
+
+def pages_of(store: SQLiteStore, name: str = "lib") -> set[str]:
+    return {i.rsplit("#", 1)[0] for i in store.ids(name)}
+
+
+def test_index_then_nothing_changed_embeds_nothing(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    add_library("lib", str(make_library()), settings)
+    first = index_library("lib", store, settings=settings)
+    assert (first.pages, first.added, first.error) == (3, 3, None)
+    assert first.embedded == first.records > 3
+    assert pages_of(store) == {"concepts/pods", "concepts/secrets", "tasks/rollback"}
+    again = index_library("lib", store, settings=settings)
+    assert (again.unchanged, again.changed, again.embedded) == (3, 0, 0)
+
+
+def test_an_edit_re_embeds_only_the_changed_chunks(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    root = make_library()
+    add_library("lib", str(root), settings)
+    index_library("lib", store, settings=settings)
+    pods = root / "concepts" / "pods.md"
+    pods.write_text(pods.read_text().replace("terminate.", "terminate or get evicted."))
+    report = index_library("lib", store, settings=settings)
+    assert (report.changed, report.unchanged, report.embedded) == (1, 2, 1)
+    assert "evicted" in store.get("lib", "concepts/pods#1").text
+
+
+def test_deleted_and_renamed_pages_disappear_from_results(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    root = make_library()
+    add_library("lib", str(root), settings)
+    index_library("lib", store, settings=settings)
+    (root / "tasks" / "rollback.md").unlink()
+    (root / "concepts" / "secrets.md").rename(root / "concepts" / "credentials.md")
+    report = index_library("lib", store, settings=settings)
+    assert (report.removed, report.added) == (2, 1)
+    assert pages_of(store) == {"concepts/pods", "concepts/credentials"}
+    found = [r.page for r in search("undo a deployment rollout", store, settings=settings)]
+    assert "tasks/rollback" not in found
+    assert search("password token", store, settings=settings)[0].page == "concepts/credentials"
+    assert set(store.kv_items("lib", "page:")) == {
+        "page:concepts/pods",
+        "page:concepts/credentials",
+    }
+
+
+def test_bad_input_never_loses_the_existing_index(
+    settings: Settings,
+    store: SQLiteStore,
+    make_library: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    root = make_library()
+    add_library("lib", str(root), settings)
+    index_library("lib", store, settings=settings)
+    before = set(store.ids("lib"))
+    (root / "bin.md").write_bytes(b"\x00\x01\x02binary")
+    (root / "latin.md").write_bytes("# Caf\xe9\n\nCr\xe8me br\xfbl\xe9e recipe.".encode("latin-1"))
+    (root / "broken.md").write_text("---\ntitle: [oops\n---\n# Broken\n\nStill indexed.\n")
+    (root / "only.md").write_text("---\ntitle: Just a title\n---\n")
+    (root / "loop").symlink_to(root)
+    (root / "a.md").symlink_to(root / "b.md")
+    (root / "b.md").symlink_to(root / "a.md")
+    with open(root / "huge.md", "wb") as huge:  # 50 MB of Markdown
+        line = b"## Section\n\n" + b"lorem ipsum dolor sit amet " * 40 + b"\n\n"
+        huge.write(line * (50_000_000 // len(line) + 1))
+    start = time.perf_counter()
+    report = index_library("lib", store, settings=settings)
+    assert time.perf_counter() - start < 30
+    assert report.error is None
+    skipped = {s["path"]: s["reason"] for s in report.skipped}
+    assert set(skipped) == {"bin", "huge.md", "a.md", "b.md"}
+    assert any("latin: not valid UTF-8" in w for w in report.warnings)
+    assert any("broken: broken front matter" in w for w in report.warnings)
+    assert before <= set(store.ids("lib"))
+    assert {"latin", "broken", "only"} <= pages_of(store)
+    assert search("Just a title", store, settings=settings)[0].page == "only"
+
+
+def test_library_removed_while_indexing(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    add_library("keep", str(make_library(name="keep")), settings)
+    index_library("keep", store, settings=settings)
+    pages = {f"p{i}.md": f"# Page {i}\n\n" + f"text about topic {i}. " * 40 for i in range(12)}
+    add_library("lib", str(make_library(pages, name="lib")), settings)
+
+    def remove_midway(n: int) -> None:  # the user runs `heron library remove` meanwhile
+        remove_library("lib", settings)
+
+    with pytest.raises(LibraryRemoved, match="removed while indexing"):
+        index_library("lib", store, settings=settings, progress=remove_midway)
+    assert "lib" not in [ns.name for ns in store.namespaces()]
+    assert len(pages_of(store, "keep")) == 3
+
+
+def test_one_indexer_per_library(settings: Settings, store: SQLiteStore, tmp_path: Path) -> None:
+    add_library("lib", str(tmp_path), settings)
+    lock = checkout_dir(get_library("lib", settings), settings).with_name(".lib.lock")
+    with _exclusive(lock, "lib"), pytest.raises(IndexBusy, match="another process"):
+        index_library("lib", store, settings=settings)
+
+
+def test_kill_9_during_indexing_then_a_clean_finish(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    pages = {
+        f"c{i % 3}/p{i}.md": f"# Page {i}\n\n## Part A\n\nAlpha {i}.\n\n## Part B\n\nBeta {i}.\n"
+        for i in range(300)
+    }
+    add_library("lib", str(make_library(pages)), settings)
+    env = {**os.environ, "HERON_EMBED_CACHE": "false", "HERON_EMBED_THREADS": "1"}
+    child = subprocess.Popen(
+        [sys.executable, "-m", "heron", "index", "lib"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 60
+    written = 0
+    while time.monotonic() < deadline and child.poll() is None:
+        written = len(store.kv_items("lib", "page:"))
+        if written:  # some pages are done, others not yet
+            break
+        time.sleep(0.05)
+    os.kill(child.pid, signal.SIGKILL)
+    child.wait()
+    assert 0 < written < 300, child.stderr.read() if child.stderr else ""
+    report = index_library("lib", store, settings=settings)
+    assert report.error is None and report.pages == 300
+    ids = store.ids("lib")
+    assert len(ids) == len(set(ids)) == 600  # two chunks a page, none twice, none missing
+    assert pages_of(store) == {p.removesuffix(".md") for p in pages}
+    again = index_library("lib", store, settings=settings)
+    assert (again.unchanged, again.embedded) == (300, 0)

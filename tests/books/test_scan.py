@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from heron.books.scan import read_text, scan
+from tests.books.conftest import write_pages
+
+
+def test_collections_are_top_folders_or_marked_folders(tmp_path: Path) -> None:
+    root = write_pages(
+        tmp_path / "lib",
+        {
+            "index.md": "root page",
+            "concepts/a.md": "a",
+            "concepts/deep/b.md": "b",
+            "guides/api/c.md": "c",
+            "guides/api/.collection": "",
+            ".git/x.md": "hidden",
+            ".ai/concepts/a.toml": "",
+            "notes.txt": "not markdown",
+        },
+    )
+    pages, skipped = scan(root, 10_000)
+    assert [(p.id, p.collection) for p in pages] == [
+        ("concepts/a", "concepts"),
+        ("concepts/deep/b", "concepts"),
+        ("guides/api/c", "guides/api"),
+        ("index", ""),
+    ]
+    assert skipped == []
+
+
+def test_symlink_loops_and_outside_links_are_skipped(tmp_path: Path) -> None:
+    root = write_pages(tmp_path / "lib", {"a/page.md": "text"})
+    os.symlink(root / "a", root / "a" / "loop")  # a folder loop
+    os.symlink(root / "x.md", root / "y.md")  # a file loop
+    os.symlink(root / "y.md", root / "x.md")
+    outside = tmp_path / "secret.md"
+    outside.write_text("private")
+    os.symlink(outside, root / "leak.md")
+    os.symlink(root / "a" / "page.md", root / "alias.md")  # inside: read
+    pages, skipped = scan(root, 10_000)
+    assert [p.id for p in pages] == ["a/page", "alias"]
+    reasons = {s.path: s.reason for s in skipped}
+    assert set(reasons) == {"x.md", "y.md", "leak.md"}
+    assert "outside the library" in reasons["leak.md"]
+
+
+def test_oversized_page_is_skipped_with_the_setting_to_raise(tmp_path: Path) -> None:
+    root = write_pages(tmp_path / "lib", {"big.md": "x" * 2000, "ok.md": "fine"})
+    pages, skipped = scan(root, 1000)
+    assert [p.id for p in pages] == ["ok"]
+    assert "HERON_BOOKS_MAX_PAGE_BYTES" in skipped[0].reason
+
+
+def test_binary_and_non_utf8(tmp_path: Path) -> None:
+    root = write_pages(
+        tmp_path / "lib",
+        {"bin.md": b"\x89PNG\x00\x00\x01", "latin.md": "caf\xe9 cr\xe8me".encode("latin-1")},
+    )
+    pages = {p.id: p for p in scan(root, 10_000)[0]}
+    assert read_text(pages["bin"]) == (None, "binary file (NUL bytes), skipped")
+    text, warning = read_text(pages["latin"])
+    assert text == "caf\ufffd cr\ufffdme" and "iconv" in (warning or "")
