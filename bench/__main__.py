@@ -1,7 +1,7 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools. No name runs them all
-(about 45 minutes on 2 cores; building the 1M-record HNSW graph dominates).
+Names: scifact, embed, cache, vectors, latency, skills, tools, books. No name runs them
+all (about 75 minutes on 2 cores; the 1M-record HNSW graph and the Kubernetes index dominate).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import sys
 from datetime import date
 
 from bench import (
+    books,
     cache_calls,
     embed_throughput,
     scifact,
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "latency": search_latency.run,
     "skills": skills.run,
     "tools": tools.run,
+    "books": books.run,
 }
 
 
