@@ -27,13 +27,10 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from heron.books.chunk import (
     ChunkPolicy,
     TokenCounter,
     chunk_page,
-    inner_model,
     policy_for,
     token_counter,
 )
@@ -315,25 +312,14 @@ class _Indexer:
             self.report.embedded += after - before
 
     def _embed(self, group: list[_Work]) -> None:
-        """Vectors of the chunks' dense texts, each distinct text embedded once.
-
-        Texts go to the model in batches of similar token counts: a batch is padded to
-        its longest text, and ordering by characters (code and URLs have more tokens per
-        character than prose) padded the Kubernetes chunks to 2.31M tokens where 1.67M
-        were real; ordered by tokens, 1.72M.
-        """
+        """Vectors of the chunks' dense texts, each distinct text embedded once, in one
+        call so the embedder can batch the whole group by token count."""
         texts = list(dict.fromkeys(t for w in group for t in w.dense if t is not None))
         if not texts:
             return
         if _misses(self.store.embedder) is None:
             self.report.embedded += len(texts)
-        sizes = dict(zip(texts, self._count(texts), strict=True))
-        texts.sort(key=sizes.__getitem__)
-        batch = getattr(inner_model(self.store.embedder), "batch_size", 32)
-        vectors: dict[str, np.ndarray] = {}
-        for start in range(0, len(texts), batch):
-            part = texts[start : start + batch]
-            vectors.update(zip(part, self.store.embedder.embed(part), strict=True))
+        vectors = dict(zip(texts, self.store.embedder.embed(texts), strict=True))
         for item in group:
             for record, text in zip(item.records, item.dense, strict=True):
                 if text is not None:

@@ -67,9 +67,7 @@ def forget_library(name: str, store: SQLiteStore, settings: Settings) -> Library
     """Remove from ``libraries.txt`` first (a running indexer then stops and cleans up),
     then drop the index, its state and any git checkout."""
     library = remove_library(name, settings)
-    with contextlib.suppress(NotFound):  # never indexed
+    with contextlib.suppress(NotFound):  # never indexed nor synced
         store.drop(name)
-    for key in store.kv_items(name):  # sync errors of a library that never indexed
-        store.kv_delete(name, key)
     shutil.rmtree(checkout_dir(library, settings), ignore_errors=True)
     return library

@@ -40,8 +40,10 @@ def create_session(model: Path, threads: int = 0):  # -> onnxruntime.InferenceSe
 class MiniLMEmbedder:
     """all-MiniLM-L6-v2: 384 dims, mean pooling, truncation at 256 tokens.
 
-    Batches are padded to their longest member, and texts are sorted by length first so
-    that a batch holds texts of similar length: padding is compute thrown away.
+    Texts are tokenised once, then sorted by token count, so that a batch (padded to its
+    longest member) holds texts of similar length: padding is compute thrown away, and
+    characters are a poor proxy for tokens (code and URLs have many more per character;
+    on the Kubernetes docs, character order padded 1.67M real tokens to 2.31M).
     """
 
     dim = 384
@@ -65,27 +67,29 @@ class MiniLMEmbedder:
             raise ModelError(
                 f"Cannot read {tokenizer_file}: {exc}. Fetch it again with: heron model fetch"
             ) from exc
-        # The shipped file pads and truncates to a fixed 128 tokens; we want the batch's
-        # longest, up to the model's 256.
+        # The shipped file pads and truncates to a fixed 128 tokens; we truncate at the
+        # model's 256 and pad each batch ourselves, to its longest member.
         self.tokenizer.no_padding()
         self.tokenizer.enable_truncation(MAX_TOKENS)
-        self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
         self.session = create_session(model_path or assets.onnx_path(), threads)
         self.calls = 0  # batches run through the model; the cache tests count these
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = clean_texts(texts)
+        tokens = [e.ids for e in self.tokenizer.encode_batch(texts)]
         out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
         for start in range(0, len(texts), self.batch_size):
             rows = order[start : start + self.batch_size]
-            out[rows] = self._run([texts[i] for i in rows])
+            out[rows] = self._run([tokens[i] for i in rows])
         return checked_output(out, self.dim, self.model_id)
 
-    def _run(self, batch: list[str]) -> np.ndarray:
-        encodings = self.tokenizer.encode_batch(batch)
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+    def _run(self, batch: list[list[int]]) -> np.ndarray:
+        ids = np.zeros((len(batch), max(map(len, batch))), dtype=np.int64)  # 0 is [PAD]
+        mask = np.zeros_like(ids)
+        for row, token_ids in enumerate(batch):
+            ids[row, : len(token_ids)] = token_ids
+            mask[row, : len(token_ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         self.calls += 1
         try:

@@ -16,6 +16,8 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
+from heron.embed.base import Embedder
+
 SearchMode = Literal["dense", "lexical", "hybrid"]
 SEARCH_MODES: tuple[SearchMode, ...] = ("dense", "lexical", "hybrid")
 Filters = Mapping[str, Any]
@@ -98,8 +100,12 @@ class Store(Protocol):
     """Records in namespaces, a key-value table, and three kinds of search.
 
     Writes are transactional: a batch lands whole or not at all, and concurrent writers
-    from several processes never lose or corrupt each other's records.
+    from several processes never lose or corrupt each other's records. ``embedder`` is the
+    model the store embeds records and queries with; ``vector``/``vectors`` given to a
+    search skip embedding the queries.
     """
+
+    embedder: Embedder
 
     def namespaces(self) -> list[NamespaceInfo]: ...
 
@@ -125,6 +131,7 @@ class Store(Protocol):
         mode: SearchMode = "hybrid",
         top_k: int = 10,
         filters: Filters | None = None,
+        vector: np.ndarray | None = None,
     ) -> list[Hit]: ...
 
     def search_many(
@@ -135,6 +142,7 @@ class Store(Protocol):
         mode: SearchMode = "hybrid",
         top_k: int = 10,
         filters: Filters | None = None,
+        vectors: np.ndarray | None = None,
     ) -> list[list[Hit]]: ...
 
     def kv_get(self, namespace: str, key: str) -> str | None: ...

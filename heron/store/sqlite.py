@@ -200,9 +200,15 @@ class SQLiteStore:
         return [row[0] for row in rows]
 
     def drop(self, namespace: str) -> None:
+        """Delete the namespace's records, index and key-value state (state may exist
+        before any record does, so it goes even when the namespace has no records)."""
         rows = self._read("SELECT id FROM namespaces WHERE name = ?", (namespace,))
         if not rows:
-            raise NotFound(f"No namespace {namespace!r}.")
+            with self._write() as db:
+                gone = db.execute("DELETE FROM kv WHERE namespace = ?", (namespace,)).rowcount
+            if not gone:
+                raise NotFound(f"No namespace {namespace!r}.")
+            return
         ns_id = rows[0][0]
         with self._write() as db:
             for table in ("records", "tombstones"):

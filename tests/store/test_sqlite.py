@@ -275,3 +275,11 @@ def test_metadata_round_trips_as_json(store: SQLiteStore) -> None:
     meta = {"collection": "c", "tags": ["a", "b"], "nested": {"x": 1}, "unicode": "héron"}
     store.upsert("k8s", [Record("m", "text", meta)])
     assert store.get("k8s", "m").metadata == json.loads(json.dumps(meta))
+
+
+def test_drop_clears_state_of_a_namespace_without_records(store: SQLiteStore) -> None:
+    store.kv_set("pending", "page:a", "h")
+    store.drop("pending")
+    assert store.kv_get("pending", "page:a") is None
+    with pytest.raises(NotFound):
+        store.drop("pending")
