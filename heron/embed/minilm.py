@@ -29,6 +29,9 @@ def create_session(model: Path, threads: int = 0):  # -> onnxruntime.InferenceSe
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads or (os.cpu_count() or 1)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    # Idle intra-op threads otherwise spin for a while after each run, stealing the cores
+    # that the search right after a query embedding needs.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own untyped errors

@@ -15,6 +15,7 @@ import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import islice
 from pathlib import Path
@@ -109,6 +110,12 @@ class SQLiteStore:
         self.embedder = embedder
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self._lock = threading.RLock()
+        # Hybrid search runs its FTS5 query on a second connection in a worker thread while
+        # this one does the dense side: SQLite and usearch release the GIL, so the two
+        # sides take the time of the slower one, not the sum (WAL allows both readers).
+        self._side: sqlite3.Connection | None = None
+        self._side_lock = threading.Lock()
+        self._pool: ThreadPoolExecutor | None = None
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
         try:
             self._db = sqlite3.connect(
@@ -142,7 +149,14 @@ class SQLiteStore:
                 raise
             self._db.execute("COMMIT")
 
-    def _read(self, sql: str, params: Sequence[Any] = ()) -> list[tuple[Any, ...]]:
+    def _read(
+        self, sql: str, params: Sequence[Any] = (), *, side: bool = False
+    ) -> list[tuple[Any, ...]]:
+        if side:
+            with self._side_lock:
+                if self._side is None:
+                    self._side = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+                return self._side.execute(sql, params).fetchall()
         with self._lock:
             return self._db.execute(sql, params).fetchall()
 
@@ -411,22 +425,29 @@ class SQLiteStore:
     ) -> list[Fused]:
         """Both sides' candidates, each scored exactly on both sides, fused (see fusion.py)."""
         depth = max(CANDIDATES, top_k)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="heron-lexical")
+        lexical = self._pool.submit(self._lexical, ns_id, query, depth, filters, side=True)
         dense_keys, _ = index.search(vector, depth, allowed)
-        lexical_keys, lexical_scores = self._lexical(ns_id, query, depth, filters)
+        # fuse() ignores the fill of keys the lexical list has, so score all dense keys
+        # now rather than wait for that list.
+        lexical_fill = self._bm25_of(ns_id, query, dense_keys)
+        vectors = dict(zip(dense_keys.tolist(), index.vectors(dense_keys), strict=True))
+        lexical_keys, lexical_scores = lexical.result()
         # A record another process wrote after the index caught up is in FTS5 but not yet
         # in the index; it joins the next search.
         known = np.array([key in index for key in lexical_keys.tolist()], dtype=bool)
         lexical_keys, lexical_scores = lexical_keys[known], lexical_scores[known]
-        union = np.union1d(dense_keys, lexical_keys)
-        only_dense = np.setdiff1d(dense_keys, lexical_keys)
+        only_lexical = np.setdiff1d(lexical_keys, dense_keys)
+        vectors.update(zip(only_lexical.tolist(), index.vectors(only_lexical), strict=True))
         return fuse_with_feedback(
             vector,
-            dict(zip(union.tolist(), index.vectors(union), strict=True)),
+            vectors,
             dense_keys,
             lexical_keys,
             lexical_scores,
             top_k=top_k,
-            lexical_fill=self._bm25_of(ns_id, query, only_dense),
+            lexical_fill=lexical_fill,
         )
 
     def _bm25_of(self, ns_id: int, query: str, keys: np.ndarray) -> dict[int, float]:
@@ -448,7 +469,7 @@ class SQLiteStore:
         return scores
 
     def _lexical(
-        self, ns_id: int, query: str, k: int, filters: Filters | None
+        self, ns_id: int, query: str, k: int, filters: Filters | None, *, side: bool = False
     ) -> tuple[np.ndarray, np.ndarray]:
         match = _fts_query(query)
         if match is None:
@@ -460,7 +481,7 @@ class SQLiteStore:
             + ("JOIN records r ON r.key = f.rowid " if where else "")
             + f"WHERE fts_{ns_id} MATCH ? {where} ORDER BY s DESC, f.rowid LIMIT ?"
         )
-        rows = self._read(sql, (match, *params, k))
+        rows = self._read(sql, (match, *params, k), side=side)
         keys = np.array([row[0] for row in rows], dtype=np.int64)
         return keys, np.array([row[1] for row in rows], dtype=np.float32)
 
@@ -576,6 +597,11 @@ class SQLiteStore:
             db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown()
+        with self._side_lock:
+            if self._side is not None:
+                self._side.close()
         with self._lock:
             self._db.close()
 

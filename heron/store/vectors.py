@@ -20,9 +20,14 @@ from typing import Protocol
 import numpy as np
 
 EXACT_LIMIT = 20_000
-#: HNSW search breadth. Recall@10 against exact on 1M vectors (bench latency data):
-#: ef 96 -> 0.84, 192 -> 0.90, 384 -> 0.96, 768 -> 0.99, at 1.2 / 1.7 / 2.9 / 5.4 ms.
-EF_SEARCH = 512
+
+
+def ef_search(size: int) -> int:
+    """HNSW search breadth for an index of ``size`` vectors: graphs need a wider search
+    as they grow. Recall@10 against exact (``python -m bench latency`` data): at 100k,
+    ef 96 -> 0.979; at 1M, ef 96 -> 0.84, 192 -> 0.90, 384 -> 0.96, 768 -> 0.99
+    (1.2 / 1.7 / 2.9 / 5.4 ms a query)."""
+    return 128 if size <= 200_000 else 512
 
 
 class VectorIndex(Protocol):
@@ -117,7 +122,7 @@ class ExactIndex:
 
 
 class HnswIndex:
-    """usearch HNSW (M=16, ef_construction=128, ef=EF_SEARCH), float16 storage, inner product."""
+    """usearch HNSW (M=16, ef_construction=128, ``ef_search(size)``), float16, inner product."""
 
     def __init__(self, dim: int, path: Path | None = None) -> None:
         # usearch 2.26 makes a later `import onnxruntime` crash the process (segmentation
@@ -133,11 +138,10 @@ class HnswIndex:
             dtype="f16",
             connectivity=16,
             expansion_add=128,
-            expansion_search=EF_SEARCH,
         )
         if path is not None:
             self._index.load(str(path))
-            self._index.expansion_search = EF_SEARCH  # not trusted to survive load()
+        self._index.expansion_search = ef_search(len(self._index))
 
     def __len__(self) -> int:
         return len(self._index)
@@ -149,6 +153,7 @@ class HnswIndex:
         self.remove(keys)
         if len(keys):
             self._index.add(keys.astype(np.uint64), vectors, threads=0)
+            self._index.expansion_search = ef_search(len(self._index))
 
     def remove(self, keys: np.ndarray) -> None:
         present = [int(k) for k in keys if int(k) in self._index]
