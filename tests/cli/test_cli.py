@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from tests.run_heron import run_heron
 
 RECORDS = [
     {
@@ -29,12 +30,7 @@ RECORDS = [
 
 
 def heron(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "heron", *args], capture_output=True, text=True, timeout=120
-    )
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
+    return run_heron(*args, ok=ok)
 
 
 @pytest.fixture

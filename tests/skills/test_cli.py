@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from tests.run_heron import run_heron
 
 SKILLS = {
     "pdf": "---\nname: pdf-tools\ndescription: Fill, merge and split PDF forms.\ntags: [pdf]\n---\n"
@@ -22,15 +23,7 @@ SKILLS = {
 
 
 def heron(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "heron", "skills", *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
+    return run_heron("skills", *args, ok=ok)
 
 
 def heron_json(*args: str) -> Any:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.run_heron import run_heron
+
 SERVER = Path(__file__).with_name("test_mcp_client.py")
 DEFINITIONS = {
     "tools": [
@@ -20,15 +22,7 @@ DEFINITIONS = {
 
 
 def heron(*args: str, ok: bool = True) -> subprocess.CompletedProcess[str]:
-    done = subprocess.run(
-        [sys.executable, "-m", "heron", "tools", *args],
-        capture_output=True,
-        text=True,
-        timeout=180,
-    )
-    if ok:
-        assert done.returncode == 0, done.stderr
-    return done
+    return run_heron("tools", *args, ok=ok)
 
 
 @pytest.fixture
