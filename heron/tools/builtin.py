@@ -244,15 +244,10 @@ def skill_tools(skills: Callable[[], Any]) -> list[tuple[Tool, Handler]]:
     ]
 
 
-def docs_tool(search: DocsSearch | None) -> tuple[Tool, Handler]:
-    """``search_docs``; until a ``search`` function is given, calling it says so."""
+def docs_tool(search: DocsSearch) -> tuple[Tool, Handler]:
+    """``search_docs`` over ``search(query, library, top_k)``."""
 
     def handler(a: dict[str, Any]) -> list[dict[str, Any]]:
-        if search is None:
-            raise ToolCallError(
-                "search_docs is not wired to a documentation index yet; pass docs_search= "
-                "to register_builtins (heron.books provides one)."
-            )
         return search(_arg(a, "query"), a.get("library"), int(a.get("top_k", 5)))
 
     tool = Tool(
@@ -280,13 +275,26 @@ def register_builtins(
 ) -> list[Tool]:
     """Add the built-in tools: workspace tools when ``root`` is given, skill tools (over
     ``skills()``, default ``heron.skills.open_skills`` on first use) and ``search_docs``."""
-    pairs: list[tuple[Tool, Handler]] = [docs_tool(docs_search)]
+    pairs: list[tuple[Tool, Handler]] = [docs_tool(docs_search or books_search)]
     if root is not None:
         pairs += workspace_tools(Workspace(root, commands=commands, timeout=timeout))
     pairs += skill_tools(skills or _lazy_skills())
     for tool, handler in pairs:
         registry.add(tool, handler)
     return [tool for tool, _ in pairs]
+
+
+def books_search(query: str, library: str | None, top_k: int) -> list[dict[str, Any]]:
+    """The libraries' search (``heron.books``) on the configured store."""
+    from heron.books.tool import search_docs
+    from heron.store import open_store
+
+    store = open_store()
+    try:
+        arguments = {"query": query, "top_k": top_k} | ({"library": library} if library else {})
+        return search_docs(arguments, store)["results"]
+    finally:
+        store.close()
 
 
 def _lazy_skills() -> Callable[[], Any]:

@@ -54,10 +54,24 @@ def test_run_command_allowlist_and_timeout(registry: ToolRegistry) -> None:
         )
 
 
-def test_search_docs_says_it_is_not_wired(registry: ToolRegistry) -> None:
+def test_search_docs_searches_the_libraries(
+    registry: ToolRegistry, home: Path, tmp_path: Path
+) -> None:
     assert "library" in registry.get("search_docs").parameters["properties"]
-    with pytest.raises(ToolCallError, match="pass docs_search="):
-        registry.call("search_docs", {"query": "x"})
+    docs = tmp_path / "lib" / "guide"
+    docs.mkdir(parents=True)
+    (docs / "secrets.md").write_text(
+        "---\ntitle: Secrets\n---\n# Secrets\n\nKeep passwords in a Secret.\n"
+    )
+    from heron.books import add_library, index_library
+    from heron.store import open_store
+
+    add_library("mine", str(tmp_path / "lib"))
+    store = open_store()
+    index_library("mine", store)
+    store.close()
+    results = registry.call("search_docs", {"query": "where do passwords go", "library": "mine"})
+    assert results[0]["citation"] == "(mine, guide/secrets)"
     wired = ToolRegistry()
     register_builtins(wired, docs_search=lambda q, lib, k: [{"q": q, "library": lib, "k": k}])
     assert wired.call("search_docs", {"query": "x", "library": "k8s"}) == [
