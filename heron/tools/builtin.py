@@ -29,7 +29,8 @@ MAX_ENTRIES = 1000
 MAX_OUTPUT = 64_000
 DEFAULT_TIMEOUT = 30.0
 #: ``(query, library, top_k) -> hits as dicts``; wired to ``heron.books`` by the caller.
-DocsSearch = Callable[[str, str | None, int], list[dict[str, Any]]]
+#: ``search(arguments)`` for ``search_docs``: the call's arguments in, results out.
+DocsSearch = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
 
 def _schema(required: Sequence[str] = (), **props: tuple[str, str]) -> dict[str, Any]:
@@ -245,20 +246,17 @@ def skill_tools(skills: Callable[[], Any]) -> list[tuple[Tool, Handler]]:
 
 
 def docs_tool(search: DocsSearch) -> tuple[Tool, Handler]:
-    """``search_docs`` over ``search(query, library, top_k)``."""
+    """``search_docs`` with the libraries' own schema (``heron.books.tool.SEARCH_DOCS``)."""
+    from heron.books.tool import SEARCH_DOCS
 
     def handler(a: dict[str, Any]) -> list[dict[str, Any]]:
-        return search(_arg(a, "query"), a.get("library"), int(a.get("top_k", 5)))
+        _arg(a, "query")  # the one required argument, checked whatever the backend
+        return search(a)
 
     tool = Tool(
-        "search_docs",
-        "Search the indexed documentation libraries and return passages with sources.",
-        _schema(
-            ["query"],
-            query=("string", "the question, in words"),
-            library=("string", "only this library (default: all)"),
-            top_k=("integer", "how many passages, default 5"),
-        ),
+        SEARCH_DOCS["name"],
+        SEARCH_DOCS["description"],
+        SEARCH_DOCS["input_schema"],
         tags=("docs",),
     )
     return tool, handler
@@ -284,14 +282,13 @@ def register_builtins(
     return [tool for tool, _ in pairs]
 
 
-def books_search(query: str, library: str | None, top_k: int) -> list[dict[str, Any]]:
+def books_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
     """The libraries' search (``heron.books``) on the configured store."""
     from heron.books.tool import search_docs
     from heron.store import open_store
 
     store = open_store()
     try:
-        arguments = {"query": query, "top_k": top_k} | ({"library": library} if library else {})
         return search_docs(arguments, store)["results"]
     finally:
         store.close()

@@ -73,9 +73,9 @@ def test_search_docs_searches_the_libraries(
     results = registry.call("search_docs", {"query": "where do passwords go", "library": "mine"})
     assert results[0]["citation"] == "(mine, guide/secrets)"
     wired = ToolRegistry()
-    register_builtins(wired, docs_search=lambda q, lib, k: [{"q": q, "library": lib, "k": k}])
+    register_builtins(wired, docs_search=lambda arguments: [arguments])
     assert wired.call("search_docs", {"query": "x", "library": "k8s"}) == [
-        {"q": "x", "library": "k8s", "k": 5}
+        {"query": "x", "library": "k8s"}
     ]
 
 
