@@ -71,6 +71,17 @@ class Settings(BaseSettings):
         default=0.5, ge=0.0, le=1.0, description="context_for keeps score >= min_rel * top."
     )
 
+    mcp_config: Path | None = Field(
+        default=None, description="MCP servers (Claude Desktop format); default: HOME/mcp.json."
+    )
+    mcp_timeout: float = Field(default=30.0, gt=0, description="Seconds per MCP server call.")
+    tools_root: Path | None = Field(
+        default=None, description="Workspace root of the file and command tools; none: off."
+    )
+    tools_commands: list[str] = Field(
+        default_factory=list, description='Programs run_command may run, e.g. ["git", "ls"].'
+    )
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)

@@ -45,3 +45,17 @@ def test_unsupported_database_url_names_the_choices(monkeypatch: pytest.MonkeyPa
 def test_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERON_REMOTE_EMBED_API_KEY", "sk-secret")
     assert Settings().public()["remote_embed_api_key"] == "***"
+
+
+def test_tool_settings_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HERON_TOOLS_ROOT", str(tmp_path))
+    monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git", "ls"]')
+    monkeypatch.setenv("HERON_MCP_TIMEOUT", "5")
+    settings = Settings()
+    assert (settings.tools_root, settings.tools_commands, settings.mcp_timeout) == (
+        tmp_path,
+        ["git", "ls"],
+        5.0,
+    )

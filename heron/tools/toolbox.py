@@ -20,7 +20,7 @@ from typing import Any
 from heron.settings import Settings
 from heron.store import SQLiteStore, open_store
 from heron.tools.builtin import DocsSearch, register_builtins
-from heron.tools.mcp_client import DEFAULT_TIMEOUT, MCPClient, ServerStatus, load_config
+from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
 
@@ -49,16 +49,25 @@ def open_tools(
     root: Path | None = None,
     commands: Iterable[str] = (),
     docs_search: DocsSearch | None = None,
-    mcp_timeout: float = DEFAULT_TIMEOUT,
+    mcp_timeout: float | None = None,
     connect: bool = True,
 ) -> Toolbox:
-    """The registry the settings describe; ``connect=False`` skips the MCP servers."""
+    """The registry the settings describe; arguments override the settings
+    (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
+    ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers."""
     settings = settings or Settings()
     store = open_store(settings)
     registry = ToolRegistry()
-    register_builtins(registry, root=root, commands=commands, docs_search=docs_search)
+    register_builtins(
+        registry,
+        root=root or settings.tools_root,
+        commands=[*commands, *settings.tools_commands],
+        docs_search=docs_search,
+    )
     for tool in load_imported(store):
         registry.add(tool)
+    mcp_config = mcp_config or settings.mcp_config
+    mcp_timeout = mcp_timeout or settings.mcp_timeout
     config = mcp_config or settings.home / MCP_CONFIG
     client = None
     statuses: list[ServerStatus] = []
