@@ -3,19 +3,23 @@
 from __future__ import annotations
 
 import datetime as dt
-import json
-from pathlib import Path
 from typing import Annotated
 
 import typer
 
 from heron.books import MODES, add_library, index_library, read_libraries, search_many
 from heron.books.library import forget_library, statuses
-from heron.cli.output import console, errors, print_json, progress_bar
-from heron.errors import InputError
+from heron.cli.output import (
+    QueriesOption,
+    console,
+    errors,
+    print_batch,
+    print_json,
+    progress_bar,
+    query_batch,
+)
 from heron.settings import Settings
 from heron.store import open_store
-from heron.store.jsonl import read_queries
 
 library_app = typer.Typer(help="Configure documentation libraries.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -136,9 +140,7 @@ def index(
 
 def search(
     query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
-    queries: Annotated[
-        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
-    ] = None,
+    queries: QueriesOption = None,
     library: Annotated[str | None, typer.Option(help="Only this library.")] = None,
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per query.")] = 10,
@@ -149,10 +151,8 @@ def search(
 
     Example: heron search "why do my service ports keep changing" --library kubernetes -k 3
     """
-    if (query is None) == (queries is None):
-        raise InputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    batch = query_batch(query, queries)
     store = open_store()
-    batch = [("", query or "")] if queries is None else read_queries(queries)
     results = search_many(
         [text for _, text in batch],
         store,
@@ -162,9 +162,7 @@ def search(
         mode=mode,  # checked by search_many against MODES
     )
     if queries is not None:
-        for (qid, _), found in zip(batch, results, strict=True):
-            lines = [{"id": r.chunk, **r.to_dict()} for r in found]
-            print(json.dumps({"id": qid, "results": lines}, ensure_ascii=False))
+        print_batch(batch, ([{"id": r.chunk, **r.to_dict()} for r in found] for found in results))
         return
     found = results[0]
     if as_json:

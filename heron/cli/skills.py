@@ -2,19 +2,23 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Annotated
 
 import typer
 from rich.markup import escape
 
-from heron.cli.output import console, errors, print_json, progress_bar
-from heron.errors import InputError
+from heron.cli.output import (
+    QueriesOption,
+    console,
+    errors,
+    print_batch,
+    print_json,
+    progress_bar,
+    query_batch,
+)
 from heron.skills import SkillHit, open_skills
 from heron.skills.index import DEFAULT_TOP_K
-from heron.store.jsonl import read_queries
 
 skills_app = typer.Typer(
     help="Index SKILL.md files from every skill directory and find the right one.",
@@ -152,9 +156,7 @@ def _print_hits(hits: Sequence[SkillHit]) -> None:
 @skills_app.command("search")
 def search(
     query: Annotated[str | None, typer.Argument(help="What the task is.")] = None,
-    queries: Annotated[
-        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
-    ] = None,
+    queries: QueriesOption = None,
     top_k: TopK = DEFAULT_TOP_K,
     as_json: JsonFlag = False,
 ) -> None:
@@ -162,16 +164,13 @@ def search(
 
     Example: heron skills search "create a new skill" -k 3
     """
-    if (query is None) == (queries is None):
-        raise InputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    batch = query_batch(query, queries)
     skills = open_skills()
+    results = skills.search_many([text for _, text in batch], top_k)
     if queries is not None:
-        batch = read_queries(queries)
-        results = skills.search_many([text for _, text in batch], top_k)
-        for (qid, _), hits in zip(batch, results, strict=True):
-            print(json.dumps({"id": qid, "results": [h.to_dict() for h in hits]}))
+        print_batch(batch, ([h.to_dict() for h in hits] for hits in results))
         return
-    hits = skills.search(query or "", top_k)
+    hits = results[0]
     if as_json:
         print_json([h.to_dict() for h in hits])
     else:

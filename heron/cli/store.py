@@ -2,16 +2,22 @@
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from heron.cli.output import console, print_json, progress_bar
+from heron.cli.output import (
+    QueriesOption,
+    console,
+    print_batch,
+    print_json,
+    progress_bar,
+    query_batch,
+)
 from heron.errors import InputError
 from heron.store import SEARCH_MODES, Hit, open_store
-from heron.store.jsonl import read_queries, read_records
+from heron.store.jsonl import read_records
 
 store_app = typer.Typer(help="Load and search namespaced records.", no_args_is_help=True)
 
@@ -61,9 +67,7 @@ def _hit_json(hit: Hit, with_text: bool) -> dict[str, Any]:
 def search(
     namespace: Annotated[str, typer.Argument(help="Namespace to search.")],
     query: Annotated[str | None, typer.Argument(help="The query text.")] = None,
-    queries: Annotated[
-        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
-    ] = None,
+    queries: QueriesOption = None,
     mode: Annotated[str, typer.Option(help=f"One of: {', '.join(SEARCH_MODES)}.")] = "hybrid",
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results per query.")] = 10,
     where: Annotated[
@@ -75,19 +79,16 @@ def search(
 
     Example: heron store search scifact "vitamin D and bone density" --mode hybrid -k 5
     """
-    if (query is None) == (queries is None):
-        raise InputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    batch = query_batch(query, queries)
     store = open_store()
     filters = _parse_filters(where or [])
+    results = store.search_many(
+        namespace, [text for _, text in batch], mode=mode, top_k=top_k, filters=filters
+    )
     if queries is not None:
-        batch = read_queries(queries)
-        results = store.search_many(
-            namespace, [text for _, text in batch], mode=mode, top_k=top_k, filters=filters
-        )
-        for (qid, _), hits in zip(batch, results, strict=True):
-            print(json.dumps({"id": qid, "results": [_hit_json(h, False) for h in hits]}))
+        print_batch(batch, ([_hit_json(h, False) for h in hits] for hits in results))
         return
-    hits = store.search(namespace, query or "", mode=mode, top_k=top_k, filters=filters)
+    hits = results[0]
     if as_json:
         print_json([_hit_json(h, True) for h in hits])
         return

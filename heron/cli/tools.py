@@ -9,8 +9,7 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
-from heron.cli.output import console, errors, print_json
-from heron.store.jsonl import read_queries
+from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
 from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
 from heron.tools.errors import ToolInputError
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
@@ -117,9 +116,7 @@ def _print_route(route: Route) -> None:
 @tools_app.command("route")
 def route(
     query: Annotated[str | None, typer.Argument(help="The request to find tools for.")] = None,
-    queries: Annotated[
-        Path | None, typer.Option(help='JSONL of {"id", "text"}: one output line per query.')
-    ] = None,
+    queries: QueriesOption = None,
     mode: Annotated[str, typer.Option(help=f"One of: {', '.join(ROUTE_MODES)}.")] = DEFAULT_MODE,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Tools per query.")] = DEFAULT_TOP_K,
     threshold: Annotated[
@@ -140,8 +137,7 @@ def route(
 
     Example: heron tools route "add a contact to the CRM" --profile openai --top-k 5
     """
-    if (query is None) == (queries is None):
-        raise ToolInputError("Give either a QUERY or --queries FILE.jsonl, not both or neither.")
+    batch = query_batch(query, queries)
     box = open_tools(mcp_config=mcp_config, root=root)
     try:
         _report_servers(box.statuses)
@@ -152,13 +148,11 @@ def route(
             profile=profile,
             always_include=always or (),
         )
+        routes = router.route_many([text for _, text in batch])
         if queries is not None:
-            batch = read_queries(queries)
-            routes = router.route_many([text for _, text in batch])
-            for (qid, _), result in zip(batch, routes, strict=True):
-                print(json.dumps({"id": qid, "results": [t.to_dict() for t in result.tools]}))
+            print_batch(batch, ([t.to_dict() for t in route.tools] for route in routes))
             return
-        result = router.route(query or "")
+        result = routes[0]
         if as_json:
             print_json(result.to_dict())
         else:
