@@ -5,17 +5,15 @@ from __future__ import annotations
 from typing import Any
 
 from heron import __version__
-from heron.embed import assets
+from heron.embed import assets, load_embedder
 from heron.errors import HeronError
 from heron.settings import Settings
+from heron.store import SQLiteStore
 
 
 def about(settings: Settings | None = None) -> dict[str, Any]:
     """A JSON-able description of this installation. Never raises for a broken model:
     reporting what is broken is the point."""
-    from heron.embed import load_embedder
-    from heron.store import SQLiteStore
-
     settings = settings or Settings()
     info: dict[str, Any] = {
         "version": __version__,

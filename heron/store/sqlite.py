@@ -173,8 +173,9 @@ class SQLiteStore:
         """``(id, model_id, dim, seq)`` of an existing namespace, checked against the model."""
         rows = self._read("SELECT id, model_id, dim, seq FROM namespaces WHERE name = ?", (name,))
         if not rows:
-            known = ", ".join(info.name for info in self.namespaces()) or "none yet"
-            raise NotFound(f"No namespace {name!r} (namespaces: {known}).")
+            known = ", ".join(info.name for info in self.namespaces())
+            hint = f"namespaces: {known}" if known else "none yet; load one with: heron store load"
+            raise NotFound(f"No namespace {name!r} ({hint}).")
         ns_id, model_id, dim, seq = rows[0]
         if (model_id, dim) != (self.embedder.model_id, self.embedder.dim):
             raise NamespaceMismatch(
