@@ -82,6 +82,12 @@ class Settings(BaseSettings):
         default_factory=list, description='Programs run_command may run, e.g. ["git", "ls"].'
     )
 
+    # -- llm (heron.llm, heron.agent) --
+
+    # -- server (heron.server) --
+
+    # -- jobs (heron.jobs) --
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
