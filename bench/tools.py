@@ -11,6 +11,10 @@ rank fusion (k = 60) of the two. Heron's rows go through ``ToolRouter`` with
 ``threshold=0`` so Recall@5 measures the ranking (the default threshold's effect on
 recall is its own row).
 
+"Taught" rows give each tool ``EXAMPLES`` example requests (``Tool.examples``): MetaTool
+queries for that tool drawn from ``all_clean_data.csv`` outside both benchmark query sets,
+as a tool's author or the usage log would supply them.
+
 Latency: 1,000 tools (the 199, then copies under ``serverN.`` prefixes with the same
 descriptions), 200 queries from the sample, the model uncached so each query is embedded
 for real.
@@ -43,6 +47,8 @@ SAMPLE = 2000
 LATENCY_TOOLS = 1000
 LATENCY_QUERIES = 200
 K = 5
+#: Example requests per tool in the "taught" rows.
+EXAMPLES = 5
 
 
 def metatool() -> tuple[
@@ -61,12 +67,33 @@ def metatool() -> tuple[
                 f"{manifest['description_for_model']}"
             )
         tools.append(Tool(name, description.strip(), source="import:metatool"))
-    with open(METATOOL / "all_clean_data.csv", encoding="utf-8") as handle:
-        rows = [(r["Query"], r["Tool"]) for r in csv.DictReader(handle)]
-    single = [(q, [t]) for q, t in random.Random(0).sample(rows, SAMPLE)]
+    single = [(q, [t]) for q, t in random.Random(0).sample(metatool_rows(), SAMPLE)]
     golden = json.loads((METATOOL / "multi_tool_query_golden.json").read_text(encoding="utf-8"))
     multi = [(g["query"], list(g["tool"])) for g in golden]
     return plain, tools, single, multi
+
+
+def metatool_rows() -> list[tuple[str, str]]:
+    with open(METATOOL / "all_clean_data.csv", encoding="utf-8") as handle:
+        return [(r["Query"], r["Tool"]) for r in csv.DictReader(handle)]
+
+
+def with_examples(
+    tools: Sequence[Tool], held_out: Sequence[tuple[str, list[str]]], k: int = EXAMPLES
+) -> list[Tool]:
+    """``tools``, each taught ``k`` MetaTool queries for it that are not in ``held_out``
+    (the benchmark's queries), as a tool author or the usage log would supply them."""
+    held = {q for q, _ in held_out}
+    pool: dict[str, list[str]] = {}
+    for query, name in metatool_rows():
+        if query not in held:
+            pool.setdefault(name, []).append(query)
+    taught = []
+    for tool in tools:
+        mine = pool.get(tool.name, [])
+        examples = tuple(random.Random(tool.name).sample(mine, min(k, len(mine))))
+        taught.append(Tool(tool.name, tool.description, source=tool.source, examples=examples))
+    return taught
 
 
 def scores(
@@ -114,6 +141,13 @@ def quality_tables(embedder: MiniLMEmbedder, store: SQLiteStore) -> str:
     plain, tools, single, multi = metatool()
     router = ToolRouter(tools, store, profile="anthropic", threshold=0.0, namespace="metatool")
     default = ToolRouter(tools, store, profile="anthropic", namespace="metatool")
+    taught = ToolRouter(
+        with_examples(tools, single + multi),
+        store,
+        profile="anthropic",
+        threshold=0.0,
+        namespace="metatool_taught",
+    )
     text = ""
     for title, queries in (
         ("single-tool, 2,000 queries", single),
@@ -145,6 +179,11 @@ def quality_tables(embedder: MiniLMEmbedder, store: SQLiteStore) -> str:
             for i, q in enumerate(texts)
         ]
         rows.append(("Heron hybrid, threshold 0.25", *scores(ranked, queries)))
+        ranked = [
+            [t.tool.name for t in taught.route(q, top_k=K, vector=qvecs[i]).tools]
+            for i, q in enumerate(texts)
+        ]
+        rows.append((f"Heron hybrid, {EXAMPLES} examples a tool", *scores(ranked, queries)))
         text += table(f"MetaTool {title}", ["method", "Recall@1", "Recall@5", "nDCG@5"], rows)
     return text
 

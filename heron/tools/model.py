@@ -33,6 +33,9 @@ class Tool:
     source: str = "builtin"
     safety: Safety = "read"
     tags: tuple[str, ...] = ()
+    #: Requests this tool serves, in users' words: the router folds them into the tool's
+    #: vector and its BM25 text (see ``heron.tools.router``).
+    examples: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not isinstance(self.name, str) or not self.name.strip():
@@ -73,6 +76,7 @@ class Tool:
             "source": self.source,
             "safety": self.safety,
             "tags": list(self.tags),
+            "examples": list(self.examples),
         }
 
     @classmethod
@@ -84,6 +88,7 @@ class Tool:
             source=data.get("source", "builtin"),
             safety=data.get("safety", "read"),
             tags=tuple(data.get("tags", ())),
+            examples=tuple(data.get("examples", ())),
         )
 
 
@@ -119,8 +124,16 @@ def parse_tool(item: Any, source: str) -> Tool:
         parameters=dict(schema) if isinstance(schema, Mapping) else dict(EMPTY_SCHEMA),
         source=source,
         safety=_safety(annotations),
-        tags=tuple(str(t) for t in item.get("tags", ()) if isinstance(t, str)),
+        tags=_strings(item.get("tags")),
+        examples=_strings(item.get("examples")),
     )
+
+
+def _strings(value: Any) -> tuple[str, ...]:
+    """The strings of an optional list field; anything else in it is ignored."""
+    if not isinstance(value, list):
+        return ()
+    return tuple(v.strip() for v in value if isinstance(v, str) and v.strip())
 
 
 def _safety(annotations: Mapping[str, Any]) -> Safety:

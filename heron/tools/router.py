@@ -17,11 +17,17 @@ tool (a catalogue of tools is small enough to score exactly on both sides):
 MetaTool queries outside the benchmark's sample (see ``bench/tools.py``); plain
 reciprocal rank fusion ignores how far apart the scores are and loses to dense alone.
 
-The index lives in the store's ``tools`` namespace (one record per tool, its ``text()``):
-the store skips records whose content hash is unchanged, so only a changed tool is
-embedded again. The SHA-256 of the whole index (model id and every tool's text) is kept
-in the key-value table with the BM25 postings: when it matches at start-up, the vectors
-and postings are read back, and nothing is embedded or analysed.
+Example requests (``Tool.examples``) move a tool towards the words its users really use,
+as example utterances do in intent routers: the tool's vector becomes the normalised sum of
+its text's vector and the mean of its examples' vectors, and its BM25 text gains the
+examples. On MetaTool five examples a tool lift hybrid Recall@5 from 0.815 to 0.896
+(``bench/tools.py``); a tool without examples is scored exactly as before.
+
+The index lives in the store's ``tools`` namespace (one record per tool, its ``text()``,
+and one per example): the store skips records whose content hash is unchanged, so only a
+changed tool is embedded again. The SHA-256 of the whole index (model id, every tool's
+text and examples) is kept in the key-value table with the BM25 postings: when it matches
+at start-up, the vectors and postings are read back, and nothing is embedded or analysed.
 """
 
 from __future__ import annotations
@@ -147,8 +153,9 @@ class Route:
 
 @dataclass(frozen=True)
 class SyncReport:
-    """``embedded``: tools whose vectors were computed now; ``unchanged_index``: the
-    index hash matched and nothing was even compared."""
+    """``embedded``: texts (tools and their examples) whose vectors were computed now;
+    ``removed``: records of tools or examples gone; ``unchanged_index``: the index hash
+    matched and nothing was even compared."""
 
     tools: int
     embedded: int
@@ -162,6 +169,11 @@ def index_hash(model_id: str, names: Sequence[str], texts: Sequence[str]) -> str
     for name, text in zip(names, texts, strict=True):
         digest.update(b"\x00" + name.encode("utf-8") + b"\x01" + text.encode("utf-8"))
     return digest.hexdigest()
+
+
+def example_id(tool: str, i: int) -> str:
+    # The unit separator cannot collide with a tool name any provider or MCP accepts.
+    return f"{tool}\x1fexample:{i}"
 
 
 def _z(values: np.ndarray) -> np.ndarray:
@@ -219,7 +231,8 @@ class ToolRouter:
             )
         self.codec = NameCodec(names, self.profile)
         self._by_name = {t.name: i for i, t in enumerate(self.tools)}
-        self._texts = [t.text() for t in self.tools]
+        # What BM25 indexes, and what the index hash covers: the text, then each example.
+        self._texts = ["\n".join((t.text(), *t.examples)) for t in self.tools]
         self.sync_report = self._sync()
 
     # -- the index -----------------------------------------------------------------------
@@ -238,13 +251,18 @@ class ToolRouter:
             if saved is not None:
                 self._bm25 = BM25.loads(saved)
                 return SyncReport(len(self.tools), 0, 0, True)
-        records = [
-            Record(t.name, text, {"title": t.name, "source": t.source})
-            for t, text in zip(self.tools, self._texts, strict=True)
-        ]
+        records = []
+        for tool in self.tools:
+            records.append(
+                Record(tool.name, tool.text(), {"title": tool.name, "source": tool.source})
+            )
+            records += [
+                Record(example_id(tool.name, i), text, {"tool": tool.name, "example": True})
+                for i, text in enumerate(tool.examples)
+            ]
         result = self.store.upsert(self.namespace, records) if records else None
         try:
-            stale = set(self.store.ids(self.namespace)) - set(self._by_name)
+            stale = set(self.store.ids(self.namespace)) - {r.id for r in records}
         except NotFound:
             stale = set()
         if stale:
@@ -261,10 +279,19 @@ class ToolRouter:
         dim = self.embedder.dim
         vectors = np.empty((len(self.tools), dim), dtype=np.float32)
         for i, tool in enumerate(self.tools):
-            stored = self.store.get(self.namespace, tool.name).vector
-            assert stored is not None  # the store always returns the vector
-            vectors[i] = stored
+            vectors[i] = self._vector(tool.name)
+            if tool.examples:
+                examples = [
+                    self._vector(example_id(tool.name, j)) for j in range(len(tool.examples))
+                ]
+                centroid = vectors[i] + np.mean(examples, axis=0)
+                vectors[i] = centroid / max(float(np.linalg.norm(centroid)), 1e-12)
         return vectors
+
+    def _vector(self, record_id: str) -> np.ndarray:
+        stored = self.store.get(self.namespace, record_id).vector
+        assert stored is not None  # the store always returns the vector
+        return stored
 
     # -- routing -------------------------------------------------------------------------
 

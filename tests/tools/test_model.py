@@ -28,6 +28,13 @@ def test_reads_openai_anthropic_and_mcp_formats() -> None:
     assert parse_tools(anthropic, "s")[0].safety == "read"
 
 
+def test_examples_and_tags_are_read_and_round_trip() -> None:
+    item = {"name": "w", "examples": ["  rain in Oslo? ", 3, ""], "tags": "weather"}
+    (tool,) = parse_tools([item], "s")
+    assert (tool.examples, tool.tags) == (("rain in Oslo?",), ())
+    assert Tool.from_dict(tool.to_dict()) == tool
+
+
 def test_bad_definitions_say_what_is_expected() -> None:
     with pytest.raises(ToolInputError, match="without a 'name'"):
         parse_tools([{"description": "x"}], "s")

@@ -102,3 +102,33 @@ def test_index_hash_covers_model_names_and_texts() -> None:
 def test_bad_mode_names_the_choices(store: SQLiteStore) -> None:
     with pytest.raises(ToolInputError, match="Choose from: pattern, semantic, hybrid"):
         ToolRouter(TOOLS, store, mode="fuzzy")  # type: ignore[arg-type]
+
+
+def test_examples_pull_a_tool_towards_its_users_words(store: SQLiteStore) -> None:
+    query = "is it going to be sunny at the beach this weekend?"
+    plain = ToolRouter(TOOLS, store, top_k=3)
+    score = {t.tool.name: t.score for t in plain.route(query).tools}.get("files.search")
+    # Teach files.search a request like the query: its score must rise.
+    taught = [
+        Tool(t.name, t.description, examples=("will it be sunny at the beach on saturday",))
+        if t.name == "files.search"
+        else t
+        for t in TOOLS
+    ]
+    router = ToolRouter(taught, store, top_k=3)
+    assert router.sync_report.embedded == 1  # only the example: the tool text is unchanged
+    route = {t.tool.name: t.score for t in router.route(query).tools}
+    assert "files.search" in route and (score is None or route["files.search"] > score)
+
+
+def test_changing_an_example_re_embeds_only_it(tmp_path, embedder) -> None:
+    store = SQLiteStore(tmp_path / "h.db", embedder)
+    tools = [*TOOLS[:-1], Tool("search_docs", "Search the manuals.", examples=("a", "b"))]
+    assert ToolRouter(tools, store).sync_report.embedded == len(TOOLS) + 2
+    tools[-1] = Tool("search_docs", "Search the manuals.", examples=("a", "c"))
+    assert ToolRouter(tools, store).sync_report.embedded == 1
+    tools[-1] = Tool("search_docs", "Search the manuals.")
+    report = ToolRouter(tools, store).sync_report
+    assert (report.embedded, report.removed) == (0, 2)
+    assert store.count("tools") == len(TOOLS)
+    store.close()
