@@ -11,7 +11,7 @@ import os
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, ValidationError, model_validator
+from pydantic import Field, SecretStr, ValidationError, model_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -83,10 +83,56 @@ class Settings(BaseSettings):
     )
 
     # -- llm (heron.llm, heron.agent) --
+    model: str | None = Field(
+        default=None, description="Default model alias; default: models.yml's, else local."
+    )
+    models_file: Path | None = Field(
+        default=None, description="Model routing table; default: HOME/models.yml."
+    )
+    llm_timeout: float = Field(default=120.0, gt=0, description="Seconds per model call.")
+    llm_retries: int = Field(default=2, ge=0, description="Retries per model on 429/5xx/timeout.")
+    llm_backoff: float = Field(default=1.0, ge=0, description="First retry wait; doubles, +jitter.")
+    llm_max_wait: float = Field(
+        default=30.0, ge=0, description="Cap on one retry wait, retry-after included."
+    )
+    agent_docs_threshold: float = Field(
+        default=0.45, description="Best library cosine from which passages join the prompt."
+    )
+    agent_tool_threshold: float = Field(
+        default=0.5, description="Top tool cosine from which the first turn forces that tool."
+    )
+    agent_keywords: list[str] = Field(
+        default_factory=list, description='Words that send a message to the docs, e.g. ["acme"].'
+    )
+    agent_max_steps: int = Field(default=4, ge=1, description="Model calls per answer, at most.")
+    agent_tool_timeout: float = Field(default=30.0, gt=0, description="Seconds per tool call.")
+    agent_tool_safety: Literal["read", "write", "execute"] = Field(
+        default="read", description="Most harmful tool the agent may call unasked."
+    )
+    agent_passages: int = Field(default=3, ge=1, description="Library passages in the prompt.")
+    agent_max_tokens: int = Field(default=512, ge=1, description="Answer tokens per model call.")
 
     # -- server (heron.server) --
+    api_token: SecretStr | None = Field(
+        default=None, description="Bearer token of heron serve; required off loopback."
+    )
+    server_host: str = Field(default="127.0.0.1", description="Address heron serve binds.")
+    server_port: int = Field(default=8765, ge=0, le=65535)
+    server_stream_ttl: float = Field(
+        default=300.0, gt=0, description="Seconds a finished /chat/stream stays resumable."
+    )
 
     # -- jobs (heron.jobs) --
+    jobs_concurrency: int = Field(default=2, ge=1, description="Jobs run at once per server.")
+    jobs_event_max_bytes: int = Field(
+        default=16_000, ge=512, description="A job event's JSON payload is cut to this size."
+    )
+    jobs_test_command: str = Field(
+        default="pytest -q", description="What a job runs to check a build (tools_commands)."
+    )
+    jobs_command_timeout: float = Field(
+        default=600.0, gt=0, description="Seconds before a job's command is killed."
+    )
 
     def __init__(self, **values: Any) -> None:
         try:
@@ -119,17 +165,25 @@ class Settings(BaseSettings):
         return self
 
     @property
-    def db_path(self) -> Path:
+    def postgres_url(self) -> str | None:
+        """HERON_DATABASE_URL when it names a PostgreSQL database, else None."""
         url = self.database_url
-        if url is None:
+        return url if url and url.startswith(("postgresql://", "postgres://")) else None
+
+    @property
+    def db_path(self) -> Path:
+        """The SQLite store; with PostgreSQL (``postgres_url``) only local state lives here."""
+        url = self.database_url
+        if url is None or self.postgres_url:
             return self.home / "heron.db"
         if url.startswith("sqlite:///"):
             return Path(url.removeprefix("sqlite:///"))
         from heron.errors import ConfigError
 
         raise ConfigError(
-            f"Unsupported HERON_DATABASE_URL {url!r}. Use sqlite:///PATH, or unset it for "
-            f"the default {self.home / 'heron.db'}."
+            f"Unsupported HERON_DATABASE_URL {url!r}. Use sqlite:///PATH or "
+            f"postgresql://USER:PASSWORD@HOST:PORT/DB, or unset it for the default "
+            f"{self.home / 'heron.db'}."
         )
 
     @property
@@ -154,4 +208,8 @@ class Settings(BaseSettings):
         for key in data:
             if "key" in key and data[key]:
                 data[key] = "***"
+        if data["database_url"]:  # postgresql://user:PASSWORD@host/db
+            from heron.redact import redact
+
+            data["database_url"] = redact(data["database_url"])
         return data

@@ -19,9 +19,13 @@ Role = Literal["system", "user", "assistant", "tool"]
 
 @dataclass(frozen=True)
 class ToolCall:
+    """``error``: why the call cannot be run as it is (arguments that are not a JSON
+    object, a name that was not offered); answer it with a tool message saying so."""
+
     id: str
     name: str
     arguments: dict[str, Any]
+    error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,90 @@
+"""``heron models``: the routing table of models.yml, and a tiny call to check each model."""
+
+from __future__ import annotations
+
+import os
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from heron.cli.output import console, print_json
+from heron.llm import load_broker
+from heron.llm.config import models_file
+from heron.settings import Settings
+
+models_app = typer.Typer(
+    help="Language models: the models.yml routing table, checked one call per model.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+
+
+@models_app.command("list")
+def list_(as_json: JsonFlag = False) -> None:
+    """List the model aliases, their provider, capabilities and fallbacks.
+
+    Example: heron models list --json
+    """
+    settings = Settings()
+    broker = load_broker(settings)
+    rows = [
+        {
+            **spec.to_dict(),
+            "default": spec.alias == broker.table.default,
+            "key_set": bool(os.environ.get(spec.api_key_env)) if spec.api_key_env else None,
+        }
+        for spec in broker.models()
+    ]
+    if as_json:
+        print_json({"source": str(broker.table.source or ""), "models": rows})
+        return
+    source = broker.table.source or f"built-in (no {models_file(settings)})"
+    table = Table(title=f"models from {escape(str(source))}", caption="* default")
+    for column in ("alias", "provider", "model", "key", "tools", "profile", "context", "fallbacks"):
+        table.add_column(column)
+    for row in rows:
+        key = row["api_key_env"] or "-"
+        if row["key_set"] is False:
+            key = f"[red]{key} (not set)[/]"
+        table.add_row(
+            row["alias"] + (" *" if row["default"] else ""),
+            row["provider"],
+            escape(row["model"]),
+            key,
+            f"{row['max_tools'] or 'any'}" if row["tool_calling"] else "no",
+            row["name_profile"],
+            str(row["context_window"]),
+            ", ".join(row["fallbacks"]) or "-",
+        )
+    console.print(table)
+
+
+@models_app.command("check")
+def check(
+    alias: Annotated[str | None, typer.Argument(help="One alias; default: every model.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Send one tiny request to each model (no fallback) and report how it went.
+
+    Example: heron models check local
+    """
+    broker = load_broker()
+    aliases = [alias] if alias else [spec.alias for spec in broker.models()]
+    results = [broker.check(a) for a in aliases]
+    broker.close()
+    if as_json:
+        print_json(results)
+    else:
+        for result in results:
+            if result["ok"]:
+                console.print(
+                    f"[green]ok[/]   {result['model']} ({result['seconds']:.2f} s): "
+                    f"{escape(result['answer'].strip()[:60])!r}"
+                )
+            else:
+                console.print(f"[red]fail[/] {escape(result['error'])}")
+    if not all(r["ok"] for r in results):
+        raise typer.Exit(1)

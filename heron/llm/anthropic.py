@@ -1,0 +1,158 @@
+"""Anthropic's Messages API, natively (https://docs.anthropic.com/en/api/messages).
+
+Differences from OpenAI that shape this file: system prompts go in a top-level ``system``;
+turns alternate user/assistant, so tool results travel as ``tool_result`` blocks in a user
+turn and adjacent turns of one role merge; ``max_tokens`` is required; ``tool_choice`` is
+``{"type": "auto" | "any" | "none" | "tool"}``. Streams are named events: message_start,
+content_block_start / _delta (``text_delta``, ``input_json_delta``) / _stop,
+message_delta (stop reason, output tokens), message_stop, ping, error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from heron.llm.config import ModelSpec
+from heron.llm.errors import ProviderDown
+from heron.llm.http import HTTPModel, stream_error, truncated
+from heron.llm.payload import ToolNames, forced_tool
+from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
+
+API_VERSION = "2023-06-01"
+#: max_tokens is required by the API; used when neither the request nor models.yml sets it.
+DEFAULT_MAX_TOKENS = 4096
+FINISH = {
+    "end_turn": "stop",
+    "stop_sequence": "stop",
+    "tool_use": "tool_calls",
+    "max_tokens": "length",
+}
+
+
+class AnthropicProvider:
+    def __init__(self, spec: ModelSpec, key: str | None) -> None:
+        self.spec = spec
+        headers = {"anthropic-version": API_VERSION}
+        if key:
+            headers["x-api-key"] = key
+        url = f"{(spec.base_url or '').rstrip('/')}/v1/messages"
+        self.http = HTTPModel(spec.alias, url, headers, key, spec.api_key_env)
+
+    def complete(self, request: ChatRequest, *, timeout: float) -> Completion:
+        names = ToolNames(request, self.spec.capabilities.name_profile)
+        body = self.http.post(self._payload(request, names, stream=False), timeout)
+        if not isinstance(body.get("content"), list):
+            raise ProviderDown(self.spec.alias, f"the answer has no content: {str(body)[:200]}")
+        blocks = body["content"]
+        return Completion(
+            text="".join(b.get("text", "") for b in blocks if b.get("type") == "text"),
+            tool_calls=tuple(
+                names.call(b["id"], b["name"], b.get("input"))
+                for b in blocks
+                if b.get("type") == "tool_use"
+            ),
+            usage=_usage(body.get("usage")),
+            model=self.spec.alias,
+            finish_reason=FINISH.get(body.get("stop_reason") or "", body.get("stop_reason") or ""),
+        )
+
+    def stream(self, request: ChatRequest, *, timeout: float) -> Iterator[StreamEvent]:
+        names = ToolNames(request, self.spec.capabilities.name_profile)
+        text: list[str] = []
+        tools: dict[int, dict[str, str]] = {}
+        prompt = output = 0
+        stop = ""
+        for _, event in self.http.events(self._payload(request, names, stream=True), timeout):
+            kind = event.get("type")
+            if kind == "error":
+                raise stream_error(self.spec.alias, event)
+            if kind == "message_start":
+                usage = event.get("message", {}).get("usage", {})
+                prompt, output = usage.get("input_tokens", 0), usage.get("output_tokens", 0)
+            elif kind == "content_block_start" and event["content_block"]["type"] == "tool_use":
+                block = event["content_block"]
+                tools[event["index"]] = {"id": block["id"], "name": block["name"], "json": ""}
+            elif kind == "content_block_delta":
+                delta = event["delta"]
+                if delta["type"] == "text_delta":
+                    text.append(delta["text"])
+                    yield TextDelta(delta["text"])
+                elif delta["type"] == "input_json_delta":
+                    tools[event["index"]]["json"] += delta["partial_json"]
+            elif kind == "message_delta":
+                stop = event.get("delta", {}).get("stop_reason") or stop
+                output = event.get("usage", {}).get("output_tokens", output)
+            elif kind == "message_stop":
+                break
+        else:
+            raise truncated(self.spec.alias)
+        calls = tuple(names.call(t["id"], t["name"], t["json"]) for _, t in sorted(tools.items()))
+        completion = Completion(
+            "".join(text), calls, Usage(prompt, output), self.spec.alias, FINISH.get(stop, stop)
+        )
+        yield Done(completion)
+
+    def _payload(self, request: ChatRequest, names: ToolNames, *, stream: bool) -> dict[str, Any]:
+        system = "\n\n".join(m.content for m in request.messages if m.role == "system")
+        turns: list[dict[str, Any]] = []
+        for message in request.messages:
+            if message.role == "system":
+                continue
+            role = "assistant" if message.role == "assistant" else "user"
+            blocks = _blocks(message, names)
+            if turns and turns[-1]["role"] == role:
+                turns[-1]["content"].extend(blocks)
+            else:
+                turns.append({"role": role, "content": blocks})
+        payload: dict[str, Any] = {
+            "model": self.spec.model,
+            "messages": turns,
+            "max_tokens": request.max_tokens or self.spec.max_output_tokens or DEFAULT_MAX_TOKENS,
+        }
+        if system:
+            payload["system"] = system
+        if request.tools:
+            payload["tools"] = [
+                dict(zip(("name", "description", "input_schema"), names.tool(t), strict=True))
+                for t in request.tools
+            ]
+            forced = forced_tool(request)
+            payload["tool_choice"] = (
+                {"type": "tool", "name": names.encode(forced)}
+                if forced
+                else {"type": {"required": "any"}.get(request.tool_choice, request.tool_choice)}
+            )
+        if request.temperature is not None:
+            payload["temperature"] = request.temperature
+        if stream:
+            payload["stream"] = True
+        return payload
+
+    def close(self) -> None:
+        self.http.close()
+
+
+def _blocks(message: Message, names: ToolNames) -> list[dict[str, Any]]:
+    if message.role == "tool":
+        return [
+            {
+                "type": "tool_result",
+                "tool_use_id": message.tool_call_id or "",
+                "content": message.content,
+            }
+        ]
+    # The API refuses empty text blocks; an assistant turn may be tool calls alone.
+    blocks: list[dict[str, Any]] = (
+        [{"type": "text", "text": message.content}] if message.content else []
+    )
+    blocks += [
+        {"type": "tool_use", "id": c.id, "name": names.encode(c.name), "input": c.arguments}
+        for c in message.tool_calls
+    ]
+    return blocks
+
+
+def _usage(usage: dict[str, Any] | None) -> Usage:
+    usage = usage or {}
+    return Usage(int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0))

@@ -1,0 +1,247 @@
+"""The routing table: ``models.yml`` aliases -> provider, model, endpoint, key, capabilities.
+
+Read from ``HERON_MODELS_FILE`` or ``$HERON_HOME/models.yml``; with neither there is one
+alias, ``local`` (the bundled SmolLM2), which needs no key and no network::
+
+    default: fast            # HERON_MODEL overrides it
+    models:
+      fast:
+        provider: openai     # openai (any OpenAI-compatible server), anthropic, local
+        model: gpt-4o-mini
+        base_url: https://api.openai.com/v1
+        api_key_env: OPENAI_API_KEY
+        fallbacks: [claude, local]
+      claude:
+        provider: anthropic
+        model: claude-sonnet-4-5
+        api_key_env: ANTHROPIC_API_KEY
+        max_output_tokens: 4096
+
+Capabilities default per provider (``PROVIDER_DEFAULTS``) and can be set per alias:
+``tool_calling``, ``max_tools``, ``name_profile`` (openai, anthropic, gemini, strict),
+``context_window`` (tokens).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from heron.errors import ConfigError
+from heron.settings import Settings
+from heron.tools.names import PROFILES
+
+LOCAL_ALIAS = "local"
+#: The GGUF the local provider runs when an alias names no file.
+BUNDLED_MODEL = "SmolLM2-135M-Instruct"
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a model accepts. ``max_tools`` ``None``: no documented limit."""
+
+    tool_calling: bool = True
+    max_tools: int | None = 128
+    name_profile: str = "openai"
+    context_window: int = 128_000
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+#: Per provider: its capabilities when models.yml says nothing, its usual endpoint and
+#: the variable holding that endpoint's key (another base_url names its own, if any).
+PROVIDER_DEFAULTS: dict[str, tuple[Capabilities, str | None, str | None]] = {
+    "openai": (
+        Capabilities(True, 128, "openai", 128_000),
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+    ),
+    "anthropic": (
+        Capabilities(True, None, "anthropic", 200_000),
+        "https://api.anthropic.com",
+        "ANTHROPIC_API_KEY",
+    ),
+    # SmolLM2 was trained on 8k tokens; a few tools' schemas already fill a good part.
+    "local": (Capabilities(True, 16, "strict", 8192), None, None),
+}
+_SPEC_KEYS = {"provider", "model", "base_url", "api_key_env", "fallbacks", "max_output_tokens"}
+_CAP_KEYS = set(Capabilities.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class ModelSpec:
+    """One alias of the routing table."""
+
+    alias: str
+    provider: str
+    model: str
+    base_url: str | None = None
+    api_key_env: str | None = None
+    capabilities: Capabilities = field(default_factory=Capabilities)
+    fallbacks: tuple[str, ...] = ()
+    max_output_tokens: int | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "alias": self.alias,
+            "provider": self.provider,
+            "model": self.model,
+            "base_url": self.base_url,
+            "api_key_env": self.api_key_env,
+            "fallbacks": list(self.fallbacks),
+            "max_output_tokens": self.max_output_tokens,
+            **self.capabilities.to_dict(),
+        }
+
+
+LOCAL_SPEC = ModelSpec(
+    LOCAL_ALIAS, "local", BUNDLED_MODEL, capabilities=PROVIDER_DEFAULTS["local"][0]
+)
+
+
+@dataclass(frozen=True)
+class RoutingTable:
+    """Aliases in file order, the default alias and where they came from."""
+
+    models: dict[str, ModelSpec]
+    default: str
+    source: Path | None = None
+
+    def spec(self, alias: str | None = None) -> ModelSpec:
+        name = alias or self.default
+        try:
+            return self.models[name]
+        except KeyError:
+            raise ConfigError(
+                f"Unknown model {name!r}. Choose from: {', '.join(self.models)} "
+                f"({self.source or 'built-in table'}), or add it to models.yml."
+            ) from None
+
+    def chain(self, alias: str | None = None) -> list[ModelSpec]:
+        """``alias`` then its fallbacks, in order, each once."""
+        first = self.spec(alias)
+        names = dict.fromkeys([first.alias, *first.fallbacks])
+        return [self.spec(n) for n in names]
+
+
+def models_file(settings: Settings) -> Path:
+    return settings.models_file or settings.home / "models.yml"
+
+
+def load_table(settings: Settings | None = None) -> RoutingTable:
+    """The routing table the settings point to (``local`` alone when there is no file)."""
+    settings = settings or Settings()
+    path = models_file(settings)
+    if not path.exists():
+        if settings.models_file:
+            raise ConfigError(
+                f"HERON_MODELS_FILE names {path}, which does not exist. Create it or unset it."
+            )
+        table = RoutingTable({LOCAL_ALIAS: LOCAL_SPEC}, LOCAL_ALIAS)
+    else:
+        table = parse_table(path.read_text(encoding="utf-8"), path)
+    default = settings.model or table.default
+    table = replace(table, default=default)
+    table.spec(default)  # an unknown HERON_MODEL fails now, not at the first call
+    return table
+
+
+def parse_table(text: str, path: Path | None = None) -> RoutingTable:
+    """Parse the YAML text of a models.yml; errors name ``path`` and the line."""
+    where = str(path or "models.yml")
+    try:
+        root = yaml.compose(text)
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as exc:
+        # The context mark is where the broken construct starts, usually the line to fix.
+        mark = getattr(exc, "context_mark", None) or getattr(exc, "problem_mark", None)
+        line = f", line {mark.line + 1}" if mark else ""
+        detail = str(exc).replace('"<unicode string>"', where)
+        raise ConfigError(f"{where}{line}: not valid YAML ({detail}). Fix the file.") from None
+    if data is None:
+        data = {}
+    if not isinstance(data, Mapping) or not isinstance(data.get("models", {}), Mapping):
+        raise ConfigError(f"{where}: expected a mapping with 'models:' (alias -> settings).")
+    lines = _alias_lines(root)
+    models: dict[str, ModelSpec] = {}
+    for alias, entry in (data.get("models") or {}).items():
+        at = f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}"
+        models[str(alias)] = _spec(str(alias), entry, at)
+    models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
+    for spec in models.values():
+        for name in spec.fallbacks:
+            if name not in models:
+                raise ConfigError(
+                    f"{where}: model {spec.alias!r} falls back to {name!r}, which is not "
+                    f"defined. Choose from: {', '.join(models)}."
+                )
+    default = str(data.get("default") or next(iter(models)))
+    if default not in models:
+        raise ConfigError(f"{where}: default {default!r} is not defined in 'models:'.")
+    return RoutingTable(models, default, path)
+
+
+def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
+    """Alias -> 1-based line in the file, for error messages."""
+    if not isinstance(root, yaml.MappingNode):
+        return {}
+    for key, value in root.value:
+        if key.value == "models" and isinstance(value, yaml.MappingNode):
+            return {k.value: k.start_mark.line + 1 for k, _ in value.value}
+    return {}
+
+
+def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{at}: expected a mapping with at least 'provider:'.")
+    unknown = set(entry) - _SPEC_KEYS - _CAP_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{at}: unknown key(s) {', '.join(sorted(map(str, unknown)))}. "
+            f"Allowed: {', '.join(sorted(_SPEC_KEYS | _CAP_KEYS))}."
+        )
+    provider = entry.get("provider")
+    if provider not in PROVIDER_DEFAULTS:
+        raise ConfigError(
+            f"{at}: unknown provider {provider!r}. Choose from: {', '.join(PROVIDER_DEFAULTS)}."
+        )
+    caps, default_url, default_env = PROVIDER_DEFAULTS[provider]
+    base_url = entry.get("base_url") or default_url
+    key_env = entry.get("api_key_env") or (default_env if base_url == default_url else None)
+    overrides = {k: entry[k] for k in _CAP_KEYS & set(entry)}
+    profile = overrides.get("name_profile", caps.name_profile)
+    if profile not in PROFILES:
+        raise ConfigError(
+            f"{at}: unknown name_profile {profile!r}. Choose from: {', '.join(PROFILES)}."
+        )
+    fallbacks = entry.get("fallbacks") or []
+    if isinstance(fallbacks, str):
+        fallbacks = [fallbacks]
+    model = entry.get("model") or (BUNDLED_MODEL if provider == "local" else None)
+    if not model:
+        raise ConfigError(f"{at}: 'model:' is required (the provider's model name).")
+    for name, kind in (("tool_calling", bool), ("name_profile", str)):
+        if name in overrides and not isinstance(overrides[name], kind):
+            raise ConfigError(f"{at}: {name} must be a {kind.__name__}, got {overrides[name]!r}.")
+    for name in ("max_tools", "context_window", "max_output_tokens"):
+        value = entry.get(name, 1)
+        nullable = name != "context_window"  # max_tools null: no limit
+        if not (value is None and nullable) and (
+            not isinstance(value, int) or isinstance(value, bool) or value <= 0
+        ):
+            raise ConfigError(f"{at}: {name} must be a positive integer, got {value!r}.")
+    return ModelSpec(
+        alias=alias,
+        provider=provider,
+        model=str(model),
+        base_url=base_url,
+        api_key_env=key_env,
+        capabilities=replace(caps, **overrides),
+        fallbacks=tuple(str(f) for f in fallbacks),
+        max_output_tokens=entry.get("max_output_tokens"),
+    )

@@ -1,0 +1,309 @@
+"""The OpenAI and Anthropic providers through the broker, against the loopback replay of
+both wire formats: payloads the real APIs accept, calls decoded, retries, fallbacks."""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+import httpx
+import pytest
+
+from heron.llm import (
+    AuthError,
+    BadRequest,
+    Broker,
+    ChatRequest,
+    Done,
+    Message,
+    NoModelAvailable,
+    ProviderDown,
+    ProviderTimeout,
+    RequestError,
+    TextDelta,
+    ToolCall,
+)
+from heron.tools import Tool
+from tests.llm_servers import ANTHROPIC_NAME, KEY, OPENAI_NAME, ChatServer
+
+MakeBroker = Callable[..., Broker]
+HELLO = ChatRequest((Message("system", "Be brief."), Message("user", "hello there")))
+CONTACT = Tool(
+    "osis.contact.list",
+    "List contacts.",
+    {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]},
+)
+
+
+def dotted_tools(n: int) -> tuple[Tool, ...]:
+    """``n`` tools whose names no provider accepts as they are (dots, over 64 characters)."""
+    return tuple(
+        Tool(f"server{i % 7}.{'very_long_namespace_' * 3}.tool.{i}", f"Tool {i}.") for i in range(n)
+    )
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_plain_completion(make_broker: MakeBroker, chat: ChatServer, alias: str) -> None:
+    done = make_broker().complete(HELLO, model=alias, fallbacks=False)
+    assert done.text == "echo: hello there"
+    assert done.model == alias
+    assert done.usage.prompt_tokens == 11 and done.usage.completion_tokens == 7
+    assert done.finish_reason == "stop"
+    assert done.seconds > 0
+    assert len(chat.requests) == 1
+
+
+def test_anthropic_payload_shape(make_broker: MakeBroker, chat: ChatServer) -> None:
+    make_broker().complete(HELLO, model="claude", fallbacks=False)
+    (sent,) = chat.requests
+    assert sent["headers"]["anthropic-version"] == "2023-06-01"
+    assert sent["headers"]["x-api-key"] == KEY
+    assert sent["body"]["system"] == "Be brief."
+    assert sent["body"]["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "hello there"}]}
+    ]
+    assert sent["body"]["max_tokens"] > 0
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+@pytest.mark.parametrize("streaming", [False, True])
+def test_forced_tool_decodes_to_original_name(
+    make_broker: MakeBroker, chat: ChatServer, alias: str, streaming: bool
+) -> None:
+    request = ChatRequest(
+        (Message("user", "find Ada"),), tools=(CONTACT,), tool_choice="osis.contact.list"
+    )
+    broker = make_broker()
+    if streaming:
+        events = list(broker.stream(request, model=alias, fallbacks=False))
+        assert isinstance(events[-1], Done)
+        done = events[-1].completion
+    else:
+        done = broker.complete(request, model=alias, fallbacks=False)
+    (call,) = done.tool_calls
+    assert call.name == "osis.contact.list"
+    assert call.arguments == {"query": "text"}
+    assert call.error is None
+    assert done.finish_reason == "tool_calls"
+    body = chat.requests[-1]["body"]
+    sent = body["tools"][0]["function"]["name"] if alias == "gpt" else body["tools"][0]["name"]
+    assert sent != "osis.contact.list" and "." not in sent
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_150_dotted_tools_never_make_an_invalid_request(
+    make_broker: MakeBroker, chat: ChatServer, alias: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    tools = dotted_tools(150)
+    request = ChatRequest((Message("user", "go"),), tools=tools, tool_choice="required")
+    with caplog.at_level(logging.WARNING, "heron.llm"):
+        done = make_broker().complete(request, model=alias, fallbacks=False)
+    (sent,) = chat.requests  # accepted at the first try: no 400
+    body = sent["body"]
+    names = [t["function"]["name"] if alias == "gpt" else t["name"] for t in body["tools"]]
+    pattern = OPENAI_NAME if alias == "gpt" else ANTHROPIC_NAME
+    assert all(pattern.match(n) for n in names)
+    assert len(set(names)) == len(names)
+    if alias == "gpt":
+        assert len(names) == 128
+        assert "sending the first 128 of 150" in caplog.text
+    else:
+        assert len(names) == 150  # no documented limit
+    # "required": the replay calls the first tool offered, which decodes to the first given.
+    assert done.tool_calls[0].name == tools[0].name
+
+
+def test_the_replay_refuses_what_the_real_api_refuses(chat: ChatServer) -> None:
+    """The fake's validation is live: the same 150 tools sent raw get OpenAI's 400s."""
+    url = f"{chat.url}/v1/chat/completions"
+    headers = {"Authorization": f"Bearer {KEY}"}
+    raw = [{"type": "function", "function": {"name": t.name}} for t in dotted_tools(150)]
+    body = {"model": "m", "messages": [{"role": "user", "content": "go"}], "tools": raw}
+    too_many = httpx.post(url, json=body, headers=headers)
+    assert too_many.status_code == 400
+    assert too_many.json()["error"]["code"] == "array_above_max_length"
+    bad_name = httpx.post(url, json={**body, "tools": raw[:3]}, headers=headers)
+    assert bad_name.status_code == 400
+    assert bad_name.json()["error"]["param"] == "tools[0].function.name"
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_retries_429_honouring_retry_after(
+    make_broker: MakeBroker, chat: ChatServer, alias: str
+) -> None:
+    model = "gpt-test" if alias == "gpt" else "claude-test"
+    chat.fail(model, 429, times=2, **{"retry-after": "0.15"})
+    started = time.monotonic()
+    done = make_broker().complete(HELLO, model=alias, fallbacks=False)
+    assert done.text == "echo: hello there"
+    assert len(chat.requests) == 3
+    assert time.monotonic() - started >= 0.3
+
+
+def test_retry_after_is_capped(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.fail("gpt-test", 429, **{"retry-after": "3600"})
+    started = time.monotonic()
+    make_broker(llm_max_wait=0.1).complete(HELLO, fallbacks=False)
+    assert time.monotonic() - started < 2
+
+
+def test_5xx_retried_then_falls_back(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.fail("gpt-test", 500, times=3)  # 1 try + 2 retries, all failing
+    done = make_broker(llm_retries=2).complete(HELLO)
+    assert done.model == "claude"
+    assert [r["path"] for r in chat.requests] == ["/v1/chat/completions"] * 3 + ["/v1/messages"]
+
+
+def test_anthropic_overloaded_529_is_retried(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.fail("claude-test", 529)
+    done = make_broker().complete(HELLO, model="claude")
+    assert done.model == "claude" and len(chat.requests) == 2
+
+
+def test_timeout_is_retried(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.delay = 1.0
+    chat.fail("gpt-test", "slow")
+    done = make_broker().complete(HELLO, timeout=0.3, fallbacks=False)
+    assert done.text == "echo: hello there"
+    assert len(chat.requests) == 2
+
+
+def test_bad_key_is_not_retried_falls_back_and_is_redacted(
+    make_broker: MakeBroker, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    wrong = "sk-wrong-key-9876543210"
+    monkeypatch.setenv("TEST_OPENAI_KEY", wrong)
+    broker = make_broker()
+    with pytest.raises(AuthError) as caught:
+        broker.complete(HELLO, fallbacks=False)
+    assert wrong not in str(caught.value)
+    assert "TEST_OPENAI_KEY" in str(caught.value)
+    assert len(chat.requests) == 1
+    assert broker.complete(HELLO).model == "claude"
+
+
+def test_missing_key_names_the_variable_and_falls_back(
+    make_broker: MakeBroker, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("TEST_OPENAI_KEY")
+    broker = make_broker()
+    with pytest.raises(AuthError, match=r"\$TEST_OPENAI_KEY is not set"):
+        broker.complete(HELLO, fallbacks=False)
+    assert chat.requests == []
+    assert broker.complete(HELLO).model == "claude"
+
+
+def test_every_model_failing_lists_each(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.fail("gpt-test", 500, times=9)
+    chat.fail("claude-test", 500, times=9)
+    with pytest.raises(NoModelAvailable) as caught:
+        make_broker(llm_retries=1).complete(HELLO)
+    assert [type(e) for e in caught.value.errors] == [ProviderDown, ProviderDown]
+    assert "'gpt'" in str(caught.value) and "'claude'" in str(caught.value)
+    assert len(chat.requests) == 4
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_stream_yields_deltas_then_done(
+    make_broker: MakeBroker, chat: ChatServer, alias: str
+) -> None:
+    events = list(make_broker().stream(HELLO, model=alias))
+    deltas = [e.text for e in events if isinstance(e, TextDelta)]
+    assert len(deltas) == 3  # "echo: ", "hello ", "there"
+    assert isinstance(events[-1], Done)
+    assert events[-1].completion.text == "".join(deltas) == "echo: hello there"
+    assert events[-1].completion.usage.completion_tokens == 7
+    assert chat.requests[0]["body"]["stream"] is True
+
+
+def test_stream_retries_before_the_first_token(make_broker: MakeBroker, chat: ChatServer) -> None:
+    chat.fail("gpt-test", 500)
+    events = list(make_broker().stream(HELLO))
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "echo: hello there"
+    assert len(chat.requests) == 2
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_stream_cut_after_a_token_is_not_retried(
+    make_broker: MakeBroker, chat: ChatServer, alias: str
+) -> None:
+    chat.fail(f"{alias}-test", "cut")
+    seen: list[str] = []
+    with pytest.raises(ProviderTimeout, match="stream ended"):
+        for event in make_broker().stream(HELLO, model=alias):
+            if isinstance(event, TextDelta):
+                seen.append(event.text)
+    assert seen == ["echo: "]
+    assert len(chat.requests) == 1  # neither retried nor moved to another model
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_tool_results_round_trip(make_broker: MakeBroker, chat: ChatServer, alias: str) -> None:
+    """A conversation after two calls: the replay checks each result answers a call."""
+    calls = (
+        ToolCall("call_1", "osis.contact.list", {"query": "Ada"}),
+        ToolCall("call_2", "osis.contact.list", {"query": "Bob"}),
+    )
+    request = ChatRequest(
+        (
+            Message("system", "Use tools."),
+            Message("user", "find Ada and Bob"),
+            Message("assistant", "", tool_calls=calls),
+            Message("tool", "Ada: 1", tool_call_id="call_1", name="osis.contact.list"),
+            Message("tool", "Bob: 2", tool_call_id="call_2", name="osis.contact.list"),
+        ),
+        tools=(CONTACT,),
+    )
+    done = make_broker().complete(request, model=alias, fallbacks=False)
+    assert "Bob: 2" in done.text
+    body = chat.requests[0]["body"]
+    if alias == "claude":
+        assert [m["role"] for m in body["messages"]] == ["user", "assistant", "user"]
+        assert [b["tool_use_id"] for b in body["messages"][2]["content"]] == ["call_1", "call_2"]
+    else:
+        assert body["messages"][2]["tool_calls"][0]["function"]["arguments"] == '{"query": "Ada"}'
+
+
+def test_unoffered_or_malformed_call_is_flagged(make_broker: MakeBroker, chat: ChatServer) -> None:
+    """A name the model invents comes back with ``error`` set, not as an exception."""
+    from heron.llm.payload import ToolNames
+
+    names = ToolNames(ChatRequest((Message("user", "x"),), tools=(CONTACT,)), "openai")
+    assert names.call("c", "nope", "{}").error
+    bad = names.call("c", names.encode(CONTACT.name), "{not json")
+    assert bad.name == CONTACT.name and bad.arguments == {} and "not valid JSON" in bad.error
+
+
+def test_empty_messages_is_a_clear_error(make_broker: MakeBroker, chat: ChatServer) -> None:
+    with pytest.raises(RequestError, match="no messages"):
+        make_broker().complete(ChatRequest(()))
+    assert chat.requests == []
+
+
+def test_megabyte_message_refused_before_any_call(
+    make_broker: MakeBroker, chat: ChatServer
+) -> None:
+    huge = ChatRequest((Message("user", "word " * 200_000),))
+    with pytest.raises(NoModelAvailable) as caught:
+        make_broker().complete(huge)
+    assert all(isinstance(e, BadRequest) for e in caught.value.errors)
+    assert "context window" in str(caught.value)
+    assert chat.requests == []
+
+
+def test_forced_tool_must_be_offered(make_broker: MakeBroker) -> None:
+    with pytest.raises(RequestError, match="not among the request's tools"):
+        make_broker().complete(ChatRequest((Message("user", "x"),), tool_choice="nope"))
+
+
+def test_unreachable_server_is_a_timeout_error(make_broker: MakeBroker) -> None:
+    from heron.llm import parse_table
+    from heron.settings import Settings
+
+    table = parse_table(
+        "models:\n  dead:\n    provider: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\n"
+    )
+    broker = Broker(table, Settings(llm_retries=0))
+    with pytest.raises(ProviderTimeout, match="could not reach"):
+        broker.complete(HELLO, model="dead")
