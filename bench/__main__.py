@@ -13,6 +13,7 @@ from bench import (
     books,
     cache_calls,
     embed_throughput,
+    jobs,
     scifact,
     search_latency,
     skills,
@@ -28,6 +29,7 @@ BENCHMARKS = {
     "vectors": vector_index.run,
     "latency": search_latency.run,
     "skills": skills.run,
+    "jobs": jobs.run,
     "tools": tools.run,
     "books": books.run,
 }

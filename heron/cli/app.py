@@ -9,6 +9,7 @@ import typer
 
 from heron.about import about
 from heron.cli.books import register_books
+from heron.cli.jobs import jobs_app
 from heron.cli.llm import models_app
 from heron.cli.output import console, print_json
 from heron.cli.skills import skills_app
@@ -26,6 +27,7 @@ app.add_typer(store_app, name="store")
 register_books(app)
 app.add_typer(skills_app, name="skills")
 app.add_typer(models_app, name="models")
+app.add_typer(jobs_app, name="jobs")
 app.add_typer(tools_app, name="tools")
 model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")

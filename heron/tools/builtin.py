@@ -113,7 +113,8 @@ class Workspace:
             handle.write(data)
         return {"path": path, "bytes": len(data)}
 
-    def run_command(self, command: str | list[str], timeout: float | None = None) -> dict[str, Any]:
+    def allowed(self, command: str | list[str]) -> list[str]:
+        """``command`` as an argument list, once its program is on the allowlist."""
         argv = shlex.split(command) if isinstance(command, str) else [str(a) for a in command]
         if not argv:
             raise ToolInputError("run_command needs a command, e.g. 'ls -l'.")
@@ -121,8 +122,12 @@ class Workspace:
             allowed = ", ".join(sorted(self.commands)) or "none"
             raise ToolInputError(
                 f"Command {argv[0]!r} is not allowed. Allowed: {allowed}. "
-                "Add it to the workspace's command allowlist to permit it."
+                "Add it to HERON_TOOLS_COMMANDS (the workspace's allowlist) to permit it."
             )
+        return argv
+
+    def run_command(self, command: str | list[str], timeout: float | None = None) -> dict[str, Any]:
+        argv = self.allowed(command)
         limit = min(timeout or self.timeout, self.timeout)
         try:
             done = subprocess.run(

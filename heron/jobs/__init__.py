@@ -1,0 +1,37 @@
+"""Durable delegated work: jobs that check a workspace in the background, record every
+step as an event, park before risky work until a person confirms, and can be aborted.
+
+See docs/jobs.md. ``open_jobs()`` gives the ``Jobs`` facade; ``JobRunner`` runs them.
+"""
+
+from __future__ import annotations
+
+from heron.jobs.errors import IllegalTransition, JobError, JobInputError, JobNotFound
+from heron.jobs.model import RISK_LEVELS, STATES, TERMINAL, Job, JobEvent, Risk, State
+from heron.jobs.runner import JobRunner
+from heron.jobs.service import Jobs, jobs_db_path, open_jobs
+from heron.jobs.sqlite import SQLiteJobStore
+from heron.jobs.steps import Step, plan
+from heron.jobs.store import JobStore
+
+__all__ = [
+    "RISK_LEVELS",
+    "STATES",
+    "TERMINAL",
+    "IllegalTransition",
+    "Job",
+    "JobError",
+    "JobEvent",
+    "JobInputError",
+    "JobNotFound",
+    "JobRunner",
+    "JobStore",
+    "Jobs",
+    "Risk",
+    "SQLiteJobStore",
+    "State",
+    "Step",
+    "jobs_db_path",
+    "open_jobs",
+    "plan",
+]

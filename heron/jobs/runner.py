@@ -1,0 +1,410 @@
+"""``JobRunner``: workers that claim queued jobs and run their steps.
+
+Used inside ``heron serve`` (``serve()``, a concurrency limit), by the ``heron jobs run``
+worker command, and by tests (``run_until_idle()``)::
+
+    runner = JobRunner(open_jobs())
+    asyncio.run(runner.run_until_idle())
+
+**Abort** is written to the store by whoever asks (another process included). While a
+command runs, its worker reads the job every ``poll`` seconds (0.1 by default); once the
+job is no longer ``running`` it kills the command's whole process group (each command
+starts its own session) and stops. In-process calls (the docs search) cannot be
+interrupted; the job is marked ``aborted`` at once and the worker stops after the call.
+
+**Recovery** (``recover()``, run when a runner starts): a ``running`` job is orphaned when
+its worker was a process on this machine that no longer exists, or its worker's heartbeat
+(written every ``HEARTBEAT`` s while it runs) is older than ``STALE_AFTER`` s. An orphan
+whose steps are all read-only (no test command) is put back in the queue, at most
+``MAX_ATTEMPTS`` runs in all; any other orphan is marked ``failed``, because its command
+may have left half-done work that a person should look at. Both get an event saying why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import secrets
+import signal
+import socket
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from heron.errors import ConfigError
+from heron.jobs.errors import IllegalTransition
+from heron.jobs.model import Job
+from heron.jobs.service import Jobs, open_workspace
+from heron.jobs.steps import Step, plan
+from heron.tools.builtin import MAX_OUTPUT, Workspace
+from heron.tools.errors import ToolCallError, ToolInputError
+
+if TYPE_CHECKING:
+    from heron.store import SQLiteStore
+
+log = logging.getLogger("heron.jobs")
+
+HEARTBEAT = 2.0
+STALE_AFTER = 60.0
+MAX_ATTEMPTS = 3
+IDLE_POLL = 0.25
+
+
+class Stopped(Exception):
+    """The job left ``running`` (aborted elsewhere) while a step ran."""
+
+
+@dataclass
+class _Outcome:
+    ok: bool
+    detail: dict[str, Any]
+
+
+class JobRunner:
+    def __init__(
+        self,
+        jobs: Jobs,
+        *,
+        concurrency: int | None = None,
+        poll: float = 0.1,
+        worker: str | None = None,
+        store: Callable[[], SQLiteStore] | None = None,
+    ) -> None:
+        """``store`` gives a shared search store (the server's) to the docs and index
+        steps; without it each such step opens the configured one and closes it."""
+        self.jobs = jobs
+        self._shared_store = store
+        self.settings = jobs.settings
+        self.concurrency = concurrency or self.settings.jobs_concurrency
+        self.poll = poll
+        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+
+    # -- the loop -------------------------------------------------------------------------
+
+    async def run_until_idle(self) -> int:
+        """Run queued jobs until none is left; returns how many were run."""
+        return await self._loop(stop=None)
+
+    async def serve(self, stop: asyncio.Event, *, recover: bool = True) -> None:
+        """Recover orphans (unless told not to), then run jobs as they come until ``stop``
+        is set."""
+        if recover:
+            await asyncio.to_thread(self.recover)
+        await self._loop(stop=stop)
+
+    async def _loop(self, stop: asyncio.Event | None) -> int:
+        wake = asyncio.Event()
+        loop = asyncio.get_running_loop()
+        unsubscribe = self.jobs.subscribe(lambda: loop.call_soon_threadsafe(wake.set))
+        running: set[asyncio.Task[Job]] = set()
+        count = 0
+        try:
+            while stop is None or not stop.is_set():
+                job = None
+                if len(running) < self.concurrency:
+                    job = await asyncio.to_thread(self.jobs.store.claim, self.worker)
+                if job is not None:
+                    count += 1
+                    task = asyncio.create_task(self.run_job(job))
+                    running.add(task)
+                    task.add_done_callback(running.discard)
+                    continue
+                if stop is None and not running:
+                    return count
+                wake.clear()
+                waits: list[asyncio.Future[Any]] = [asyncio.ensure_future(wake.wait())]
+                waits += list(running)
+                if stop is not None:
+                    waits.append(asyncio.ensure_future(stop.wait()))
+                await asyncio.wait(waits, timeout=IDLE_POLL, return_when=asyncio.FIRST_COMPLETED)
+                for waiter in waits:
+                    if waiter not in running:
+                        waiter.cancel()
+            return count
+        finally:
+            unsubscribe()
+            # Leaving (server shutdown): running jobs get cancelled, which kills their
+            # commands; their state stays ``running`` and the next start recovers them.
+            for task in running:
+                task.cancel()
+            if running:
+                await asyncio.gather(*running, return_exceptions=True)
+
+    # -- one job --------------------------------------------------------------------------
+
+    async def run_job(self, job: Job) -> Job:
+        """Run a claimed job to its end (or its gate); returns the job as stored."""
+        store = self.jobs.store
+        steps = plan(job.prompt, self.settings.jobs_test_command)
+        try:
+            if job.requires_confirmation and job.confirmed_by is None:
+                parked, _ = await asyncio.to_thread(
+                    store.transition,
+                    job.id,
+                    "waiting_for_confirmation",
+                    "waiting",
+                    {
+                        "steps": [s.to_dict() for s in steps],
+                        "next": f"heron jobs confirm {job.id}  (or: heron jobs deny {job.id})",
+                    },
+                )
+                return parked
+            workspace = open_workspace(self.settings)
+            results = []
+            for step in steps:
+                await self._check(job)
+                outcome = await self._step(job, step, workspace)
+                results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
+            await self._check(job)
+            ok = all(r["ok"] for r in results)
+            result = {
+                "ok": ok,
+                "success_criteria": job.success_criteria,
+                "steps": results,
+                "summary": _summary(results),
+            }
+            done, _ = await asyncio.to_thread(
+                store.transition, job.id, "completed", "completed", {"ok": ok}, result=result
+            )
+            return done
+        except (Stopped, IllegalTransition):
+            return await asyncio.to_thread(store.get, job.id)
+        except (ConfigError, ToolInputError) as exc:
+            return await self._fail(job, {"error": str(exc)})
+        except Exception as exc:
+            # A store or runner fault: the job must not stay "running" behind a live worker.
+            log.exception("job %s failed", job.id)
+            error = f"Internal error ({type(exc).__name__}); see the worker's log."
+            return await self._fail(job, {"error": error})
+
+    async def _fail(self, job: Job, payload: dict[str, Any]) -> Job:
+        store = self.jobs.store
+        try:
+            failed, _ = await asyncio.to_thread(
+                store.transition, job.id, "failed", "failed", payload
+            )
+            return failed
+        except IllegalTransition:  # aborted meanwhile: the abort stands
+            return await asyncio.to_thread(store.get, job.id)
+
+    async def _check(self, job: Job) -> None:
+        current = await asyncio.to_thread(self.jobs.store.heartbeat, job.id, self.worker)
+        if current.state != "running":
+            raise Stopped(job.id)
+
+    async def _step(self, job: Job, step: Step, workspace: Workspace) -> _Outcome:
+        store = self.jobs.store
+        started = time.monotonic()
+        try:
+            if step.argv is None:
+                await asyncio.to_thread(store.append, job.id, "step_started", step.to_dict())
+                detail = await asyncio.to_thread(self._call, step, job)
+                outcome = _Outcome(True, detail)
+            else:
+                outcome = await self._command(job, step, workspace)
+        except Stopped:
+            raise
+        except Exception as exc:  # a step's failure is the job's finding, not a crash
+            outcome = _Outcome(False, {"error": str(exc) or type(exc).__name__})
+        outcome.detail["seconds"] = round(time.monotonic() - started, 3)
+        kind = "step_finished" if "error" not in outcome.detail else "step_failed"
+        await asyncio.to_thread(
+            store.append, job.id, kind, {"step": step.name, "ok": outcome.ok} | outcome.detail
+        )
+        return outcome
+
+    async def _command(self, job: Job, step: Step, workspace: Workspace) -> _Outcome:
+        assert step.argv is not None
+        argv = workspace.allowed(list(step.argv))
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                *argv,
+                cwd=workspace.root,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # its own process group: abort kills its children too
+            )
+        except OSError as exc:
+            raise ToolCallError(
+                f"Cannot run {argv[0]!r}: {exc.strerror}. Is it installed and on PATH?"
+            ) from exc
+        await asyncio.to_thread(
+            self.jobs.store.append, job.id, "step_started", step.to_dict() | {"pid": proc.pid}
+        )
+        output = asyncio.create_task(proc.communicate())
+        deadline = time.monotonic() + workspace.timeout
+        beat = time.monotonic()
+        try:
+            while not output.done():
+                await asyncio.wait({output}, timeout=self.poll)
+                if output.done():
+                    break
+                if time.monotonic() > deadline:
+                    _kill(proc.pid)
+                    await output
+                    return _Outcome(
+                        False,
+                        {
+                            "error": f"{argv[0]!r} did not finish within {workspace.timeout:g} s "
+                            "and was killed; raise HERON_JOBS_COMMAND_TIMEOUT if it needs longer."
+                        },
+                    )
+                current = await asyncio.to_thread(self.jobs.store.get, job.id)
+                if current.state != "running":
+                    _kill(proc.pid)
+                    await output
+                    await asyncio.to_thread(
+                        self.jobs.store.append,
+                        job.id,
+                        "step_killed",
+                        {"step": step.name, "pid": proc.pid, "because": current.state},
+                    )
+                    raise Stopped(job.id)
+                if time.monotonic() - beat > HEARTBEAT:
+                    beat = time.monotonic()
+                    await asyncio.to_thread(self.jobs.store.heartbeat, job.id, self.worker)
+        except asyncio.CancelledError:
+            _kill(proc.pid)
+            raise
+        stdout, stderr = output.result()
+        return _Outcome(
+            proc.returncode == 0,
+            {
+                "exit_code": proc.returncode,
+                "stdout": stdout[-MAX_OUTPUT:].decode("utf-8", "replace"),
+                "stderr": stderr[-MAX_OUTPUT:].decode("utf-8", "replace"),
+            },
+        )
+
+    def _call(self, step: Step, job: Job) -> dict[str, Any]:
+        from heron.store import open_store
+
+        store = self._shared_store() if self._shared_store else open_store(self.settings)
+        try:
+            if step.name == "search_docs":
+                from heron.books import search
+
+                hits = search(job.prompt, store, top_k=5, settings=self.settings)
+                return {"results": [h.to_dict() for h in hits]}
+            return {
+                "namespaces": [
+                    {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
+                    for ns in store.namespaces()
+                ],
+                "database_bytes": store.path.stat().st_size if store.path.exists() else 0,
+            }
+        finally:
+            if self._shared_store is None:
+                store.close()
+
+    # -- recovery -------------------------------------------------------------------------
+
+    def recover(self) -> list[Job]:
+        """Requeue or fail the ``running`` jobs whose worker is gone (rule above)."""
+        store = self.jobs.store
+        recovered = []
+        for job in store.list(["running"], limit=100_000):
+            why = _orphaned(job)
+            if why is None:
+                continue
+            steps = plan(job.prompt, self.settings.jobs_test_command)
+            read_only = all(s.read_only for s in steps)
+            self._kill_leftover(job)
+            try:
+                if read_only and job.attempts < MAX_ATTEMPTS:
+                    job, _ = store.transition(
+                        job.id,
+                        "queued",
+                        "requeued",
+                        {"reason": why, "attempts": job.attempts},
+                        expect="running",
+                    )
+                else:
+                    reason = f"{why}; not retried: " + (
+                        "it runs a command that may write"
+                        if not read_only
+                        else f"{job.attempts} attempts already"
+                    )
+                    job, _ = store.transition(
+                        job.id, "failed", "failed", {"reason": reason}, expect="running"
+                    )
+            except IllegalTransition:
+                continue  # another process recovered or finished it first
+            recovered.append(job)
+        return recovered
+
+    def _kill_leftover(self, job: Job) -> None:
+        """Kill the command a dead worker on this machine left running: it runs in its
+        own session, so it outlived the worker. Its pid is its process group's id."""
+        if _host(job) != socket.gethostname():
+            return
+        events = self.jobs.store.events(job.id, limit=100_000)
+        started = [e for e in events if e.kind == "step_started" and "pid" in e.payload]
+        if not started or any(
+            e.seq > started[-1].seq for e in events if e.kind.startswith("step_")
+        ):
+            return
+        pid = int(started[-1].payload["pid"])
+        if _alive(pid) or _group_alive(pid):
+            _kill(pid)
+            self.jobs.store.append(
+                job.id,
+                "step_killed",
+                {
+                    "step": started[-1].payload.get("step"),
+                    "pid": pid,
+                    "because": "its worker is gone",
+                },
+            )
+
+
+def _host(job: Job) -> str:
+    return (job.worker or "").partition(":")[0]
+
+
+def _group_alive(pgid: int) -> bool:
+    try:
+        os.killpg(pgid, 0)
+    except (ProcessLookupError, PermissionError):
+        return False
+    return True
+
+
+def _orphaned(job: Job) -> str | None:
+    host, _, rest = (job.worker or "").partition(":")
+    pid = rest.partition(":")[0]
+    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+        return f"its worker (process {pid} on {host}) is gone"
+    if job.heartbeat_at is None or time.time() - job.heartbeat_at > STALE_AFTER:
+        return f"its worker {job.worker} sent no heartbeat for over {STALE_AFTER:g} s"
+    return None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _kill(pgid: int) -> None:
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(pgid, signal.SIGKILL)
+
+
+def _brief(detail: dict[str, Any]) -> dict[str, Any]:
+    return {k: detail[k] for k in ("exit_code", "error") if k in detail}
+
+
+def _summary(results: list[dict[str, Any]]) -> str:
+    failed = [r["step"] for r in results if not r["ok"]]
+    if not failed:
+        return f"All {len(results)} checks passed."
+    return f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}."

@@ -1,0 +1,62 @@
+"""``delegate_job``: the agent hands a long task to a background job and gets its id.
+
+>>> register_job_tools(registry, open_jobs())                      # doctest: +SKIP
+>>> registry.call("delegate_job", {"prompt": "is main broken?"})    # doctest: +SKIP
+{'id': '9f3c2a1b4d5e6f70', 'state': 'queued', 'watch': 'heron jobs watch 9f3c2a1b4d5e6f70'}
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from heron.jobs.model import RISK_LEVELS
+from heron.jobs.service import Jobs
+from heron.tools.errors import ToolInputError
+from heron.tools.model import Tool
+from heron.tools.registry import ToolRegistry
+
+DELEGATE_JOB = Tool(
+    "delegate_job",
+    "Hand a task that takes longer than one answer (check whether main builds, what "
+    "changed in the repository, whether the docs or the index cover something) to a "
+    "background job. Returns the job's id at once; the job records each step it takes.",
+    {
+        "type": "object",
+        "properties": {
+            "prompt": {"type": "string", "description": "the task, in the user's words"},
+            "success_criteria": {
+                "type": "string",
+                "description": "what a good outcome looks like, e.g. 'all tests pass'",
+            },
+            "risk_level": {
+                "type": "string",
+                "enum": list(RISK_LEVELS),
+                "description": "read_only unless the user asked for changes",
+            },
+        },
+        "required": ["prompt"],
+    },
+    safety="execute",
+    tags=("jobs",),
+)
+
+
+def register_job_tools(registry: ToolRegistry, jobs: Jobs) -> list[Tool]:
+    """Add ``delegate_job``. The model cannot waive confirmation: a ``deploy_allowed`` job
+    always waits for a person's ``heron jobs confirm``."""
+
+    def delegate(arguments: dict[str, Any]) -> dict[str, Any]:
+        prompt = arguments.get("prompt")
+        if not isinstance(prompt, str) or not prompt.strip():
+            raise ToolInputError("delegate_job needs a 'prompt' saying what the job should do.")
+        job = jobs.create(
+            prompt,
+            str(arguments.get("success_criteria") or ""),
+            str(arguments.get("risk_level") or "read_only"),
+            None,
+            by="agent",
+        )
+        return {"id": job.id, "state": job.state, "watch": f"heron jobs watch {job.id}"}
+
+    registry.add(DELEGATE_JOB, delegate)
+    return [DELEGATE_JOB]

@@ -1,0 +1,291 @@
+"""``JobRunner`` on real processes in a real git repository: the checks a prompt picks,
+abort that kills the command's process group, timeouts, the allowlist, recovery."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from heron.errors import ConfigError
+from heron.jobs import JobInputError, JobRunner, Jobs, open_jobs, plan
+from heron.jobs.errors import IllegalTransition
+from tests.jobs.conftest import alive, wait_for
+
+#: A build that starts a grandchild and waits: abort must kill both.
+SLOW_BUILD = "sh -c 'sleep 60 & echo $! > grandchild.pid; wait'"
+
+
+def run(jobs: Jobs) -> int:
+    return asyncio.run(JobRunner(jobs, concurrency=2).run_until_idle())
+
+
+def kinds(jobs: Jobs, job_id: str) -> list[str]:
+    return [e.kind for e in jobs.events(job_id)]
+
+
+def test_the_prompt_picks_the_checks() -> None:
+    names = [s.name for s in plan("what changed in the repo this week?", "pytest -q")]
+    assert names == ["git_status", "git_diff"]
+    assert [s.name for s in plan("Is the build broken?", "pytest -q")][-1] == "test"
+    assert [s.name for s in plan("does the index have our memory notes?", "")][-1] == "store_stats"
+    assert "search_docs" in [s.name for s in plan("what do the docs say about pods", "")]
+    assert plan("run the tests", "pytest -q")[-1].argv == ("pytest", "-q")
+    assert not plan("run the tests", "pytest -q")[-1].read_only
+    assert all(s.read_only for s in plan("what changed?", "pytest -q"))
+
+
+def test_a_job_checks_the_workspace_and_records_each_step(jobs: Jobs) -> None:
+    job = jobs.create("check whether main builds", "the build passes")
+    assert run(jobs) == 1
+    done = jobs.get(job.id)
+    assert done.state == "completed"
+    assert done.result is not None and done.result["ok"] is True
+    assert [s["step"] for s in done.result["steps"]] == ["git_status", "git_diff", "test"]
+    assert done.result["success_criteria"] == "the build passes"
+    events = {(e.kind, e.payload.get("step")): e.payload for e in jobs.events(job.id)}
+    assert "## main" in events[("step_finished", "git_status")]["stdout"]
+    assert "M app.py" in events[("step_finished", "git_status")]["stdout"]
+    assert "app.py | 2 +-" in events[("step_finished", "git_diff")]["stdout"]
+    assert events[("step_finished", "test")]["stdout"] == "built\n"
+    assert kinds(jobs, job.id)[0] == "created" and kinds(jobs, job.id)[-1] == "completed"
+
+
+def test_a_failing_build_is_a_finding(jobs: Jobs, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sh -c 'echo FAILED test_x >&2; exit 1'")
+    failing = open_jobs()
+    job = failing.create("is main broken?")
+    run(failing)
+    done = failing.get(job.id)
+    assert done.state == "completed" and done.result is not None
+    assert done.result["ok"] is False and done.result["summary"] == "1 of 3 checks failed: test."
+    failing.close()
+
+
+def test_a_secret_in_command_output_never_reaches_the_store(
+    jobs: Jobs, configured: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    token = "ghp_" + "Zx9" * 12
+    (configured / ".env").write_text(f"GITHUB_TOKEN={token}\nAPI_KEY=sk-live-{'q' * 24}\n")
+    monkeypatch.setenv(
+        "HERON_JOBS_TEST_COMMAND", "sh -c 'cat .env; echo Authorization: Bearer abcdefgh1234'"
+    )
+    leaky = open_jobs()
+    job = leaky.create("run the tests")
+    run(leaky)
+    raw = (leaky.store.path).read_bytes()  # type: ignore[attr-defined]
+    wal = Path(str(leaky.store.path) + "-wal")  # type: ignore[attr-defined]
+    raw += wal.read_bytes() if wal.exists() else b""
+    for secret in (token, "q" * 24, "abcdefgh1234"):
+        assert secret.encode() not in raw
+    out = next(
+        e for e in leaky.events(job.id) if e.payload.get("step") == "test" and "stdout" in e.payload
+    )
+    assert out.payload["stdout"].count("[REDACTED]") == 3
+    leaky.close()
+
+
+def test_abort_from_another_process_kills_the_command_group_within_a_second(
+    jobs: Jobs, configured: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", SLOW_BUILD)
+    slow = open_jobs()
+    job = slow.create("is the build broken?")
+
+    async def scenario() -> tuple[int, int, float]:
+        runner = asyncio.create_task(JobRunner(slow).run_until_idle())
+
+        def started() -> dict | None:
+            return next(
+                (e.payload for e in slow.events(job.id) if e.payload.get("step") == "test"), None
+            )
+
+        payload = await asyncio.to_thread(wait_for, started, 30, "the test step")
+        pidfile = configured / "grandchild.pid"
+        await asyncio.to_thread(wait_for, lambda: pidfile.exists() and pidfile.read_text().strip())
+        grandchild = int(pidfile.read_text())
+        assert alive(payload["pid"]) and alive(grandchild)
+        cli = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", "heron", "jobs", "abort", job.id, "--by", "carol", "--json"
+        )
+        assert await cli.wait() == 0
+        aborted_at = time.monotonic()
+        while alive(payload["pid"]) or alive(grandchild):
+            await asyncio.sleep(0.01)
+        gone = time.monotonic() - aborted_at
+        await runner
+        return payload["pid"], grandchild, gone
+
+    pid, grandchild, gone = asyncio.run(scenario())
+    assert gone < 1.0
+    assert not alive(pid) and not alive(grandchild)
+    done = slow.get(job.id)
+    assert done.state == "aborted"
+    events = slow.events(job.id)
+    aborted = next(e for e in events if e.kind == "aborted")
+    assert aborted.payload["by"] == "carol"
+    killed = next(e for e in events if e.kind == "step_killed")
+    assert killed.payload == {"step": "test", "pid": pid, "because": "aborted"}
+    assert events[-1].kind == "step_killed"  # nothing ran after the abort
+    slow.close()
+
+
+def test_a_command_past_its_timeout_is_killed(
+    monkeypatch: pytest.MonkeyPatch, configured: Path
+) -> None:
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sleep 30")
+    monkeypatch.setenv("HERON_JOBS_COMMAND_TIMEOUT", "0.5")
+    jobs = open_jobs()
+    job = jobs.create("run the tests")
+    started = time.monotonic()
+    run(jobs)
+    assert time.monotonic() - started < 10
+    failed = next(e for e in jobs.events(job.id) if e.kind == "step_failed")
+    assert "did not finish within 0.5 s" in failed.payload["error"]
+    assert "HERON_JOBS_COMMAND_TIMEOUT" in failed.payload["error"]
+    jobs.close()
+
+
+def test_commands_off_the_allowlist_do_not_run(
+    monkeypatch: pytest.MonkeyPatch, configured: Path
+) -> None:
+    monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git"]')
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sh -c 'touch ran'")
+    jobs = open_jobs()
+    job = jobs.create("run the tests")
+    run(jobs)
+    assert not (configured / "ran").exists()
+    failed = next(e for e in jobs.events(job.id) if e.kind == "step_failed")
+    assert "'sh' is not allowed. Allowed: git" in failed.payload["error"]
+    assert jobs.get(job.id).result["ok"] is False  # type: ignore[index]
+    jobs.close()
+
+
+def test_an_allowed_program_that_is_missing_is_a_failed_step(
+    monkeypatch: pytest.MonkeyPatch, configured: Path
+) -> None:
+    monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git", "no-such-heron-tool"]')
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "no-such-heron-tool --check")
+    jobs = open_jobs()
+    job = jobs.create("run the tests")
+    run(jobs)
+    failed = next(e for e in jobs.events(job.id) if e.kind == "step_failed")
+    assert "Cannot run 'no-such-heron-tool'" in failed.payload["error"]
+    assert jobs.get(job.id).state == "completed"
+    jobs.close()
+
+
+def test_bad_input_gets_a_clear_error(
+    jobs: Jobs, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with pytest.raises(JobInputError, match="Choose from: read_only, write, deploy_allowed"):
+        jobs.create("x", risk_level="root")
+    with pytest.raises(JobInputError, match="needs a prompt"):
+        jobs.create("  ")
+    assert jobs.list() == []
+    monkeypatch.delenv("HERON_TOOLS_ROOT")
+    with pytest.raises(ConfigError, match="set HERON_TOOLS_ROOT"):
+        open_jobs().create("what changed?")
+
+
+def test_confirmation_gate_parks_then_resumes_or_ends(jobs: Jobs) -> None:
+    gated = jobs.create("deploy the fix", risk_level="deploy_allowed")
+    denied = jobs.create("deploy again", risk_level="deploy_allowed")
+    assert gated.requires_confirmation
+    run(jobs)
+    assert jobs.get(gated.id).state == "waiting_for_confirmation"
+    assert "step_started" not in kinds(jobs, gated.id)  # it parked before acting
+    with pytest.raises(IllegalTransition, match="is queued, not waiting_for_confirmation"):
+        jobs.deny(jobs.create("what changed?").id, "dave")
+    jobs.confirm(gated.id, "alice")
+    jobs.deny(denied.id, "bob")
+    with pytest.raises(IllegalTransition, match="is aborted, not waiting_for_confirmation"):
+        jobs.confirm(denied.id, "alice")
+    run(jobs)
+    done = jobs.get(gated.id)
+    assert (done.state, done.confirmed_by) == ("completed", "alice")
+    assert kinds(jobs, gated.id)[:5] == ["created", "claimed", "waiting", "confirmed", "claimed"]
+    assert jobs.get(denied.id).state == "aborted"
+    assert jobs.events(denied.id)[-1].payload["by"] == "bob"
+
+
+def test_docs_and_index_steps_use_the_real_libraries(
+    jobs: Jobs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heron.books import add_library, index_library
+    from heron.store import open_store
+
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "pods.md").write_text("# Pods\n\nA Pod runs one or more containers together.\n")
+    add_library("k8s", str(docs))
+    store = open_store()
+    index_library("k8s", store)
+    store.close()
+    job = jobs.create("what do the docs say about pods, and what is in the index?")
+    run(open_jobs())
+    events = {
+        e.payload.get("step"): e.payload for e in jobs.events(job.id) if e.kind == "step_finished"
+    }
+    assert events["search_docs"]["results"][0]["citation"].startswith("(k8s, pods")
+    assert any(ns["records"] > 0 for ns in events["store_stats"]["namespaces"])
+
+
+def _dead_pid() -> int:
+    proc = subprocess.Popen(["true"])
+    proc.wait()
+    return proc.pid
+
+
+def test_recovery_requeues_read_only_jobs_and_fails_the_others(jobs: Jobs) -> None:
+    read_only = jobs.create("what changed this week?")
+    builds = jobs.create("is the build broken?")
+    dead = f"{socket.gethostname()}:{_dead_pid()}:gone"
+    jobs.store.claim(dead)
+    jobs.store.claim(dead)
+    live = jobs.create("what changed today?")
+    jobs.store.claim(f"{socket.gethostname()}:{__import__('os').getpid()}:alive")
+    recovered = JobRunner(jobs).recover()
+    assert {j.id for j in recovered} == {read_only.id, builds.id}
+    assert jobs.get(read_only.id).state == "queued"
+    assert "is gone" in jobs.events(read_only.id)[-1].payload["reason"]
+    failed = jobs.get(builds.id)
+    assert failed.state == "failed"
+    assert "may write" in jobs.events(builds.id)[-1].payload["reason"]
+    assert jobs.get(live.id).state == "running"  # its worker (this process) is alive
+
+
+def test_recovery_gives_up_after_max_attempts(jobs: Jobs) -> None:
+    from heron.jobs.runner import MAX_ATTEMPTS
+
+    job = jobs.create("what changed?")
+    runner = JobRunner(jobs)
+    for _ in range(MAX_ATTEMPTS):
+        jobs.store.claim(f"{socket.gethostname()}:{_dead_pid()}:gone")
+        runner.recover()
+    assert jobs.get(job.id).state == "failed"
+    assert f"{MAX_ATTEMPTS} attempts" in json.dumps(jobs.events(job.id)[-1].payload)
+
+
+def test_a_workspace_gone_before_the_job_runs_fails_it(jobs: Jobs, configured: Path) -> None:
+    job = jobs.create("what changed?")
+    configured.rename(configured.with_name("moved"))
+    run(jobs)
+    failed = jobs.get(job.id)
+    assert failed.state == "failed"
+    assert "is not a directory" in jobs.events(job.id)[-1].payload["error"]
+
+
+def test_confirm_cannot_requeue_a_running_job(jobs: Jobs) -> None:
+    job = jobs.create("what changed?")
+    jobs.store.claim("w")
+    with pytest.raises(IllegalTransition, match="is running, not waiting_for_confirmation"):
+        jobs.confirm(job.id, "mallory")
+    assert jobs.get(job.id).state == "running"
