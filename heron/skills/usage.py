@@ -22,6 +22,7 @@ from __future__ import annotations
 import json
 import re
 import sqlite3
+import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -112,13 +113,19 @@ class KindStats:
 
 
 class UsageLog:
-    """Append-only log of skill queries and uses in one SQLite file (created on first use)."""
+    """Append-only log of skill queries and uses in one SQLite file (created on first use).
+
+    Safe to share between threads (a server answers from a pool): one connection, used
+    under a lock."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
+        self._lock = threading.Lock()
         try:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(path, timeout=30, isolation_level=None)
+            self._db = sqlite3.connect(
+                path, timeout=30, isolation_level=None, check_same_thread=False
+            )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.executescript(_SCHEMA)
         except (OSError, sqlite3.DatabaseError) as exc:
@@ -129,17 +136,21 @@ class UsageLog:
 
     def record_query(self, query: str, returned: Sequence[str]) -> int:
         """Log a query and the names it returned, in rank order; returns its id."""
-        cursor = self._db.execute(
-            "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
-            (time.time(), query, query_kind(query), json.dumps(list(returned))),
-        )
-        assert cursor.lastrowid is not None
-        return cursor.lastrowid
+        with self._lock:
+            cursor = self._db.execute(
+                "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
+                (time.time(), query, query_kind(query), json.dumps(list(returned))),
+            )
+            assert cursor.lastrowid is not None
+            return cursor.lastrowid
 
     def record_use(self, query_id: int, name: str) -> int | None:
         """Log that skill ``name`` was used after query ``query_id``; returns its rank in
         what the query returned (``None``: the query did not return it)."""
-        row = self._db.execute("SELECT returned FROM queries WHERE id = ?", (query_id,)).fetchone()
+        with self._lock:
+            row = self._db.execute(
+                "SELECT returned FROM queries WHERE id = ?", (query_id,)
+            ).fetchone()
         if row is None:
             raise NotFound(
                 f"No skill query {query_id} in {self.path}. Use the query_id that "
@@ -147,25 +158,28 @@ class UsageLog:
             )
         returned = json.loads(row[0])
         rank = returned.index(name) + 1 if name in returned else None
-        self._db.execute(
-            "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, ?, ?)",
-            (query_id, time.time(), name, rank),
-        )
+        with self._lock:
+            self._db.execute(
+                "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, ?, ?)",
+                (query_id, time.time(), name, rank),
+            )
         return rank
 
     def stats(self) -> list[KindStats]:
         """Per kind of query: how many, how many reported, hit@k and hit@1 counts."""
-        rows = self._db.execute(
-            """
+        with self._lock:
+            rows = self._db.execute(
+                """
             SELECT q.kind, count(*), count(u.query_id), count(u.best), sum(u.best = 1)
             FROM queries q LEFT JOIN (
                 SELECT query_id, min(rank) AS best FROM uses GROUP BY query_id
             ) u ON u.query_id = q.id
             GROUP BY q.kind
             """
-        ).fetchall()
+            ).fetchall()
         found = {kind: (n, reported, hits, top or 0) for kind, n, reported, hits, top in rows}
         return [KindStats(kind, *found.get(kind, (0, 0, 0, 0))) for kind in QUERY_KINDS]
 
     def close(self) -> None:
-        self._db.close()
+        with self._lock:
+            self._db.close()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -67,3 +68,12 @@ def test_stats_before_any_query_create_nothing(tmp_path: Path, store: SQLiteStor
         ("concrete", 0, None),
     ]
     assert not (tmp_path / "skills.db").exists()
+
+
+def test_the_log_is_shared_safely_between_threads(tmp_path) -> None:
+    log = UsageLog(tmp_path / "skills.db")
+    with ThreadPoolExecutor(4) as pool:
+        ids = list(pool.map(lambda i: log.record_query(f"publish post {i}", ["blog"]), range(40)))
+    assert len(set(ids)) == 40
+    assert sum(s.queries for s in log.stats()) == 40
+    log.close()
