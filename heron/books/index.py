@@ -41,7 +41,7 @@ from heron.books.scan import PageFile, read_text, scan
 from heron.books.sync import SyncError, checkout_dir, sync
 from heron.errors import HeronError, NotFound
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record, Store
 
 #: Bump when chunking or record layout changes: every page is then re-indexed.
 INDEX_VERSION = "1"
@@ -164,7 +164,7 @@ class _Indexer:
     def __init__(
         self,
         library: Library,
-        store: SQLiteStore,
+        store: Store,
         settings: Settings,
         books: LibrarySettings,
         enricher: Enricher | None,
@@ -346,7 +346,7 @@ class _Indexer:
 
 def index_library(
     name: str,
-    store: SQLiteStore,
+    store: Store,
     *,
     settings: Settings | None = None,
     enricher: Enricher | None = None,

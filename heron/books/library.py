@@ -13,7 +13,7 @@ from heron.books.index import STATE_PREFIX
 from heron.books.sync import checkout_dir
 from heron.errors import NotFound
 from heron.settings import Settings
-from heron.store import SQLiteStore
+from heron.store import Store
 
 
 @dataclass
@@ -35,7 +35,7 @@ class Status:
         return asdict(self)
 
 
-def library_status(library: Library, store: SQLiteStore) -> Status:
+def library_status(library: Library, store: Store) -> Status:
     name = library.name
     indexed = any(info.name == name for info in store.namespaces())
     ids = store.ids(name) if indexed else []
@@ -58,12 +58,12 @@ def library_status(library: Library, store: SQLiteStore) -> Status:
     )
 
 
-def statuses(store: SQLiteStore, settings: Settings, name: str | None = None) -> list[Status]:
+def statuses(store: Store, settings: Settings, name: str | None = None) -> list[Status]:
     libraries = [get_library(name, settings)] if name else read_libraries(settings)
     return [library_status(lib, store) for lib in libraries]
 
 
-def forget_library(name: str, store: SQLiteStore, settings: Settings) -> Library:
+def forget_library(name: str, store: Store, settings: Settings) -> Library:
     """Remove from ``libraries.txt`` first (a running indexer then stops and cleans up),
     then drop the index, its state and any git checkout."""
     library = remove_library(name, settings)

@@ -22,7 +22,7 @@ from heron.books.config import LibrarySettings, read_libraries
 from heron.books.rerank import Reranker, load_reranker
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
-from heron.store import Hit, SQLiteStore
+from heron.store import Hit, Store
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("full", "hybrid", "dense", "lexical")
@@ -135,7 +135,7 @@ def group_by_page(
 
 
 def _library_names(
-    store: SQLiteStore, library: str | None, settings: Settings, books: LibrarySettings
+    store: Store, library: str | None, settings: Settings, books: LibrarySettings
 ) -> list[str]:
     configured = [lib.name for lib in read_libraries(settings, books)]
     indexed = {info.name for info in store.namespaces()}
@@ -157,7 +157,7 @@ def _library_names(
 
 def search_many(
     queries: Sequence[str],
-    store: SQLiteStore,
+    store: Store,
     *,
     library: str | None = None,
     collection: str | None = None,
@@ -209,7 +209,7 @@ def search_many(
     return [sorted(results, key=lambda r: -r.score)[:top_k] for results in merged]
 
 
-def search(query: str, store: SQLiteStore, **options: Any) -> list[Result]:
+def search(query: str, store: Store, **options: Any) -> list[Result]:
     """Pages that answer ``query``, best first, each at its best section with a citation.
 
     >>> search("rotate a certificate", store, library="kubernetes", top_k=3)  # doctest: +SKIP

@@ -7,7 +7,7 @@ from typing import Any
 from heron.books.search import search
 from heron.errors import InputError
 from heron.settings import Settings
-from heron.store import SQLiteStore
+from heron.store import Store
 
 SEARCH_DOCS: dict[str, Any] = {
     "name": "search_docs",
@@ -31,7 +31,7 @@ SEARCH_DOCS: dict[str, Any] = {
 
 
 def search_docs(
-    arguments: dict[str, Any], store: SQLiteStore, settings: Settings | None = None
+    arguments: dict[str, Any], store: Store, settings: Settings | None = None
 ) -> dict[str, Any]:
     """Run the tool: ``{"query": "..."}`` -> ``{"results": [{...}, ...]}``."""
     unknown = set(arguments) - set(SEARCH_DOCS["input_schema"]["properties"])

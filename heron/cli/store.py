@@ -105,3 +105,53 @@ def drop(namespace: Annotated[str, typer.Argument(help="Namespace to delete.")])
     """
     open_store().drop(namespace)
     console.print(f"dropped {namespace}")
+
+
+@store_app.command("parity")
+def parity_command(
+    namespace: Annotated[str, typer.Argument(help="Namespace both stores hold.")],
+    query: Annotated[str | None, typer.Argument(help="The query text.")] = None,
+    queries: QueriesOption = None,
+    sqlite: Annotated[
+        Path | None, typer.Option(help="SQLite store; default: HERON_HOME's heron.db.")
+    ] = None,
+    postgres: Annotated[
+        str | None, typer.Option(help="postgresql:// URL; default: HERON_DATABASE_URL.")
+    ] = None,
+    top_k: Annotated[int, typer.Option("--top-k", "-k", help="Results compared per query.")] = 10,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """Run the same queries on the SQLite and the PostgreSQL store; print overlap@k per mode.
+
+    Example: heron store parity scifact --queries claims.jsonl
+    """
+    from heron.embed import load_embedder
+    from heron.settings import Settings
+    from heron.store import SQLiteStore
+    from heron.store.parity import parity
+    from heron.store.postgres import PostgresStore
+
+    batch = query_batch(query, queries)
+    settings = Settings()
+    url = postgres or settings.postgres_url
+    if not url:
+        raise InputError(
+            "No PostgreSQL store to compare with: set HERON_DATABASE_URL=postgresql://... "
+            "or pass --postgres URL."
+        )
+    embedder = load_embedder(settings)
+    one = SQLiteStore(sqlite or settings.home / "heron.db", embedder)
+    other = PostgresStore(url, embedder)
+    try:
+        report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)
+    finally:
+        one.close()
+        other.close()
+    if as_json:
+        print_json(report.to_dict())
+        return
+    console.print(f"{namespace}: {report.queries} queries, SQLite vs PostgreSQL {other.where}")
+    for mode, overlap in report.overlap.items():
+        console.print(
+            f"  {mode:<8} overlap@{top_k} {overlap:.3f}   same order {report.same_order[mode]:.3f}"
+        )

@@ -113,7 +113,7 @@ class PostgresJobStore:
     def _error(self, exc: Exception) -> StoreError:
         return StoreError(
             f"The job store at {self.where} failed: {str(exc).strip()}. Check that PostgreSQL "
-            "runs and HERON_DATABASE_URL; the failed change was not written."
+            "runs and HERON_DATABASE_URL, then the job (heron jobs show ID) before retrying."
         )
 
     @contextmanager

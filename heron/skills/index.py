@@ -34,7 +34,7 @@ from heron.skills.sync import (
     prune,
 )
 from heron.skills.usage import QUERY_KINDS, KindStats, UsageLog
-from heron.store import SQLiteStore, open_store
+from heron.store import Store, open_store
 from heron.store.base import Progress
 
 DEFAULT_TOP_K = 5
@@ -89,7 +89,7 @@ class SkillIndex:
 
     def __init__(
         self,
-        store: SQLiteStore,
+        store: Store,
         dirs: Sequence[SkillDir],
         *,
         usage_path: Path | None = None,

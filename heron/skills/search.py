@@ -30,7 +30,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from heron.store import Hit, SQLiteStore
+from heron.store import Hit, Store
 from heron.store.analysis import analyze
 
 LEX_WEIGHT = 0.3
@@ -136,7 +136,7 @@ def rerank(
 
 
 def search_skills(
-    store: SQLiteStore, namespace: str, queries: Sequence[str], top_k: int
+    store: Store, namespace: str, queries: Sequence[str], top_k: int
 ) -> list[list[SkillHit]]:
     """The ``top_k`` skills for each query; the queries are embedded in one batch."""
     pools = store.search_many(namespace, list(queries), mode="dense", top_k=pool_size(top_k))

@@ -22,7 +22,7 @@ from typing import Any
 
 from heron.errors import NotFound
 from heron.skills.parser import Skill
-from heron.store import Record, SQLiteStore
+from heron.store import Record, Store
 from heron.store.base import Progress
 
 NAMESPACE = "skills"
@@ -92,7 +92,7 @@ class IndexState:
         }
 
 
-def stored_records(store: SQLiteStore, namespace: str = NAMESPACE) -> dict[str, Record]:
+def stored_records(store: Store, namespace: str = NAMESPACE) -> dict[str, Record]:
     """Every record of the namespace by id; empty when it does not exist yet."""
     try:
         ids = store.ids(namespace)
@@ -110,7 +110,7 @@ def _is_orphan(record: Record) -> bool:
 
 
 def index_skills(
-    store: SQLiteStore,
+    store: Store,
     skills: Sequence[Skill],
     *,
     namespace: str = NAMESPACE,
@@ -131,9 +131,7 @@ def index_skills(
     return IndexResult(result.added, result.updated, result.unchanged, renamed, orphans)
 
 
-def index_state(
-    store: SQLiteStore, skills: Sequence[Skill], *, namespace: str = NAMESPACE
-) -> IndexState:
+def index_state(store: Store, skills: Sequence[Skill], *, namespace: str = NAMESPACE) -> IndexState:
     """Compare the index with ``skills`` (from a scan) without changing anything."""
     stored = stored_records(store, namespace)
     current, outdated, missing = 0, [], []
@@ -171,7 +169,7 @@ class PruneResult:
         }
 
 
-def prune(store: SQLiteStore, *, apply: bool = False, namespace: str = NAMESPACE) -> PruneResult:
+def prune(store: Store, *, apply: bool = False, namespace: str = NAMESPACE) -> PruneResult:
     """Find the records whose file is gone; delete them only when ``apply`` is true."""
     stored = stored_records(store, namespace)
     orphans = [_entry(r) for _, r in sorted(stored.items()) if _is_orphan(r)]

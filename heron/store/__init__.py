@@ -28,7 +28,13 @@ __all__ = [
 ]
 
 
-def open_store(settings: Settings | None = None, embedder: Embedder | None = None) -> SQLiteStore:
-    """The store the settings point at, with the configured embedder."""
+def open_store(settings: Settings | None = None, embedder: Embedder | None = None) -> Store:
+    """The store the settings point at, with the configured embedder: PostgreSQL when
+    ``HERON_DATABASE_URL`` is a ``postgresql://`` URL, else the SQLite file."""
     settings = settings or Settings()
-    return SQLiteStore(settings.db_path, embedder or load_embedder(settings))
+    embedder = embedder or load_embedder(settings)
+    if settings.postgres_url:
+        from heron.store.postgres import PostgresStore  # psycopg only when it is used
+
+        return PostgresStore(settings.postgres_url, embedder)
+    return SQLiteStore(settings.db_path, embedder)

