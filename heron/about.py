@@ -8,7 +8,7 @@ from heron import __version__
 from heron.embed import assets, load_embedder
 from heron.errors import HeronError
 from heron.settings import Settings
-from heron.store import SQLiteStore
+from heron.store import open_store
 
 
 def about(settings: Settings | None = None) -> dict[str, Any]:
@@ -34,8 +34,9 @@ def about(settings: Settings | None = None) -> dict[str, Any]:
     except HeronError as exc:
         info["model"].update(ready=False, error=str(exc))
         return info
-    if settings.db_path.exists():
-        store = SQLiteStore(settings.db_path, embedder)
+    # Reading must not create an empty SQLite file; a PostgreSQL store always exists.
+    if settings.postgres_url or settings.db_path.exists():
+        store = open_store(settings, embedder)
         info["namespaces"] = [
             {"name": ns.name, "records": ns.count, "model_id": ns.model_id, "dim": ns.dim}
             for ns in store.namespaces()

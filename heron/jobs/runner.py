@@ -43,7 +43,7 @@ from heron.tools.builtin import MAX_OUTPUT, Workspace
 from heron.tools.errors import ToolCallError, ToolInputError
 
 if TYPE_CHECKING:
-    from heron.store import SQLiteStore
+    from heron.store import Store
 
 log = logging.getLogger("heron.jobs")
 
@@ -71,7 +71,7 @@ class JobRunner:
         concurrency: int | None = None,
         poll: float = 0.1,
         worker: str | None = None,
-        store: Callable[[], SQLiteStore] | None = None,
+        store: Callable[[], Store] | None = None,
     ) -> None:
         """``store`` gives a shared search store (the server's) to the docs and index
         steps; without it each such step opens the configured one and closes it."""
@@ -295,7 +295,6 @@ class JobRunner:
                     {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
                     for ns in store.namespaces()
                 ],
-                "database_bytes": store.path.stat().st_size if store.path.exists() else 0,
             }
         finally:
             if self._shared_store is None:

@@ -32,8 +32,17 @@ def jobs_db_path(settings: Settings) -> Path:
 
 
 def open_jobs(settings: Settings | None = None) -> Jobs:
+    """The jobs the settings point at: on PostgreSQL when ``HERON_DATABASE_URL`` names one
+    (servers on several machines then share one queue), else in ``$HERON_HOME/jobs.db``."""
     settings = settings or Settings()
-    store = SQLiteJobStore(jobs_db_path(settings), event_max_bytes=settings.jobs_event_max_bytes)
+    limit = settings.jobs_event_max_bytes
+    store: JobStore
+    if settings.postgres_url:
+        from heron.jobs.postgres import PostgresJobStore  # psycopg only when it is used
+
+        store = PostgresJobStore(settings.postgres_url, event_max_bytes=limit)
+    else:
+        store = SQLiteJobStore(jobs_db_path(settings), event_max_bytes=limit)
     return Jobs(store, settings)
 
 

@@ -119,3 +119,15 @@ def test_schema_is_created_once(pg_url: str) -> None:  # noqa: F811
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT count(*) FROM heron_job_migrations").fetchone()
     assert rows == (len(MIGRATIONS),)
+
+
+def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) -> None:  # noqa: F811
+    from heron.jobs import open_jobs
+    from heron.settings import Settings
+
+    jobs = open_jobs(Settings(home=tmp_path, database_url=pg_url))
+    try:
+        assert isinstance(jobs.store, PostgresJobStore)
+        assert not (tmp_path / "jobs.db").exists()
+    finally:
+        jobs.store.close()
