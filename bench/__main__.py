@@ -10,6 +10,7 @@ import sys
 from datetime import date
 
 from bench import (
+    agent,
     books,
     cache_calls,
     embed_throughput,
@@ -31,6 +32,7 @@ BENCHMARKS = {
     "cache": cache_calls.run,
     "vectors": vector_index.run,
     "latency": search_latency.run,
+    "agent": agent.run,
     "skills": skills.run,
     "parity": parity.run,
     "pgvector": pgvector.run,

@@ -8,6 +8,7 @@ from typing import Annotated
 import typer
 
 from heron.about import about
+from heron.cli.agent import register_agent
 from heron.cli.books import register_books
 from heron.cli.jobs import jobs_app
 from heron.cli.llm import models_app
@@ -24,6 +25,7 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(store_app, name="store")
+register_agent(app)
 register_books(app)
 app.add_typer(skills_app, name="skills")
 app.add_typer(models_app, name="models")

@@ -1,0 +1,145 @@
+"""What an agent gives back: the ``Answer`` and the events of its stream."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from heron.agent.triage import Triage
+from heron.llm.types import Usage
+
+#: The line suffix ``heron.books.search.source_location`` puts on a source.
+_LINES = re.compile(r"(#L\d+-L\d+|:\d+-\d+)$")
+
+
+@dataclass(frozen=True)
+class Citation:
+    """One library passage an answer rests on."""
+
+    library: str
+    collection: str
+    page: str
+    heading: str
+    url_or_path: str
+    line_range: tuple[int, int]
+
+    @classmethod
+    def from_result(cls, result: Mapping[str, Any]) -> Citation:
+        """From a ``heron.books.search.Result.to_dict()`` (also what ``search_docs``
+        returns)."""
+        first, last = result["lines"]
+        return cls(
+            library=result["library"],
+            collection=result["collection"],
+            page=result["page"],
+            heading=result["heading"],
+            url_or_path=_LINES.sub("", result["source"]),
+            line_range=(int(first), int(last)),
+        )
+
+    @property
+    def label(self) -> str:
+        """``(library, page)``, the form the prompt asks the model to cite."""
+        return f"({self.library}, {self.page})"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "library": self.library,
+            "collection": self.collection,
+            "page": self.page,
+            "heading": self.heading,
+            "url_or_path": self.url_or_path,
+            "line_range": list(self.line_range),
+        }
+
+
+@dataclass(frozen=True)
+class ToolUse:
+    """One tool call and its outcome. ``result`` is what the tool returned (JSON-able),
+    ``error`` what went wrong instead; the model saw one of them as the tool result.
+    ``refused``: the tool refused the arguments (``InputError``), the call itself was bad."""
+
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    ok: bool
+    result: Any = None
+    error: str | None = None
+    seconds: float = 0.0
+    forced: bool = False
+    refused: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "arguments": self.arguments,
+            "ok": self.ok,
+            "result": self.result,
+            "error": self.error,
+            "seconds": self.seconds,
+            "forced": self.forced,
+            "refused": self.refused,
+        }
+
+
+@dataclass
+class Answer:
+    answer: str
+    citations: list[Citation]
+    tools: list[ToolUse]
+    skills: list[str]
+    usage: Usage
+    timings: dict[str, float]
+    session_id: str
+    model: str
+    triage: Triage
+    steps: int = 1
+    notes: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "answer": self.answer,
+            "citations": [c.to_dict() for c in self.citations],
+            "tools": [t.to_dict() for t in self.tools],
+            "skills": self.skills,
+            "usage": {
+                "prompt_tokens": self.usage.prompt_tokens,
+                "completion_tokens": self.usage.completion_tokens,
+            },
+            "timings": self.timings,
+            "session_id": self.session_id,
+            "model": self.model,
+            "triage": self.triage.to_dict(),
+            "steps": self.steps,
+            "notes": self.notes,
+        }
+
+
+@dataclass(frozen=True)
+class Token:
+    """A piece of the answer text, as the model writes it."""
+
+    text: str
+
+
+@dataclass(frozen=True)
+class ToolUsed:
+    tool: ToolUse
+
+
+@dataclass(frozen=True)
+class Citations:
+    citations: list[Citation]
+
+
+@dataclass(frozen=True)
+class Final:
+    answer: Answer
+
+
+#: ``Agent.stream`` yields tokens and tool uses as they happen, then ``Citations``, then
+#: ``Final``.
+AgentEvent = Token | ToolUsed | Citations | Final

@@ -1,0 +1,108 @@
+"""Triage: does a message need the libraries, a tool, or neither?
+
+Decided from retrieval signals before any model call, never by the model alone: a model
+that answers "What is Hero OS?" from memory never calls the search tool, so its answer
+is never grounded. The rules, first match wins:
+
+1. ``docs``, confident: the caller chose a library, or the message names a library, a
+   collection or a configured keyword (whole words, any case).
+2. ``tools``, confident: the best routed tool reaches ``tool_threshold`` (cosine),
+   shares a word with the message, and fits it better than the best library passage
+   ("Summarize the skills index" is answered by the page on the skills index, not by a
+   skill search). The first model call is forced to call it. A tool tagged ``docs``
+   (``search_docs``) never counts: its search has already run, as step 3.
+3. ``docs``: the best library passage reaches ``docs_threshold`` (cosine).
+4. ``knowledge``: none of these; the model answers alone (tools are still offered).
+
+``docs`` puts the passages in the prompt with their citations.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from heron.books.search import Result
+from heron.tools.router import RoutedTool
+
+Kind = Literal["knowledge", "docs", "tools"]
+#: The tag of tools that search the libraries: their work is done by the retrieval step.
+DOCS_TAG = "docs"
+
+
+@dataclass(frozen=True)
+class Triage:
+    kind: Kind
+    confident: bool
+    reason: str
+    docs_score: float | None = None
+    tool: str | None = None  # the best routed tool's original name
+    tool_score: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "kind": self.kind,
+            "confident": self.confident,
+            "reason": self.reason,
+            "docs_score": self.docs_score,
+            "tool": self.tool,
+            "tool_score": self.tool_score,
+        }
+
+
+def named(message: str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` that ``message`` contains as a whole word, any case.
+
+    >>> named("How do Kubernetes services work?", ["heron", "kubernetes"])
+    'kubernetes'
+    """
+    for name in names:
+        if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message, re.IGNORECASE):
+            return name
+    return None
+
+
+def best_dense(results: Sequence[Result]) -> float | None:
+    """The best passage's cosine: the reranker's scores only order one query's results,
+    the cosine means the same for every query."""
+    scores = [r.components["dense"] for r in results if r.components.get("dense") is not None]
+    return max(scores) if scores else None  # type: ignore[type-var]
+
+
+def triage(
+    message: str,
+    results: Sequence[Result],
+    tools: Sequence[RoutedTool],
+    *,
+    names: Iterable[str] = (),
+    library: str | None = None,
+    docs_threshold: float,
+    tool_threshold: float,
+) -> Triage:
+    """Apply the rules of the module doc. ``names``: libraries, collections, keywords."""
+    docs_score = best_dense(results)
+    top = tools[0] if tools else None
+    tool = top.tool.name if top else None
+    tool_score = top.dense_score if top else None
+    scores = {"docs_score": docs_score, "tool": tool, "tool_score": tool_score}
+    if library is not None:
+        return Triage("docs", True, f"library {library!r} chosen", **scores)
+    word = named(message, names)
+    if word is not None:
+        return Triage("docs", True, f"names {word!r}", **scores)
+    docs_tool = top is not None and DOCS_TAG in top.tool.tags
+    if (
+        top is not None
+        and not docs_tool
+        and top.dense_score >= tool_threshold
+        and top.lexical_score > 0
+        and (docs_score is None or top.dense_score > docs_score)
+    ):
+        why = f"tool {tool} cosine {top.dense_score:.2f} >= {tool_threshold}"
+        return Triage("tools", True, why, **scores)
+    if docs_score is not None and docs_score >= docs_threshold:
+        why = f"library cosine {docs_score:.2f} >= {docs_threshold}"
+        return Triage("docs", False, why, **scores)
+    return Triage("knowledge", False, "no library passage or tool fits", **scores)

@@ -1,0 +1,273 @@
+"""The agent end to end: bad input refused before any model call, the loop against the
+loopback OpenAI replay server (tests/llm_servers.py), and the real local model."""
+
+from __future__ import annotations
+
+import json
+import math
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from heron.agent import Agent, Citations, Final, Token, ToolUsed, open_agent
+from heron.books import index_library
+from heron.errors import InputError, NotFound
+from heron.settings import Settings
+from heron.tools import Tool
+from tests import llm_servers
+from tests.llm_servers import KEY, ChatServer, serve
+
+MODELS = """
+default: gpt
+models:
+  gpt:
+    provider: openai
+    model: gpt-test
+    base_url: {url}/v1
+    api_key_env: TEST_OPENAI_KEY
+"""
+
+
+# -- bad input: refused before retrieval or any model call ---------------------------------
+
+
+@pytest.mark.parametrize("message", ["", "   \n\t"])
+def test_an_empty_message_is_refused(agent: Agent, message: str) -> None:
+    with pytest.raises(InputError, match="empty"):
+        agent.ask(message)
+
+
+def test_a_message_over_one_megabyte_is_refused(agent: Agent) -> None:
+    with pytest.raises(InputError, match=r"1,048,577 bytes.*1 MB"):
+        agent.ask("é" * 524_288 + "x")
+    with pytest.raises(InputError, match="1 MB"):
+        agent.stream("x" * (1 << 20 + 1))  # the stream refuses before its first event
+
+
+def test_a_message_over_the_models_context_window_is_refused(agent: Agent) -> None:
+    # The bundled model takes 8,192 tokens: 100 kB fits the 1 MB limit but not the model.
+    with pytest.raises(InputError, match=r"8,192.*larger context window"):
+        agent.ask("why " * 25_000)
+
+
+def test_bad_sessions_and_libraries_are_refused(agent: Agent) -> None:
+    with pytest.raises(InputError, match="session id"):
+        agent.ask("What is Heron?", session_id="../../etc/passwd")
+    with pytest.raises(NotFound, match="No library 'nope'"):
+        agent.ask("What is Heron?", library="nope")
+    assert agent.sessions.turns("anything") == []
+
+
+# -- the loop, against the replay server --------------------------------------------------
+
+
+@pytest.fixture
+def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+    with serve() as server:
+        yield server
+
+
+@pytest.fixture
+def make_agent(
+    chat: ChatServer, garden: Path, workspace: Path, tmp_path: Path
+) -> Iterator[Callable[..., Agent]]:
+    """``make_agent(**settings)``: an agent on the garden library and the workspace whose
+    model is the replay server."""
+    models = tmp_path / "models.yml"
+    models.write_text(MODELS.format(url=chat.url))
+    opened: list[Agent] = []
+
+    def make(**values: Any) -> Agent:
+        settings = Settings(models_file=models, tools_root=workspace, llm_retries=0, **values)
+        agent = open_agent(settings)
+        opened.append(agent)
+        index_library("garden", agent.store, settings=settings)
+        return agent
+
+    yield make
+    for agent in opened:
+        agent.close()
+
+
+def test_a_prompt_over_the_context_window_drops_tools_then_passages(
+    chat: ChatServer, garden: Path, workspace: Path, tmp_path: Path
+) -> None:
+    models = tmp_path / "small.yml"
+    models.write_text(MODELS.format(url=chat.url) + "    context_window: 330\n")
+    settings = Settings(models_file=models, tools_root=workspace, agent_max_tokens=100)
+    agent = open_agent(settings)
+    index_library("garden", agent.store, settings=settings)
+    try:
+        answer = agent.ask("How often should I water my tomato plants?")
+    finally:
+        agent.close()
+    (request,) = chat.posted("/v1/chat/completions")
+    assert "tools" not in request and any("tools" in note for note in answer.notes)
+    shown = request["messages"][-1]["content"].count("\n[")
+    assert 1 <= len(answer.citations) == shown < 3
+    assert answer.citations[0].page == "garden/watering"
+
+
+def test_a_confident_tool_is_forced_on_the_first_call_only(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    answer = make_agent().ask("List the files in my workspace")
+    first, second = chat.posted("/v1/chat/completions")
+    assert first["tool_choice"] == {"type": "function", "function": {"name": "list_files"}}
+    assert second.get("tool_choice", "auto") == "auto"
+    (use,) = answer.tools
+    assert (use.name, use.ok, use.forced) == ("list_files", True, True)
+    assert use.result == ["budget-2031.csv", "notes-for-alice.txt", "src/"]
+    assert "notes-for-alice.txt" in second["messages"][-1]["content"]  # the model saw it
+    assert answer.triage.kind == "tools" and answer.steps == 2
+    assert answer.timings["overhead"] >= 0 and answer.usage.prompt_tokens == 22
+
+
+def test_docs_triage_puts_the_passages_and_citations_in_the_prompt(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    answer = make_agent().ask("How often should I water my tomato plants?")
+    (request,) = chat.posted("/v1/chat/completions")
+    turn = request["messages"][-1]["content"]
+    assert turn.startswith("Passages:\n\n[1] (garden, garden/watering) lines ")
+    assert "twice a week" in turn
+    assert turn.endswith("Question: How often should I water my tomato plants?")
+    assert answer.triage.kind == "docs"
+    cited = answer.to_dict()["citations"][0]
+    assert (cited["library"], cited["collection"], cited["page"]) == (
+        "garden",
+        "garden",
+        "garden/watering",
+    )
+    assert cited["url_or_path"].endswith("garden/watering.md") and cited["line_range"][0] >= 1
+
+
+def test_refused_arguments_of_a_forced_read_only_call_are_dropped_once(
+    make_agent: Callable[..., Agent], chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer_for = llm_servers._answer
+
+    def invented(body: dict[str, Any], openai: bool) -> tuple[str, list]:
+        if body["messages"][-1]["role"] == "tool":
+            return answer_for(body, openai)
+        return "", [("call_1", "list_files", {"path": "C:\\Users\\me\\work"})]
+
+    monkeypatch.setattr(llm_servers, "_answer", invented)
+    answer = make_agent().ask("List the files in my workspace")
+    refused, rerun = answer.tools
+    assert refused.refused and not refused.ok and "not a directory" in refused.error
+    assert (rerun.arguments, rerun.ok, rerun.forced) == ({}, True, True)
+    assert "notes-for-alice.txt" in rerun.result and answer.notes
+    sent = chat.posted("/v1/chat/completions")[-1]["messages"]
+    assert json.loads(sent[-2]["tool_calls"][0]["function"]["arguments"]) == {}
+    assert sent[-1]["role"] == "tool" and "notes-for-alice.txt" in sent[-1]["content"]
+
+
+def test_a_call_to_an_unknown_tool_becomes_a_tool_error_the_model_reads(
+    make_agent: Callable[..., Agent], chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    answer_for = llm_servers._answer
+
+    def rogue(body: dict[str, Any], openai: bool) -> tuple[str, list]:
+        if body["messages"][-1]["role"] == "tool":
+            return answer_for(body, openai)
+        return "", [("call_x", "delete_everything", {"path": "/"})]
+
+    monkeypatch.setattr(llm_servers, "_answer", rogue)
+    answer = make_agent().ask("Tell me a joke")
+    (use,) = answer.tools
+    assert use.name == "delete_everything" and not use.ok
+    assert "delete_everything" in use.error
+    last = chat.posted("/v1/chat/completions")[-1]["messages"][-1]
+    assert last["role"] == "tool" and "error" in last["content"]
+    assert answer.answer.startswith("echo: ")
+
+
+def test_a_tool_added_later_is_routed_and_its_invalid_json_is_a_tool_error(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    agent = make_agent()
+    agent.ask("How often should I water my tomato plants?")  # builds the first router
+    weather = Tool("weather_forecast", "Give the weather forecast for a city.")
+    agent.toolbox.registry.add(weather, lambda a: {"temperature": math.nan})
+    answer = agent.ask("What is the weather forecast for Paris?")
+    (use,) = answer.tools
+    assert (use.name, use.forced, use.ok) == ("weather_forecast", True, False)
+    assert "not valid JSON" in use.error
+    assert "not valid JSON" in chat.posted("/v1/chat/completions")[-1]["messages"][-1]["content"]
+
+
+def test_a_hanging_tool_times_out_and_the_answer_still_comes(
+    make_agent: Callable[..., Agent],
+) -> None:
+    agent = make_agent(agent_tool_timeout=0.5)
+    release = threading.Event()
+    agent.toolbox.registry.add(
+        Tool("weather_forecast", "Give the weather forecast for a city."),
+        lambda a: release.wait(30),
+    )
+    answer = agent.ask("What is the weather forecast for Paris?")
+    release.set()
+    (use,) = answer.tools
+    assert not use.ok and "did not answer within 0.5 s" in use.error
+    assert answer.answer.startswith("echo: ") and answer.timings["tools"] < 2
+
+
+def test_the_stream_gives_tokens_then_citations_then_the_answer(
+    make_agent: Callable[..., Agent],
+) -> None:
+    events = list(make_agent().stream("How often should I water my tomato plants?"))
+    kinds = [type(e) for e in events]
+    assert kinds[-2:] == [Citations, Final] and set(kinds[:-2]) == {Token}
+    final = events[-1].answer
+    assert "".join(e.text for e in events[:-2]) == final.answer
+    assert events[-2].citations == final.citations and final.citations
+
+
+def test_a_session_carries_the_conversation_and_is_stored(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    agent = make_agent()
+    first = agent.ask("How often should I water my tomato plants?")
+    second = agent.ask("And in a heat wave?", session_id=first.session_id)
+    assert second.session_id == first.session_id
+    sent = chat.posted("/v1/chat/completions")[-1]["messages"]
+    assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
+    assert sent[1]["content"] == "How often should I water my tomato plants?"
+    stored = agent.history(first.session_id)
+    assert [t["message"] for t in stored] == [
+        "How often should I water my tomato plants?",
+        "And in a heat wave?",
+    ]
+    assert stored[1]["answer"] == json.loads(json.dumps(second.to_dict()))
+
+
+# -- the real local model ------------------------------------------------------------------
+
+
+@pytest.fixture
+def local_agent(garden: Path, workspace: Path) -> Iterator[Agent]:
+    agent = open_agent(Settings(tools_root=workspace, agent_max_tokens=96))
+    index_library("garden", agent.store, settings=agent.settings)
+    yield agent
+    agent.close()
+
+
+def test_local_model_answers_a_grounded_question_citing_the_page(local_agent: Agent) -> None:
+    answer = local_agent.ask("How often should I water my tomato plants?")
+    assert answer.model == "local" and answer.answer.strip()
+    assert (answer.citations[0].library, answer.citations[0].page) == ("garden", "garden/watering")
+    assert answer.usage.completion_tokens > 0 and answer.timings["model"] > 0
+
+
+def test_local_model_lists_the_real_workspace(local_agent: Agent) -> None:
+    events = list(local_agent.stream("List the files in my workspace"))
+    used = [e.tool for e in events if isinstance(e, ToolUsed)]
+    # SmolLM2 may invent a path; then the call runs again with the tool's defaults.
+    assert {u.name for u in used} == {"list_files"} and all(u.forced for u in used)
+    assert used[-1].ok and "notes-for-alice.txt" in used[-1].result
+    assert isinstance(events[-1], Final) and events[-1].answer.steps == 2

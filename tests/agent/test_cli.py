@@ -1,0 +1,90 @@
+"""``heron ask`` and ``heron demo`` through the real command, with the real local model."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from heron.books import index_library
+from heron.settings import Settings
+from heron.store import open_store
+from tests.run_heron import run_heron
+
+
+def test_ask_json_has_the_answer_and_its_grounding(
+    garden: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store()
+    index_library("garden", store, settings=Settings())
+    store.close()
+    monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "64")
+    done = run_heron("ask", "How often should I water my tomato plants?", "--json")
+    data = json.loads(done.stdout)
+    assert {"answer", "citations", "tools", "skills", "usage", "timings"} <= set(data)
+    assert data["answer"].strip() and data["model"] == "local"
+    assert data["citations"][0] == {
+        "library": "garden",
+        "collection": "garden",
+        "page": "garden/watering",
+        "heading": data["citations"][0]["heading"],
+        "url_or_path": str(garden / "garden" / "watering.md"),
+        "line_range": data["citations"][0]["line_range"],
+    }
+    assert data["usage"]["completion_tokens"] > 0
+    assert data["timings"]["total"] >= data["timings"]["model"] > 0
+    again = run_heron("ask", "And in a heat wave?", "--session", data["session_id"], "--json")
+    assert json.loads(again.stdout)["session_id"] == data["session_id"]
+
+
+def test_ask_refuses_an_empty_message_with_a_clear_error(home: Path) -> None:
+    done = run_heron("ask", "  ", ok=False)
+    assert done.returncode == 1
+    assert done.stderr.startswith("error: The message is empty")
+
+
+@pytest.mark.slow
+def test_demo_on_a_fresh_home(home: Path, tmp_path: Path) -> None:
+    workspace = tmp_path / "ws"
+    workspace.mkdir()
+    (workspace / "plan-for-the-heron-demo.txt").write_text("hi\n")
+    done = run_heron("demo", "--root", str(workspace), "--json", timeout=900)
+    answers = [json.loads(line) for line in done.stdout.splitlines()]
+    assert [a["question"] for a in answers] == [
+        "What is Heron?",
+        "How does Heron pick tools?",
+        "List the files in my workspace",
+        "Summarize the skills index",
+    ]
+    what, tools, files, skills = answers
+    for grounded in (what, tools, skills):
+        assert grounded["triage"]["kind"] == "docs" and grounded["citations"]
+        assert all(c["library"] == "heron" for c in grounded["citations"])
+    assert "tools" in {c["page"] for c in tools["citations"]}
+    assert "skills" in {c["page"] for c in skills["citations"]}
+    listing = files["tools"][-1]  # after a refused invented path, the tool's defaults
+    assert {t["name"] for t in files["tools"]} == {"list_files"} and listing["forced"]
+    assert listing["result"] == ["plan-for-the-heron-demo.txt"]
+
+
+def test_chat_streams_an_answer_and_names_its_session(
+    garden: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = open_store()
+    index_library("garden", store, settings=Settings())
+    store.close()
+    monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "32")
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", "chat"],
+        input="How often should I water my tomato plants?\n\n/exit\n",
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stderr
+    assert "(garden, garden/watering)" in done.stdout
+    assert re.search(r"heron chat --session\s+[0-9a-f]{32}", done.stdout)
