@@ -20,6 +20,7 @@ from bench import (
     pgvector,
     scifact,
     search_latency,
+    server,
     skills,
     tools,
     vector_index,
@@ -32,14 +33,15 @@ BENCHMARKS = {
     "cache": cache_calls.run,
     "vectors": vector_index.run,
     "latency": search_latency.run,
-    "agent": agent.run,
     "skills": skills.run,
+    "tools": tools.run,
+    "books": books.run,
+    "agent": agent.run,
+    "jobs": jobs.run,
+    "server": server.run,
     "parity": parity.run,
     "pgvector": pgvector.run,
     "pgjobs": pgjobs.run,
-    "jobs": jobs.run,
-    "tools": tools.run,
-    "books": books.run,
 }
 
 

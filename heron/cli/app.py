@@ -13,6 +13,7 @@ from heron.cli.books import register_books
 from heron.cli.jobs import jobs_app
 from heron.cli.llm import models_app
 from heron.cli.output import console, print_json
+from heron.cli.server import register_server
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.cli.tools import tools_app
@@ -25,12 +26,13 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 app.add_typer(store_app, name="store")
-register_agent(app)
 register_books(app)
+register_agent(app)
+register_server(app)
 app.add_typer(skills_app, name="skills")
+app.add_typer(tools_app, name="tools")
 app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
-app.add_typer(tools_app, name="tools")
 model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
 app.add_typer(model_app, name="model")
 

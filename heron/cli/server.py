@@ -1,0 +1,50 @@
+"""``heron serve`` (HTTP: JSON-RPC, OpenAI, MCP, SSE) and ``heron mcp`` (MCP on stdio)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+
+def serve(
+    host: Annotated[
+        str | None, typer.Option(help="Address to bind; default 127.0.0.1 (HERON_SERVER_HOST).")
+    ] = None,
+    port: Annotated[
+        int | None, typer.Option(help="Port; default 8765 (HERON_SERVER_PORT).")
+    ] = None,
+    uds: Annotated[Path | None, typer.Option(help="Listen on this Unix socket instead.")] = None,
+    log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
+) -> None:
+    """Serve Heron over HTTP: /rpc, /v1 (OpenAI), /mcp, /chat/stream, /health, /metrics.
+
+    Off loopback it refuses to start without HERON_API_TOKEN, sent as a Bearer token.
+
+    Example: heron serve --port 8765
+    """
+    from heron.server import serve as run
+
+    run(host=host, port=port, uds=uds, log_level=log_level)
+
+
+def mcp() -> None:
+    """Serve Heron's retrieval tools over MCP on stdin/stdout, for Claude Desktop or Cursor.
+
+    Example: heron mcp
+    """
+    from heron.server.mcp import serve_stdio
+    from heron.server.runtime import Runtime
+
+    runtime = Runtime()
+    try:
+        serve_stdio(runtime)
+    finally:
+        runtime.close()
+
+
+def register_server(app: typer.Typer) -> None:
+    """Add ``serve`` and ``mcp`` to the ``heron`` command."""
+    app.command("serve")(serve)
+    app.command("mcp")(mcp)

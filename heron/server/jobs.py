@@ -1,0 +1,178 @@
+"""Jobs over HTTP: the ``jobs.*`` JSON-RPC methods, ``GET /jobs/{id}/events/stream`` (SSE)
+and the workers that run jobs while the server runs.
+
+The stream replays a job's events from the start, or from after the ``Last-Event-ID``
+header (or ``?after=N``), then follows new ones until the job has finished::
+
+    id: 4
+    event: step_finished
+    data: {"job_id": "9f3c...", "seq": 4, "kind": "step_finished", "payload": {...}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+from pydantic import BaseModel, Field
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import BaseRoute, Route
+
+from heron.jobs import JobNotFound, JobRunner, Jobs, Risk, State, open_jobs
+
+#: Seconds between keep-alive comments on an idle event stream.
+KEEPALIVE = 15.0
+
+if TYPE_CHECKING:
+    from heron.server.rpc import Registry
+    from heron.server.runtime import Runtime
+
+
+class CreateParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    prompt: str = Field(description="What to check, e.g. 'is main broken?'.")
+    success_criteria: str = Field(default="", description="What a good outcome looks like.")
+    risk_level: Risk = "read_only"
+    requires_confirmation: bool | None = Field(
+        default=None, description="Wait for jobs.confirm before acting; default: deploy_allowed."
+    )
+
+
+class IdParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    id: str
+
+
+class ActParams(IdParams):
+    by: str = Field(default="api", description="Who decides, recorded in the job's events.")
+
+
+class EventsParams(IdParams):
+    after: int = Field(default=0, ge=0, description="Only events with a higher seq.")
+    limit: int = Field(default=1000, ge=1, le=10_000)
+
+
+class ListParams(BaseModel):
+    model_config = {"extra": "forbid"}
+    state: list[State] = Field(default_factory=list, description="Only these states.")
+    limit: int = Field(default=100, ge=1, le=10_000)
+
+
+def jobs_of(runtime: Runtime) -> Jobs:
+    """The server's ``Jobs``, opened on first use and kept on the runtime."""
+    jobs = runtime.extras.get("jobs")
+    if jobs is None:
+        jobs = runtime.extras["jobs"] = open_jobs(runtime.settings)
+    return jobs
+
+
+def register(registry: Registry, runtime: Runtime) -> None:
+    """Add the ``jobs.*`` JSON-RPC methods to ``registry``."""
+
+    def create(p: CreateParams) -> dict[str, Any]:
+        job = jobs_of(runtime).create(
+            p.prompt, p.success_criteria, p.risk_level, p.requires_confirmation, by="api"
+        )
+        return job.to_dict()
+
+    def list_(p: ListParams) -> list[dict[str, Any]]:
+        return [job.to_dict() for job in jobs_of(runtime).list(p.state, p.limit)]
+
+    def events(p: EventsParams) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in jobs_of(runtime).events(p.id, p.after, p.limit)]
+
+    registry.add("jobs.create", create, CreateParams, summary="Queue a job; returns it.")
+    registry.add("jobs.list", list_, ListParams, summary="Jobs, newest first.")
+    registry.add(
+        "jobs.get", lambda p: jobs_of(runtime).get(p.id).to_dict(), IdParams, summary="One job."
+    )
+    registry.add("jobs.events", events, EventsParams, summary="A job's events, oldest first.")
+    registry.add(
+        "jobs.confirm",
+        lambda p: jobs_of(runtime).confirm(p.id, p.by).to_dict(),
+        ActParams,
+        summary="Let a job waiting for confirmation act.",
+    )
+    registry.add(
+        "jobs.deny",
+        lambda p: jobs_of(runtime).deny(p.id, p.by).to_dict(),
+        ActParams,
+        summary="End a job waiting for confirmation without acting.",
+    )
+    registry.add(
+        "jobs.abort",
+        lambda p: jobs_of(runtime).abort(p.id, p.by).to_dict(),
+        ActParams,
+        summary="Stop a job now, killing its running command.",
+    )
+
+
+def routes(runtime: Runtime) -> list[BaseRoute]:
+    """``GET /jobs/{id}/events/stream``."""
+
+    async def stream(request: Request) -> Response:
+        jobs = jobs_of(runtime)
+        job_id = request.path_params["id"]
+        given = request.headers.get("last-event-id") or request.query_params.get("after", "0")
+        if not given.strip().isdigit():
+            return _error(400, f"Last-Event-ID must be an event's seq number, got {given!r}.")
+        try:
+            await asyncio.to_thread(jobs.get, job_id)
+        except JobNotFound as exc:
+            return _error(404, str(exc))
+
+        async def frames() -> AsyncIterator[str]:
+            # A comment line every KEEPALIVE seconds keeps proxies from closing the stream
+            # of a job that waits (for a long build, or for a person to confirm).
+            events = jobs.follow(job_id, int(given))
+            pending = asyncio.ensure_future(anext(events))
+            try:
+                while True:
+                    done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE)
+                    if not done:
+                        yield ": keep-alive\n\n"
+                        continue
+                    try:
+                        event = pending.result()
+                    except StopAsyncIteration:
+                        return
+                    yield event.sse()
+                    pending = asyncio.ensure_future(anext(events))
+            finally:
+                # Cancelling the pending step ends the generator (a client that left).
+                pending.cancel()
+                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
+                    await pending
+
+        return StreamingResponse(
+            frames(),
+            media_type="text/event-stream",
+            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+        )
+
+    return [Route("/jobs/{id}/events/stream", stream, methods=["GET"])]
+
+
+def _error(status: int, message: str) -> Response:
+    return JSONResponse({"error": {"message": message}}, status_code=status)
+
+
+@asynccontextmanager
+async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
+    """Run the job workers (``jobs_concurrency`` at once) while the server runs; on the
+    way in they recover jobs a crashed server left ``running``."""
+    jobs = jobs_of(runtime)
+    stop = asyncio.Event()
+    runner = JobRunner(jobs, store=lambda: runtime.store)
+    task = asyncio.create_task(runner.serve(stop))
+    try:
+        yield
+    finally:
+        stop.set()
+        await task
+        runtime.extras.pop("jobs", None)
+        jobs.close()

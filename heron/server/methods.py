@@ -1,0 +1,172 @@
+"""The JSON-RPC methods: each validates its params with a model, then calls the library
+function the matching CLI command calls (``search.query`` is ``heron search``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from heron.books import add_library, index_library, read_libraries
+from heron.books.library import forget_library, statuses
+from heron.books.search import Mode
+from heron.server.rpc import Registry
+from heron.server.runtime import Runtime
+from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
+
+
+class Params(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ChatParams(Params):
+    message: str = Field(min_length=1, description="The question or instruction.")
+    session_id: str | None = Field(default=None, description="Continue this conversation.")
+    library: str | None = Field(default=None, description="Only search this library.")
+    model: str | None = Field(default=None, description="A model alias from models.yml.")
+
+
+class SearchParams(Params):
+    query: str = Field(min_length=1, description="A question or keywords.")
+    library: str | None = Field(default=None, description="Only this library.")
+    collection: str | None = Field(default=None, description="Only this collection.")
+    top_k: int = Field(default=10, ge=1, le=100, description="Pages to return.")
+    mode: Mode = Field(default="full", description="full, hybrid, dense or lexical.")
+
+
+class LibraryName(Params):
+    name: str = Field(min_length=1, description="The library's name.")
+
+
+class LibraryAdd(LibraryName):
+    source: str = Field(min_length=1, description="A git URL or a local folder.")
+
+
+class OptionalLibrary(Params):
+    name: str | None = Field(default=None, description="One library; default: all.")
+
+
+class SkillSearch(Params):
+    query: str = Field(min_length=1, description="What the task is.")
+    top_k: int = Field(default=5, ge=1, le=50)
+
+
+class SkillName(Params):
+    name: str = Field(min_length=1, description="The skill's name (any case).")
+
+
+class ToolRoute(Params):
+    query: str = Field(min_length=1, description="The request to find tools for.")
+    mode: RouteMode = DEFAULT_MODE
+    top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=128)
+    threshold: float = DEFAULT_THRESHOLD
+    profile: str = Field(default="strict", description="Provider naming rules, e.g. openai.")
+    always_include: list[str] = Field(default_factory=list)
+
+
+class ToolCall(Params):
+    name: str = Field(min_length=1, description="The tool's original name (tools.list).")
+    arguments: dict[str, Any] = Field(default_factory=dict)
+
+
+def skill_dict(skill: Any) -> dict[str, Any]:
+    return {
+        "name": skill.name,
+        "description": skill.description,
+        "path": str(skill.path),
+        "tags": list(skill.tags),
+        "extra": dict(skill.extra),
+        "diagnostics": [str(d) for d in skill.diagnostics],
+        "body": skill.body,
+    }
+
+
+def chat(rt: Runtime, p: ChatParams) -> Any:
+    """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
+    return rt.agent.ask(p.message, session_id=p.session_id, library=p.library, model=p.model)
+
+
+def register(registry: Registry, rt: Runtime) -> None:
+    """Add Heron's methods, bound to ``rt``'s shared store, skills, tools and agent."""
+    settings = rt.settings
+
+    def search(p: SearchParams) -> list[dict[str, Any]]:
+        found = rt.search(
+            p.query, library=p.library, collection=p.collection, top_k=p.top_k, mode=p.mode
+        )
+        return [r.to_dict() for r in found]
+
+    def library_list(_: Params) -> list[dict[str, Any]]:
+        return [
+            {"name": x.name, "source": x.source, "builtin": x.builtin}
+            for x in read_libraries(settings, rt.books)
+        ]
+
+    def library_add(p: LibraryAdd) -> dict[str, Any]:
+        library = add_library(p.name, p.source, settings)
+        return {"name": library.name, "source": library.source}
+
+    def library_remove(p: LibraryName) -> dict[str, Any]:
+        return {"name": forget_library(p.name, rt.store, settings).name, "removed": True}
+
+    def library_index(p: OptionalLibrary) -> list[dict[str, Any]]:
+        names = [p.name] if p.name else [lib.name for lib in read_libraries(settings, rt.books)]
+        return [index_library(n, rt.store, settings=settings).to_dict() for n in names]
+
+    def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in statuses(rt.store, settings, p.name)]
+
+    def skills_search(p: SkillSearch) -> list[dict[str, Any]]:
+        return [h.to_dict() for h in rt.skills.search(p.query, p.top_k)]
+
+    def skills_status(_: Params) -> dict[str, Any]:
+        return rt.skills.status().to_dict()
+
+    def skills_show(p: SkillName) -> dict[str, Any]:
+        return skill_dict(rt.skills.show(p.name))
+
+    def tools_list(_: Params) -> dict[str, Any]:
+        box = rt.toolbox
+        return {
+            "servers": [s.to_dict() for s in box.statuses],
+            "tools": [t.to_dict() for t in box.registry.tools()],
+        }
+
+    def tools_route(p: ToolRoute) -> dict[str, Any]:
+        router = rt.router(
+            mode=p.mode,
+            top_k=p.top_k,
+            threshold=p.threshold,
+            profile=p.profile,
+            always_include=tuple(p.always_include),
+        )
+        return router.route(p.query).to_dict()
+
+    def tools_call(p: ToolCall) -> dict[str, Any]:
+        return {"name": p.name, "result": rt.toolbox.registry.call(p.name, p.arguments)}
+
+    def discover(_: Params) -> dict[str, Any]:
+        from heron import __version__
+
+        return registry.openrpc("Heron", __version__)
+
+    add = registry.add
+    add(
+        "agent.chat",
+        lambda p: chat(rt, p).to_dict(),
+        ChatParams,
+        summary="Answer a question, grounded and cited.",
+    )
+    add("search.query", search, SearchParams, summary="Search the libraries (heron search).")
+    add("library.list", library_list, Params, summary="The configured libraries.")
+    add("library.add", library_add, LibraryAdd, summary="Add a library to libraries.txt.")
+    add("library.remove", library_remove, LibraryName, summary="Remove a library and its index.")
+    add("library.index", library_index, OptionalLibrary, summary="Sync and index libraries.")
+    add("library.status", library_status, OptionalLibrary, summary="Pages, chunks, last sync.")
+    add("skills.search", skills_search, SkillSearch, summary="Skills that fit a task.")
+    add("skills.status", skills_status, Params, summary="Skill directories and index state.")
+    add("skills.show", skills_show, SkillName, summary="One skill: fields and body.")
+    add("tools.list", tools_list, Params, summary="Every tool and MCP server status.")
+    add("tools.route", tools_route, ToolRoute, summary="The tools to offer for a request.")
+    add("tools.call", tools_call, ToolCall, summary="Call one tool with JSON arguments.")
+    add("rpc.discover", discover, Params, summary="This API as an OpenRPC document.")

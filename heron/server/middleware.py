@@ -1,0 +1,103 @@
+"""``RequestMiddleware``: a request id, the bearer token check, an access log line and the
+request metrics, for every HTTP request (pure ASGI, so streams pass through untouched)."""
+
+from __future__ import annotations
+
+import hmac
+import json
+import logging
+import re
+import time
+import uuid
+from typing import Any
+
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from heron.server.logs import request_id
+from heron.server.metrics import Metrics
+
+log = logging.getLogger("heron.server.access")
+
+_GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
+#: Paths reachable without the token: liveness probes carry no secrets.
+OPEN_PATHS = frozenset({"/health"})
+#: Metric labels: a known path prefix, so unknown URLs cannot grow the label set.
+KNOWN = ("/rpc", "/v1/chat/completions", "/v1/models", "/chat/stream", "/mcp", "/health",
+         "/ready", "/metrics")  # fmt: skip
+
+
+def path_label(path: str) -> str:
+    return next((k for k in KNOWN if path == k or path.startswith(k + "/")), "other")
+
+
+class RequestMiddleware:
+    def __init__(self, app: ASGIApp, *, token: str | None, metrics: Metrics) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+        self.metrics = metrics
+
+    def _authorized(self, scope: Scope) -> bool:
+        if self.token is None or scope["path"] in OPEN_PATHS:
+            return True
+        headers = dict(scope["headers"])
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        given = dict(scope["headers"]).get(b"x-request-id", b"").decode("latin-1")
+        rid = given if _GOOD_ID.match(given) else uuid.uuid4().hex[:16]
+        token = request_id.set(rid)
+        start = time.perf_counter()
+        status = 500
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message["headers"] = [*message.get("headers", []), (b"x-request-id", rid.encode())]
+            await send(message)
+
+        try:
+            if self._authorized(scope):
+                await self.app(scope, receive, send_with_id)
+            else:
+                await unauthorized(send_with_id)
+        finally:
+            seconds = time.perf_counter() - start
+            label = path_label(scope["path"])
+            self.metrics.observe("http", label, seconds, ok=status < 500)
+            log.info(
+                "request",
+                extra={
+                    "method": scope["method"],
+                    "path": scope["path"],
+                    "status": status,
+                    "seconds": round(seconds, 6),
+                },
+            )
+            request_id.reset(token)
+
+
+async def unauthorized(send: Send) -> None:
+    body: dict[str, Any] = {
+        "error": {
+            "message": "Missing or wrong bearer token: send 'Authorization: Bearer "
+            "$HERON_API_TOKEN' (the token the server was started with).",
+            "type": "authentication_error",
+            "code": "invalid_api_key",
+        }
+    }
+    await send(
+        {
+            "type": "http.response.start",
+            "status": 401,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"www-authenticate", b'Bearer realm="heron"'),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": json.dumps(body).encode()})

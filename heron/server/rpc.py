@@ -1,0 +1,303 @@
+"""JSON-RPC 2.0 methods: one registry that the dispatcher runs and ``rpc.discover`` describes.
+
+A method is a function taking one pydantic model (its params) and returning something
+JSON-able (a pydantic model is dumped). Sync functions run in the threadpool, async ones
+are awaited. The same ``Method`` gives the dispatcher its validation and the OpenRPC
+document its schemas, so the two cannot drift.
+
+Registering (this is how ``heron.server.jobs.register(registry, runtime)`` adds ``jobs.*``)::
+
+    class SubmitParams(BaseModel):
+        kind: str
+        args: dict[str, Any] = {}
+
+    def submit(params: SubmitParams) -> dict[str, Any]:
+        return runtime.jobs.submit(params.kind, params.args).to_dict()
+
+    registry.add("jobs.submit", submit, SubmitParams, summary="Queue a job.")
+
+    # or, the same thing as a decorator:
+    @registry.method("jobs.submit", SubmitParams, summary="Queue a job.")
+    def submit(params: SubmitParams) -> dict[str, Any]: ...
+
+Params arrive by name (``{"kind": ...}``) or by position (``["index", {...}]``, mapped onto
+the model's fields in order). Errors:
+
+- a ``HeronError`` raised by a method becomes an application error (``APP_ERRORS``:
+  -32001 bad input, -32004 not found, ...) carrying its message, which says what to do;
+- ``RpcError(code, message, data)`` lets a method choose the code itself;
+- a pydantic ``ValidationError`` of the params is -32602 with the problems in ``data``;
+- anything else is -32603 with the exception type in ``data``, never an HTTP 500.
+
+>>> await dispatch(registry, b'{"jsonrpc": "2.0", "id": 1, "method": "rpc.discover"}')
+... # doctest: +SKIP
+{'jsonrpc': '2.0', 'id': 1, 'result': {'openrpc': '1.3.2', ...}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import json
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+from starlette.concurrency import run_in_threadpool
+
+from heron.errors import (
+    ConfigError,
+    HeronError,
+    InputError,
+    ModelError,
+    NamespaceMismatch,
+    NotFound,
+    StoreError,
+)
+
+log = logging.getLogger("heron.server")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+METHOD_NOT_FOUND = -32601
+INVALID_PARAMS = -32602
+INTERNAL_ERROR = -32603
+
+#: HeronError subclasses -> application codes, most specific first.
+APP_ERRORS: list[tuple[type[HeronError], int]] = [
+    (InputError, -32001),
+    (ConfigError, -32002),
+    (ModelError, -32003),
+    (NotFound, -32004),
+    (NamespaceMismatch, -32005),
+    (StoreError, -32006),
+    (HeronError, -32000),
+]
+
+OPENRPC_VERSION = "1.3.2"
+
+Func = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+
+
+class RpcError(Exception):
+    """An error answered as ``{"code", "message", "data"}``."""
+
+    def __init__(self, code: int, message: str, data: Any = None) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+        self.data = data
+
+    def to_dict(self) -> dict[str, Any]:
+        error: dict[str, Any] = {"code": self.code, "message": self.message}
+        if self.data is not None:
+            error["data"] = self.data
+        return error
+
+    def answer(self, id_: Any) -> dict[str, Any]:
+        """The response object carrying this error for request ``id_``."""
+        return {"jsonrpc": "2.0", "id": id_, "error": self.to_dict()}
+
+
+class NoParams(BaseModel):
+    """Params of a method that takes none."""
+
+    model_config = {"extra": "forbid"}
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    func: Func
+    params: type[BaseModel]
+    summary: str
+    result_schema: dict[str, Any] | None = None
+
+    def describe(self) -> dict[str, Any]:
+        """This method as an OpenRPC Method Object, params from the pydantic model."""
+        schema = self.params.model_json_schema(ref_template="#/components/schemas/{model}")
+        defs = schema.pop("$defs", {})
+        required = set(schema.get("required", []))
+        params = [
+            {"name": name, "required": name in required, "schema": prop}
+            | ({"description": prop["description"]} if "description" in prop else {})
+            for name, prop in schema.get("properties", {}).items()
+        ]
+        result = {"name": "result", "schema": self.result_schema or {}}
+        return {
+            "name": self.name,
+            "summary": self.summary,
+            "paramStructure": "either",
+            "params": params,
+            "result": result,
+            "x-defs": defs,
+        }
+
+
+@dataclass
+class Registry:
+    """The methods a server answers. ``add`` or ``method`` to register, ``dispatch`` to run."""
+
+    methods: dict[str, Method] = field(default_factory=dict)
+    #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
+    observer: Callable[[str, float, bool], None] | None = None
+
+    def add(
+        self,
+        name: str,
+        func: Func,
+        params: type[BaseModel] = NoParams,
+        *,
+        summary: str,
+        result_schema: dict[str, Any] | None = None,
+    ) -> None:
+        if name in self.methods:
+            raise ValueError(f"JSON-RPC method {name!r} is registered twice.")
+        self.methods[name] = Method(name, func, params, summary, result_schema)
+
+    def method(
+        self,
+        name: str,
+        params: type[BaseModel] = NoParams,
+        *,
+        summary: str,
+        result_schema: dict[str, Any] | None = None,
+    ) -> Callable[[Func], Func]:
+        def decorate(func: Func) -> Func:
+            self.add(name, func, params, summary=summary, result_schema=result_schema)
+            return func
+
+        return decorate
+
+    def openrpc(self, title: str = "Heron", version: str = "0") -> dict[str, Any]:
+        """The OpenRPC document of every method, ``rpc.discover`` included."""
+        methods, schemas = [], {}
+        for method in sorted(self.methods.values(), key=lambda m: m.name):
+            described = method.describe()
+            schemas.update(described.pop("x-defs"))
+            methods.append(described)
+        errors = [{"code": code, "message": cls.__name__} for cls, code in APP_ERRORS]
+        return {
+            "openrpc": OPENRPC_VERSION,
+            "info": {"title": title, "version": version},
+            "methods": methods,
+            "components": {"schemas": schemas, "errors": {str(e["code"]): e for e in errors}},
+        }
+
+    async def call(self, name: str, params: Any) -> Any:
+        """Validate ``params`` against the method's model and run it. Raises ``RpcError``."""
+        method = self.methods.get(name)
+        if method is None:
+            raise RpcError(
+                METHOD_NOT_FOUND,
+                f"Method {name!r} not found. Call rpc.discover for the list.",
+                {"methods": sorted(self.methods)},
+            )
+        start, ok = time.perf_counter(), False
+        try:
+            result = await self._run(method, params)
+            ok = True
+        finally:
+            if self.observer is not None:
+                self.observer(name, time.perf_counter() - start, ok)
+        return result.model_dump(mode="json") if isinstance(result, BaseModel) else result
+
+    @staticmethod
+    async def _run(method: Method, params: Any) -> Any:
+        args = _validate(method, params)
+        name = method.name
+        try:
+            if inspect.iscoroutinefunction(method.func):
+                return await method.func(args)
+            return await run_in_threadpool(method.func, args)
+        except RpcError:
+            raise
+        except HeronError as exc:
+            raise RpcError(app_code(exc), str(exc), {"type": type(exc).__name__}) from exc
+        except Exception as exc:
+            log.exception("method %s failed", name)
+            raise RpcError(
+                INTERNAL_ERROR, f"Internal error in {name}.", {"type": type(exc).__name__}
+            ) from exc
+
+
+def app_code(exc: HeronError) -> int:
+    return next(code for cls, code in APP_ERRORS if isinstance(exc, cls))
+
+
+def _validate(method: Method, params: Any) -> BaseModel:
+    if params is None:
+        params = {}
+    elif isinstance(params, list):
+        names = list(method.params.model_fields)
+        if len(params) > len(names):
+            raise RpcError(
+                INVALID_PARAMS,
+                f"{method.name} takes at most {len(names)} positional params, got {len(params)}.",
+                {"params": names},
+            )
+        params = dict(zip(names, params, strict=False))
+    elif not isinstance(params, dict):
+        raise RpcError(INVALID_PARAMS, "params must be an object or an array.")
+    try:
+        return method.params.model_validate(params)
+    except ValidationError as exc:
+        problems = [
+            {"field": ".".join(str(p) for p in err["loc"]), "problem": err["msg"]}
+            for err in exc.errors(include_url=False, include_input=False)
+        ]
+        listed = "; ".join(f"{p['field'] or 'params'}: {p['problem']}" for p in problems)
+        raise RpcError(
+            INVALID_PARAMS, f"Invalid params for {method.name}: {listed}", problems
+        ) from exc
+
+
+async def _one(registry: Registry, request: Any) -> dict[str, Any] | None:
+    """Answer one request object; ``None`` for a notification (no ``id``)."""
+    if not isinstance(request, dict):
+        return RpcError(INVALID_REQUEST, "A request must be a JSON object.").answer(None)
+    id_ = request.get("id")
+    if not isinstance(id_, str | int | float | type(None)) or isinstance(id_, bool):
+        return RpcError(INVALID_REQUEST, "id must be a string, number or null.").answer(None)
+    if request.get("jsonrpc") != "2.0" or not isinstance(request.get("method"), str):
+        return RpcError(
+            INVALID_REQUEST,
+            'A request needs "jsonrpc": "2.0" and a string "method".',
+            {"got": sorted(str(k) for k in request)},
+        ).answer(id_)
+    notification = "id" not in request
+    try:
+        result = await registry.call(request["method"], request.get("params"))
+    except RpcError as exc:
+        return None if notification else exc.answer(id_)
+    return None if notification else {"jsonrpc": "2.0", "id": id_, "result": result}
+
+
+async def dispatch(registry: Registry, body: bytes | str) -> Any:
+    """Answer a JSON-RPC body: a response, a list of them (a batch), or ``None`` (nothing
+    to send: notifications only)."""
+    try:
+        request = json.loads(body)
+    except (ValueError, UnicodeDecodeError) as exc:
+        return RpcError(PARSE_ERROR, "Parse error: the body is not JSON.", str(exc)).answer(None)
+    if isinstance(request, list):
+        if not request:
+            return RpcError(INVALID_REQUEST, "An empty batch is not a request.").answer(None)
+        answers = await asyncio.gather(*(_one(registry, item) for item in request))
+        return [a for a in answers if a is not None] or None
+    return await _one(registry, request)
+
+
+def encode(answer: Any) -> bytes:
+    """``dispatch``'s answer as JSON bytes; a result JSON cannot carry (NaN, an object)
+    becomes that request's -32603 instead of failing the whole response."""
+    try:
+        return json.dumps(answer, ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError):
+        if isinstance(answer, list):
+            return b"[" + b",".join(encode(a) for a in answer) + b"]"
+        error = RpcError(INTERNAL_ERROR, "The method's result is not valid JSON.")
+        return json.dumps(error.answer(answer.get("id"))).encode()

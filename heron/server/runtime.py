@@ -1,0 +1,117 @@
+"""``Runtime``: what a server opens once and shares between requests.
+
+The store (and with it the embedding model) opens at startup; the skill index, the
+toolbox and the agent open on first use, because a server that only searches should not
+pay for them. One store serves every threadpool worker: ``SQLiteStore`` serialises its
+connection with a lock. ``close()`` releases everything that was opened.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+from heron.books import LibrarySettings, Reranker, load_reranker, search_many
+from heron.books.tool import search_docs
+from heron.server.metrics import Metrics
+from heron.settings import Settings
+from heron.store import Store, open_store
+
+if TYPE_CHECKING:
+    from heron.agent import Agent
+    from heron.skills import SkillIndex
+    from heron.tools import Toolbox, ToolRouter
+
+T = TypeVar("T")
+
+
+class Runtime:
+    """Shared resources of one server. ``jobs`` modules may hang their own on it."""
+
+    def __init__(self, settings: Settings | None = None) -> None:
+        self.settings = settings or Settings()
+        self.books = LibrarySettings()
+        self.metrics = Metrics()
+        self.extras: dict[str, Any] = {}  # resources other modules (jobs) attach
+        self._lock = threading.Lock()
+        self._opening: dict[str, threading.Lock] = {}
+        self._opened: dict[str, Any] = {}
+
+    def _get(self, name: str, open_: Callable[[], T]) -> T:
+        if name in self._opened:
+            return self._opened[name]
+        # One lock per resource: opening the agent (seconds) must not hold up searches.
+        with self._lock:
+            lock = self._opening.setdefault(name, threading.Lock())
+        with lock:
+            if name not in self._opened:
+                self._opened[name] = open_()
+            return self._opened[name]
+
+    def opened(self, name: str) -> bool:
+        return name in self._opened
+
+    @property
+    def store(self) -> Store:
+        return self._get("store", lambda: open_store(self.settings))
+
+    @property
+    def reranker(self) -> Reranker | None:
+        return self._get("reranker", lambda: load_reranker(self.books))
+
+    @property
+    def skills(self) -> SkillIndex:
+        from heron.skills import open_skills
+
+        return self._get("skills", lambda: open_skills(self.settings, self.store.embedder))
+
+    @property
+    def toolbox(self) -> Toolbox:
+        from heron.tools import open_tools
+
+        return self._get("toolbox", lambda: open_tools(self.settings, docs_search=self.docs_tool))
+
+    @property
+    def agent(self) -> Agent:
+        from heron.agent import open_agent
+
+        return self._get("agent", lambda: open_agent(self.settings))
+
+    def router(self, **options: Any) -> ToolRouter:
+        """``toolbox.router(**options)``, built once per distinct options: building one
+        checks every tool's vector against the store. At most 32 are kept."""
+        key = "router:" + repr(sorted(options.items()))
+        kept = sum(k.startswith("router:") for k in list(self._opened))
+        if key not in self._opened and kept >= 32:
+            return self.toolbox.router(**options)  # callers may vary options without end
+        return self._get(key, lambda: self.toolbox.router(**options))
+
+    def search(self, query: str, **options: Any) -> list[Any]:
+        """``heron.books.search`` on the shared store, settings and reranker."""
+        mode = options.get("mode", "full")
+        reranker = self.reranker if mode == "full" else None
+        return search_many(
+            [query],
+            self.store,
+            reranker=reranker,
+            settings=self.settings,
+            books=self.books,
+            **options,
+        )[0]
+
+    def docs_tool(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        """``search_docs`` (the agent tool) on the shared store."""
+        return search_docs(arguments, self.store, self.settings)["results"]
+
+    def start(self) -> None:
+        """Open what every request needs: the store and the embedding model."""
+        self.store  # noqa: B018 -- opening is the point
+
+    def close(self) -> None:
+        with self._lock:
+            opened, self._opened = self._opened, {}
+        for name in ("agent", "toolbox", "skills", "store"):
+            resource = opened.get(name)
+            if resource is not None:
+                resource.close()

@@ -1,0 +1,230 @@
+"""``POST /chat/stream``: a chat answer as Server-Sent Events that a client can resume.
+
+Events, in order: ``stream`` (its id), ``token`` per piece of text, ``tool`` per tool
+use, ``citations``, then ``final`` (the whole answer) or ``error``. Each carries the id
+``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
+client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>`` (to
+``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
+then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds::
+
+    id: 3f2a...:1
+    event: token
+    data: {"text": "Pods"}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import time
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.routing import Route
+
+from heron.errors import ConfigError, HeronError, InputError, NotFound
+from heron.server.methods import ChatParams
+from heron.server.runtime import Runtime
+
+log = logging.getLogger("heron.server")
+
+
+def event_data(event: Any) -> tuple[str, dict[str, Any]]:
+    """An ``Agent.stream`` event as ``(name, data)``."""
+    from heron.agent.answer import Citations, Final, Token, ToolUsed
+
+    if isinstance(event, Token):
+        return "token", {"text": event.text}
+    if isinstance(event, ToolUsed):
+        return "tool", event.tool.to_dict()
+    if isinstance(event, Citations):
+        return "citations", {"citations": [c.to_dict() for c in event.citations]}
+    if isinstance(event, Final):
+        return "final", event.answer.to_dict()
+    raise TypeError(f"Unknown agent event {type(event).__name__}.")
+
+
+def error_data(exc: BaseException) -> dict[str, Any]:
+    if isinstance(exc, HeronError):
+        return {"message": str(exc), "type": type(exc).__name__}
+    return {"message": "The answer failed; see the server log.", "type": "InternalError"}
+
+
+def frame(stream_id: str, n: int, name: str, data: dict[str, Any]) -> str:
+    return f"id: {stream_id}:{n}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+
+
+@dataclass
+class Stream:
+    id: str
+    events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    finished_at: float | None = None
+    changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    async def add(self, name: str, data: dict[str, Any], *, last: bool = False) -> None:
+        async with self.changed:
+            self.events.append((name, data))
+            if last:
+                self.finished_at = time.monotonic()
+            self.changed.notify_all()
+
+    async def follow(self, after: int) -> AsyncIterator[str]:
+        """Frames of the events numbered above ``after`` (from 1), live until the end."""
+        n = after
+        while True:
+            async with self.changed:
+                await self.changed.wait_for(
+                    lambda n=n: len(self.events) > n or self.finished_at is not None
+                )
+                fresh, done = self.events[n:], self.finished_at is not None
+            for name, data in fresh:
+                n += 1
+                yield frame(self.id, n, name, data)
+            if done and n >= len(self.events):
+                return
+
+
+class StreamHub:
+    """The live and recently finished streams, by id."""
+
+    def __init__(self, ttl: float) -> None:
+        self.ttl = ttl
+        self.streams: dict[str, Stream] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        for sid, stream in list(self.streams.items()):
+            if stream.finished_at is not None and now - stream.finished_at > self.ttl:
+                del self.streams[sid]
+
+    def start(self, rt: Runtime, events: Iterator[Any]) -> Stream:
+        """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
+        completes and stays resumable even when its client goes away."""
+        self._expire()
+        stream = Stream(uuid.uuid4().hex)
+        self.streams[stream.id] = stream
+        task = asyncio.create_task(self._produce(rt, events, stream))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+        return stream
+
+    async def _produce(self, rt: Runtime, events: Iterator[Any], stream: Stream) -> None:
+        await stream.add("stream", {"stream_id": stream.id})
+        start = time.perf_counter()
+        try:
+            async for event in iterate_in_threadpool(events):
+                name, data = event_data(event)
+                if name == "final":
+                    rt.metrics.observe_model(data["model"], time.perf_counter() - start)
+                await stream.add(name, data, last=name == "final")
+        except Exception as exc:
+            if not isinstance(exc, HeronError):
+                log.exception("chat stream %s failed", stream.id)
+            await stream.add("error", error_data(exc), last=True)
+        if stream.finished_at is None:  # a stream that ended without its final event
+            await stream.add("error", {"message": "The answer ended early."}, last=True)
+
+    def resume(self, last_event_id: str) -> tuple[Stream, int]:
+        sid, _, n = last_event_id.partition(":")
+        stream = self.streams.get(sid)
+        if stream is None or not n.isdigit():
+            raise KeyError(last_event_id)
+        return stream, int(n)
+
+    async def close(self) -> None:
+        """Let running answers finish (graceful shutdown), then forget every stream."""
+        if self.tasks:
+            await asyncio.gather(*self.tasks, return_exceptions=True)
+        self.streams.clear()
+
+
+def _sse(stream: Stream, after: int) -> Response:
+    return StreamingResponse(
+        stream.follow(after),
+        media_type="text/event-stream",
+        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
+    )
+
+
+def _gone(last_event_id: str) -> Response:
+    return JSONResponse(
+        {
+            "error": {
+                "message": f"No stream to resume at Last-Event-ID {last_event_id!r}: it "
+                "finished too long ago or never existed. Start a new one with POST /chat/stream.",
+                "type": "not_found",
+            }
+        },
+        status_code=404,
+    )
+
+
+async def chat_stream(request: Request) -> Response:
+    hub: StreamHub = request.app.state.streams
+    resume_from = request.headers.get("last-event-id")
+    if resume_from:
+        try:
+            return _sse(*hub.resume(resume_from))
+        except KeyError:
+            return _gone(resume_from)
+    try:
+        params = ChatParams.model_validate_json(await request.body())
+    except ValidationError as exc:
+        problems = exc.errors(include_url=False, include_input=False)
+        return bad_request(
+            'Send JSON like {"message": "how do I roll back?"}.',
+            json.loads(json.dumps(problems, default=str)),
+        )
+    rt: Runtime = request.app.state.runtime
+    try:
+        events = await run_in_threadpool(open_stream, rt, params)
+    except HeronError as exc:
+        return bad_request(str(exc), status=http_status(exc))
+    return _sse(hub.start(rt, events), 0)
+
+
+def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
+    """Start the agent's stream; bad input (an unknown model, a library that is not
+    there) raises here, before any event, so it can be answered with a status code."""
+    return rt.agent.stream(
+        params.message, session_id=params.session_id, library=params.library, model=params.model
+    )
+
+
+def http_status(exc: HeronError) -> int:
+    """404 for what is not there, 400 for bad input or settings, 502 for a failed model."""
+    if isinstance(exc, NotFound):
+        return 404
+    return 400 if isinstance(exc, InputError | ConfigError) else 502
+
+
+def bad_request(message: str, problems: Any = None, *, status: int = 400) -> Response:
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    body = {"message": message, "type": kind}
+    return JSONResponse({"error": body | ({"problems": problems} if problems else {})}, status)
+
+
+async def chat_resume(request: Request) -> Response:
+    hub: StreamHub = request.app.state.streams
+    sid = request.path_params["stream_id"]
+    last = request.headers.get("last-event-id") or f"{sid}:0"
+    if not last.startswith(f"{sid}:"):
+        return _gone(last)
+    try:
+        return _sse(*hub.resume(last))
+    except KeyError:
+        return _gone(last)
+
+
+routes = [
+    Route("/chat/stream", chat_stream, methods=["POST"]),
+    Route("/chat/stream/{stream_id}", chat_resume, methods=["GET"]),
+]

@@ -1,0 +1,151 @@
+"""A real server on a free loopback port, over a fresh HERON_HOME holding a tiny indexed
+library ``tiny`` and one indexed skill."""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+import uvicorn
+
+from heron.books import add_library, index_library
+from heron.server import create_app
+from heron.settings import Settings
+from heron.skills import open_skills
+from heron.store import open_store
+from tests.books.conftest import PAGES, write_pages
+
+#: Answers of the bundled local model are cut short: the tests check plumbing, not prose.
+MAX_TOKENS = 16
+SKILL = (
+    "---\nname: rollback-deployment\ndescription: Roll a Kubernetes Deployment back to its "
+    "previous revision safely.\n---\n1. Run kubectl rollout history.\n2. Run kubectl rollout "
+    "undo.\n"
+)
+
+
+def free_socket(host: str = "127.0.0.1") -> socket.socket:
+    sock = socket.socket()
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, 0))
+    return sock
+
+
+@dataclass
+class Served:
+    url: str
+    home: Path
+    settings: Settings
+    server: uvicorn.Server
+
+    def client(self, **options: object) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=120, **options)  # type: ignore[arg-type]
+
+    def rpc(self, method: str, params: object = None, id_: object = 1) -> dict:
+        body: dict = {"jsonrpc": "2.0", "id": id_, "method": method}
+        if params is not None:
+            body["params"] = params
+        with self.client() as client:
+            response = client.post("/rpc", json=body)
+        assert response.status_code == 200, response.text
+        return response.json()
+
+
+def heron_env(tmp: Path) -> dict[str, str]:
+    """Variables of an isolated Heron: its own home, skills and user home."""
+    (tmp / "user").mkdir(parents=True, exist_ok=True)
+    return {
+        "HERON_HOME": str(tmp / "home"),
+        "HERON_MODELS_DIR": str(Settings().models_dir),
+        "HERON_BOOKS_DEFAULT_DOCS": "false",
+        "HERON_SKILLS_DIRS": str(tmp / "skills"),
+        "HOME": str(tmp / "user"),
+        "HERMES_HOME": str(tmp / "hermes"),
+        "HERON_AGENT_MAX_TOKENS": str(MAX_TOKENS),
+    }
+
+
+def build_home(tmp: Path) -> None:
+    """Index the tiny library and the skill with the library functions the CLI calls."""
+    settings = Settings()
+    docs = write_pages(tmp / "docs", PAGES)
+    skill = tmp / "skills" / "rollback-deployment" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    add_library("tiny", str(docs), settings)
+    store = open_store(settings)
+    try:
+        report = index_library("tiny", store, settings=settings)
+        assert report.error is None, report.error
+    finally:
+        store.close()
+    skills = open_skills(settings)
+    try:
+        skills.index()
+    finally:
+        skills.close()
+
+
+@pytest.fixture(scope="module")
+def heron_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    tmp = tmp_path_factory.mktemp("served")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in heron_env(tmp).items():
+            mp.setenv(name, value)
+        mp.delenv("HERON_CONFIG", raising=False)
+        mp.delenv("HERON_API_TOKEN", raising=False)
+        build_home(tmp)
+        yield tmp
+
+
+@pytest.fixture(scope="module")
+def served(heron_home: Path) -> Iterator[Served]:
+    """``heron serve`` in a thread of this process: uvicorn on a free loopback port."""
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    settings = Settings()
+    config = uvicorn.Config(create_app(settings), lifespan="on", log_config=None, access_log=False)
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 120
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
+        time.sleep(0.05)
+    yield Served(f"http://127.0.0.1:{port}", heron_home / "home", settings, server)
+    server.should_exit = True
+    thread.join(60)
+    sock.close()
+
+
+def start_heron(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
+    """The real ``heron`` command in a subprocess, stderr captured."""
+    return subprocess.Popen(
+        [sys.executable, "-m", "heron", *args],
+        env={**os.environ, **env},
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_healthy(url: str, proc: subprocess.Popen[str], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, proc.communicate()[1]
+        try:
+            if httpx.get(f"{url}/health", timeout=2).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise AssertionError(f"{url} did not become healthy")
