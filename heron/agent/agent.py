@@ -51,12 +51,14 @@ from heron.books import LibrarySettings, Reranker, Result, load_reranker, read_l
 from heron.books.index import STATE_PREFIX
 from heron.books.tool import search_docs
 from heron.errors import InputError, NotFound
+from heron.jobs import open_jobs
+from heron.jobs.tool import register_job_tools
 from heron.llm import Broker, load_broker
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.llm.types import ChatRequest, Completion, Message, TextDelta, ToolCall, Usage
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
-from heron.store import SQLiteStore, open_store
+from heron.store import Store, open_store
 from heron.tools import SAFETY_LEVELS, RoutedTool, Tool, Toolbox, ToolRouter, open_tools
 
 MAX_MESSAGE_BYTES = 1 << 20
@@ -73,7 +75,7 @@ class Agent:
     def __init__(
         self,
         settings: Settings,
-        store: SQLiteStore,
+        store: Store,
         skills: SkillIndex,
         toolbox: Toolbox,
         broker: Broker,
@@ -81,7 +83,10 @@ class Agent:
         *,
         books: LibrarySettings | None = None,
         reranker: Reranker | None = None,
+        resources: contextlib.ExitStack | None = None,
     ) -> None:
+        """``resources`` closes what was opened for this agent; without it, ``close()``
+        closes every part."""
         self.settings = settings
         self.store = store
         self.skills = skills
@@ -90,6 +95,7 @@ class Agent:
         self.sessions = sessions
         self.books = books or LibrarySettings()
         self.reranker = reranker
+        self._resources = resources
         self._routers: dict[tuple, ToolRouter] = {}
         self._collections: dict[str, tuple[str, list[str]]] = {}
 
@@ -128,11 +134,11 @@ class Agent:
         return self.sessions.turns(check_session_id(session_id))
 
     def close(self) -> None:
-        self.sessions.close()
-        self.toolbox.close()
-        self.skills.close()
-        self.store.close()
-        self.broker.close()
+        if self._resources is not None:
+            self._resources.close()
+            return
+        for part in (self.sessions, self.toolbox, self.skills, self.store, self.broker):
+            part.close()
 
     # -- the stages ----------------------------------------------------------------------
 
@@ -507,25 +513,44 @@ def _chain(first: AgentEvent, rest: Iterator[AgentEvent]) -> Iterator[AgentEvent
     yield from rest
 
 
-def open_agent(settings: Settings | None = None) -> Agent:
+def open_agent(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    skills: SkillIndex | None = None,
+    toolbox: Toolbox | None = None,
+) -> Agent:
     """The agent the settings describe: the store, libraries, skills, tools (with
     ``search_docs`` on this store), the model broker and the sessions, opened once.
-    Close it with ``close()``."""
+    Close it with ``close()``. A server passes the ``store``, ``skills`` and ``toolbox``
+    it already has open (the embedding model is then loaded once); they stay open when
+    the agent closes."""
     settings = settings or Settings()
     with contextlib.ExitStack() as opened:
-        store = open_store(settings)
-        opened.callback(store.close)
+        if store is None:
+            store = opened.enter_context(contextlib.closing(open_store(settings)))
+        if skills is None:
+            skills = opened.enter_context(contextlib.closing(open_skills(settings, store.embedder)))
+        if toolbox is None:
+            shared = store
+            toolbox = opened.enter_context(
+                contextlib.closing(
+                    open_tools(
+                        settings,
+                        store=shared,
+                        docs_search=lambda args: search_docs(args, shared, settings)["results"],
+                    )
+                )
+            )
+        if settings.tools_root is not None and "delegate_job" not in toolbox.registry:
+            # Jobs run in the workspace: with one, the model may hand long tasks to a job.
+            jobs = open_jobs(settings)
+            opened.callback(jobs.store.close)
+            register_job_tools(toolbox.registry, jobs)
+        broker = opened.enter_context(contextlib.closing(load_broker(settings)))
+        sessions = opened.enter_context(contextlib.closing(Sessions(settings.home / "agent.db")))
         books = LibrarySettings()
-        skills = open_skills(settings, store.embedder)
-        opened.callback(skills.close)
-        toolbox = open_tools(
-            settings,
-            docs_search=lambda arguments: search_docs(arguments, store, settings)["results"],
-        )
-        opened.callback(toolbox.close)
-        broker = load_broker(settings)
-        sessions = Sessions(settings.home / "agent.db")
-        opened.pop_all()
+        resources = opened.pop_all()
     return Agent(
         settings,
         store,
@@ -535,4 +560,5 @@ def open_agent(settings: Settings | None = None) -> Agent:
         sessions,
         books=books,
         reranker=load_reranker(books),
+        resources=resources,
     )

@@ -36,7 +36,9 @@ DELEGATE_JOB = Tool(
         },
         "required": ["prompt"],
     },
-    safety="execute",
+    # Queuing changes nothing: what the job may do is bounded by its risk level, the
+    # command allowlist and the confirmation gate, so the agent may offer it unasked.
+    safety="read",
     tags=("jobs",),
 )
 

@@ -70,13 +70,21 @@ class Runtime:
     def toolbox(self) -> Toolbox:
         from heron.tools import open_tools
 
-        return self._get("toolbox", lambda: open_tools(self.settings, docs_search=self.docs_tool))
+        return self._get(
+            "toolbox",
+            lambda: open_tools(self.settings, store=self.store, docs_search=self.docs_tool),
+        )
 
     @property
     def agent(self) -> Agent:
         from heron.agent import open_agent
 
-        return self._get("agent", lambda: open_agent(self.settings))
+        return self._get(
+            "agent",
+            lambda: open_agent(
+                self.settings, store=self.store, skills=self.skills, toolbox=self.toolbox
+            ),
+        )
 
     def router(self, **options: Any) -> ToolRouter:
         """``toolbox.router(**options)``, built once per distinct options: building one

@@ -29,17 +29,21 @@ MCP_CONFIG = "mcp.json"
 
 @dataclass
 class Toolbox:
+    """``owns_store``: ``close()`` closes the store too (it was opened for this toolbox)."""
+
     registry: ToolRegistry
     store: Store
     client: MCPClient | None = None
     statuses: list[ServerStatus] = field(default_factory=list)
+    owns_store: bool = True
 
     def router(self, **options: Any) -> ToolRouter:
         """A ``ToolRouter`` over every registered tool; ``options`` as ``ToolRouter``'s."""
         return ToolRouter(self.registry.tools(), self.store, **options)
 
     def close(self) -> None:
-        self.store.close()
+        if self.owns_store:
+            self.store.close()
 
 
 def open_tools(
@@ -51,12 +55,15 @@ def open_tools(
     docs_search: DocsSearch | None = None,
     mcp_timeout: float | None = None,
     connect: bool = True,
+    store: Store | None = None,
 ) -> Toolbox:
     """The registry the settings describe; arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
-    ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers."""
+    ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``store``: an
+    open store to share (its embedding model is loaded once), left open by ``close()``."""
     settings = settings or Settings()
-    store = open_store(settings)
+    owns_store = store is None
+    store = store or open_store(settings)
     registry = ToolRegistry()
     register_builtins(
         registry,
@@ -74,4 +81,4 @@ def open_tools(
     if connect and (mcp_config is not None or config.exists()):
         client = MCPClient(load_config(config, timeout=mcp_timeout))
         statuses = client.discover(registry)
-    return Toolbox(registry, store, client, statuses)
+    return Toolbox(registry, store, client, statuses, owns_store)

@@ -271,3 +271,17 @@ def test_local_model_lists_the_real_workspace(local_agent: Agent) -> None:
     assert {u.name for u in used} == {"list_files"} and all(u.forced for u in used)
     assert used[-1].ok and "notes-for-alice.txt" in used[-1].result
     assert isinstance(events[-1], Final) and events[-1].answer.steps == 2
+
+
+def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> None:
+    from heron.jobs import open_jobs
+
+    tool = agent.toolbox.registry.get("delegate_job")
+    assert tool.safety == "read"  # offered under the default HERON_AGENT_TOOL_SAFETY
+    queued = agent.toolbox.registry.call("delegate_job", {"prompt": "is main broken?"})
+    jobs = open_jobs(agent.settings)
+    try:
+        job = jobs.get(queued["id"])
+        assert (job.state, job.prompt, job.risk_level) == ("queued", "is main broken?", "read_only")
+    finally:
+        jobs.store.close()
