@@ -1,18 +1,17 @@
-"""One PostgreSQL job queue, two worker processes: 1,000 jobs, none lost, none run twice.
+"""One PostgreSQL job queue, two ``heron serve`` processes: 1,000 jobs, none lost, none run twice.
 
 The read-only job of ``bench.jobs`` ("what changed?": ``git status``, ``git diff --stat``
-in a two-commit repository). The jobs are queued first, then two processes each run a
-``JobRunner`` (4 at once) over their own ``PostgresJobStore`` until the queue is empty:
-what two ``heron serve`` processes on one database do, minus HTTP. Counted from the
-database afterwards: jobs completed, ``claimed`` events per job, and jobs per worker.
+in a two-commit repository). Two ``heron serve`` processes start on one database (each
+with its own ``HERON_HOME``; their runners take jobs from the shared queue), then the
+1,000 jobs are queued and the run lasts until none is left queued or running. Counted
+from the database afterwards: jobs completed, ``claimed`` events per job, and jobs per
+server.
 """
 
 from __future__ import annotations
 
-import asyncio
 import os
-import subprocess
-import sys
+import signal
 import tempfile
 import time
 from collections import Counter
@@ -23,44 +22,56 @@ import psycopg
 from bench.common import table
 from bench.jobs import _repo
 from bench.parity import postgres_url
-from heron.jobs import JobRunner, Jobs
+from bench.server import start_server
+from heron.jobs import Jobs
 from heron.jobs.postgres import PostgresJobStore
 from heron.settings import Settings
 
 JOBS = 1000
-WORKERS = 2
+SERVERS = 2
 CONCURRENCY = 4
 
 
-def worker(url: str) -> None:
-    store = PostgresJobStore(url)
-    jobs = Jobs(store, Settings())
-    runner = JobRunner(jobs, concurrency=CONCURRENCY, worker=f"pid-{os.getpid()}")
-    asyncio.run(runner.run_until_idle())
-    store.close()
+def _left(url: str) -> int:
+    with psycopg.connect(url) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM heron_jobs WHERE state IN ('queued', 'running')"
+        ).fetchone()
+    return row[0] if row else 0
 
 
 def run() -> str:
     url = postgres_url(f"pgjobs_{os.getpid()}")
     with tempfile.TemporaryDirectory() as tmp:
-        env = os.environ | {
-            "HERON_HOME": str(Path(tmp) / "home"),
+        env = {
+            "HERON_DATABASE_URL": url,
             "HERON_TOOLS_ROOT": str(_repo(Path(tmp))),
             "HERON_TOOLS_COMMANDS": '["git"]',
+            "HERON_JOBS_CONCURRENCY": str(CONCURRENCY),
         }
-        os.environ.update(env)
-        store = PostgresJobStore(url)
-        jobs = Jobs(store, Settings())
-        ids = [jobs.create("what changed?").id for _ in range(JOBS)]
-        start = time.perf_counter()
-        procs = [
-            subprocess.Popen([sys.executable, "-m", "bench.pgjobs", "worker", url], env=env)
-            for _ in range(WORKERS)
+        servers = [
+            start_server(env | {"HERON_HOME": str(Path(tmp) / f"home{i}")})[0]
+            for i in range(SERVERS)
         ]
-        codes = [p.wait() for p in procs]
-        elapsed = time.perf_counter() - start
-        states = Counter(jobs.get(i).state for i in ids)
-        store.close()
+        try:
+            store = PostgresJobStore(url)
+            client = Settings(
+                home=Path(tmp) / "client",
+                tools_root=env["HERON_TOOLS_ROOT"],
+                tools_commands=["git"],
+            )
+            jobs = Jobs(store, client)
+            start = time.perf_counter()
+            ids = [jobs.create("what changed?").id for _ in range(JOBS)]
+            while _left(url) and time.perf_counter() - start < 900:
+                time.sleep(0.2)
+            elapsed = time.perf_counter() - start
+            states = Counter(jobs.get(i).state for i in ids)
+            store.close()
+        finally:
+            for proc in servers:
+                proc.send_signal(signal.SIGTERM)
+            codes = [proc.wait(60) for proc in servers]
     with psycopg.connect(url) as conn:
         claims = conn.execute(
             "SELECT job_id, count(*) FROM heron_job_events WHERE kind = 'claimed' GROUP BY job_id"
@@ -71,21 +82,18 @@ def run() -> str:
         ).fetchall()
     twice = sum(1 for _, n in claims if n > 1)
     return table(
-        f"{JOBS} read-only jobs, {WORKERS} worker processes x {CONCURRENCY}, one PostgreSQL queue",
+        f"{JOBS} read-only jobs, {SERVERS} heron serve x {CONCURRENCY}, one PostgreSQL queue",
         ["measure", "result"],
         [
-            ("worker exit codes", " ".join(map(str, codes))),
+            ("server exit codes", " ".join(map(str, codes))),
             ("jobs completed", f"{states['completed']} of {JOBS} ({dict(states)})"),
             ("jobs claimed more than once", twice),
             ("jobs never claimed", JOBS - len(claims)),
-            ("jobs per worker", " / ".join(str(n) for (n,) in per_worker)),
+            ("jobs per server", " / ".join(str(n) for (n,) in per_worker)),
             ("throughput", f"{JOBS / elapsed:.1f} jobs/s ({elapsed:.1f} s)"),
         ],
     )
 
 
 if __name__ == "__main__":
-    if sys.argv[1:2] == ["worker"]:
-        worker(sys.argv[2])
-    else:
-        run()
+    run()

@@ -30,7 +30,9 @@ CHATS = 5
 MAX_TOKENS = 32
 
 
-def start_server() -> tuple[subprocess.Popen[bytes], str]:
+def start_server(extra: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
+    """``heron serve`` on a free loopback port, on the ``bench books`` index unless
+    ``extra`` (environment variables) says otherwise."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -41,8 +43,9 @@ def start_server() -> tuple[subprocess.Popen[bytes], str]:
         "HERON_MODEL": "local",
         "HERON_AGENT_MAX_TOKENS": str(MAX_TOKENS),
         "HERON_EMBED_CACHE": "false",  # every query embedded, as unique queries would be
+        **(extra or {}),
     }
-    log = open(WORK / "server" / "server.log", "wb")  # noqa: SIM115 -- the server owns it
+    log = open(WORK / "server" / f"server-{port}.log", "wb")  # noqa: SIM115 -- the server owns it
     proc = subprocess.Popen(
         [sys.executable, "-m", "heron", "serve", "--port", str(port), "--log-level", "warning"],
         env=env,
