@@ -233,17 +233,7 @@ def show(
     """
     skill = open_skills().show(name)
     if as_json:
-        print_json(
-            {
-                "name": skill.name,
-                "description": skill.description,
-                "path": str(skill.path),
-                "tags": list(skill.tags),
-                "extra": dict(skill.extra),
-                "diagnostics": [str(d) for d in skill.diagnostics],
-                "body": skill.body,
-            }
-        )
+        print_json(skill.to_dict())
         return
     console.print(f"[bold]{escape(skill.name)}[/]  {escape(str(skill.path))}")
     console.print(escape(skill.description))

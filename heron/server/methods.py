@@ -69,18 +69,6 @@ class ToolCall(Params):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-def skill_dict(skill: Any) -> dict[str, Any]:
-    return {
-        "name": skill.name,
-        "description": skill.description,
-        "path": str(skill.path),
-        "tags": list(skill.tags),
-        "extra": dict(skill.extra),
-        "diagnostics": [str(d) for d in skill.diagnostics],
-        "body": skill.body,
-    }
-
-
 def chat(rt: Runtime, p: ChatParams) -> Any:
     """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
     return rt.agent.ask(p.message, session_id=p.session_id, library=p.library, model=p.model)
@@ -123,7 +111,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         return rt.skills.status().to_dict()
 
     def skills_show(p: SkillName) -> dict[str, Any]:
-        return skill_dict(rt.skills.show(p.name))
+        return rt.skills.show(p.name).to_dict()
 
     def tools_list(_: Params) -> dict[str, Any]:
         box = rt.toolbox

@@ -83,6 +83,17 @@ class Skill:
     body: str = ""
     diagnostics: tuple[Diagnostic, ...] = ()
 
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "path": str(self.path),
+            "tags": list(self.tags),
+            "extra": dict(self.extra),
+            "diagnostics": [str(d) for d in self.diagnostics],
+            "body": self.body,
+        }
+
 
 class SkillFileError(InputError):
     """A file that cannot be read as a skill at all; ``reason`` says why and what to do."""
