@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
-from heron.books import LibrarySettings, add_library, index_library, load_reranker, search_many
+from heron.books import add_library, index_library, load_reranker, search_many
 from heron.books.search import group_by_page
 from heron.embed import load_embedder
 from heron.settings import Settings
@@ -140,9 +140,7 @@ def latency(store: SQLiteStore, settings: Settings) -> tuple[float, float]:
     uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
     store = SQLiteStore(settings.db_path, uncached)
     questions = [q["question"] for q in read_jsonl(K8S / "questions.jsonl")]
-    books = LibrarySettings()
-    options = {"library": LIBRARY, "settings": settings, "books": books}
-    options["reranker"] = load_reranker(books)
+    options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}
     search_many(questions[:1], store, **options)  # loads the vector index
     samples = []
     for text in questions:

@@ -82,6 +82,28 @@ class Settings(BaseSettings):
         default_factory=list, description='Programs run_command may run, e.g. ["git", "ls"].'
     )
 
+    # -- libraries (heron.books; HERON_BOOKS_*) --
+    books_default_docs: bool = Field(
+        default=True, description="Index Heron's own docs/ as the library 'heron'."
+    )
+    books_chunk_tokens: int | None = Field(
+        default=None, ge=32, description="Chunk cap in tokens; default: the embedder's maximum."
+    )
+    books_chunk_overlap: int | None = Field(default=None, ge=0)
+    books_max_page_bytes: int = Field(
+        default=4_000_000, ge=1, description="Larger pages are skipped with a warning."
+    )
+    books_candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
+    books_reranker: str = Field(default="default", description="default, none, onnx or remote.")
+    books_rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")
+    books_rerank_url: str | None = Field(default=None, description="Base URL of a /rerank server.")
+    books_rerank_model_name: str | None = None
+    books_rerank_api_key: str | None = None
+    books_rerank_timeout: float = 30.0
+    books_git_timeout: float = Field(
+        default=300.0, description="Seconds a clone or fetch may take."
+    )
+
     # -- llm (heron.llm, heron.agent) --
     model: str | None = Field(
         default=None, description="Default model alias; default: models.yml's, else local."

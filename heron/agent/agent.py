@@ -47,7 +47,7 @@ from heron.agent.execute import run_calls, tool_content
 from heron.agent.prompt import system_prompt, user_prompt
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, triage
-from heron.books import LibrarySettings, Reranker, Result, load_reranker, read_libraries, search
+from heron.books import Reranker, Result, load_reranker, read_libraries, search
 from heron.books.index import STATE_PREFIX
 from heron.books.tool import search_docs
 from heron.errors import InputError, NotFound
@@ -81,7 +81,6 @@ class Agent:
         broker: Broker,
         sessions: Sessions,
         *,
-        books: LibrarySettings | None = None,
         reranker: Reranker | None = None,
         resources: contextlib.ExitStack | None = None,
     ) -> None:
@@ -93,7 +92,6 @@ class Agent:
         self.toolbox = toolbox
         self.broker = broker
         self.sessions = sessions
-        self.books = books or LibrarySettings()
         self.reranker = reranker
         self._resources = resources
         self._routers: dict[tuple, ToolRouter] = {}
@@ -175,7 +173,6 @@ class Agent:
                 library=library,
                 top_k=max(self.settings.agent_passages, 5),
                 settings=self.settings,
-                books=self.books,
                 reranker=self.reranker,
             )
         except NotFound:
@@ -219,7 +216,7 @@ class Agent:
         """What a message can name to be sent to the libraries: each indexed library,
         its collections, and the configured keywords."""
         names: list[str] = []
-        for library in read_libraries(self.settings, self.books):
+        for library in read_libraries(self.settings):
             # The page list changes only when the library is indexed again.
             stamp = self.store.kv_get(library.name, "index:last")
             if stamp is None:
@@ -549,7 +546,6 @@ def open_agent(
             register_job_tools(toolbox.registry, jobs)
         broker = opened.enter_context(contextlib.closing(load_broker(settings)))
         sessions = opened.enter_context(contextlib.closing(Sessions(settings.home / "agent.db")))
-        books = LibrarySettings()
         resources = opened.pop_all()
     return Agent(
         settings,
@@ -558,7 +554,6 @@ def open_agent(
         toolbox,
         broker,
         sessions,
-        books=books,
-        reranker=load_reranker(books),
+        reranker=load_reranker(settings),
         resources=resources,
     )

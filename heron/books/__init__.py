@@ -9,7 +9,7 @@
 
 from __future__ import annotations
 
-from heron.books.config import Library, LibrarySettings, add_library, read_libraries, remove_library
+from heron.books.config import Library, add_library, read_libraries, remove_library
 from heron.books.enrich import QA, Enricher
 from heron.books.index import IndexReport, index_library
 from heron.books.rerank import FeatureReranker, Reranker, load_reranker
@@ -22,7 +22,6 @@ __all__ = [
     "FeatureReranker",
     "IndexReport",
     "Library",
-    "LibrarySettings",
     "Reranker",
     "Result",
     "add_library",

@@ -21,9 +21,6 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
-
 from heron.errors import ConfigError, InputError, NotFound
 from heron.settings import Settings
 
@@ -33,29 +30,6 @@ DEFAULT_DOCS_NAME = "heron"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 _COMMENT = re.compile(r"\s#")
 _SCP_URL = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:org/repo.git
-
-
-class LibrarySettings(BaseSettings):
-    """Settings of ``heron.books``, read from ``HERON_BOOKS_*`` variables."""
-
-    model_config = SettingsConfigDict(env_prefix="HERON_BOOKS_", extra="ignore")
-
-    default_docs: bool = Field(default=True, description="Index Heron's own docs/ as 'heron'.")
-    chunk_tokens: int | None = Field(
-        default=None, ge=32, description="Chunk cap in tokens; default: the embedder's maximum."
-    )
-    chunk_overlap: int | None = Field(default=None, ge=0)
-    max_page_bytes: int = Field(
-        default=4_000_000, ge=1, description="Larger pages are skipped with a warning."
-    )
-    candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
-    reranker: str = Field(default="default", description="default, none, onnx or remote.")
-    rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")
-    rerank_url: str | None = Field(default=None, description="Base URL of a /rerank server.")
-    rerank_model_name: str | None = None
-    rerank_api_key: str | None = None
-    rerank_timeout: float = 30.0
-    git_timeout: float = Field(default=300.0, description="Seconds a clone or fetch may take.")
 
 
 @dataclass(frozen=True)
@@ -122,15 +96,13 @@ def _parse(path: Path) -> list[Library]:
     return list(libraries.values())
 
 
-def read_libraries(
-    settings: Settings | None = None, books: LibrarySettings | None = None
-) -> list[Library]:
+def read_libraries(settings: Settings | None = None) -> list[Library]:
     """Configured libraries in file order, then the built-in ``heron`` docs library."""
     settings = settings or Settings()
     libraries = _parse(config_path(settings))
     docs = heron_docs()
     if (
-        (books or LibrarySettings()).default_docs
+        settings.books_default_docs
         and docs is not None
         and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
     ):

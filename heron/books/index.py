@@ -34,7 +34,7 @@ from heron.books.chunk import (
     policy_for,
     token_counter,
 )
-from heron.books.config import Library, LibrarySettings, get_library, read_libraries
+from heron.books.config import Library, get_library, read_libraries
 from heron.books.enrich import QA, Enricher, page_questions
 from heron.books.parse import Page, parse_page
 from heron.books.scan import PageFile, read_text, scan
@@ -166,7 +166,6 @@ class _Indexer:
         library: Library,
         store: Store,
         settings: Settings,
-        books: LibrarySettings,
         enricher: Enricher | None,
         progress: Callable[[int], None] | None,
         on_total: Callable[[int], None] | None,
@@ -175,12 +174,13 @@ class _Indexer:
         self.ns = library.name
         self.store = store
         self.settings = settings
-        self.books = books
         self.enricher = enricher
         self.progress = progress
         self.on_total = on_total
         self.report = IndexReport(library.name)
-        self.policy = policy_for(store.embedder, books.chunk_tokens, books.chunk_overlap)
+        self.policy = policy_for(
+            store.embedder, settings.books_chunk_tokens, settings.books_chunk_overlap
+        )
         self._counter: TokenCounter | None = None
         self.fingerprint = (
             f"{INDEX_VERSION}|{store.embedder.model_id}|{self.policy.max_tokens}|"
@@ -194,13 +194,13 @@ class _Indexer:
 
     def run(self) -> IndexReport:
         try:
-            checkout = sync(self.library, self.settings, timeout=self.books.git_timeout)
+            checkout = sync(self.library, self.settings, timeout=self.settings.books_git_timeout)
         except SyncError as exc:
             self.report.error = str(exc)
             self.store.kv_set(self.ns, "sync:error", json.dumps([time.time(), str(exc)]))
             return self.report
         self.report.revision = checkout.revision
-        files, skipped = scan(checkout.root, self.books.max_page_bytes)
+        files, skipped = scan(checkout.root, self.settings.books_max_page_bytes)
         self.report.skipped = [asdict(s) for s in skipped]
         states = {
             key.removeprefix(STATE_PREFIX): value
@@ -363,9 +363,7 @@ def index_library(
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
     started = time.perf_counter()
     with _exclusive(lock, library.name):
-        indexer = _Indexer(
-            library, store, settings, LibrarySettings(), enricher, progress, on_total
-        )
+        indexer = _Indexer(library, store, settings, enricher, progress, on_total)
         report = indexer.run()
     report.seconds = time.perf_counter() - started
     if report.error is None:

@@ -15,8 +15,8 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from heron.books.config import LibrarySettings
 from heron.errors import ConfigError
+from heron.settings import Settings
 from heron.store import Hit
 from heron.store.analysis import analyze
 
@@ -99,24 +99,24 @@ class FeatureReranker:
 RERANKERS = ("default", "none", "onnx", "remote")
 
 
-def load_reranker(books: LibrarySettings | None = None) -> Reranker | None:
+def load_reranker(settings: Settings | None = None) -> Reranker | None:
     """The reranker ``HERON_BOOKS_RERANKER`` names; ``None`` for ``none``."""
-    books = books or LibrarySettings()
-    if books.reranker == "default":
+    settings = settings or Settings()
+    if settings.books_reranker == "default":
         return FeatureReranker()
-    if books.reranker == "none":
+    if settings.books_reranker == "none":
         return None
-    if books.reranker == "onnx":
-        if books.rerank_model is None:
+    if settings.books_reranker == "onnx":
+        if settings.books_rerank_model is None:
             raise ConfigError(
                 "HERON_BOOKS_RERANKER=onnx needs HERON_BOOKS_RERANK_MODEL=/path/to/model.onnx "
                 "(with tokenizer.json in the same folder)."
             )
         from heron.books.rerank_onnx import OnnxCrossEncoder
 
-        return OnnxCrossEncoder(books.rerank_model)
-    if books.reranker == "remote":
-        if not books.rerank_url:
+        return OnnxCrossEncoder(settings.books_rerank_model)
+    if settings.books_reranker == "remote":
+        if not settings.books_rerank_url:
             raise ConfigError(
                 "HERON_BOOKS_RERANKER=remote needs HERON_BOOKS_RERANK_URL, e.g. "
                 "http://127.0.0.1:8080 (a TEI, Infinity or Cohere-style /rerank server)."
@@ -124,9 +124,11 @@ def load_reranker(books: LibrarySettings | None = None) -> Reranker | None:
         from heron.books.rerank_remote import RemoteReranker
 
         return RemoteReranker(
-            books.rerank_url,
-            model=books.rerank_model_name,
-            api_key=books.rerank_api_key,
-            timeout=books.rerank_timeout,
+            settings.books_rerank_url,
+            model=settings.books_rerank_model_name,
+            api_key=settings.books_rerank_api_key,
+            timeout=settings.books_rerank_timeout,
         )
-    raise ConfigError(f"Unknown reranker {books.reranker!r}. Choose from: {', '.join(RERANKERS)}.")
+    raise ConfigError(
+        f"Unknown reranker {settings.books_reranker!r}. Choose from: {', '.join(RERANKERS)}."
+    )

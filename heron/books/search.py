@@ -18,7 +18,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from heron.books.config import LibrarySettings, read_libraries
+from heron.books.config import read_libraries
 from heron.books.rerank import Reranker, load_reranker
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
@@ -134,10 +134,8 @@ def group_by_page(
     return results
 
 
-def _library_names(
-    store: Store, library: str | None, settings: Settings, books: LibrarySettings
-) -> list[str]:
-    configured = [lib.name for lib in read_libraries(settings, books)]
+def _library_names(store: Store, library: str | None, settings: Settings) -> list[str]:
+    configured = [lib.name for lib in read_libraries(settings)]
     indexed = {info.name for info in store.namespaces()}
     if library is not None:
         if library not in configured:
@@ -165,22 +163,20 @@ def search_many(
     mode: Mode = "full",
     reranker: Reranker | None = None,
     settings: Settings | None = None,
-    books: LibrarySettings | None = None,
 ) -> list[list[Result]]:
     """``search`` for many queries; the queries are embedded in one batch.
 
-    A long-lived caller (a server) passes ``settings``, ``books`` and ``reranker`` once
-    made: building settings from the environment costs a few milliseconds a query.
+    A long-lived caller (a server) passes ``settings`` and ``reranker`` once made:
+    building settings from the environment costs a few milliseconds a query.
     """
     if mode not in MODES:
         raise InputError(f"Unknown search mode {mode!r}. Choose from: {', '.join(MODES)}.")
     if top_k < 1:
         raise InputError(f"top_k must be at least 1, got {top_k}.")
     settings = settings or Settings()
-    books = books or LibrarySettings()
     if mode == "full" and reranker is None:
-        reranker = load_reranker(books)
-    names = _library_names(store, library, settings, books)
+        reranker = load_reranker(settings)
+    names = _library_names(store, library, settings)
     vectors = store.embedder.embed(list(queries)) if mode != "lexical" else None
     filters = {"collection": collection} if collection else None
     store_mode = "hybrid" if mode == "full" else mode
@@ -191,7 +187,7 @@ def search_many(
             name,
             list(queries),
             mode=store_mode,
-            top_k=max(books.candidates, top_k),
+            top_k=max(settings.books_candidates, top_k),
             filters=filters,
             vectors=vectors,
         )

@@ -87,7 +87,7 @@ def register(registry: Registry, rt: Runtime) -> None:
     def library_list(_: Params) -> list[dict[str, Any]]:
         return [
             {"name": x.name, "source": x.source, "builtin": x.builtin}
-            for x in read_libraries(settings, rt.books)
+            for x in read_libraries(settings)
         ]
 
     def library_add(p: LibraryAdd) -> dict[str, Any]:
@@ -98,7 +98,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         return {"name": forget_library(p.name, rt.store, settings).name, "removed": True}
 
     def library_index(p: OptionalLibrary) -> list[dict[str, Any]]:
-        names = [p.name] if p.name else [lib.name for lib in read_libraries(settings, rt.books)]
+        names = [p.name] if p.name else [lib.name for lib in read_libraries(settings)]
         return [index_library(n, rt.store, settings=settings).to_dict() for n in names]
 
     def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:

@@ -12,7 +12,7 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from heron.books import LibrarySettings, Reranker, load_reranker, search_many
+from heron.books import Reranker, load_reranker, search_many
 from heron.books.tool import search_docs
 from heron.server.metrics import Metrics
 from heron.settings import Settings
@@ -31,7 +31,6 @@ class Runtime:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.books = LibrarySettings()
         self.metrics = Metrics()
         self.extras: dict[str, Any] = {}  # resources other modules (jobs) attach
         self._lock = threading.Lock()
@@ -58,7 +57,7 @@ class Runtime:
 
     @property
     def reranker(self) -> Reranker | None:
-        return self._get("reranker", lambda: load_reranker(self.books))
+        return self._get("reranker", lambda: load_reranker(self.settings))
 
     @property
     def skills(self) -> SkillIndex:
@@ -104,7 +103,6 @@ class Runtime:
             self.store,
             reranker=reranker,
             settings=self.settings,
-            books=self.books,
             **options,
         )[0]
 

@@ -61,4 +61,4 @@ def test_heron_docs_are_a_default_library(home: Path, monkeypatch: pytest.Monkey
     assert (builtin.name, builtin.builtin) == ("heron", True)
     assert (Path(builtin.source) / "libraries.md").is_file()
     monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
-    assert read_libraries(settings) == []
+    assert read_libraries(Settings()) == []

@@ -12,9 +12,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.books import FeatureReranker, LibrarySettings, Reranker, load_reranker
+from heron.books import FeatureReranker, Reranker, load_reranker
 from heron.books.rerank_remote import RemoteReranker
 from heron.errors import ConfigError, ModelError, RemoteModelError
+from heron.settings import Settings
 from heron.store import Hit
 
 
@@ -81,11 +82,11 @@ def test_remote_reranker_errors_say_what_to_do(server: str) -> None:
 
 
 def test_load_reranker_from_settings(tmp_path: Path) -> None:
-    assert isinstance(load_reranker(LibrarySettings()), FeatureReranker)
-    assert load_reranker(LibrarySettings(reranker="none")) is None
+    assert isinstance(load_reranker(Settings()), FeatureReranker)
+    assert load_reranker(Settings(books_reranker="none")) is None
     with pytest.raises(ConfigError, match="HERON_BOOKS_RERANK_MODEL"):
-        load_reranker(LibrarySettings(reranker="onnx"))
+        load_reranker(Settings(books_reranker="onnx"))
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(LibrarySettings(reranker="onnx", rerank_model=tmp_path / "m.onnx"))
+        load_reranker(Settings(books_reranker="onnx", books_rerank_model=tmp_path / "m.onnx"))
     with pytest.raises(ConfigError, match="Choose from: default, none, onnx, remote"):
-        load_reranker(LibrarySettings(reranker="magic"))
+        load_reranker(Settings(books_reranker="magic"))
