@@ -311,6 +311,9 @@ class Agent:
             notes=loop.notes,
         )
         self.sessions.save(session_id, message, answer.to_dict())
+        for use in loop.tools:
+            if use.ok and not use.refused:  # the tool served this request: an example of it
+                self.toolbox.learn(use.name, message)
         yield Citations(citations)
         yield Final(answer)
 

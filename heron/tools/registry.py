@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import difflib
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +47,20 @@ class ToolRegistry:
             self._handlers.pop(tool.name, None)
         else:
             self._handlers[tool.name] = handler
+
+    def teach(self, examples: Mapping[str, Sequence[str]]) -> int:
+        """Add example requests to the tools named in ``examples`` (unknown names are
+        skipped: a tool may be gone); returns how many tools learned something."""
+        taught = 0
+        for name, requests in examples.items():
+            tool = self._tools.get(name)
+            if tool is None:
+                continue
+            merged = tuple(dict.fromkeys((*tool.examples, *requests)))
+            if merged != tool.examples:
+                self._tools[name] = replace(tool, examples=merged)
+                taught += 1
+        return taught
 
     def remove_source(self, source: str) -> int:
         """Forget every tool from ``source`` (an MCP server that went away)."""

@@ -23,8 +23,10 @@ from heron.tools.builtin import DocsSearch, register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
+from heron.tools.usage import ToolUsage
 
 MCP_CONFIG = "mcp.json"
+USAGE_FILE = "tools.db"
 
 
 @dataclass
@@ -36,12 +38,20 @@ class Toolbox:
     client: MCPClient | None = None
     statuses: list[ServerStatus] = field(default_factory=list)
     owns_store: bool = True
+    usage: ToolUsage | None = None
+
+    def learn(self, tool: str, request: str) -> None:
+        """Record that ``tool`` served ``request``: an example for the next start."""
+        if self.usage is not None:
+            self.usage.record(tool, request)
 
     def router(self, **options: Any) -> ToolRouter:
         """A ``ToolRouter`` over every registered tool; ``options`` as ``ToolRouter``'s."""
         return ToolRouter(self.registry.tools(), self.store, **options)
 
     def close(self) -> None:
+        if self.usage is not None:
+            self.usage.close()
         if self.owns_store:
             self.store.close()
 
@@ -56,11 +66,14 @@ def open_tools(
     mcp_timeout: float | None = None,
     connect: bool = True,
     store: Store | None = None,
+    learn: bool = True,
 ) -> Toolbox:
     """The registry the settings describe; arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``store``: an
-    open store to share (its embedding model is loaded once), left open by ``close()``."""
+    open store to share (its embedding model is loaded once), left open by ``close()``.
+    ``learn``: give tools the requests they served before as examples (``ToolUsage`` in
+    ``$HERON_HOME/tools.db``) and record new ones through ``Toolbox.learn``."""
     settings = settings or Settings()
     owns_store = store is None
     store = store or open_store(settings)
@@ -81,4 +94,8 @@ def open_tools(
     if connect and (mcp_config is not None or config.exists()):
         client = MCPClient(load_config(config, timeout=mcp_timeout))
         statuses = client.discover(registry)
-    return Toolbox(registry, store, client, statuses, owns_store)
+    usage = None
+    if learn:
+        usage = ToolUsage(settings.home / USAGE_FILE)
+        registry.teach(usage.examples())
+    return Toolbox(registry, store, client, statuses, owns_store, usage)

@@ -285,3 +285,18 @@ def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> No
         assert (job.state, job.prompt, job.risk_level) == ("queued", "is main broken?", "read_only")
     finally:
         jobs.store.close()
+
+
+def test_a_tool_that_served_a_request_learns_it_as_an_example(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    from heron.tools import open_tools
+
+    agent = make_agent()
+    agent.ask("List the files in my workspace")
+    box = open_tools(agent.settings, connect=False)
+    try:
+        assert box.registry.get("list_files").examples == ("List the files in my workspace",)
+        assert box.registry.get("read_file").examples == ()
+    finally:
+        box.close()
