@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 from collections.abc import Sequence
@@ -29,8 +28,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-from heron.errors import NotFound, StoreError
+from heron.errors import NotFound
 from heron.store.analysis import analyze
+from heron.store.logfile import open_log
 
 QueryKind = Literal["vague", "concrete"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("vague", "concrete")
@@ -121,18 +121,7 @@ class UsageLog:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise StoreError(
-                f"Cannot open the skills usage log {path}: {exc}. If it is damaged, move it "
-                "aside; a new one is started on the next query."
-            ) from exc
+        self._db = open_log(path, _SCHEMA, "skills usage log")
 
     def record_query(self, query: str, returned: Sequence[str]) -> int:
         """Log a query and the names it returned, in rank order; returns its id."""

@@ -6,18 +6,16 @@ served is evidence of how people ask for it, so the agent records it here, and
 ``examples`` (see ``heron.tools.router``). A new example reaches the router the next time
 a toolbox is opened; only its vector is computed then.
 
-The log is its own SQLite file (``$HERON_HOME/tools.db``), like the skills usage log:
-history that outlives re-indexing, local to the machine that saw the requests.
+The log is its own SQLite file (``$HERON_HOME/tools.db``; see ``heron.store.logfile``).
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from pathlib import Path
 
-from heron.errors import StoreError
+from heron.store.logfile import open_log
 
 #: Examples per tool handed to the router: on MetaTool five lift Recall@5 by 0.08.
 PER_TOOL = 5
@@ -41,18 +39,7 @@ class ToolUsage:
         self.path = path
         self.per_tool = per_tool
         self._lock = threading.Lock()
-        try:
-            path.parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(
-                path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.DatabaseError) as exc:
-            raise StoreError(
-                f"Cannot open the tool usage log {path}: {exc}. If it is damaged, move it "
-                "aside; a new one is started on the next call."
-            ) from exc
+        self._db = open_log(path, _SCHEMA, "tool usage log")
 
     def record(self, tool: str, request: str) -> None:
         """``tool`` served ``request``; the same request again only refreshes its time."""

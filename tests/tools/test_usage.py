@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 
+import pytest
+
+from heron.errors import StoreError
 from heron.tools import Tool, ToolRegistry
 from heron.tools.usage import ToolUsage
 
@@ -35,3 +38,9 @@ def test_a_registry_learns_examples_for_the_tools_it_has() -> None:
     registry.call("weather", {})
     assert handled == [{}]  # the handler survives the lesson
     assert registry.teach({"weather": ["sun?"]}) == 0
+
+
+def test_a_damaged_log_is_a_clear_error(tmp_path) -> None:
+    (tmp_path / "tools.db").write_bytes(b"not a database" * 100)
+    with pytest.raises(StoreError, match=r"tool usage log .* move it aside"):
+        ToolUsage(tmp_path / "tools.db")
