@@ -15,11 +15,12 @@ queued`` by ``confirm`` (a worker then claims it again and acts).
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from heron.jobs.errors import IllegalTransition
+from heron.jobs.errors import IllegalTransition, JobInputError
 
 State = Literal["queued", "running", "waiting_for_confirmation", "completed", "aborted", "failed"]
 Risk = Literal["read_only", "write", "deploy_allowed"]
@@ -59,6 +60,15 @@ def check_transition(job_id: str, old: str, new: str, expect: str | None = None)
         raise IllegalTransition(
             f"Job {job_id} is {old}; it cannot become {new}. From {old} it can become: {nexts}."
         )
+
+
+def check_states(states: Iterable[str]) -> list[State]:
+    """``states`` as a list, once each is a state of the machine (``JobInputError``)."""
+    wanted = list(states)
+    unknown = [s for s in wanted if s not in STATES]
+    if unknown:
+        raise JobInputError(f"Unknown job state {unknown[0]!r}. Choose from: {', '.join(STATES)}.")
+    return wanted  # type: ignore[return-value]
 
 
 def iso(ts: float | None) -> str | None:

@@ -27,9 +27,17 @@ import psycopg
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from heron.errors import StoreError
-from heron.jobs.errors import JobInputError, JobNotFound
+from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
-from heron.jobs.model import STATES, TERMINAL, Job, JobEvent, Risk, State, check_transition
+from heron.jobs.model import (
+    TERMINAL,
+    Job,
+    JobEvent,
+    Risk,
+    State,
+    check_states,
+    check_transition,
+)
 from heron.store.pg_schema import migrate
 
 MIGRATIONS: tuple[str, ...] = (
@@ -194,12 +202,7 @@ class PostgresJobStore:
             return self._get(db, job_id)
 
     def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
-        wanted = list(states)
-        unknown = [s for s in wanted if s not in STATES]
-        if unknown:
-            raise JobInputError(
-                f"Unknown job state {unknown[0]!r}. Choose from: {', '.join(STATES)}."
-            )
+        wanted = check_states(states)
         where = "WHERE state = ANY(%s)" if wanted else ""
         with self._tx() as db:
             rows = db.execute(

@@ -18,9 +18,17 @@ from pathlib import Path
 from typing import Any
 
 from heron.errors import StoreError
-from heron.jobs.errors import JobInputError, JobNotFound
+from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
-from heron.jobs.model import STATES, TERMINAL, Job, JobEvent, Risk, State, check_transition
+from heron.jobs.model import (
+    TERMINAL,
+    Job,
+    JobEvent,
+    Risk,
+    State,
+    check_states,
+    check_transition,
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -183,12 +191,7 @@ class SQLiteJobStore:
             return self._get(self._db, job_id)
 
     def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
-        wanted = list(states)
-        unknown = [s for s in wanted if s not in STATES]
-        if unknown:
-            raise JobInputError(
-                f"Unknown job state {unknown[0]!r}. Choose from: {', '.join(STATES)}."
-            )
+        wanted = check_states(states)
         where = f"WHERE state IN ({', '.join('?' * len(wanted))})" if wanted else ""
         rows = self._read(
             f"SELECT {_COLUMNS} FROM jobs {where} ORDER BY created_at DESC, id LIMIT ?",
