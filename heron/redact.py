@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Iterable
 from typing import Any
 
 MASK = "[REDACTED]"
@@ -61,8 +62,12 @@ def _mask(match: re.Match[str]) -> str:
     return f"{label}{MASK}"
 
 
-def redact(text: str) -> str:
-    """``text`` with every secret it contains replaced by ``[REDACTED]``."""
+def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
+    """``text`` with every secret it contains replaced by ``[REDACTED]``: the ``secrets``
+    given (say, the API key a request was sent with) and anything shaped like one."""
+    for secret in secrets:
+        if secret and len(secret) >= 4:  # a shorter "secret" would mask ordinary words
+            text = text.replace(secret, MASK)
     for pattern in _PATTERNS:
         text = pattern.sub(_mask, text)
     return text

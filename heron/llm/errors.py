@@ -19,9 +19,6 @@ a tool_choice it supports), and the caller gets every refusal in ``NoModelAvaila
 
 from __future__ import annotations
 
-import re
-from collections.abc import Iterable
-
 from heron.errors import HeronError, InputError
 
 
@@ -74,18 +71,3 @@ class NoModelAvailable(ProviderError):
             f"no model of the chain answered ({reasons}). Fix the first error, or add a "
             "fallback to the model's 'fallbacks' in models.yml (see: heron models list).",
         )
-
-
-_KEY_SHAPES = re.compile(r"\b(sk-[A-Za-z0-9_-]{6}|sk-ant-[A-Za-z0-9_-]{6})[A-Za-z0-9_-]*")
-
-
-def redact(text: str, secrets: Iterable[str | None] = ()) -> str:
-    """``text`` with each secret, and anything shaped like an API key, masked.
-
-    >>> redact("Incorrect API key provided: sk-abcdef123456789", ["hunter2"])
-    'Incorrect API key provided: sk-***'
-    """
-    for secret in secrets:
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return _KEY_SHAPES.sub(lambda m: m.group(0)[:3] + "***", text)

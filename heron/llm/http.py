@@ -22,8 +22,8 @@ from heron.llm.errors import (
     ProviderError,
     ProviderTimeout,
     RateLimited,
-    redact,
 )
+from heron.redact import redact
 
 
 class HTTPModel:

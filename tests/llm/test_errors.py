@@ -2,14 +2,14 @@ from __future__ import annotations
 
 from heron.errors import HeronError
 from heron.llm import NoModelAvailable, ProviderDown, RateLimited
-from heron.llm.errors import redact
+from heron.redact import redact
 
 
 def test_redact_masks_the_key_and_key_shapes() -> None:
     text = "bad key hunter2-secret, also sk-proj-abcdefghijkl and sk-ant-api03-xyzxyzxyz"
     out = redact(text, ["hunter2-secret", None])
     assert "hunter2" not in out and "abcdefghijkl" not in out and "xyzxyz" not in out
-    assert out == "bad key ***, also sk-*** and sk-***"
+    assert out == "bad key [REDACTED], also [REDACTED] and [REDACTED]"
 
 
 def test_errors_name_the_model_and_are_heron_errors() -> None:
