@@ -159,7 +159,8 @@ class Broker:
                 last = attempt + 1 == tries
                 if not exc.retryable or last:
                     failures[spec.alias] = exc
-                    log.warning("%s%s", exc, "" if spec is chain[-1] else "; trying the next model")
+                    if spec is not chain[-1]:  # the last failure is raised, not logged twice
+                        log.warning("%s; trying the next model", exc)
                     continue
                 wait = self._wait(exc, attempt)
                 log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
