@@ -49,7 +49,6 @@ from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, triage
 from heron.books import Reranker, Result, load_reranker, read_libraries, search
 from heron.books.index import STATE_PREFIX
-from heron.books.tool import search_docs
 from heron.errors import InputError, NotFound
 from heron.jobs import open_jobs
 from heron.jobs.tool import register_job_tools
@@ -532,15 +531,9 @@ def open_agent(
         if skills is None:
             skills = opened.enter_context(contextlib.closing(open_skills(settings, store.embedder)))
         if toolbox is None:
-            shared = store
+            index = skills  # the skill tools search the agent's own index
             toolbox = opened.enter_context(
-                contextlib.closing(
-                    open_tools(
-                        settings,
-                        store=shared,
-                        docs_search=lambda args: search_docs(args, shared, settings)["results"],
-                    )
-                )
+                contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
             )
         if settings.tools_root is not None and "delegate_job" not in toolbox.registry:
             # Jobs run in the workspace: with one, the model may hand long tasks to a job.

@@ -71,7 +71,12 @@ class Runtime:
 
         return self._get(
             "toolbox",
-            lambda: open_tools(self.settings, store=self.store, docs_search=self.docs_tool),
+            lambda: open_tools(
+                self.settings,
+                store=self.store,
+                skills=lambda: self.skills,
+                docs_search=self.docs_tool,
+            ),
         )
 
     @property

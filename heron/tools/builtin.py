@@ -281,7 +281,7 @@ def register_builtins(
     pairs: list[tuple[Tool, Handler]] = [docs_tool(docs_search or books_search)]
     if root is not None:
         pairs += workspace_tools(Workspace(root, commands=commands, timeout=timeout))
-    pairs += skill_tools(skills or _lazy_skills())
+    pairs += skill_tools(skills or lazy(_open_skills))
     for tool, handler in pairs:
         registry.add(tool, handler)
     return [tool for tool, _ in pairs]
@@ -299,14 +299,20 @@ def books_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
         store.close()
 
 
-def _lazy_skills() -> Callable[[], Any]:
+def lazy(open_: Callable[[], Any]) -> Callable[[], Any]:
+    """``open_()``'s result, opened on the first call and kept: a tool that is never
+    called never opens what it needs."""
     opened: list[Any] = []
 
     def get() -> Any:
         if not opened:
-            from heron.skills import open_skills
-
-            opened.append(open_skills())
+            opened.append(open_())
         return opened[0]
 
     return get
+
+
+def _open_skills() -> Any:
+    from heron.skills import open_skills
+
+    return open_skills()

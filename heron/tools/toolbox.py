@@ -12,14 +12,16 @@ A server that fails is reported in ``statuses`` and skipped.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from heron.books.tool import search_docs
 from heron.settings import Settings
+from heron.skills import SkillIndex, open_skills
 from heron.store import Store, open_store
-from heron.tools.builtin import DocsSearch, register_builtins
+from heron.tools.builtin import DocsSearch, lazy, register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
@@ -66,23 +68,27 @@ def open_tools(
     mcp_timeout: float | None = None,
     connect: bool = True,
     store: Store | None = None,
+    skills: Callable[[], SkillIndex] | None = None,
     learn: bool = True,
 ) -> Toolbox:
     """The registry the settings describe; arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``store``: an
     open store to share (its embedding model is loaded once), left open by ``close()``.
-    ``learn``: give tools the requests they served before as examples (``ToolUsage`` in
-    ``$HERON_HOME/tools.db``) and record new ones through ``Toolbox.learn``."""
+    ``skills``: the skill index the skill tools use (default: the settings', opened on
+    first use with the store's embedding model). ``learn``: give tools the requests they
+    served before as examples (``ToolUsage`` in ``$HERON_HOME/tools.db``) and record new
+    ones through ``Toolbox.learn``."""
     settings = settings or Settings()
     owns_store = store is None
-    store = store or open_store(settings)
+    store = shared = store or open_store(settings)
     registry = ToolRegistry()
     register_builtins(
         registry,
         root=root or settings.tools_root,
         commands=[*commands, *settings.tools_commands],
-        docs_search=docs_search,
+        skills=skills or lazy(lambda: open_skills(settings, shared.embedder)),
+        docs_search=docs_search or (lambda args: search_docs(args, shared, settings)["results"]),
     )
     for tool in load_imported(store):
         registry.add(tool)
