@@ -1,7 +1,8 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, books. No name runs them
-all (about 75 minutes on 2 cores; the 1M-record HNSW graph and the Kubernetes index dominate).
+Names: scifact, embed, cache, vectors, latency, skills, tools, books, agent, jobs, server,
+parity, pgvector, pgjobs. No name runs them all (several hours on 2 cores: the 1M-record
+graphs of SQLite and pgvector, the Kubernetes index and the local model's answers dominate).
 """
 
 from __future__ import annotations
