@@ -50,3 +50,11 @@ def test_request_id_is_echoed_or_made(served: Served) -> None:
         made = client.get("/health", headers={"x-request-id": "bad id with spaces"})
     assert given.headers["x-request-id"] == "abc-123"
     assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
+
+
+def test_metric_labels_are_known_prefixes_only() -> None:
+    from heron.server.middleware import path_label
+
+    assert path_label("/jobs/abc123/events/stream") == "/jobs"
+    assert path_label("/v1/models/local") == "/v1/models"
+    assert path_label("/jobsfoo") == path_label("/etc/passwd") == "other"
