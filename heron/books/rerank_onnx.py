@@ -16,6 +16,11 @@ from heron.embed.minilm import create_session
 from heron.errors import ModelError
 from heron.store import Hit
 
+EXPORT = (
+    "Export the model with: optimum-cli export onnx --model cross-encoder/ms-marco-MiniLM-L-6-v2 "
+    "DIR, or set HERON_BOOKS_RERANKER=default."
+)
+
 
 class OnnxCrossEncoder:
     def __init__(
@@ -26,13 +31,15 @@ class OnnxCrossEncoder:
         tokenizer_file = Path(model).with_name("tokenizer.json")
         if not Path(model).is_file() or not tokenizer_file.is_file():
             raise ModelError(
-                f"Cross-encoder files missing: need {model} and {tokenizer_file}. Export the "
-                "model with optimum-cli export onnx, or set HERON_BOOKS_RERANKER=default."
+                f"Cross-encoder files missing: need {model} and {tokenizer_file}. {EXPORT}"
             )
-        self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        try:
+            self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
+        except Exception as exc:  # tokenizers raises untyped errors
+            raise ModelError(f"Cannot read {tokenizer_file}: {exc}. {EXPORT}") from exc
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.session = create_session(Path(model), threads)
+        self.session = create_session(Path(model), threads, what="the cross-encoder", advice=EXPORT)
         self.inputs = {i.name for i in self.session.get_inputs()}
         self.batch_size = batch_size
 

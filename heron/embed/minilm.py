@@ -22,8 +22,14 @@ def mean_pool(hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return summed / np.maximum(weights.sum(axis=1), 1e-9)
 
 
-def create_session(model: Path, threads: int = 0):  # -> onnxruntime.InferenceSession
-    """One place that builds the ONNX session and turns its failures into advice."""
+def create_session(
+    model: Path,
+    threads: int = 0,
+    *,
+    what: str = "the embedding model",
+    advice: str = assets.REINSTALL,
+):  # -> onnxruntime.InferenceSession
+    """One place that builds an ONNX session and turns its failures into ``advice``."""
     import onnxruntime as ort
 
     options = ort.SessionOptions()
@@ -35,9 +41,7 @@ def create_session(model: Path, threads: int = 0):  # -> onnxruntime.InferenceSe
     try:
         return ort.InferenceSession(str(model), options, providers=["CPUExecutionProvider"])
     except Exception as exc:  # onnxruntime raises its own untyped errors
-        raise ModelError(
-            f"Cannot load the embedding model {model}: {exc}. {assets.REINSTALL}"
-        ) from exc
+        raise ModelError(f"Cannot load {what} {model}: {exc}. {advice}") from exc
 
 
 class MiniLMEmbedder:
