@@ -3,7 +3,7 @@
 The library is copied to ``.bench/books/library`` (so one page can be edited) and
 indexed into ``.bench/books/home`` with a cold embedding cache. The initial index is
 timed once, right after the plain baseline in the same run, and both figures are kept in
-``timing.json``; delete ``.bench/books`` to measure them again (about 14 minutes on 2
+``timing.json``; delete ``.bench/books`` to measure them again (about 11 minutes on 2
 cores). The plain baseline is what a user writes from the usual RAG tutorial: each file's
 raw text cut into 1,000-character windows overlapping by 200, embedded in file order
 with a default onnxruntime session (``bench.embed_throughput.plain_onnxruntime``).
