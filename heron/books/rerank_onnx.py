@@ -20,6 +20,8 @@ EXPORT = (
     "Export the model with: optimum-cli export onnx --model cross-encoder/ms-marco-MiniLM-L-6-v2 "
     "DIR, or set HERON_BOOKS_RERANKER=default."
 )
+#: The inputs a BERT-style cross-encoder may declare; the backend feeds those it does.
+FEEDS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
 
 
 class OnnxCrossEncoder:
@@ -28,8 +30,9 @@ class OnnxCrossEncoder:
     ) -> None:
         from tokenizers import Tokenizer
 
-        tokenizer_file = Path(model).with_name("tokenizer.json")
-        if not Path(model).is_file() or not tokenizer_file.is_file():
+        model = Path(model)
+        tokenizer_file = model.with_name("tokenizer.json")
+        if not model.is_file() or not tokenizer_file.is_file():
             raise ModelError(
                 f"Cross-encoder files missing: need {model} and {tokenizer_file}. {EXPORT}"
             )
@@ -39,8 +42,14 @@ class OnnxCrossEncoder:
             raise ModelError(f"Cannot read {tokenizer_file}: {exc}. {EXPORT}") from exc
         self.tokenizer.enable_truncation(max_tokens)
         self.tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
-        self.session = create_session(Path(model), threads, what="the cross-encoder", advice=EXPORT)
+        self.session = create_session(model, threads, what="the cross-encoder", advice=EXPORT)
         self.inputs = {i.name for i in self.session.get_inputs()}
+        # Checked here so a wrong model fails when loaded, not on every query.
+        if unknown := self.inputs - FEEDS:
+            raise ModelError(
+                f"{model} is not a BERT-style cross-encoder: it wants inputs "
+                f"{', '.join(sorted(unknown))}; Heron feeds {', '.join(sorted(FEEDS))}. {EXPORT}"
+            )
         self.batch_size = batch_size
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
@@ -57,6 +66,9 @@ class OnnxCrossEncoder:
             try:
                 logits = self.session.run(None, feeds)[0]
             except Exception as exc:  # onnxruntime raises untyped errors
-                raise ModelError(f"The cross-encoder failed: {exc}.") from exc
+                raise ModelError(
+                    f"The cross-encoder failed: {exc}. Check HERON_BOOKS_RERANK_MODEL, or set "
+                    "HERON_BOOKS_RERANKER=default."
+                ) from exc
             scores[start : start + len(batch)] = np.asarray(logits).reshape(len(batch), -1)[:, -1]
         return scores

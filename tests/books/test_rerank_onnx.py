@@ -28,7 +28,14 @@ from onnx import TensorProto, helper  # noqa: E402
 VOCAB = 30522  # all-MiniLM-L6-v2's word pieces
 
 
-def _model(folder: Path, word_ids: list[int], *, logits: int = 1, type_ids: bool = True) -> Path:
+def _model(
+    folder: Path,
+    word_ids: list[int],
+    *,
+    logits: int = 1,
+    type_ids: bool = True,
+    extra: str | None = None,
+) -> Path:
     """``folder/model.onnx`` (with the MiniLM ``tokenizer.json`` beside it) scoring a pair
     by how many of its tokens are in ``word_ids``; with ``logits`` 2 the first column is a
     constant -100, so a backend that reads the wrong column ranks nothing."""
@@ -43,6 +50,8 @@ def _model(folder: Path, word_ids: list[int], *, logits: int = 1, type_ids: bool
         inputs.append(
             helper.make_tensor_value_info("token_type_ids", TensorProto.INT64, ["b", "t"])
         )
+    if extra:  # declared but unused, as a model with other inputs would declare them
+        inputs.append(helper.make_tensor_value_info(extra, TensorProto.INT64, ["b", "t"]))
     nodes = [
         helper.make_node("Gather", ["weights", "input_ids"], ["per_token"]),  # (b, t, logits)
         helper.make_node("Cast", ["attention_mask"], ["mask_f"], to=TensorProto.FLOAT),
@@ -132,3 +141,11 @@ def test_loaded_from_settings_and_errors_say_what_to_do(tmp_path: Path) -> None:
     shutil.copy(assets.require_tokenizer(Settings().models_dir), broken / "tokenizer.json")
     with pytest.raises(ModelError, match="Cannot load"):
         load_reranker(Settings(books_reranker="onnx", books_rerank_model=broken / "model.onnx"))
+
+
+def test_a_model_wanting_other_inputs_fails_when_loaded(tmp_path: Path) -> None:
+    from heron.books.rerank_onnx import OnnxCrossEncoder
+
+    path = _model(tmp_path / "m", _ids("volume"), extra="pixel_values")
+    with pytest.raises(ModelError, match=r"wants inputs pixel_values.*optimum-cli"):
+        OnnxCrossEncoder(path)
