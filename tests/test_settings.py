@@ -59,3 +59,34 @@ def test_tool_settings_from_the_environment(
         ["git", "ls"],
         5.0,
     )
+
+
+def test_a_list_variable_that_is_not_json_names_the_json_form(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HERON_TOOLS_COMMANDS", "git, ls")
+    with pytest.raises(ConfigError) as caught:
+        Settings()
+    assert """HERON_TOOLS_COMMANDS='["git", "ls"]'""" in str(caught.value)
+
+
+def test_a_bad_toml_value_names_the_file_and_the_field(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    monkeypatch.delenv("HERON_CONFIG", raising=False)
+    monkeypatch.delenv("HERON_SERVER_PORT", raising=False)
+    (tmp_path / "heron.toml").write_text('server_port = ""\n')
+    with pytest.raises(ConfigError, match=r"server_port in .*heron\.toml: .* remove it for"):
+        Settings()
+    (tmp_path / "heron.toml").write_text("server_port =\n")
+    with pytest.raises(ConfigError, match=r"heron\.toml is not valid TOML \(Invalid value"):
+        Settings()
+
+
+def test_an_empty_path_is_refused_not_read_as_the_current_directory(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HERON_TOOLS_ROOT", "")
+    with pytest.raises(ConfigError, match="HERON_TOOLS_ROOT: must not be empty"):
+        Settings()

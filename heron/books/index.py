@@ -41,7 +41,7 @@ from heron.books.scan import PageFile, read_text, scan
 from heron.books.sync import SyncError, checkout_dir, sync
 from heron.errors import HeronError, NotFound
 from heron.settings import Settings
-from heron.store import Record, Store
+from heron.store import Record, Store, check_store
 
 #: Bump when chunking or record layout changes: every page is then re-indexed.
 INDEX_VERSION = "1"
@@ -356,10 +356,12 @@ def index_library(
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages.
 
-    A sync failure is reported in ``IndexReport.error`` and changes nothing.
+    A sync failure is reported in ``IndexReport.error`` and changes nothing. A damaged
+    store raises ``DatabaseCorrupt`` before anything is read or written.
     """
     settings = settings or Settings()
     library = get_library(name, settings)
+    check_store(store)  # a run over a damaged file must not end in a report of success
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
     started = time.perf_counter()
     with _exclusive(lock, library.name):

@@ -13,7 +13,7 @@ from heron.books.index import STATE_PREFIX
 from heron.books.sync import checkout_dir
 from heron.errors import NotFound
 from heron.settings import Settings
-from heron.store import Store
+from heron.store import Store, check_store
 
 
 @dataclass
@@ -59,7 +59,10 @@ def library_status(library: Library, store: Store) -> Status:
 
 
 def statuses(store: Store, settings: Settings, name: str | None = None) -> list[Status]:
+    """The status of one library or all; a damaged store raises ``DatabaseCorrupt`` rather
+    than report counts read around the damage."""
     libraries = [get_library(name, settings)] if name else read_libraries(settings)
+    check_store(store)
     return [library_status(lib, store) for lib in libraries]
 
 

@@ -2,17 +2,10 @@
 
 from __future__ import annotations
 
-import sys
-
 from heron.cli.app import app
-from heron.errors import HeronError
 
 __all__ = ["app", "main"]
 
 
 def main() -> None:
-    try:
-        app()
-    except HeronError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        sys.exit(1)
+    app()  # ends every failure in one line and exit status 1 (heron.cli.app)

@@ -1,9 +1,16 @@
-"""Top-level commands: ``info``, ``embed``, ``model fetch``, and the ``store`` group."""
+"""Top-level commands: ``info``, ``embed``, ``model fetch``, and the ``store`` group.
+
+``app()`` ends every failure in one line on stderr and exit status 1, never a traceback:
+a ``HeronError`` with its message, which says what to do; anything else as an unexpected
+error, with how to see its traceback (``HERON_DEBUG=1``).
+"""
 
 from __future__ import annotations
 
+import os
+import sys
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any, NoReturn
 
 import typer
 
@@ -17,9 +24,41 @@ from heron.cli.server import register_server
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.cli.tools import tools_app
+from heron.errors import HeronError
 from heron.settings import Settings
 
-app = typer.Typer(
+#: Set (to anything but empty) to let an unexpected error end in its traceback.
+DEBUG_VARIABLE = "HERON_DEBUG"
+
+
+def fail(message: str) -> NoReturn:
+    """``error: MESSAGE`` on stderr, exit status 1. Plain print: rich would eat the
+    ``[...]`` that messages quote (``HERON_TOOLS_COMMANDS='["git"]'``)."""
+    print(f"error: {message}", file=sys.stderr)
+    sys.exit(1)
+
+
+class HeronTyper(typer.Typer):
+    """The ``heron`` command group; see the module docstring for how it fails."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        try:
+            return super().__call__(*args, **kwargs)
+        except HeronError as exc:
+            fail(str(exc))
+        except Exception as exc:
+            if os.environ.get(DEBUG_VARIABLE):
+                raise
+            from heron.redact import redact  # an unplanned message may quote a secret
+
+            fail(
+                f"unexpected {type(exc).__name__}: {redact(str(exc))}. Re-run with "
+                f"{DEBUG_VARIABLE}=1 for the traceback; if Heron should have explained "
+                "this itself, please report it."
+            )
+
+
+app = HeronTyper(
     help="Heron: grounded search, tool routing and skills for AI agents.",
     no_args_is_help=True,
     add_completion=False,

@@ -8,13 +8,13 @@ sends only the misses, deduplicated, to the model.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
 
 from heron.embed.base import Embedder, clean_texts
+from heron.sqlite_errors import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS embeddings (
@@ -38,10 +38,14 @@ class CachedEmbedder:
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.misses = 0
-        path.parent.mkdir(parents=True, exist_ok=True)
-        self._db = sqlite3.connect(path, timeout=30, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.executescript(_SCHEMA)
+        self._file = SQLiteFile(
+            path,
+            "the embedding cache",
+            "nothing else: it is a cache, refilled as texts are embedded again (or turn it "
+            "off with HERON_EMBED_CACHE=false)",
+        )
+        # The default isolation level: ``with self._db`` below is one transaction.
+        self._db = self._file.connect(timeout=30, schema=_SCHEMA, isolation_level="")
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = clean_texts(texts)
@@ -52,7 +56,7 @@ class CachedEmbedder:
             vectors = self.inner.embed(list(todo.values()))
             self.misses += len(todo)
             fresh = dict(zip(todo, vectors, strict=True))
-            with self._db:
+            with self._file.errors(), self._db:
                 self._db.executemany(
                     "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
                     [(self.model_id, k, v.tobytes()) for k, v in fresh.items()],
@@ -69,11 +73,12 @@ class CachedEmbedder:
         for start in range(0, len(batch), 500):  # stay under SQLite's variable limit
             part = batch[start : start + 500]
             marks = ",".join("?" * len(part))
-            rows = self._db.execute(
-                f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? "
-                f"AND text_sha256 IN ({marks})",
-                [self.model_id, *part],
-            )
+            with self._file.errors():
+                rows = self._db.execute(
+                    f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? "
+                    f"AND text_sha256 IN ({marks})",
+                    [self.model_id, *part],
+                ).fetchall()
             for key, blob in rows:
                 vec = np.frombuffer(blob, dtype=np.float32)
                 if vec.shape == (self.dim,):  # a row from a corrupted write is re-embedded

@@ -17,7 +17,6 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from heron.errors import StoreError
 from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
 from heron.jobs.model import (
@@ -29,6 +28,7 @@ from heron.jobs.model import (
     check_states,
     check_transition,
 )
+from heron.sqlite_errors import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -87,48 +87,31 @@ class SQLiteJobStore:
     def __init__(self, path: Path, *, event_max_bytes: int = 16_000) -> None:
         self.path = Path(path)
         self.event_max_bytes = event_max_bytes
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = SQLiteFile(
+            self.path,
+            "the job store",
+            "a new, empty job store starts on the next use (the old jobs stay in the moved file)",
+        )
         self._lock = threading.RLock()
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"Cannot open the job store {self.path}: {exc}. If the file is damaged, "
-                "move it aside; a new one is created on the next start."
-            ) from exc
+        self._db = self._file.connect(
+            timeout=30, schema=_SCHEMA, pragmas=("synchronous=NORMAL", "foreign_keys=ON")
+        )
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
         # BEGIN IMMEDIATE takes the write lock before reading the state it checks, so the
         # check and the update see the same row (what FOR UPDATE does on PostgreSQL).
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"The job store {self.path} is busy: {exc}. Retry.") from exc
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            try:
-                self._db.execute("COMMIT")
-            except sqlite3.DatabaseError as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"Cannot write to the job store {self.path}: {exc}") from exc
+        with self._lock, self._file.transaction(self._db) as db:
+            yield db
+
+    @contextmanager
+    def _reading(self) -> Iterator[sqlite3.Connection]:
+        with self._lock, self._file.errors():
+            yield self._db
 
     def _read(self, sql: str, args: Iterable[Any] = ()) -> list[tuple[Any, ...]]:
-        with self._lock:
-            try:
-                return self._db.execute(sql, tuple(args)).fetchall()
-            except sqlite3.DatabaseError as exc:
-                raise StoreError(f"Cannot read the job store {self.path}: {exc}") from exc
+        with self._reading() as db:
+            return db.execute(sql, tuple(args)).fetchall()
 
     def _event(
         self, db: sqlite3.Connection, job_id: str, kind: str, payload: dict[str, Any] | None
@@ -187,8 +170,8 @@ class SQLiteJobStore:
             return self._get(db, job_id)
 
     def get(self, job_id: str) -> Job:
-        with self._lock:
-            return self._get(self._db, job_id)
+        with self._reading() as db:
+            return self._get(db, job_id)
 
     def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
         wanted = check_states(states)
@@ -261,8 +244,8 @@ class SQLiteJobStore:
             return self._get(db, job_id)
 
     def events(self, job_id: str, after: int = 0, limit: int = 1000) -> list[JobEvent]:
-        with self._lock:
-            self._get(self._db, job_id)
+        with self._reading() as db:
+            self._get(db, job_id)
         rows = self._read(
             "SELECT job_id, seq, time, kind, payload FROM job_events "
             "WHERE job_id = ? AND seq > ? ORDER BY seq LIMIT ?",

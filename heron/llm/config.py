@@ -71,6 +71,7 @@ PROVIDER_DEFAULTS: dict[str, tuple[Capabilities, str | None, str | None]] = {
 }
 _SPEC_KEYS = {"provider", "model", "base_url", "api_key_env", "fallbacks", "max_output_tokens"}
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
+_TOP_KEYS = {"default", "models"}
 
 
 @dataclass(frozen=True)
@@ -144,11 +145,27 @@ def load_table(settings: Settings | None = None) -> RoutingTable:
             )
         table = RoutingTable({LOCAL_ALIAS: LOCAL_SPEC}, LOCAL_ALIAS)
     else:
-        table = parse_table(path.read_text(encoding="utf-8"), path)
+        table = parse_table(_read(path), path)
     default = settings.model or table.default
     table = replace(table, default=default)
     table.spec(default)  # an unknown HERON_MODEL fails now, not at the first call
     return table
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"{path}, line {line}: not UTF-8 text ({exc.reason} at byte {exc.start}). "
+            "Save the file as UTF-8."
+        ) from None
+    except OSError as exc:
+        raise ConfigError(
+            f"Cannot read {path}: {exc.strerror}. Fix its permissions, or point "
+            "HERON_MODELS_FILE at another file."
+        ) from None
 
 
 def parse_table(text: str, path: Path | None = None) -> RoutingTable:
@@ -165,8 +182,16 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
         raise ConfigError(f"{where}{line}: not valid YAML ({detail}). Fix the file.") from None
     if data is None:
         data = {}
-    if not isinstance(data, Mapping) or not isinstance(data.get("models", {}), Mapping):
+    if not isinstance(data, Mapping) or not isinstance(data.get("models") or {}, Mapping):
         raise ConfigError(f"{where}: expected a mapping with 'models:' (alias -> settings).")
+    unknown = set(map(str, data)) - _TOP_KEYS
+    if unknown:
+        raise ConfigError(
+            f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}. "
+            f"Allowed: {', '.join(sorted(_TOP_KEYS))}."
+        )
+    if not isinstance(data.get("default") or "", str):
+        raise ConfigError(f"{where}: default must be the name of a model, got {data['default']!r}.")
     lines = _alias_lines(root)
     models: dict[str, ModelSpec] = {}
     for alias, entry in (data.get("models") or {}).items():
@@ -205,6 +230,9 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
             f"{at}: unknown key(s) {', '.join(sorted(map(str, unknown)))}. "
             f"Allowed: {', '.join(sorted(_SPEC_KEYS | _CAP_KEYS))}."
         )
+    for name in ("provider", "model", "base_url", "api_key_env"):
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            raise ConfigError(f"{at}: {name} must be a string, got {entry[name]!r}.")
     provider = entry.get("provider")
     if provider not in PROVIDER_DEFAULTS:
         raise ConfigError(
@@ -222,6 +250,8 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     fallbacks = entry.get("fallbacks") or []
     if isinstance(fallbacks, str):
         fallbacks = [fallbacks]
+    if not isinstance(fallbacks, list) or not all(isinstance(f, str) for f in fallbacks):
+        raise ConfigError(f"{at}: fallbacks must be a list of model names, got {fallbacks!r}.")
     model = entry.get("model") or (BUNDLED_MODEL if provider == "local" else None)
     if not model:
         raise ConfigError(f"{at}: 'model:' is required (the provider's model name).")

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -30,7 +29,7 @@ from typing import Any, Literal
 
 from heron.errors import NotFound
 from heron.store.analysis import analyze
-from heron.store.logfile import open_log
+from heron.store.logfile import LogFile
 
 QueryKind = Literal["vague", "concrete"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("vague", "concrete")
@@ -120,13 +119,12 @@ class UsageLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._lock = threading.Lock()
-        self._db = open_log(path, _SCHEMA, "skills usage log")
+        self._log = LogFile(path, _SCHEMA, "the skills usage log")
 
     def record_query(self, query: str, returned: Sequence[str]) -> int:
         """Log a query and the names it returned, in rank order; returns its id."""
-        with self._lock:
-            cursor = self._db.execute(
+        with self._log.use() as db:
+            cursor = db.execute(
                 "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
                 (time.time(), query, query_kind(query), json.dumps(list(returned))),
             )
@@ -136,10 +134,8 @@ class UsageLog:
     def record_use(self, query_id: int, name: str) -> int | None:
         """Log that skill ``name`` was used after query ``query_id``; returns its rank in
         what the query returned (``None``: the query did not return it)."""
-        with self._lock:
-            row = self._db.execute(
-                "SELECT returned FROM queries WHERE id = ?", (query_id,)
-            ).fetchone()
+        with self._log.use() as db:
+            row = db.execute("SELECT returned FROM queries WHERE id = ?", (query_id,)).fetchone()
         if row is None:
             raise NotFound(
                 f"No skill query {query_id} in {self.path}. Use the query_id that "
@@ -147,8 +143,8 @@ class UsageLog:
             )
         returned = json.loads(row[0])
         rank = returned.index(name) + 1 if name in returned else None
-        with self._lock:
-            self._db.execute(
+        with self._log.use() as db:
+            db.execute(
                 "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, ?, ?)",
                 (query_id, time.time(), name, rank),
             )
@@ -156,8 +152,8 @@ class UsageLog:
 
     def stats(self) -> list[KindStats]:
         """Per kind of query: how many, how many reported, hit@k and hit@1 counts."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._log.use() as db:
+            rows = db.execute(
                 """
             SELECT q.kind, count(*), count(u.query_id), count(u.best), sum(u.best = 1)
             FROM queries q LEFT JOIN (
@@ -170,5 +166,4 @@ class UsageLog:
         return [KindStats(kind, *found.get(kind, (0, 0, 0, 0))) for kind in QUERY_KINDS]
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._log.close()

@@ -102,7 +102,9 @@ class Store(Protocol):
     Writes are transactional: a batch lands whole or not at all, and concurrent writers
     from several processes never lose or corrupt each other's records. ``embedder`` is the
     model the store embeds records and queries with; ``vector``/``vectors`` given to a
-    search skip embedding the queries.
+    search skip embedding the queries. The driver's errors never leave a backend: a
+    damaged, read-only or locked database, or one that cannot be reached, raises a
+    ``StoreError`` that names it and the fix (``heron.sqlite_errors`` for SQLite).
     """
 
     embedder: Embedder

@@ -1,30 +1,43 @@
-"""``open_log``: a small SQLite file of its own, for the usage logs beside the store.
+"""``LogFile``: a small SQLite file of its own, for the usage logs beside the store.
 
 The skills and tools usage logs are history, not index: they outlive a re-index with
 another model and stay on the machine that saw the requests, so they are files of their
 own rather than tables of the store. One connection serves every thread (a server
-answers from a pool); its owner serialises use with a lock.
+answers from a pool); ``use()`` serialises it and turns SQLite's errors into
+``StoreError``s naming the file (``heron.sqlite_errors``).
 """
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from heron.errors import StoreError
+from heron.sqlite_errors import SQLiteFile
 
 
-def open_log(path: Path, schema: str, what: str) -> sqlite3.Connection:
+class LogFile:
     """``path`` opened (created with ``schema`` if new) in WAL mode, autocommit; ``what``
-    names the log in the error a damaged or unwritable file gets."""
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        db = sqlite3.connect(path, timeout=30, isolation_level=None, check_same_thread=False)
-        db.execute("PRAGMA journal_mode=WAL")
-        db.executescript(schema)
-    except (OSError, sqlite3.DatabaseError) as exc:
-        raise StoreError(
-            f"Cannot open the {what} {path}: {exc}. If it is damaged, move it aside; a new "
-            "one is started on the next use."
-        ) from exc
-    return db
+    names the log in its errors ("the skills usage log").
+
+    >>> log = LogFile(Path("tools.db"), "CREATE TABLE t (x)", "the log")  # doctest: +SKIP
+    >>> with log.use() as db:                                             # doctest: +SKIP
+    ...     db.execute("INSERT INTO t VALUES (1)")
+    """
+
+    def __init__(self, path: Path, schema: str, what: str) -> None:
+        self.file = SQLiteFile(path, what, "a new log starts on the next use")
+        self._lock = threading.Lock()
+        self._db = self.file.connect(timeout=30, schema=schema)
+
+    @contextmanager
+    def use(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for this thread alone, with SQLite's errors translated."""
+        with self._lock, self.file.errors():
+            yield self._db
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()

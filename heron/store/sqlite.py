@@ -22,7 +22,8 @@ from typing import Any
 import numpy as np
 
 from heron.embed.base import Embedder, check_vectors
-from heron.errors import InputError, NotFound, StoreError
+from heron.errors import InputError, NotFound
+from heron.sqlite_errors import SQLiteFile
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze
 from heron.store.base import (
@@ -50,6 +51,12 @@ from heron.store.shared import (
     record_vectors,
 )
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
+
+#: How a store moved aside comes back (the end of a ``DatabaseCorrupt`` message).
+REBUILD = (
+    "rebuild it: heron index && heron skills index (and heron store load again for the "
+    "namespaces you loaded yourself)"
+)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -103,7 +110,7 @@ class SQLiteStore:
     def __init__(self, path: Path, embedder: Embedder) -> None:
         self.path = Path(path)
         self.embedder = embedder
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._file = SQLiteFile(self.path, "the store", REBUILD)
         self._lock = threading.RLock()
         # Hybrid search runs its FTS5 query on a second connection in a worker thread while
         # this one does the dense side: SQLite and usearch release the GIL, so the two
@@ -112,19 +119,15 @@ class SQLiteStore:
         self._side_lock = threading.Lock()
         self._pool: ThreadPoolExecutor | None = None
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
-        try:
-            self._db = sqlite3.connect(
-                self.path, timeout=60, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA synchronous=NORMAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)  # idempotent; executescript commits on its own
-        except sqlite3.DatabaseError as exc:
-            raise StoreError(
-                f"Cannot open the store {self.path}: {exc}. If the file is damaged, move it "
-                "aside and re-index (heron store load / heron index)."
-            ) from exc
+        self._db = self._file.connect(
+            timeout=60, schema=_SCHEMA, pragmas=("synchronous=NORMAL", "foreign_keys=ON")
+        )
+
+    def check(self) -> None:
+        """Read every page of the file and raise ``DatabaseCorrupt`` if one is damaged,
+        rather than leave it to the query that meets the damage (``PRAGMA quick_check``)."""
+        with self._lock:
+            self._file.quick_check(self._db)
 
     # -- transactions -------------------------------------------------------------------
 
@@ -132,27 +135,18 @@ class SQLiteStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the lock up front so two writers
         queue instead of failing with 'database is locked' half-way."""
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-            except sqlite3.OperationalError as exc:
-                raise StoreError(f"The store {self.path} is busy: {exc}. Try again.") from exc
-            try:
-                yield self._db
-            except BaseException:
-                self._db.execute("ROLLBACK")
-                raise
-            self._db.execute("COMMIT")
+        with self._lock, self._file.transaction(self._db) as db:
+            yield db
 
     def _read(
         self, sql: str, params: Sequence[Any] = (), *, side: bool = False
     ) -> list[tuple[Any, ...]]:
         if side:
-            with self._side_lock:
+            with self._side_lock, self._file.errors():
                 if self._side is None:
                     self._side = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
                 return self._side.execute(sql, params).fetchall()
-        with self._lock:
+        with self._lock, self._file.errors():
             return self._db.execute(sql, params).fetchall()
 
     # -- namespaces ---------------------------------------------------------------------

@@ -11,11 +11,10 @@ The log is its own SQLite file (``$HERON_HOME/tools.db``; see ``heron.store.logf
 
 from __future__ import annotations
 
-import threading
 import time
 from pathlib import Path
 
-from heron.store.logfile import open_log
+from heron.store.logfile import LogFile
 
 #: Examples per tool handed to the router: on MetaTool five lift Recall@5 by 0.08.
 PER_TOOL = 5
@@ -38,16 +37,15 @@ class ToolUsage:
     def __init__(self, path: Path, per_tool: int = PER_TOOL) -> None:
         self.path = path
         self.per_tool = per_tool
-        self._lock = threading.Lock()
-        self._db = open_log(path, _SCHEMA, "tool usage log")
+        self._log = LogFile(path, _SCHEMA, "the tool usage log")
 
     def record(self, tool: str, request: str) -> None:
         """``tool`` served ``request``; the same request again only refreshes its time."""
         request = " ".join(request.split())[:MAX_CHARS]
         if not request:
             return
-        with self._lock:
-            self._db.execute(
+        with self._log.use() as db:
+            db.execute(
                 "INSERT INTO tool_requests (tool, request, at) VALUES (?, ?, ?) "
                 "ON CONFLICT (tool, request) DO UPDATE SET at = excluded.at",
                 (tool, request, time.time()),
@@ -55,8 +53,8 @@ class ToolUsage:
 
     def examples(self) -> dict[str, tuple[str, ...]]:
         """The ``per_tool`` most recent requests of each tool, newest first."""
-        with self._lock:
-            rows = self._db.execute(
+        with self._log.use() as db:
+            rows = db.execute(
                 """
                 SELECT tool, request FROM (
                     SELECT tool, request, row_number() OVER (
@@ -73,5 +71,4 @@ class ToolUsage:
         return {tool: tuple(requests) for tool, requests in learned.items()}
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._log.close()

