@@ -16,17 +16,39 @@ def serve(
         int | None, typer.Option(help="Port; default 8765 (HERON_SERVER_PORT).")
     ] = None,
     uds: Annotated[Path | None, typer.Option(help="Listen on this Unix socket instead.")] = None,
+    uds_mode: Annotated[
+        str,
+        typer.Option(
+            help="Permissions of the --uds socket, in octal: 600 (default) lets only this "
+            "user connect, 660 its group too."
+        ),
+    ] = "600",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
     """Serve Heron over HTTP: /rpc, /v1 (OpenAI), /mcp, /chat/stream, /health, /metrics.
 
     Off loopback it refuses to start without HERON_API_TOKEN, sent as a Bearer token.
 
+    Host names served: loopback, the bound address and HERON_SERVER_ALLOWED_HOSTS.
+
+    Web pages from other origins are refused unless in HERON_SERVER_ALLOWED_ORIGINS.
+
+    A --uds socket is made mode 600 (only this user) unless --uds-mode says otherwise.
+
     Example: heron serve --port 8765
     """
     from heron.server import serve as run
 
-    run(host=host, port=port, uds=uds, log_level=log_level)
+    try:
+        mode = int(uds_mode, 8)
+    except ValueError:
+        mode = -1
+    if not 0 <= mode <= 0o777:
+        raise typer.BadParameter(
+            f"{uds_mode!r} is not a file mode; give octal digits like 600 or 660.",
+            param_hint="--uds-mode",
+        )
+    run(host=host, port=port, uds=uds, uds_mode=mode, log_level=log_level)
 
 
 def mcp() -> None:

@@ -8,49 +8,71 @@ startup and closes at shutdown, after in-flight requests and streams have finish
 
 from __future__ import annotations
 
-import ipaddress
+import logging
+import os
+import socket
+import stat
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 
 from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
+from starlette.exceptions import HTTPException
 from starlette.middleware import Middleware
+from starlette.middleware.cors import CORSMiddleware
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
 from heron.errors import ConfigError
 from heron.server import jobs, methods, openai, ops, sse
+from heron.server.bodies import BodyMiddleware
 from heron.server.mcp import build_server, http_routes
-from heron.server.middleware import RequestMiddleware
-from heron.server.rpc import INVALID_REQUEST, Registry, RpcError, dispatch, encode
+from heron.server.middleware import RequestMiddleware, TokenMiddleware
+from heron.server.origins import (
+    Allowlist,
+    HostOriginMiddleware,
+    browser_origin,
+    is_loopback,
+    normal_name,
+)
+from heron.server.replies import for_path
+from heron.server.rpc import Registry, dispatch, encode
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 
+log = logging.getLogger("heron.server")
+
 #: Seconds shutdown waits for in-flight requests before closing them.
 GRACE = 30
-#: Largest JSON-RPC body read, in bytes; a bigger one is refused before it is read.
-MAX_BODY = 8 * 1024 * 1024
+#: Connections a Unix socket queues before the server accepts them (uvicorn's default).
+BACKLOG = 2048
+#: Request headers a listed origin's page may send (``HERON_SERVER_ALLOWED_ORIGINS``).
+CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id",
+                "mcp-session-id", "mcp-protocol-version"]  # fmt: skip
 
 
 def create_app(
-    settings: Settings | None = None, *, runtime: Runtime | None = None, host: str | None = None
+    settings: Settings | None = None,
+    *,
+    runtime: Runtime | None = None,
+    host: str | None = None,
+    unix_socket: bool = False,
 ) -> Starlette:
-    """The server; ``host`` is the address it will be bound to (MCP's DNS-rebinding
-    protection is on for loopback)."""
+    """The server. ``host`` is the address it will be bound to (a Host header naming it
+    is served); ``unix_socket`` when it listens on one, where no Host is checked (see
+    ``heron.server.origins``)."""
     rt = runtime or Runtime(settings)
     registry = Registry(observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok))
     methods.register(registry, rt)
     jobs.register(registry, rt)
     mcp_server = build_server(rt)
     streams = sse.StreamHub(rt.settings.server_stream_ttl)
+    max_batch = rt.settings.server_max_batch
 
     async def rpc(request: Request) -> Response:
-        if int(request.headers.get("content-length") or 0) > MAX_BODY:
-            error = RpcError(INVALID_REQUEST, f"The body is over {MAX_BODY} bytes; send less.")
-            return Response(encode(error.answer(None)), media_type="application/json")
-        answer = await dispatch(registry, await request.body())
+        answer = await dispatch(registry, await request.body(), max_batch=max_batch)
         if answer is None:  # notifications only: nothing to answer
             return Response(status_code=204)
         return Response(encode(answer), media_type="application/json")
@@ -65,17 +87,17 @@ def create_app(
         finally:
             await run_in_threadpool(rt.close)
 
-    token = api_token(rt.settings)
     app = Starlette(
         routes=[
             Route("/rpc", rpc, methods=["POST"]),
             *ops.routes,
             *openai.routes,
             *sse.routes,
-            *http_routes(mcp_server, host or rt.settings.server_host),
+            *http_routes(mcp_server, max_body=rt.settings.server_max_body),
             *jobs.routes(rt),
         ],
-        middleware=[Middleware(RequestMiddleware, token=token, metrics=rt.metrics)],
+        middleware=edge(rt, host or rt.settings.server_host, unix_socket=unix_socket),
+        exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
     app.state.runtime = rt
@@ -84,29 +106,112 @@ def create_app(
     return app
 
 
+def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
+    """What every request passes before its route, outermost first (the order is
+    explained in ``heron.server.middleware``). Raises ``ConfigError`` for a bad entry in
+    the allowed hosts or origins."""
+    settings = rt.settings
+    allow = Allowlist.build(
+        host,
+        settings.server_allowed_hosts,
+        settings.server_allowed_origins,
+        check_host=not unix_socket,
+    )
+    cors = [
+        Middleware(
+            CORSMiddleware,
+            allow_origins=sorted(browser_origin(key) for key in allow.origins),
+            allow_methods=["GET", "POST"],
+            allow_headers=CORS_HEADERS,
+            expose_headers=["x-request-id", "mcp-session-id"],
+        )
+    ]
+    return [
+        Middleware(RequestMiddleware, metrics=rt.metrics),
+        Middleware(HostOriginMiddleware, allow=allow),
+        *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
+        Middleware(TokenMiddleware, token=api_token(settings)),
+        Middleware(BodyMiddleware, max_body=settings.server_max_body),
+    ]
+
+
+async def http_error(request: Request, exc: Exception) -> Response:
+    """Starlette's 404 and 405 (and any ``HTTPException``), as JSON."""
+    assert isinstance(exc, HTTPException)
+    message = f"{exc.detail}: {request.method} {request.url.path}."
+    allow = {k.lower(): v for k, v in (exc.headers or {}).items()}.get("allow")
+    if exc.status_code == 405 and allow:
+        message += f" This route takes {allow}."
+    kind = str(exc.detail).lower().replace(" ", "_")
+    return for_path(request.url.path, exc.status_code, message, kind, headers=exc.headers)
+
+
+async def internal_error(request: Request, exc: Exception) -> Response:
+    """A bug's answer: JSON naming no internals (the traceback goes to the log)."""
+    message = "The server failed on this request; the error is in its log."
+    return for_path(request.url.path, 500, message, "server_error")
+
+
 def api_token(settings: Settings) -> str | None:
     """The bearer token, ``None`` when unset or blank (a blank one must not pass as set)."""
     secret = settings.api_token
     return (secret.get_secret_value().strip() or None) if secret else None
 
 
-def is_loopback(host: str) -> bool:
-    if host == "localhost":
-        return True
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:  # a host name: it may resolve to anything
-        return False
-
-
 def check_bind(host: str, uds: Path | None, settings: Settings) -> None:
     """Refuse to listen off loopback without a token: the API reads and runs things."""
-    if uds is None and not is_loopback(host) and api_token(settings) is None:
+    if uds is None and not is_loopback(normal_name(host)) and api_token(settings) is None:
         raise ConfigError(
             f"Refusing to listen on {host} without a token: anyone who can reach it could "
             "use Heron. Set HERON_API_TOKEN (e.g. export HERON_API_TOKEN=$(openssl rand -hex "
             "32)) and send it as 'Authorization: Bearer ...', or bind --host 127.0.0.1."
         )
+
+
+def unix_socket(path: Path, mode: int = 0o600) -> socket.socket:
+    """A socket bound at ``path`` with permissions ``mode``, for uvicorn's ``sockets=``.
+
+    It is born private: bound under umask 0o177, so it is 0600 from its first instant and
+    no other user can connect before the chmod to ``mode`` (uvicorn's own ``--uds`` makes
+    it 0666). The umask is process-wide; this runs before the server starts any thread."""
+    _clear_stale(path)
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    old = os.umask(0o177)
+    try:
+        sock.bind(str(path))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"Cannot listen on {path}: {exc.strerror}. Choose a --uds path in a folder you "
+            "can write."
+        ) from exc
+    finally:
+        os.umask(old)
+    os.chmod(path, mode)
+    # Listening now, not when uvicorn has started the app: a client that sees the path
+    # waits in the backlog instead of being refused.
+    sock.listen(BACKLOG)
+    return sock
+
+
+def _clear_stale(path: Path) -> None:
+    """Remove a socket a dead server left at ``path``; refuse anything else there."""
+    try:
+        if not stat.S_ISSOCK(os.lstat(path).st_mode):
+            raise ConfigError(f"{path} exists and is not a socket; choose another --uds path.")
+    except FileNotFoundError:
+        return
+    probe = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    try:
+        probe.connect(str(path))
+    except ConnectionRefusedError:  # nobody listens: a leftover
+        path.unlink()
+        return
+    except OSError as exc:
+        raise ConfigError(f"Cannot use {path}: {exc.strerror}.") from exc
+    finally:
+        probe.close()
+    raise ConfigError(f"Another server listens on {path}; stop it or choose another --uds path.")
 
 
 def serve(
@@ -115,9 +220,11 @@ def serve(
     host: str | None = None,
     port: int | None = None,
     uds: Path | None = None,
+    uds_mode: int = 0o600,
     log_level: str = "info",
 ) -> None:
-    """Run the server until SIGINT/SIGTERM, then finish in-flight requests (``GRACE``)."""
+    """Run the server until SIGINT/SIGTERM, then finish in-flight requests (``GRACE``).
+    On ``uds`` the socket gets ``uds_mode`` (default 0600: only this user may connect)."""
     import uvicorn
 
     from heron.server import logs
@@ -126,15 +233,31 @@ def serve(
     host = host or settings.server_host
     check_bind(host, uds, settings)
     logs.configure(log_level)
+    runtime = Runtime(settings)
+    # Opened before uvicorn takes over, so a damaged store or a bad model ends here as one
+    # clear error from the CLI, not as a traceback uvicorn logs from the app's startup.
+    try:
+        runtime.start()
+    except BaseException:
+        runtime.close()
+        raise
     config = uvicorn.Config(
-        create_app(settings, host=host),
+        create_app(settings, runtime=runtime, host=host, unix_socket=uds is not None),
         host=host,
         port=settings.server_port if port is None else port,
-        uds=str(uds) if uds else None,
         lifespan="on",
         log_config=None,
         access_log=False,  # RequestMiddleware logs each request, with its id
         timeout_graceful_shutdown=GRACE,
         log_level=log_level,
     )
-    uvicorn.Server(config).run()
+    server = uvicorn.Server(config)
+    if uds is None:
+        server.run()
+        return
+    # The socket file stays after shutdown (uvicorn ends by re-raising the signal that
+    # stopped it); the next start finds nobody listening there and replaces it.
+    sock = unix_socket(Path(uds), uds_mode)
+    log.info("listening on unix socket %s (mode %s)", uds, oct(uds_mode)[2:])
+    with sock:
+        server.run(sockets=[sock])

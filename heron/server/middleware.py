@@ -1,20 +1,26 @@
-"""``RequestMiddleware``: a request id, the bearer token check, an access log line and the
-request metrics, for every HTTP request (pure ASGI, so streams pass through untouched)."""
+"""``RequestMiddleware``: a request id, an access log line and the request metrics, for
+every HTTP request; ``TokenMiddleware``: the bearer token check. Pure ASGI, so streams
+pass through untouched.
+
+The app stacks them (outermost first): ``RequestMiddleware``, ``HostOriginMiddleware``
+(``heron.server.origins``), CORS for listed origins, ``TokenMiddleware``, ``BodyMiddleware``
+(``heron.server.bodies``). So every refusal is logged and counted with its request id, a
+browser's preflight is answered before a token is asked for (browsers send none), and
+no body is read for a request that is refused anyway."""
 
 from __future__ import annotations
 
 import hmac
-import json
 import logging
 import re
 import time
 import uuid
-from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.server.logs import request_id
 from heron.server.metrics import Metrics
+from heron.server.replies import for_path
 
 log = logging.getLogger("heron.server.access")
 
@@ -31,17 +37,9 @@ def path_label(path: str) -> str:
 
 
 class RequestMiddleware:
-    def __init__(self, app: ASGIApp, *, token: str | None, metrics: Metrics) -> None:
+    def __init__(self, app: ASGIApp, *, metrics: Metrics) -> None:
         self.app = app
-        self.token = token.encode() if token else None
         self.metrics = metrics
-
-    def _authorized(self, scope: Scope) -> bool:
-        if self.token is None or scope["path"] in OPEN_PATHS:
-            return True
-        headers = dict(scope["headers"])
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -61,10 +59,7 @@ class RequestMiddleware:
             await send(message)
 
         try:
-            if self._authorized(scope):
-                await self.app(scope, receive, send_with_id)
-            else:
-                await unauthorized(send_with_id)
+            await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - start
             label = path_label(scope["path"])
@@ -81,23 +76,34 @@ class RequestMiddleware:
             request_id.reset(token)
 
 
-async def unauthorized(send: Send) -> None:
-    body: dict[str, Any] = {
-        "error": {
-            "message": "Missing or wrong bearer token: send 'Authorization: Bearer "
-            "$HERON_API_TOKEN' (the token the server was started with).",
-            "type": "authentication_error",
-            "code": "invalid_api_key",
-        }
-    }
-    await send(
-        {
-            "type": "http.response.start",
-            "status": 401,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"www-authenticate", b'Bearer realm="heron"'),
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": json.dumps(body).encode()})
+class TokenMiddleware:
+    """401 unless the request carries ``Authorization: Bearer <token>``; no check when the
+    server has no token (loopback), and none for ``OPEN_PATHS``."""
+
+    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+        self.app = app
+        self.token = token.encode() if token else None
+
+    def authorized(self, scope: Scope) -> bool:
+        if self.token is None or scope["path"] in OPEN_PATHS:
+            return True
+        headers = dict(scope["headers"])
+        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or self.authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        message = (
+            "Missing or wrong bearer token: send 'Authorization: Bearer $HERON_API_TOKEN' "
+            "(the token the server was started with)."
+        )
+        response = for_path(
+            scope["path"],
+            401,
+            message,
+            "authentication_error",
+            headers={"www-authenticate": 'Bearer realm="heron"'},
+        )
+        await response(scope, receive, send)

@@ -10,7 +10,6 @@ ignore; in a stream it arrives on the last chunk before ``data: [DONE]``.
 
 from __future__ import annotations
 
-import json
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -19,22 +18,33 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from heron.errors import HeronError, InputError
 from heron.server.methods import ChatParams, chat
+from heron.server.replies import openai_error
 from heron.server.runtime import Runtime
 from heron.server.sse import event_data, http_status, open_stream
+from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+
+
+class Part(BaseModel):
+    """One piece of a message's content; only text parts reach the agent."""
+
+    model_config = ConfigDict(extra="allow")
+
+    type: str
+    text: str | None = None
 
 
 class Message(BaseModel):
     role: str
-    content: str | list[dict[str, Any]] | None = None
+    content: str | list[Part] | None = None
 
     def text(self) -> str:
         if isinstance(self.content, list):
-            return "".join(p.get("text", "") for p in self.content if p.get("type") == "text")
+            return "".join(p.text or "" for p in self.content if p.type == "text")
         return self.content or ""
 
 
@@ -55,16 +65,10 @@ class CompletionRequest(BaseModel):
         raise InputError("No user message with text; send at least one {'role': 'user', ...}.")
 
 
-def error(status: int, message: str, kind: str, code: str | None = None) -> Response:
-    """OpenAI's error body: ``{"error": {"message", "type", "param", "code"}}``."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
-    return JSONResponse(body, status_code=status)
-
-
 def heron_error(exc: HeronError) -> Response:
     status = http_status(exc)
     kind = "invalid_request_error" if status < 500 else "server_error"
-    return error(status, str(exc), kind, type(exc).__name__)
+    return openai_error(status, str(exc), kind, type(exc).__name__)
 
 
 def _usage(usage: dict[str, int]) -> dict[str, int]:
@@ -101,7 +105,7 @@ def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], **extra: A
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
         **extra,
     }
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+    return f"data: {dumps(body)}\n\n"
 
 
 async def _stream(
@@ -128,21 +132,25 @@ async def _stream(
                 )
     except HeronError as exc:  # mid-stream: OpenAI sends the error as a data line
         body = {"error": {"message": str(exc), "type": "server_error", "code": type(exc).__name__}}
-        yield f"data: {json.dumps(body)}\n\n"
+        yield f"data: {dumps(body)}\n\n"
     yield "data: [DONE]\n\n"
 
 
 async def chat_completions(request: Request) -> Response:
     rt: Runtime = request.app.state.runtime
     try:
-        req = CompletionRequest.model_validate_json(await request.body())
+        req = CompletionRequest.model_validate(await read_json(request))
         question = req.question()
     except ValidationError as exc:
         first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"])
-        return error(400, f"Invalid request: {where}: {first['msg']}.", "invalid_request_error")
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return openai_error(
+            400, f"Invalid request: {where}: {first['msg']}.", "invalid_request_error"
+        )
     except InputError as exc:
-        return error(400, str(exc), "invalid_request_error")
+        return openai_error(400, str(exc), "invalid_request_error")
+    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
+        return openai_error(400, f"Invalid request: {exc}", "invalid_request_error")
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     params = ChatParams(
         message=question, session_id=req.session_id, library=req.library, model=req.model
@@ -160,7 +168,7 @@ async def chat_completions(request: Request) -> Response:
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_model(answer["model"], time.perf_counter() - start)
-    return JSONResponse(completion(answer, cid, created))
+    return StrictJSONResponse(completion(answer, cid, created))
 
 
 def _model(alias: str, provider: str) -> dict[str, Any]:
@@ -179,11 +187,11 @@ async def models(request: Request) -> Response:
     wanted = request.path_params.get("model")
     if wanted is None:
         data = [_model(alias, spec.provider) for alias, spec in table.models.items()]
-        return JSONResponse({"object": "list", "data": data})
+        return StrictJSONResponse({"object": "list", "data": data})
     if wanted not in table.models:
         known = ", ".join(table.models)
-        return error(404, f"No model {wanted!r}. Models: {known}.", "invalid_request_error")
-    return JSONResponse(_model(wanted, table.models[wanted].provider))
+        return openai_error(404, f"No model {wanted!r}. Models: {known}.", "invalid_request_error")
+    return StrictJSONResponse(_model(wanted, table.models[wanted].provider))
 
 
 routes = [

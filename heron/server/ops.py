@@ -6,12 +6,13 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from heron.books.library import statuses
 from heron.errors import HeronError
 from heron.server.runtime import Runtime
+from heron.server.strictjson import StrictJSONResponse
 
 
 def readiness(rt: Runtime) -> dict[str, Any]:
@@ -37,13 +38,13 @@ def readiness(rt: Runtime) -> dict[str, Any]:
 
 
 async def health(request: Request) -> Response:
-    return JSONResponse({"status": "ok"})
+    return StrictJSONResponse({"status": "ok"})
 
 
 async def ready(request: Request) -> Response:
     checks = await run_in_threadpool(readiness, request.app.state.runtime)
     ok = all(check["ok"] for check in checks.values())
-    return JSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+    return StrictJSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
 
 
 def gauges(rt: Runtime) -> dict[str, list[tuple[dict[str, str], float]]]:

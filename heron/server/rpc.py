@@ -29,6 +29,12 @@ the model's fields in order). Errors:
 - a pydantic ``ValidationError`` of the params is -32602 with the problems in ``data``;
 - anything else is -32603 with the exception type in ``data``, never an HTTP 500.
 
+Bodies are read with ``heron.server.strictjson``: a body that is not JSON (bad syntax,
+empty, invalid UTF-8) is -32700; one nested past ``MAX_DEPTH`` or holding ``NaN``,
+``Infinity`` or an overflowing number such as ``1e400`` is -32600 with ``id: null`` (the
+id is never echoed as a bare ``Infinity``); a batch of more than ``max_batch`` calls is
+one -32600 naming the limit. Answers are strict JSON (``strictjson.dumps``).
+
 >>> await dispatch(registry, b'{"jsonrpc": "2.0", "id": 1, "method": "rpc.discover"}')
 ... # doctest: +SKIP
 {'jsonrpc': '2.0', 'id': 1, 'result': {'openrpc': '1.3.2', ...}}
@@ -38,7 +44,6 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -57,6 +62,7 @@ from heron.errors import (
     NotFound,
     StoreError,
 )
+from heron.server.strictjson import JsonRefused, aloads, dumps
 
 log = logging.getLogger("heron.server")
 
@@ -78,6 +84,8 @@ APP_ERRORS: list[tuple[type[HeronError], int]] = [
 ]
 
 OPENRPC_VERSION = "1.3.2"
+#: Calls one batch may hold unless the server says otherwise (``HERON_SERVER_MAX_BATCH``).
+MAX_BATCH = 100
 
 Func = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
 
@@ -276,28 +284,38 @@ async def _one(registry: Registry, request: Any) -> dict[str, Any] | None:
     return None if notification else {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-async def dispatch(registry: Registry, body: bytes | str) -> Any:
+async def dispatch(registry: Registry, body: bytes | str, *, max_batch: int = MAX_BATCH) -> Any:
     """Answer a JSON-RPC body: a response, a list of them (a batch), or ``None`` (nothing
     to send: notifications only)."""
     try:
-        request = json.loads(body)
-    except (ValueError, UnicodeDecodeError) as exc:
+        request = await aloads(body)
+    except JsonRefused as exc:
+        return RpcError(INVALID_REQUEST, f"Invalid request: {exc}").answer(None)
+    except ValueError as exc:  # UnicodeDecodeError included
         return RpcError(PARSE_ERROR, "Parse error: the body is not JSON.", str(exc)).answer(None)
     if isinstance(request, list):
         if not request:
             return RpcError(INVALID_REQUEST, "An empty batch is not a request.").answer(None)
+        if len(request) > max_batch:
+            return RpcError(
+                INVALID_REQUEST,
+                f"A batch may hold at most {max_batch} calls (HERON_SERVER_MAX_BATCH); this "
+                f"one has {len(request)}. Split it into smaller batches.",
+                {"limit": max_batch, "calls": len(request)},
+            ).answer(None)
         answers = await asyncio.gather(*(_one(registry, item) for item in request))
         return [a for a in answers if a is not None] or None
     return await _one(registry, request)
 
 
 def encode(answer: Any) -> bytes:
-    """``dispatch``'s answer as JSON bytes; a result JSON cannot carry (NaN, an object)
-    becomes that request's -32603 instead of failing the whole response."""
+    """``dispatch``'s answer as strict JSON bytes (a NaN in a result is sent as null); a
+    result JSON cannot carry at all (an object) becomes that request's -32603 instead of
+    failing the whole response."""
     try:
-        return json.dumps(answer, ensure_ascii=False, allow_nan=False).encode()
-    except (TypeError, ValueError):
+        return dumps(answer).encode()
+    except (TypeError, ValueError, RecursionError):
         if isinstance(answer, list):
             return b"[" + b",".join(encode(a) for a in answer) + b"]"
         error = RpcError(INTERNAL_ERROR, "The method's result is not valid JSON.")
-        return json.dumps(error.answer(answer.get("id"))).encode()
+        return dumps(error.answer(answer.get("id"))).encode()

@@ -15,7 +15,6 @@ then the rest as they come. A finished stream is kept ``server_stream_ttl`` seco
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 import uuid
@@ -26,12 +25,13 @@ from typing import Any
 from pydantic import ValidationError
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from heron.errors import ConfigError, HeronError, InputError, NotFound
 from heron.server.methods import ChatParams
 from heron.server.runtime import Runtime
+from heron.server.strictjson import StrictJSONResponse, dumps, read_json
 
 log = logging.getLogger("heron.server")
 
@@ -58,7 +58,7 @@ def error_data(exc: BaseException) -> dict[str, Any]:
 
 
 def frame(stream_id: str, n: int, name: str, data: dict[str, Any]) -> str:
-    return f"id: {stream_id}:{n}\nevent: {name}\ndata: {json.dumps(data, ensure_ascii=False)}\n\n"
+    return f"id: {stream_id}:{n}\nevent: {name}\ndata: {dumps(data)}\n\n"
 
 
 @dataclass
@@ -155,7 +155,7 @@ def _sse(stream: Stream, after: int) -> Response:
 
 
 def _gone(last_event_id: str) -> Response:
-    return JSONResponse(
+    return StrictJSONResponse(
         {
             "error": {
                 "message": f"No stream to resume at Last-Event-ID {last_event_id!r}: it "
@@ -176,12 +176,18 @@ async def chat_stream(request: Request) -> Response:
         except KeyError:
             return _gone(resume_from)
     try:
-        params = ChatParams.model_validate_json(await request.body())
+        params = ChatParams.model_validate(await read_json(request))
     except ValidationError as exc:
         problems = exc.errors(include_url=False, include_input=False)
         return bad_request(
             'Send JSON like {"message": "how do I roll back?"}.',
-            json.loads(json.dumps(problems, default=str)),
+            [{"loc": list(p["loc"]), "msg": p["msg"], "type": p["type"]} for p in problems],
+        )
+    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
+        problem = str(exc).rstrip(".")
+        return bad_request(
+            f"The body is not JSON Heron takes ({problem}); "
+            'send an object like {"message": "how do I roll back?"}.'
         )
     rt: Runtime = request.app.state.runtime
     try:
@@ -209,7 +215,9 @@ def http_status(exc: HeronError) -> int:
 def bad_request(message: str, problems: Any = None, *, status: int = 400) -> Response:
     kind = "invalid_request_error" if status < 500 else "server_error"
     body = {"message": message, "type": kind}
-    return JSONResponse({"error": body | ({"problems": problems} if problems else {})}, status)
+    return StrictJSONResponse(
+        {"error": body | ({"problems": problems} if problems else {})}, status
+    )
 
 
 async def chat_resume(request: Request) -> Response:

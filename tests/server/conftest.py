@@ -10,12 +10,14 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 import uvicorn
+from starlette.types import ASGIApp
 
 from heron.books import add_library, index_library
 from heron.server import create_app
@@ -34,7 +36,9 @@ SKILL = (
 
 
 def free_socket(host: str = "127.0.0.1") -> socket.socket:
-    sock = socket.socket()
+    # IPPROTO_TCP spelled out: asyncio turns Nagle off (TCP_NODELAY) only on sockets that
+    # say they are TCP, and with it on every reply here would wait ~40 ms for an ACK.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind((host, 0))
     return sock
@@ -107,13 +111,13 @@ def heron_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         yield tmp
 
 
-@pytest.fixture(scope="module")
-def served(heron_home: Path) -> Iterator[Served]:
-    """``heron serve`` in a thread of this process: uvicorn on a free loopback port."""
+@contextmanager
+def running(app: ASGIApp) -> Iterator[tuple[str, uvicorn.Server]]:
+    """``app`` served by uvicorn in a thread of this process on a free loopback port:
+    its base URL and the server, until the block ends."""
     sock = free_socket()
     port = sock.getsockname()[1]
-    settings = Settings()
-    config = uvicorn.Config(create_app(settings), lifespan="on", log_config=None, access_log=False)
+    config = uvicorn.Config(app, lifespan="on", log_config=None, access_log=False)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -121,10 +125,23 @@ def served(heron_home: Path) -> Iterator[Served]:
     while not server.started:
         assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
         time.sleep(0.05)
-    yield Served(f"http://127.0.0.1:{port}", heron_home / "home", settings, server)
-    server.should_exit = True
-    thread.join(60)
-    sock.close()
+    try:
+        yield f"http://127.0.0.1:{port}", server
+    finally:
+        server.should_exit = True
+        thread.join(60)
+        sock.close()
+
+
+@pytest.fixture(scope="module")
+def served(heron_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    """``heron serve`` in a thread of this process: uvicorn on a free loopback port.
+
+    ``library.add`` over the API takes folders under HERON_LIBRARY_ROOTS only; the tests'
+    own temporary folders are that root here."""
+    settings = Settings(library_roots=[tmp_path_factory.getbasetemp()])
+    with running(create_app(settings)) as (url, server):
+        yield Served(url, heron_home / "home", settings, server)
 
 
 def start_heron(args: list[str], env: dict[str, str]) -> subprocess.Popen[str]:

@@ -58,7 +58,10 @@ def test_token_is_required_and_never_logged(heron_home: Path) -> None:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     assert missing.status_code == wrong.status_code == models.status_code == 401
-    assert missing.json()["error"]["type"] == "authentication_error"
+    # Each door answers in its clients' shape: JSON-RPC on /rpc, OpenAI's on /v1.
+    assert missing.json()["error"]["data"]["type"] == "authentication_error"
+    assert missing.json()["id"] is None and missing.json()["error"]["code"] == -32600
+    assert models.json()["error"]["type"] == "authentication_error"
     assert missing.headers["www-authenticate"].startswith("Bearer")
     assert right.status_code == 200 and right.json()["result"][0]["name"] == "tiny"
     assert TOKEN not in stderr

@@ -146,6 +146,10 @@ def test_heron_errors_become_application_errors(served: Served) -> None:
     assert bad["code"] == -32001 and "Invalid library name" in bad["message"]
 
 
+def not_json(name: str) -> None:
+    raise AssertionError(f"a bare {name} in a reply: not JSON")
+
+
 def test_bugs_and_results_json_cannot_carry_are_internal_errors() -> None:
     registry = Registry()
 
@@ -153,16 +157,22 @@ def test_bugs_and_results_json_cannot_carry_are_internal_errors() -> None:
         raise RuntimeError("bug")
 
     registry.add("broken", broken, summary="Always fails.")
-    registry.add("nan", lambda _: float("nan"), summary="A result JSON cannot carry.")
+    registry.add("object", lambda _: object(), summary="A result JSON cannot carry.")
+    registry.add("nan", lambda _: [1.0, float("nan")], summary="A NaN: sent as null.")
     answer = anyio.run(dispatch, registry, b'{"jsonrpc": "2.0", "id": 7, "method": "broken"}')
     assert answer["error"] == {
         "code": -32603,
         "message": "Internal error in broken.",
         "data": {"type": "RuntimeError"},
     }
-    batch = b'[{"jsonrpc": "2.0", "id": 1, "method": "nan"}, {"jsonrpc": "2.0", "id": 2}]'
-    encoded = json.loads(encode(anyio.run(dispatch, registry, batch)))
-    assert [a["error"]["code"] for a in encoded] == [-32603, -32600]
+    batch = (
+        b'[{"jsonrpc": "2.0", "id": 1, "method": "object"}, {"jsonrpc": "2.0", "id": 2},'
+        b' {"jsonrpc": "2.0", "id": 3, "method": "nan"}]'
+    )
+    encoded = encode(anyio.run(dispatch, registry, batch))
+    answers = json.loads(encoded, parse_constant=not_json)
+    assert [a.get("error", {}).get("code") for a in answers] == [-32603, -32600, None]
+    assert answers[2]["result"] == [1.0, None]
 
 
 def test_a_method_is_registered_once() -> None:
@@ -178,5 +188,10 @@ def test_rpc_only_takes_post(served: Served) -> None:
 
 def test_a_body_too_large_is_refused_unread(served: Served) -> None:
     body = b'{"jsonrpc": "2.0", "id": 1, "method": "library.list", "pad": "' + b"x" * 9_000_000
-    error = post(served, body + b'"}')["error"]
+    with served.client() as client:
+        response = client.post(
+            "/rpc", content=body + b'"}', headers={"content-type": "application/json"}
+        )
+    assert response.status_code == 413
+    error = response.json()["error"]
     assert error["code"] == -32600 and "over 8388608 bytes" in error["message"]
