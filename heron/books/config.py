@@ -9,6 +9,14 @@ One library a line, ``name source``, where source is a git URL or a local path;
 
 Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
 another library ``heron`` or ``HERON_BOOKS_DEFAULT_DOCS=false``.
+
+**Sources are checked** (``check_source``) before they are written. For everyone: a
+source never starts with ``-`` (git would read it as an option), a git URL uses
+``https``, ``http``, ``ssh``, ``git`` or scp-like ``user@host:path`` (``file://`` too
+from the CLI), never a ``X::`` transport (``ext::`` runs a program), and a folder is
+neither ``/`` nor one holding Heron's data directory. Over the API (``library.add``) a
+folder must be under one of ``library_roots`` (``HERON_LIBRARY_ROOTS``; none by default)
+and ``file://`` needs ``library_allow_file_urls``.
 """
 
 from __future__ import annotations
@@ -20,6 +28,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 from heron.errors import ConfigError, InputError, NotFound
 from heron.settings import Settings
@@ -30,6 +39,12 @@ DEFAULT_DOCS_NAME = "heron"
 _NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 _COMMENT = re.compile(r"\s#")
 _SCP_URL = re.compile(r"^[\w.-]+@[\w.-]+:")  # git@github.com:org/repo.git
+#: git's ``<transport>::<address>``: ``ext::sh -c ...`` runs a program.
+_TRANSPORT = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::")
+#: URL schemes a library may be cloned with; none runs a program on this machine.
+NETWORK_SCHEMES = ("https", "http", "ssh", "git")
+#: Who adds a library: the local user (CLI, Python) or a caller over the API.
+Caller = Literal["local", "api"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +59,89 @@ class Library:
 
 
 def is_git_url(source: str) -> bool:
-    return "://" in source or bool(_SCP_URL.match(source))
+    return "://" in source or bool(_SCP_URL.match(source) or _TRANSPORT.match(source))
+
+
+def url_scheme(source: str) -> str | None:
+    """``https`` for ``https://...``, ``ssh`` for ``git@host:path``, the transport for
+    ``ext::...``; None for a local path."""
+    if transport := _TRANSPORT.match(source):
+        return transport.group(1).lower()
+    if "://" in source:
+        return source.split("://", 1)[0].lower()
+    return "ssh" if _SCP_URL.match(source) else None
+
+
+def check_git_source(source: str, *, allow_file: bool = True) -> None:
+    """``InputError`` unless the git URL ``source`` is one git cannot turn into an option
+    or a program: no leading ``-``, no ``X::`` transport, a known scheme, a host."""
+    if source.startswith("-"):
+        raise InputError(
+            f"A library source cannot start with '-' ({source!r}): git would read it as an "
+            "option. Give a URL such as https://github.com/org/docs.git"
+        )
+    scheme = url_scheme(source)
+    if _TRANSPORT.match(source):
+        raise InputError(
+            f"{source!r} uses git's {scheme}:: transport, which runs a program on this "
+            "machine; give an https:// or ssh:// URL."
+        )
+    if scheme == "file":
+        if not allow_file:
+            raise InputError(
+                f"{source!r} is a file:// URL: over the API it would read any repository on "
+                "this machine. Set HERON_LIBRARY_ALLOW_FILE_URLS=true on the server to allow "
+                "it, or add it on the machine: heron library add NAME URL"
+            )
+        return
+    if scheme not in NETWORK_SCHEMES:
+        raise InputError(
+            f"{source!r}: the URL scheme {scheme}:// is not one Heron clones with. Use "
+            f"{', '.join(s + '://' for s in NETWORK_SCHEMES)} or user@host:path."
+        )
+    host = source.split("://", 1)[1].rsplit("@", 1)[-1] if "://" in source else ""
+    if "://" in source and (not host or host.startswith("-")):
+        raise InputError(f"{source!r} has no host name a URL can have; check the URL.")
+
+
+def check_source(source: str, settings: Settings, caller: Caller = "local") -> str:
+    """``source`` as ``libraries.txt`` keeps it (a folder made absolute), or
+    ``InputError`` saying why it cannot be a library and what to do (rules above)."""
+    source = source.strip()
+    if not source or any(c in source for c in "\n\r\x00"):
+        raise InputError("A library source is a git URL or a local folder, on one line.")
+    if source.startswith("-"):
+        check_git_source(source)
+    if is_git_url(source):
+        check_git_source(source, allow_file=caller == "local" or settings.library_allow_file_urls)
+        return source
+    folder = Path(source).expanduser().resolve()
+    if not folder.is_dir():
+        raise InputError(
+            f"{source} is not a folder. Give a local folder of Markdown pages or a git "
+            "URL such as https://github.com/org/docs.git"
+        )
+    home = settings.home.expanduser().resolve()
+    if folder == Path(folder.anchor):
+        raise InputError(
+            f"{folder} is the root of the filesystem; give the folder of the documentation."
+        )
+    if home == folder or home.is_relative_to(folder):
+        raise InputError(
+            f"{folder} holds Heron's data directory ({home}), with its databases and "
+            "settings; give a folder of documentation pages instead."
+        )
+    if caller == "api":
+        roots = [Path(r).expanduser().resolve() for r in settings.library_roots]
+        if not any(folder == r or folder.is_relative_to(r) for r in roots):
+            now = ", ".join(str(r) for r in roots) or "none set"
+            raise InputError(
+                "library.add over the API takes local folders only under "
+                f"HERON_LIBRARY_ROOTS (now: {now}); {folder} is not under one. Set "
+                "HERON_LIBRARY_ROOTS='[\"/srv/docs\"]' for the server, or add it on the "
+                "machine: heron library add NAME FOLDER"
+            )
+    return str(folder)
 
 
 def config_path(settings: Settings) -> Path:
@@ -136,21 +233,14 @@ def _write(path: Path, lines: list[str]) -> None:
     os.replace(tmp, path)  # readers see the old file or the new one, never half of one
 
 
-def add_library(name: str, source: str, settings: Settings | None = None) -> Library:
-    """Append ``name source`` to ``libraries.txt``; a local source is stored absolute."""
+def add_library(
+    name: str, source: str, settings: Settings | None = None, *, caller: Caller = "local"
+) -> Library:
+    """Append ``name source`` to ``libraries.txt``; a local source is stored absolute.
+    ``caller="api"`` applies the API's stricter rules (``check_source``)."""
     settings = settings or Settings()
     check_name(name)
-    source = source.strip()
-    if not source or any(c in source for c in "\n\r"):
-        raise InputError("A library source is a git URL or a local folder, on one line.")
-    if not is_git_url(source):
-        folder = Path(source).expanduser().resolve()
-        if not folder.is_dir():
-            raise InputError(
-                f"{source} is not a folder. Give a local folder of Markdown pages or a git "
-                "URL such as https://github.com/org/docs.git"
-            )
-        source = str(folder)
+    source = check_source(source, settings, caller)
     path = config_path(settings)
     with _locked(path):
         if any(lib.name == name for lib in _parse(path)):

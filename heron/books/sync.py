@@ -5,6 +5,12 @@ goes to a temporary folder and is renamed into place only when it succeeded; an 
 fetches the remote's default branch at depth 1 and resets to it, so a force-pushed
 history is followed like any other change. A failing remote raises ``SyncError`` and
 leaves the previous checkout (and so the previous index) as it was.
+
+Git runs as the workspace's does (``heron.programs.env``): a minimal environment, no
+system or user config, the repository-config overrides, and only the network transports
+(``file://`` too when the library's own URL is one; never ``ext::``). A URL or path is
+always passed after ``--``, so a source cannot be read as an option; ``check_source``
+(``heron.books.config``) refuses the sources that would be one.
 """
 
 from __future__ import annotations
@@ -15,8 +21,14 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from heron.books.config import Library
-from heron.errors import HeronError
+from heron.books.config import Library, check_git_source, url_scheme
+from heron.errors import HeronError, InputError
+from heron.programs import (
+    BOOKS_PROTOCOLS,
+    ProgramRefused,
+    check_git_config,
+    program_environment,
+)
 from heron.settings import Settings
 
 
@@ -37,12 +49,15 @@ def checkout_dir(library: Library, settings: Settings) -> Path:
     return settings.home / "libraries" / library.name
 
 
-def _git(args: list[str], cwd: Path | None, timeout: float) -> str:
-    env = {**os.environ, "GIT_TERMINAL_PROMPT": "0", "GIT_ASKPASS": "true"}
+def _git(
+    args: list[str], cwd: Path | None, timeout: float, protocols: tuple[str, ...] = BOOKS_PROTOCOLS
+) -> str:
+    env = program_environment(protocols=protocols)
     try:
         done = subprocess.run(
             ["git", *args],
             cwd=cwd,
+            stdin=subprocess.DEVNULL,
             capture_output=True,
             text=True,
             timeout=timeout,
@@ -61,12 +76,19 @@ def _git(args: list[str], cwd: Path | None, timeout: float) -> str:
     return done.stdout.strip()
 
 
+def _protocols(url: str) -> tuple[str, ...]:
+    """The transports a sync of ``url`` may use: the network ones, and ``file`` for a
+    ``file://`` URL (which only the local user, or an API allowed to, can configure)."""
+    return (*BOOKS_PROTOCOLS, "file") if url_scheme(url) == "file" else BOOKS_PROTOCOLS
+
+
 def _clone(url: str, target: Path, timeout: float) -> None:
     tmp = target.with_name(f".{target.name}.cloning")
     shutil.rmtree(tmp, ignore_errors=True)
     target.parent.mkdir(parents=True, exist_ok=True)
     try:
-        _git(["clone", "--depth", "1", "--quiet", url, str(tmp)], None, timeout)
+        args = ["clone", "--depth", "1", "--quiet", "--", url, str(tmp)]
+        _git(args, target.parent, timeout, _protocols(url))
     except SyncError:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
@@ -74,12 +96,17 @@ def _clone(url: str, target: Path, timeout: float) -> None:
 
 
 def _update(url: str, target: Path, timeout: float) -> None:
+    protocols = _protocols(url)
+    try:  # a checkout's config edited to name a program (a filter, a diff driver) stops here
+        check_git_config(target, program_environment(protocols=protocols))
+    except ProgramRefused as exc:
+        raise SyncError(str(exc)) from None
     # The URL may have changed in libraries.txt; the checkout follows it.
-    _git(["remote", "set-url", "origin", url], target, timeout)
-    _git(["fetch", "--depth", "1", "--quiet", "origin", "HEAD"], target, timeout)
-    _git(["reset", "--hard", "--quiet", "FETCH_HEAD"], target, timeout)
+    _git(["remote", "set-url", "--", "origin", url], target, timeout, protocols)
+    _git(["fetch", "--depth", "1", "--quiet", "--", "origin", "HEAD"], target, timeout, protocols)
+    _git(["reset", "--hard", "--quiet", "FETCH_HEAD", "--"], target, timeout, protocols)
     # -e keeps the Q&A cache an enricher wrote into the checkout (heron.books.enrich).
-    _git(["clean", "-fdxq", "-e", "/.ai/"], target, timeout)
+    _git(["clean", "-fdxq", "-e", "/.ai/"], target, timeout, protocols)
 
 
 def sync(library: Library, settings: Settings, *, timeout: float = 300.0) -> Checkout:
@@ -93,6 +120,11 @@ def sync(library: Library, settings: Settings, *, timeout: float = 300.0) -> Che
                 f"heron library add {library.name} NEW_SOURCE"
             )
         return Checkout(root)
+    try:
+        # libraries.txt may have been edited by hand since heron library add checked it.
+        check_git_source(library.source)
+    except InputError as exc:
+        raise SyncError(f"Library {library.name!r}: {exc}") from None
     target = checkout_dir(library, settings)
     try:
         if (target / ".git").is_dir():

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
 from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
+from heron.tools.builtin import check_arguments
 from heron.tools.errors import ToolInputError
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from heron.tools.toolbox import open_tools
@@ -183,6 +184,8 @@ def call(
     box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
     try:
         _report_servers(box.statuses)
+        if isinstance(arguments, dict):  # registry.call says what else --args must be
+            check_arguments(box.registry.get(name), arguments)
         result = box.registry.call(name, arguments)
     finally:
         box.close()

@@ -218,11 +218,17 @@ class JobRunner:
 
     async def _command(self, job: Job, step: Step, workspace: Workspace) -> _Outcome:
         assert step.argv is not None
-        argv = workspace.allowed(list(step.argv))
+        # The same checks and environment as run_command (heron.programs): allowlist,
+        # argument policy, minimal environment, hardened git, the repository's config.
+        command = await asyncio.to_thread(
+            workspace.command, list(step.argv), configured=step.configured
+        )
+        argv = step.argv
         try:
             proc = await asyncio.create_subprocess_exec(
-                *argv,
+                *command.argv,
                 cwd=workspace.root,
+                env=command.env,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,

@@ -24,11 +24,15 @@ BUILD = re.compile(r"(?i)\b(build(?:s|ing)?|tests?|testing|broken|breaks?|ci)\b"
 
 @dataclass(frozen=True)
 class Step:
-    """``argv`` for a command run in the workspace; ``None`` for an in-process call."""
+    """``argv`` for a command run in the workspace; ``None`` for an in-process call.
+    ``configured``: the command is the operator's own setting (``jobs_test_command``), so
+    its program must be on the allowlist but its arguments are not held to the program
+    policy (``heron.programs``); Heron's own git steps are."""
 
     name: str
     argv: tuple[str, ...] | None = None
     read_only: bool = True
+    configured: bool = False
 
     def to_dict(self) -> dict[str, object]:
         return {"step": self.name, "argv": list(self.argv) if self.argv else None}
@@ -44,5 +48,6 @@ def plan(prompt: str, test_command: str) -> list[Step]:
     if MEMORY.search(prompt):
         steps.append(Step("store_stats"))
     if BUILD.search(prompt) and test_command.strip():
-        steps.append(Step("test", tuple(shlex.split(test_command)), read_only=False))
+        argv = tuple(shlex.split(test_command))
+        steps.append(Step("test", argv, read_only=False, configured=True))
     return steps

@@ -12,6 +12,7 @@ from heron.books.library import forget_library, statuses
 from heron.books.search import Mode
 from heron.server.rpc import Registry
 from heron.server.runtime import Runtime
+from heron.tools.builtin import check_arguments
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
 
 
@@ -91,7 +92,9 @@ def register(registry: Registry, rt: Runtime) -> None:
         ]
 
     def library_add(p: LibraryAdd) -> dict[str, Any]:
-        library = add_library(p.name, p.source, settings)
+        # A caller over the API is not the machine's user: folders only under
+        # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.books.config.check_source).
+        library = add_library(p.name, p.source, settings, caller="api")
         return {"name": library.name, "source": library.source}
 
     def library_remove(p: LibraryName) -> dict[str, Any]:
@@ -131,7 +134,10 @@ def register(registry: Registry, rt: Runtime) -> None:
         return router.route(p.query).to_dict()
 
     def tools_call(p: ToolCall) -> dict[str, Any]:
-        return {"name": p.name, "result": rt.toolbox.registry.call(p.name, p.arguments)}
+        tools = rt.toolbox.registry
+        # Wrong argument types are the caller's error (-32001), not a handler's crash.
+        check_arguments(tools.get(p.name), p.arguments)
+        return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__

@@ -17,10 +17,11 @@ from heron.settings import Settings
 
 
 def test_add_list_remove(settings: Settings, tmp_path: Path) -> None:
-    add_library("local", str(tmp_path), settings)
+    (tmp_path / "docs").mkdir()
+    add_library("local", str(tmp_path / "docs"), settings)
     add_library("remote", "https://example.com/docs.git", settings)
     assert read_libraries(settings) == [
-        Library("local", str(tmp_path.resolve())),
+        Library("local", str((tmp_path / "docs").resolve())),
         Library("remote", "https://example.com/docs.git"),
     ]
     assert get_library("remote", settings).is_git
@@ -44,13 +45,15 @@ def test_file_format_comments_and_errors(settings: Settings) -> None:
 
 
 def test_bad_names_and_sources(settings: Settings, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
     with pytest.raises(InputError, match="Invalid library name"):
-        add_library("no spaces", str(tmp_path), settings)
+        add_library("no spaces", str(docs), settings)
     with pytest.raises(InputError, match="is not a folder"):
         add_library("x", str(tmp_path / "missing"), settings)
-    add_library("x", str(tmp_path), settings)
+    add_library("x", str(docs), settings)
     with pytest.raises(InputError, match="heron library remove x"):
-        add_library("x", str(tmp_path), settings)
+        add_library("x", str(docs), settings)
     with pytest.raises(NotFound, match="heron library add nope SOURCE"):
         get_library("nope", settings)
 

@@ -118,7 +118,8 @@ def test_library_removed_while_indexing(
 
 
 def test_one_indexer_per_library(settings: Settings, store: SQLiteStore, tmp_path: Path) -> None:
-    add_library("lib", str(tmp_path), settings)
+    (tmp_path / "docs").mkdir()
+    add_library("lib", str(tmp_path / "docs"), settings)  # not tmp_path: it holds HERON_HOME
     lock = checkout_dir(get_library("lib", settings), settings).with_name(".lib.lock")
     with _exclusive(lock, "lib"), pytest.raises(IndexBusy, match="another process"):
         index_library("lib", store, settings=settings)

@@ -1,0 +1,38 @@
+"""What allowlisted programs may be given and the environment they run in, shared by the
+workspace tools (``heron.tools``), jobs (``heron.jobs``) and library syncs
+(``heron.books``). See docs/tools.md, "Program policy".
+"""
+
+from __future__ import annotations
+
+from heron.programs.env import (
+    BOOKS_PROTOCOLS,
+    WORKSPACE_PROTOCOLS,
+    check_git_config,
+    git_environment,
+    program_environment,
+)
+from heron.programs.policy import (
+    Option,
+    Policy,
+    PolicyFile,
+    Program,
+    ProgramRefused,
+    default_policy,
+    load_policy,
+)
+
+__all__ = [
+    "BOOKS_PROTOCOLS",
+    "WORKSPACE_PROTOCOLS",
+    "Option",
+    "Policy",
+    "PolicyFile",
+    "Program",
+    "ProgramRefused",
+    "check_git_config",
+    "default_policy",
+    "git_environment",
+    "load_policy",
+    "program_environment",
+]
