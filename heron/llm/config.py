@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import yaml
 
@@ -42,12 +42,15 @@ BUNDLED_MODEL = "SmolLM2-135M-Instruct"
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a model accepts. ``max_tools`` ``None``: no documented limit."""
+    """What a model accepts. ``max_tools`` ``None``: no documented limit. ``answers``:
+    how grounded answers are made by default: ``generative`` (the model writes them) or
+    ``extractive`` (composed from the cited passages, for models too weak to write one)."""
 
     tool_calling: bool = True
     max_tools: int | None = 128
     name_profile: str = "openai"
     context_window: int = 128_000
+    answers: Literal["generative", "extractive"] = "generative"
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -67,7 +70,8 @@ PROVIDER_DEFAULTS: dict[str, tuple[Capabilities, str | None, str | None]] = {
         "ANTHROPIC_API_KEY",
     ),
     # SmolLM2 was trained on 8k tokens; a few tools' schemas already fill a good part.
-    "local": (Capabilities(True, 16, "strict", 8192), None, None),
+    # It loops when it writes a grounded answer itself: its answers are extractive.
+    "local": (Capabilities(True, 16, "strict", 8192, "extractive"), None, None),
 }
 _SPEC_KEYS = {"provider", "model", "base_url", "api_key_env", "fallbacks", "max_output_tokens"}
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
@@ -258,6 +262,10 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     for name, kind in (("tool_calling", bool), ("name_profile", str)):
         if name in overrides and not isinstance(overrides[name], kind):
             raise ConfigError(f"{at}: {name} must be a {kind.__name__}, got {overrides[name]!r}.")
+    if overrides.get("answers", "generative") not in ("generative", "extractive"):
+        raise ConfigError(
+            f"{at}: answers must be generative or extractive, got {overrides['answers']!r}."
+        )
     for name in ("max_tools", "context_window", "max_output_tokens"):
         value = entry.get(name, 1)
         nullable = name != "context_window"  # max_tools null: no limit
