@@ -1,7 +1,10 @@
 """Conversations by ``session_id``, in SQLite at ``$HERON_HOME/agent.db``.
 
 A turn (the message and its whole answer) is written in one transaction once the answer
-is complete: a failed answer leaves the session as it was.
+is complete: a failed answer leaves the session as it was. What is written is redacted
+first (``heron.redact``): a password pasted into a chat must not outlive the request in
+``agent.db``. The turn being answered keeps the original; history replays the redacted
+text.
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from typing import Any
 
 from heron.errors import InputError, StoreError
 from heron.llm.types import Message
+from heron.redact import redact, redact_value
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -79,8 +83,10 @@ class Sessions:
         return messages
 
     def save(self, session_id: str, message: str, record: dict[str, Any]) -> int:
-        """Append one turn (``record``: the answer's ``to_dict()``); returns its number."""
+        """Append one turn (``record``: the answer's ``to_dict()``), redacted; returns its
+        number."""
         now = time.time()
+        message, record = redact(message), redact_value(record)
         with self._lock:
             try:
                 self._db.execute("BEGIN IMMEDIATE")

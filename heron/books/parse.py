@@ -22,6 +22,8 @@ from typing import Any
 
 import yaml
 
+from heron import yamlsafe
+
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # {{< name args >}}, {{% name args %}}, {{< /name >}}.
 _HUGO = re.compile(r"\{\{([<%])\s*(/?)\s*([\w./-]*)(.*?)[>%]\}\}", re.DOTALL)
@@ -88,7 +90,10 @@ def strip_markup(text: str) -> str:
 
 
 def _front_matter(lines: list[str]) -> tuple[dict[str, Any], int, str | None]:
-    """``(fields, lines it spans, warning)``; YAML between ``---``, TOML between ``+++``."""
+    """``(fields, lines it spans, warning)``; YAML between ``---``, TOML between ``+++``.
+
+    Pages come from anyone's repository: YAML is read with ``heron.yamlsafe`` (no
+    aliases, at most 64 KiB), and refused front matter is a warning, like broken."""
     if not lines or lines[0].strip() not in ("---", "+++"):
         return {}, 0, None
     fence = lines[0].strip()
@@ -100,8 +105,8 @@ def _front_matter(lines: list[str]) -> tuple[dict[str, Any], int, str | None]:
         return {}, 0, f"front matter opened with {fence} is never closed; read as text"
     raw = "\n".join(lines[1:end])
     try:
-        data = yaml.safe_load(raw) if fence == "---" else tomllib.loads(raw)
-    except (yaml.YAMLError, tomllib.TOMLDecodeError) as exc:
+        data = yamlsafe.load(raw) if fence == "---" else tomllib.loads(raw)
+    except (yaml.YAMLError, tomllib.TOMLDecodeError, yamlsafe.YAMLRefused, RecursionError) as exc:
         reason = str(exc).splitlines()[0]
         return {}, end + 1, f"broken front matter ({reason}); title taken from the page"
     if data is None:

@@ -1,4 +1,10 @@
-"""What goes into an event payload: secrets redacted, then cut to a size limit."""
+"""What goes into an event payload: secrets redacted, then cut to a size limit.
+
+The order is the point: a secret cut in half (a PEM key whose ``BEGIN`` line falls
+outside the part kept) no longer looks like one, so every string is redacted whole
+before any cut. Callers that cut text themselves before it gets here must do the same:
+``heron.redact.redact_then_cut``.
+"""
 
 from __future__ import annotations
 

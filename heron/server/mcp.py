@@ -10,6 +10,7 @@ MCP client sees exactly the schemas an agent does. Served over streamable HTTP a
 from __future__ import annotations
 
 import json
+import logging
 from typing import Any
 
 import anyio
@@ -21,6 +22,7 @@ from starlette.routing import BaseRoute
 
 from heron import __version__
 from heron.errors import HeronError, InputError
+from heron.redact import redact
 from heron.server.runtime import Runtime
 from heron.tools.builtin import docs_tool, skill_tools
 from heron.tools.model import Tool
@@ -48,6 +50,8 @@ ROUTE_TOOLS = Tool(
     tags=("tools",),
 )
 
+log = logging.getLogger("heron.server")
+
 INSTRUCTIONS = (
     "Heron searches indexed documentation (search_docs, with citations), finds and reads "
     "skills (search_skills, read_skill) and picks tools for a request (route_tools)."
@@ -68,12 +72,24 @@ def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
 
 
 def _result(value: Any, *, error: bool = False) -> types.CallToolResult:
+    """A tool's answer; ``error``: an MCP tool error (``isError: true``), whose text is
+    the message for the model, redacted."""
     text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    text = redact(text) if error else text
     structured = None if error else value if isinstance(value, dict) else {"results": value}
     return types.CallToolResult(
         content=[types.TextContent(type="text", text=text)],
         structured_content=structured,
         is_error=error,
+    )
+
+
+def _annotations(tool: Tool) -> types.ToolAnnotations:
+    """Heron's safety level as MCP hints, so clients need not assume the worst."""
+    return types.ToolAnnotations(
+        read_only_hint=tool.safety == "read",
+        destructive_hint=tool.safety == "execute",
+        open_world_hint=False,
     )
 
 
@@ -83,7 +99,12 @@ def build_server(rt: Runtime) -> Server[Any]:
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
             tools=[
-                types.Tool(name=t.name, description=t.description, input_schema=t.parameters)
+                types.Tool(
+                    name=t.name,
+                    description=t.description,
+                    input_schema=t.parameters,
+                    annotations=_annotations(t),
+                )
                 for t, _ in tools.values()
             ]
         )
@@ -96,6 +117,15 @@ def build_server(rt: Runtime) -> Server[Any]:
             value = await run_in_threadpool(handler, dict(params.arguments or {}))
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
+        except Exception as exc:
+            # Left to the SDK, this would be a JSON-RPC error with code 0 and the raw
+            # exception text (str(KeyError('x')) is "'x'"): answer a clean tool error.
+            log.exception("MCP tool %s failed", params.name)
+            return _result(
+                f"{params.name} failed unexpectedly ({type(exc).__name__}); the server log "
+                "has the details.",
+                error=True,
+            )
         return _result(value)
 
     return Server(
@@ -107,10 +137,20 @@ def build_server(rt: Runtime) -> Server[Any]:
     )
 
 
-def http_routes(server: Server[Any], host: str) -> list[BaseRoute]:
+def http_routes(server: Server[Any], *, max_body: int) -> list[BaseRoute]:
     """The ``/mcp`` route; the app must run ``server.session_manager.run()`` in its
-    lifespan. ``host`` decides DNS-rebinding protection (on for loopback)."""
-    return list(server.streamable_http_app(streamable_http_path="/mcp", host=host).routes)
+    lifespan. Host and Origin are checked for every route, this one included, by
+    ``heron.server.origins.HostOriginMiddleware``, so the SDK's own copy of that check is
+    off (one rule in one place; the SDK's loopback default would also let a page on any
+    localhost port in). The SDK still insists on a JSON content type; its body limit is
+    the server's."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=security, max_request_body_size=max_body
+    )
+    return list(app.routes)
 
 
 def serve_stdio(rt: Runtime) -> None:

@@ -22,8 +22,12 @@ under ``metadata`` (``metadata.hermes.tags``) are valid YAML and read as such, w
 diagnostic. Descriptions have their whitespace collapsed to single spaces.
 
 Files that cannot be read as text raise ``SkillFileError`` with the reason: unreadable,
-not a regular file, broken symlink or symlink loop, binary (a NUL byte), UTF-16, invalid
-UTF-8, empty.
+not a regular file (a FIFO or device is refused without opening it, so nothing blocks),
+broken symlink or symlink loop, binary (a NUL byte), UTF-16, invalid UTF-8, empty.
+
+Front matter is untrusted YAML, read with ``heron.yamlsafe``: a file whose front matter
+uses aliases (``&a`` ... ``*a``: the "billion laughs" bomb) or is over 64 KiB is refused
+(``SkillFileError``) rather than recovered, at once.
 """
 
 from __future__ import annotations
@@ -42,6 +46,7 @@ from typing import Any
 
 import yaml
 
+from heron import yamlsafe
 from heron.errors import InputError
 
 #: Front matter sits at the top, so a larger file is read only this far.
@@ -57,7 +62,6 @@ _BLOCK_MARKERS = frozenset((">", "|", ">-", "|-", ">+", "|+"))
 _NOT_PLAIN = tuple("'\"[{|>&*!")
 _KEY = re.compile(r"""^(?P<key>[A-Za-z_][\w.\-]*|"[^"]*"|'[^']*')[ \t]*:(?:[ \t]+|$)""")
 _LIST_MARK = re.compile(r"^(?:[-*+]\s+|>\s*|\d+[.)]\s+)")
-_Loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
 @dataclass(frozen=True)
@@ -119,17 +123,44 @@ def _os_reason(path: Path, exc: OSError) -> str:
     return f"cannot be read ({exc.strerror or exc}); check the file"
 
 
-def read_skill_file(path: Path) -> tuple[str, list[Diagnostic]]:
-    """The text of a skill file (at most ``MAX_BYTES``), or ``SkillFileError``."""
+def outside_reason(path: Path, within: Path) -> str | None:
+    """Why ``path`` is not read as part of ``within``: it resolves (through symlinks)
+    outside it; ``None`` when it stays inside."""
+    real = Path(os.path.realpath(path))
+    if real.is_relative_to(os.path.realpath(within)):
+        return None
+    return (
+        f"symlink outside its directory (to {real}); not indexed. Copy it in, or set "
+        "HERON_SKILLS_FOLLOW_SYMLINKS=true to index skills linked from elsewhere"
+    )
+
+
+def read_skill_file(path: Path, *, within: Path | None = None) -> tuple[str, list[Diagnostic]]:
+    """The text of a skill file (at most ``MAX_BYTES``), or ``SkillFileError``.
+
+    ``within``: refuse a file that resolves outside this directory (a symlink leaving
+    its skill). Nothing but a regular file is opened for reading, and it is opened
+    non-blocking, so a FIFO swapped in after the check cannot hang the scan."""
+    target, flags = path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0)
     try:
-        mode = os.stat(path).st_mode
+        if within is not None:
+            reason = outside_reason(path, within)
+            if reason:
+                raise SkillFileError(path, reason)
+            # Open what was checked, and refuse it if it became a link since.
+            target, flags = Path(os.path.realpath(path)), flags | getattr(os, "O_NOFOLLOW", 0)
+        mode = os.stat(target).st_mode
         if stat.S_ISDIR(mode):
             raise SkillFileError(path, "is a directory; put a SKILL.md file in it instead")
         if not stat.S_ISREG(mode):
             raise SkillFileError(path, "is not a regular file (a FIFO, socket or device)")
-        with open(path, "rb") as handle:
+        fd = os.open(target, flags)
+        with open(fd, "rb") as handle:
+            info = os.fstat(handle.fileno())
+            if not stat.S_ISREG(info.st_mode):
+                raise SkillFileError(path, "is not a regular file (a FIFO, socket or device)")
             data = handle.read(MAX_BYTES + 1)
-            size = os.fstat(handle.fileno()).st_size
+            size = info.st_size
     except OSError as exc:
         raise SkillFileError(path, _os_reason(path, exc)) from exc
     if data.startswith((codecs.BOM_UTF16_LE, codecs.BOM_UTF16_BE)):
@@ -163,10 +194,14 @@ def read_skill_file(path: Path) -> tuple[str, list[Diagnostic]]:
     return text, diagnostics
 
 
-def parse_skill(path: Path) -> Skill:
-    """Read and parse one skill file; ``SkillFileError`` when it is not text."""
-    text, diagnostics = read_skill_file(path)
-    return parse_text(text, path, diagnostics)
+def parse_skill(path: Path, *, within: Path | None = None) -> Skill:
+    """Read and parse one skill file; ``SkillFileError`` when it is not text, its front
+    matter is refused (``heron.yamlsafe``) or it resolves outside ``within``."""
+    text, diagnostics = read_skill_file(path, within=within)
+    try:
+        return parse_text(text, path, diagnostics)
+    except yamlsafe.YAMLRefused as exc:
+        raise SkillFileError(path, f"front matter refused: {exc}") from None
 
 
 # -- parsing ----------------------------------------------------------------------------
@@ -174,6 +209,7 @@ def parse_skill(path: Path) -> Skill:
 
 def parse_text(text: str, path: Path, diagnostics: Iterable[Diagnostic] = ()) -> Skill:
     """Parse the text of a skill file; ``path`` names the skill when the text does not.
+    Front matter with aliases or over 64 KiB raises ``heron.yamlsafe.YAMLRefused``.
 
     >>> parse_text("---\\nname: x\\ndescription: >\\n  Two\\n  lines.\\n---\\nBody", Path("x"))
     ... # doctest: +ELLIPSIS
@@ -280,7 +316,7 @@ def _split_front_matter(
 def _load_front_matter(block: str, first_line: int, diags: list[Diagnostic]) -> dict[Any, Any]:
     """The front matter as a mapping; ``first_line`` is its line number in the file."""
     try:
-        data = yaml.load(block, Loader=_Loader)
+        data = yamlsafe.load(block)
     except yaml.YAMLError:
         return _load_by_entry(block.split("\n"), first_line, diags)
     if data is None:
@@ -312,7 +348,7 @@ def _load_by_entry(lines: list[str], first_line: int, diags: list[Diagnostic]) -
     for i, entry in entries:
         line_no = first_line + i
         try:
-            value = yaml.load("\n".join(entry), Loader=_Loader)
+            value = yamlsafe.load("\n".join(entry))
         except yaml.YAMLError as exc:
             problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
         else:
@@ -326,7 +362,7 @@ def _load_by_entry(lines: list[str], first_line: int, diags: list[Diagnostic]) -
         plain = _plain_value(first, entry[1:])
         if plain is not None:
             try:
-                value = yaml.load(f"{key}: {_quote(plain)}", Loader=_Loader)
+                value = yamlsafe.load(f"{key}: {_quote(plain)}")
             except yaml.YAMLError:
                 pass
             else:

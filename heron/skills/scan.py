@@ -1,11 +1,15 @@
 """Finding and reading every ``SKILL.md`` under the skill directories, the same way every time.
 
 The walk lists each directory sorted by name (code-point order), so every run on every
-machine meets the files in the same order and the same file wins a name. It follows
-symlinks, since skills are often linked in from a checkout, but never enters a directory
-twice: that is what stops a symlink loop, and it is reported. Hidden directories (``.git``,
-Hermes's ``.hub`` quarantine) and ``node_modules`` are not entered and are reported too, as
-is a directory that cannot be listed or that vanishes mid-scan; the scan goes on.
+machine meets the files in the same order and the same file wins a name. A symlink that
+stays inside its skill directory is followed; one that leaves it (a directory linked from
+outside the skills root, a ``SKILL.md`` linked from outside its skill's folder, say to
+``~/.ssh/id_rsa``) is reported and not indexed, unless ``follow_symlinks``
+(``HERON_SKILLS_FOLLOW_SYMLINKS``) is true, for skills linked in from a checkout. No
+directory is entered twice: that is what stops a symlink loop, and it is reported. Hidden
+directories (``.git``, Hermes's ``.hub`` quarantine) and ``node_modules`` are not entered
+and are reported too, as is a directory that cannot be listed or that vanishes mid-scan;
+the scan goes on.
 
 Names are unique, compared case-insensitively: the first file with a name (directory
 precedence, then walk order) wins, and each later one is reported in ``shadowed`` with
@@ -22,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.skills.dirs import SkillDir
-from heron.skills.parser import Skill, SkillFileError, parse_skill
+from heron.skills.parser import Skill, SkillFileError, outside_reason, parse_skill
 
 SKILL_FILE = "SKILL.md"
 _NOT_ENTERED = frozenset({"node_modules", "__pycache__"})
@@ -116,12 +120,18 @@ def _dir_reason(exc: OSError) -> str:
 
 
 def walk_skill_files(
-    root: Path, skipped: list[Skipped], seen: dict[tuple[int, int], Path] | None = None
+    root: Path,
+    skipped: list[Skipped],
+    seen: dict[tuple[int, int], Path] | None = None,
+    *,
+    follow_symlinks: bool = False,
 ) -> Iterator[Path]:
     """Every ``SKILL.md`` path under ``root``, depth first, each directory sorted by name.
 
-    Directories not entered are appended to ``skipped``. ``seen`` maps (device, inode) to
-    the path a directory was first entered by; share it between roots to enter none twice.
+    Directories not entered are appended to ``skipped``: among them, unless
+    ``follow_symlinks``, a symlinked directory leading outside ``root``. ``seen`` maps
+    (device, inode) to the path a directory was first entered by; share it between roots
+    to enter none twice.
     """
     seen = {} if seen is None else seen
     stack = [root]
@@ -158,13 +168,26 @@ def walk_skill_files(
                 continue
             if entry.name.startswith(".") or entry.name in _NOT_ENTERED:
                 skipped.append(Skipped(Path(entry.path), "hidden or tool directory, not searched"))
+            elif (
+                not follow_symlinks
+                and entry.is_symlink()  # a real folder inside root is inside it
+                and (reason := outside_reason(Path(entry.path), root))
+            ):
+                skipped.append(Skipped(Path(entry.path), reason))
             else:
                 subdirs.append(Path(entry.path))
         stack.extend(reversed(subdirs))
 
 
-def scan(dirs: Sequence[SkillDir]) -> ScanReport:
-    """Walk ``dirs`` in precedence order, parse every ``SKILL.md`` and keep one per name."""
+def scan(dirs: Sequence[SkillDir], *, follow_symlinks: bool | None = None) -> ScanReport:
+    """Walk ``dirs`` in precedence order, parse every ``SKILL.md`` and keep one per name.
+
+    ``follow_symlinks``: index skills linked from outside their directory (see the module
+    docstring); ``None`` takes ``HERON_SKILLS_FOLLOW_SYMLINKS`` from the settings."""
+    if follow_symlinks is None:
+        from heron.settings import Settings
+
+        follow_symlinks = Settings().skills_follow_symlinks
     report = ScanReport()
     winners: dict[str, Skill] = {}
     seen: dict[tuple[int, int], Path] = {}
@@ -173,10 +196,13 @@ def scan(dirs: Sequence[SkillDir]) -> ScanReport:
         if skill_dir.path.exists() and not exists:
             report.skipped.append(Skipped(skill_dir.path, "not a directory"))
         count = 0
-        for path in walk_skill_files(skill_dir.path, report.skipped, seen) if exists else ():
+        walk = walk_skill_files(
+            skill_dir.path, report.skipped, seen, follow_symlinks=follow_symlinks
+        )
+        for path in walk if exists else ():
             count += 1
             try:
-                skill = parse_skill(path)
+                skill = parse_skill(path, within=None if follow_symlinks else path.parent)
             except SkillFileError as exc:
                 report.failures.append(Failure(path, exc.reason))
                 continue

@@ -14,6 +14,22 @@ Each operation opens its own session (spawn or connect, initialize, work, close)
 costs a start-up per call, and buys the behaviour wanted of a flaky server: a server
 that hangs, crashes or speaks garbage fails that one operation with ``ServerError``,
 and the next use simply connects again.
+
+A server is not trusted:
+
+- its tools are registered under ``<server>.<tool>`` (``crm.add_contact``;
+  ``qualified_name``), so no server can shadow another's tool or a built-in, and a
+  name another source already holds is refused, never replaced;
+- a tool without annotations is ``execute`` (``heron.tools.model.safety_of``: the MCP
+  spec's defaults, destructive and not read-only), so an agent at the default ``read``
+  level is not offered it;
+- names with control characters or spaces, names over 128 characters, schemas over
+  64 KiB and tools past ``MAX_TOOLS`` are refused, descriptions cleaned and cut to
+  4 KiB; each is said in the server's ``ServerStatus.warnings``;
+- its error messages reach users cleaned, cut to ``MAX_MESSAGE`` and redacted.
+
+A malformed mcp.json is one ``ConfigError`` naming the file, each server and field that
+is wrong, and what it must be.
 """
 
 from __future__ import annotations
@@ -21,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import sys
 from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
@@ -29,15 +46,31 @@ from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from heron.errors import ConfigError
+from heron.redact import redact
 from heron.tools.errors import ServerError, ToolCallError, ToolInputError
-from heron.tools.model import Tool, parse_tool
+from heron.tools.model import MAX_DESCRIPTION, Tool, check_name, clean_text, parse_tool
 from heron.tools.registry import ToolRegistry
 
 DEFAULT_TIMEOUT = 30.0
 #: A server that keeps returning cursors is cut off after this many pages.
 MAX_PAGES = 100
+#: Tools kept from one server; the rest are reported, not registered. A server is
+#: untrusted: ten thousand tools would flood the router's index and every listing.
+MAX_TOOLS = 1000
+#: The longest error message of a server that is passed on, in characters.
+MAX_MESSAGE = 2000
+#: Warnings kept per server listing; the rest are counted.
+MAX_WARNINGS = 20
+#: The largest mcp.json read, in bytes.
+MAX_CONFIG_BYTES = 1 << 20
 _VAR = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
+#: Server names prefix their tools' names (``crm`` -> ``crm.add_contact``), so a dot in
+#: one would let ``a`` + ``b.c`` and ``a.b`` + ``c`` claim the same name.
+_SERVER_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")
+EXAMPLE = '{"mcpServers": {"name": {"command": "uvx", "args": ["pkg"]}}}'
 
 
 @dataclass(frozen=True)
@@ -56,17 +89,21 @@ class ServerConfig:
         return "stdio" if self.command else "streamable-http"
 
     def describe(self) -> str:
-        return " ".join([self.command or "", *self.args]) if self.command else str(self.url)
+        """The command line or URL, for messages: credentials in it are masked."""
+        text = " ".join([self.command or "", *self.args]) if self.command else str(self.url)
+        return redact(text)
 
 
 @dataclass(frozen=True)
 class ServerStatus:
-    """What happened when a server's tools were listed: ``error`` is ``None`` on success."""
+    """What happened when a server's tools were listed: ``error`` is ``None`` on success;
+    ``warnings`` name the tools that were refused or cut, and why."""
 
     name: str
     transport: str
     tools: int
     error: str | None = None
+    warnings: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -74,7 +111,19 @@ class ServerStatus:
             "transport": self.transport,
             "tools": self.tools,
             "error": self.error,
+            "warnings": list(self.warnings),
         }
+
+
+def qualified_name(server: str, tool: str) -> str:
+    """The name a server's tool is registered under: its server first, so two servers
+    (or a server and a built-in) cannot claim the same name. A name that already starts
+    with the server's keeps itself.
+
+    >>> qualified_name("crm", "add_contact"), qualified_name("osis", "osis.contact.list")
+    ('crm.add_contact', 'osis.contact.list')
+    """
+    return tool if tool.startswith(f"{server}.") else f"{server}.{tool}"
 
 
 def expand(value: str, environ: Mapping[str, str]) -> str:
@@ -97,52 +146,164 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
     return _VAR.sub(one, value)
 
 
+class _ServerSpec(BaseModel):
+    """One entry of ``mcpServers``, checked strictly: mcp.json is hand-written, and a
+    number where a string belongs is a mistake to name, not to convert. Other keys
+    (``type``, ``disabled``...) that other clients write are ignored."""
+
+    model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+    command: str | None = None
+    args: list[str] = Field(default_factory=list)
+    env: dict[str, str] = Field(default_factory=dict)
+    cwd: str | None = None
+    url: str | None = None
+    headers: dict[str, str] = Field(default_factory=dict)
+    timeout: float | None = Field(default=None, gt=0)
+
+
+#: What each field must be, said as the fix.
+_FIELD_FIX = {
+    "command": 'a program to start, as a string, e.g. "command": "uvx"',
+    "args": 'a list of strings, e.g. "args": ["--port", "8931"]',
+    "env": 'an object of strings, e.g. "env": {"TOKEN": "${MY_TOKEN}"}',
+    "cwd": 'a folder, as a string, e.g. "cwd": "/srv/crm"',
+    "url": 'a URL string, e.g. "url": "http://127.0.0.1:8931/mcp"',
+    "headers": 'an object of strings, e.g. "headers": {"Authorization": "Bearer ${TOKEN}"}',
+    "timeout": 'a number of seconds above 0, e.g. "timeout": 30',
+}
+_JSON_KINDS = {bool: "true/false", int: "a number", float: "a number", str: "a string",
+               list: "a list", dict: "an object", type(None): "null"}  # fmt: skip
+
+
+def _shown(value: Any) -> str:
+    """A value from the file, short and with secrets masked, for a message."""
+    kind = _JSON_KINDS.get(type(value), type(value).__name__)
+    text = redact(json.dumps(value, ensure_ascii=False, default=str))
+    return f"{kind} ({text[:60]}{'...' if len(text) > 60 else ''})"
+
+
+def _spec_problems(exc: ValidationError) -> list[str]:
+    """One problem per field: every wrong value in it, then what the field must be."""
+    wrong: dict[str, list[str]] = {}
+    for error in exc.errors():
+        top = str(error["loc"][0]) if error["loc"] else ""
+        where = top + "".join(
+            f"[{part}]" if isinstance(part, int) else f".{part}" for part in error["loc"][1:]
+        )
+        if top in _FIELD_FIX:
+            wrong.setdefault(top, []).append(f"'{where}' is {_shown(error['input'])}")
+        else:
+            wrong.setdefault(top, []).append(f"'{where}': {error['msg']}")
+    return [
+        ", ".join(found) + (f"; '{top}' must be {_FIELD_FIX[top]}" if top in _FIELD_FIX else "")
+        for top, found in wrong.items()
+    ]
+
+
 def parse_config(
-    document: Any, environ: Mapping[str, str] | None = None, *, timeout: float = DEFAULT_TIMEOUT
+    document: Any,
+    environ: Mapping[str, str] | None = None,
+    *,
+    timeout: float = DEFAULT_TIMEOUT,
+    origin: str = "the MCP config",
 ) -> list[ServerConfig]:
-    """``{"mcpServers": {name: {...}}}`` -> one ``ServerConfig`` per server."""
+    """``{"mcpServers": {name: {...}}}`` -> one ``ServerConfig`` per server.
+
+    Every mistake is a ``ConfigError`` naming ``origin`` (the file), the server, the
+    field and what it must be; all of a file's mistakes come in one error."""
     env = os.environ if environ is None else environ
     servers = document.get("mcpServers") if isinstance(document, Mapping) else None
     if not isinstance(servers, Mapping):
-        raise ToolInputError(
-            'An MCP config needs {"mcpServers": {"name": {"command": ...} or {"url": ...}}}.'
+        got = _shown(document) if not isinstance(document, Mapping) else "no 'mcpServers' object"
+        raise ConfigError(
+            f"{origin}: expected {EXAMPLE} (a 'url' instead of 'command' for streamable "
+            f"HTTP), got {got}."
         )
-    out = []
+    out, problems = [], []
     for name, spec in servers.items():
-        if not isinstance(spec, Mapping) or not (spec.get("command") or spec.get("url")):
-            raise ToolInputError(
-                f"MCP server {name!r} needs 'command' (stdio) or 'url' (streamable HTTP)."
+        where = f"MCP server {name!r}"
+        if not _SERVER_NAME.match(str(name)):
+            problems.append(
+                f"{where}: a server name may use only letters, digits, '_' and '-' (at most "
+                "64): it prefixes its tools' names. Rename it"
             )
-        out.append(
-            ServerConfig(
-                name=str(name),
-                command=expand(spec["command"], env) if spec.get("command") else None,
-                args=tuple(expand(str(a), env) for a in spec.get("args", ())),
-                env={str(k): expand(str(v), env) for k, v in (spec.get("env") or {}).items()},
-                cwd=expand(spec["cwd"], env) if spec.get("cwd") else None,
-                url=expand(spec["url"], env) if spec.get("url") else None,
-                headers={
-                    str(k): expand(str(v), env) for k, v in (spec.get("headers") or {}).items()
-                },
-                timeout=float(spec.get("timeout", timeout)),
-            )
-        )
+            continue
+        if not isinstance(spec, Mapping):
+            problems.append(f"{where} is {_shown(spec)}; write an object with 'command' or 'url'")
+            continue
+        try:
+            checked = _ServerSpec.model_validate(spec)
+        except ValidationError as exc:
+            problems += [f"{where}: {p}" for p in _spec_problems(exc)]
+            continue
+        if not (checked.command or checked.url):
+            problems.append(f"{where} needs 'command' (stdio) or 'url' (streamable HTTP)")
+            continue
+        try:
+            out.append(_server_config(str(name), checked, env, timeout))
+        except ToolInputError as exc:
+            problems.append(f"{where}: {exc}")
+    if problems:
+        raise ConfigError(f"{origin}: " + "; ".join(problems) + ".")
     return out
+
+
+def _server_config(
+    name: str, spec: _ServerSpec, env: Mapping[str, str], timeout: float
+) -> ServerConfig:
+    def ex(value: str | None) -> str | None:
+        return expand(value, env) if value else None
+
+    return ServerConfig(
+        name=name,
+        command=ex(spec.command),
+        args=tuple(expand(a, env) for a in spec.args),
+        env={k: expand(v, env) for k, v in spec.env.items()},
+        cwd=ex(spec.cwd),
+        url=ex(spec.url),
+        headers={k: expand(v, env) for k, v in spec.headers.items()},
+        timeout=spec.timeout if spec.timeout is not None else timeout,
+    )
 
 
 def load_config(
     path: Path, environ: Mapping[str, str] | None = None, *, timeout: float = DEFAULT_TIMEOUT
 ) -> list[ServerConfig]:
+    """The servers of the mcp.json at ``path``; ``ConfigError`` saying what to fix."""
+    path = Path(path)
     try:
-        document = json.loads(Path(path).read_text(encoding="utf-8"))
+        info = path.stat()
+        if not stat.S_ISREG(info.st_mode):  # a FIFO would block the open until written
+            raise ConfigError(f"{path} is not a regular file; point HERON_MCP_CONFIG at one.")
+        if info.st_size > MAX_CONFIG_BYTES:
+            raise ConfigError(
+                f"{path} is {info.st_size:,} bytes; an MCP config over "
+                f"{MAX_CONFIG_BYTES:,} is not read. Is it the right file?"
+            )
+        data = path.read_bytes()
     except FileNotFoundError:
-        raise ToolInputError(
+        raise ConfigError(
             f"No MCP config at {path}; write one in the Claude Desktop format "
-            '({"mcpServers": {...}}) or give another path.'
+            f"({EXAMPLE}) or give another path."
         ) from None
-    except (OSError, json.JSONDecodeError) as exc:
-        raise ToolInputError(f"Cannot read the MCP config {path}: {exc}") from exc
-    return parse_config(document, environ, timeout=timeout)
+    except OSError as exc:
+        raise ConfigError(f"Cannot read the MCP config {path}: {exc.strerror or exc}.") from exc
+    try:
+        document = json.loads(data.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); "
+            "save it as UTF-8."
+        ) from None
+    except json.JSONDecodeError as exc:
+        raise ConfigError(
+            f"{path} is not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}; "
+            f"fix it there. The format: {EXAMPLE}."
+        ) from None
+    except RecursionError:
+        raise ConfigError(f"{path} nests too deeply to be an MCP config.") from None
+    return parse_config(document, environ, timeout=timeout, origin=str(path))
 
 
 class MCPClient:
@@ -151,6 +312,8 @@ class MCPClient:
     def __init__(self, servers: list[ServerConfig], *, errlog: TextIO | None = None) -> None:
         self.servers = {s.name: s for s in servers}
         self.errlog = errlog or sys.stderr
+        #: (server, qualified name) -> the name the server knows the tool by.
+        self.originals: dict[tuple[str, str], str] = {}
 
     def server(self, name: str) -> ServerConfig:
         try:
@@ -199,57 +362,120 @@ class MCPClient:
                 f"Check that it runs: {config.describe()}"
             ) from exc
 
-    async def alist_tools(self, name: str) -> list[Tool]:
-        """Every tool of server ``name``, following ``nextCursor`` pages."""
+    async def alist_tools(self, name: str, warnings: list[str] | None = None) -> list[Tool]:
+        """Every tool of server ``name``, following ``nextCursor`` pages, each named
+        ``qualified_name(name, tool)``. The server is untrusted: a tool whose definition
+        cannot be accepted (``heron.tools.model.parse_tool``), a second tool of one name
+        and every tool past ``MAX_TOOLS`` are left out, each said in ``warnings``."""
         from mcp.types import PaginatedRequestParams
 
         config = self.server(name)
+        notes: list[str] = []
 
         async def work(session: Any) -> list[Tool]:
-            tools: list[Tool] = []
-            cursor = None
+            tools: dict[str, Tool] = {}
+            cursor, listed = None, 0
             for _ in range(MAX_PAGES):
                 params = PaginatedRequestParams(cursor=cursor) if cursor else None
                 result = await session.list_tools(params=params)
                 for tool in result.tools:
-                    data = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
-                    tools.append(parse_tool(data, f"mcp:{name}"))
+                    listed += 1
+                    if len(tools) < MAX_TOOLS:
+                        self._accept(name, tool, tools, notes)
                 cursor = result.next_cursor
                 if not cursor:
                     break
-            return tools
+            else:
+                notes.insert(0, f"still listing after {MAX_PAGES} pages; read {MAX_PAGES}")
+            if listed > MAX_TOOLS:  # first: the warnings that follow may be cut
+                notes.insert(
+                    0,
+                    f"listed {listed:,} tools; kept the first {MAX_TOOLS:,}. Split the server, "
+                    "or filter its tools in its own configuration.",
+                )
+            return list(tools.values())
 
-        return await self._guarded(config, "list its tools", work)
+        try:
+            return await self._guarded(config, "list its tools", work)
+        finally:
+            if len(notes) > MAX_WARNINGS:  # ten thousand bad tools: not ten thousand lines
+                notes[MAX_WARNINGS:] = [f"... and {len(notes) - MAX_WARNINGS:,} more"]
+            if warnings is not None:
+                warnings += notes
+
+    def _accept(self, server: str, listed: Any, tools: dict[str, Tool], notes: list[str]) -> None:
+        """Add one listed tool to ``tools`` under its qualified name, or say why not."""
+        data = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+        shown = clean_text(str(data.get("name", "")), 80)
+        try:
+            original = check_name(data.get("name"))
+            data["name"] = check_name(qualified_name(server, original))
+            tool = parse_tool(data, f"mcp:{server}")
+        except ToolInputError as exc:
+            notes.append(f"refused tool {shown!r}: {exc}")
+            return
+        if tool.name in tools:
+            notes.append(f"refused a second tool named {original!r}; kept the first")
+            return
+        if len(str(data.get("description") or "")) > MAX_DESCRIPTION:
+            notes.append(f"cut the description of {original!r} to {MAX_DESCRIPTION:,} chars")
+        tools[tool.name] = tool
+        self.originals[(server, tool.name)] = original
 
     async def acall_tool(self, name: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """Call ``tool`` on server ``name``; a result flagged ``isError`` raises
-        ``ToolCallError`` with the server's message."""
+        """Call ``tool`` (the server's own name for it) on server ``name``. A result flagged
+        ``isError`` and a JSON-RPC error answer both raise ``ToolCallError`` with the
+        server's message, cleaned, cut and redacted."""
+        from mcp.shared.exceptions import MCPError
+
         config = self.server(name)
 
         async def work(session: Any) -> dict[str, Any]:
-            return _result(await session.call_tool(tool, arguments))
+            try:
+                return _result(await session.call_tool(tool, arguments))
+            except MCPError as exc:  # returned, not raised: the SDK's task groups would wrap it
+                return {"rpcError": {"code": exc.code, "message": exc.message}}
 
         result = await self._guarded(config, f"run {tool!r}", work)
+        failed = result.get("rpcError")
+        if failed:
+            raise ToolCallError(
+                f"{tool!r} on MCP server {name!r} failed: "
+                f"{_message(failed['message'])} (MCP error {failed['code']})"
+            )
         if result.get("isError"):
-            text = " ".join(c.get("text", "") for c in result.get("content", []))
-            raise ToolCallError(f"{tool!r} on MCP server {name!r} failed: {text or 'no message'}")
+            text = " ".join(str(c.get("text", "")) for c in result.get("content", []))
+            raise ToolCallError(
+                f"{tool!r} on MCP server {name!r} failed: {_message(text) or 'no message'}"
+            )
         return result
 
     async def adiscover(self, registry: ToolRegistry) -> list[ServerStatus]:
         """List every server's tools into ``registry``; a failing server is reported in its
-        status and skipped, its old tools removed."""
+        status and skipped, its old tools removed. A tool whose name another source
+        already holds (an imported definition) is left out with a warning: no server
+        replaces a tool it does not own."""
         statuses = []
         for name, config in self.servers.items():
+            source = f"mcp:{name}"
+            warnings: list[str] = []
             try:
-                tools = await self.alist_tools(name)
+                tools = await self.alist_tools(name, warnings)
             except ServerError as exc:
-                registry.remove_source(f"mcp:{name}")
-                statuses.append(ServerStatus(name, config.transport, 0, str(exc)))
+                registry.remove_source(source)
+                statuses.append(ServerStatus(name, config.transport, 0, str(exc), tuple(warnings)))
                 continue
-            registry.remove_source(f"mcp:{name}")
+            registry.remove_source(source)
+            added = 0
             for tool in tools:
-                registry.add(tool, self._handler(name, tool.name))
-            statuses.append(ServerStatus(name, config.transport, len(tools)))
+                if tool.name in registry:
+                    other = registry.get(tool.name).source
+                    warnings.append(f"refused tool {tool.name!r}: {other} already has the name")
+                    continue
+                original = self.originals.get((name, tool.name), tool.name)
+                registry.add(tool, self._handler(name, original), replace=False)
+                added += 1
+            statuses.append(ServerStatus(name, config.transport, added, None, tuple(warnings)))
         return statuses
 
     def _handler(self, server: str, tool: str) -> Any:
@@ -271,8 +497,13 @@ def _result(result: Any) -> dict[str, Any]:
     return {k: v for k, v in data.items() if k in ("content", "structuredContent", "isError")}
 
 
+def _message(text: str) -> str:
+    """A server's message as Heron passes it on: one cleaned, cut, redacted string."""
+    return redact(clean_text(" ".join(str(text).split()), MAX_MESSAGE))
+
+
 def _reason(exc: BaseException) -> str:
     """The innermost message of an exception (group), for one readable line."""
     while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
         exc = exc.exceptions[0]
-    return f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    return f"{type(exc).__name__}: {_message(str(exc))}" if str(exc) else type(exc).__name__

@@ -9,7 +9,9 @@ OpenAI: ``{"type": "function", "function": {"name", "description", "parameters"}
 
 from __future__ import annotations
 
+import json
 import re
+import unicodedata
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -21,6 +23,18 @@ from heron.tools.errors import ToolInputError
 Safety = Literal["read", "write", "execute"]
 SAFETY_LEVELS: tuple[Safety, ...] = ("read", "write", "execute")
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
+
+# Definitions come from files and MCP servers Heron does not control: each part is bounded
+# so one bad server cannot flood the router, the model's context or a terminal.
+#: Longest name: the MCP spec's (2025-11-25) 128 characters.
+MAX_NAME = 128
+#: Longest description kept, in characters; the rest is cut.
+MAX_DESCRIPTION = 4096
+#: Largest parameter schema accepted, as JSON bytes.
+MAX_SCHEMA_BYTES = 64 * 1024
+#: Examples and tags kept per tool, and the longest of each.
+MAX_STRINGS, MAX_STRING = 32, 200
+CUT = " [...]"
 
 
 @dataclass(frozen=True)
@@ -106,7 +120,13 @@ def _properties(schema: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def parse_tool(item: Any, source: str) -> Tool:
-    """One definition in OpenAI, Anthropic or MCP form -> ``Tool``."""
+    """One definition in OpenAI, Anthropic or MCP form -> ``Tool``.
+
+    The definition is untrusted: a name with control characters or spaces, or longer
+    than ``MAX_NAME``, and a schema over ``MAX_SCHEMA_BYTES`` are refused
+    (``ToolInputError``); a description loses its control characters and is cut to
+    ``MAX_DESCRIPTION``. Safety follows ``safety_of`` (unannotated means ``execute``).
+    """
     if not isinstance(item, Mapping):
         raise ToolInputError(f"A tool definition must be a JSON object, got {item!r:.80}.")
     if isinstance(item.get("function"), Mapping):  # OpenAI chat-completions wrapper
@@ -116,31 +136,84 @@ def parse_tool(item: Any, source: str) -> Tool:
             f"Tool definition without a 'name': {dict(item)!r:.120}. Expected the OpenAI, "
             "Anthropic or MCP tools/list format."
         )
+    name = check_name(item["name"])
     schema = item.get("parameters") or item.get("input_schema") or item.get("inputSchema")
+    parameters = dict(schema) if isinstance(schema, Mapping) else dict(EMPTY_SCHEMA)
+    size = len(json.dumps(parameters, ensure_ascii=False, default=str).encode("utf-8"))
+    if size > MAX_SCHEMA_BYTES:
+        raise ToolInputError(
+            f"Tool {name!r}: its parameter schema is {size:,} bytes, over the "
+            f"{MAX_SCHEMA_BYTES:,} accepted; ask its author for a smaller one."
+        )
     annotations = item.get("annotations") if isinstance(item.get("annotations"), Mapping) else {}
     return Tool(
-        name=item["name"],
-        description=str(item.get("description") or ""),
-        parameters=dict(schema) if isinstance(schema, Mapping) else dict(EMPTY_SCHEMA),
+        name=name,
+        description=clean_text(str(item.get("description") or ""), MAX_DESCRIPTION),
+        parameters=parameters,
         source=source,
-        safety=_safety(annotations),
+        safety=safety_of(annotations),
         tags=_strings(item.get("tags")),
         examples=_strings(item.get("examples")),
     )
+
+
+def check_name(name: Any) -> str:
+    """``name`` if it can name a tool: a string of 1 to ``MAX_NAME`` characters without
+    spaces or control characters (the provider codec, ``heron.tools.names``, rewrites the
+    rest); else ``ToolInputError`` saying why."""
+    if not isinstance(name, str) or not name:
+        raise ToolInputError(f"A tool name must be a non-empty string, got {name!r:.80}.")
+    if len(name) > MAX_NAME:
+        raise ToolInputError(
+            f"Tool name {name[:40]!r}... is {len(name):,} characters; at most {MAX_NAME}."
+        )
+    bad = next((c for c in name if unicodedata.category(c)[0] in "CZ"), None)
+    if bad is not None:
+        raise ToolInputError(
+            f"Tool name {name!r} holds {unicodedata.name(bad, repr(bad))!s} "
+            f"(U+{ord(bad):04X}); tool names are letters, digits, '_', '-', '.' and '/'."
+        )
+    return name
+
+
+def clean_text(text: str, limit: int) -> str:
+    """``text`` without control characters (newlines and tabs kept), at most ``limit``
+    characters (cut ones end with ``[...]``): what a terminal or a prompt may be shown.
+
+    >>> clean_text("ok\\x1b[2J\\x00 done", 100)
+    'ok[2J done'
+    """
+    kept = "".join(
+        c for c in text if c in "\n\t" or unicodedata.category(c) not in ("Cc", "Cf", "Cs")
+    )
+    return kept if len(kept) <= limit else kept[: limit - len(CUT)] + CUT
 
 
 def _strings(value: Any) -> tuple[str, ...]:
     """The strings of an optional list field; anything else in it is ignored."""
     if not isinstance(value, list):
         return ()
-    return tuple(v.strip() for v in value if isinstance(v, str) and v.strip())
+    texts = (clean_text(v, MAX_STRING).strip() for v in value if isinstance(v, str))
+    return tuple(t for t in texts if t)[:MAX_STRINGS]
 
 
-def _safety(annotations: Mapping[str, Any]) -> Safety:
-    """MCP tool annotations (hints) -> a safety level; unknown means ``write``."""
+def safety_of(annotations: Mapping[str, Any]) -> Safety:
+    """MCP tool annotations (hints) -> a safety level, taking the spec's defaults for a
+    missing hint (``readOnlyHint`` false, ``destructiveHint`` true):
+
+    - ``readOnlyHint: true`` -> ``read``;
+    - ``destructiveHint: false`` (and not read-only) -> ``write``: it only adds or changes;
+    - otherwise, unannotated included -> ``execute``, the most harmful level: nothing
+      says what the tool may do, so only an agent allowed to run programs is offered it.
+
+    >>> safety_of({}), safety_of({"destructiveHint": False}), safety_of({"readOnlyHint": True})
+    ('execute', 'write', 'read')
+    """
     if annotations.get("readOnlyHint") is True:
         return "read"
-    return "write" if annotations else "read"
+    if annotations.get("destructiveHint") is False:
+        return "write"
+    return "execute"
 
 
 def parse_tools(document: Any, source: str) -> list[Tool]:

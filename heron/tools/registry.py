@@ -10,11 +10,13 @@ from __future__ import annotations
 
 import difflib
 import json
+import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from heron.errors import HeronError
 from heron.store.base import Store
 from heron.tools.errors import ToolCallError, ToolInputError, UnknownTool
 from heron.tools.model import Tool, parse_tools
@@ -24,6 +26,8 @@ Handler = Callable[[dict[str, Any]], Any]
 #: The store's key-value namespace for imported definitions, one key per tool.
 KV_NAMESPACE = "tools"
 IMPORT_PREFIX = "import:"
+
+log = logging.getLogger("heron.tools")
 
 
 class ToolRegistry:
@@ -91,7 +95,11 @@ class ToolRegistry:
         return name in self._handlers
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
-        """Run tool ``name``; its own failures come back as ``ToolCallError``."""
+        """Run tool ``name``; its own failures come back as ``ToolCallError``.
+
+        A handler's unexpected exception (a bug, not a refusal) is logged with its
+        traceback and raised as ``ToolCallError`` naming only its type: callers (the
+        agent, JSON-RPC, MCP) show a clean message, never ``KeyError('x')``."""
         tool = self.get(name)
         handler = self._handlers.get(name)
         if handler is None:
@@ -101,7 +109,16 @@ class ToolRegistry:
             )
         if arguments is not None and not isinstance(arguments, dict):
             raise ToolInputError(f"Arguments of {name!r} must be a JSON object.")
-        return handler(arguments or {})
+        try:
+            return handler(arguments or {})
+        except HeronError:
+            raise
+        except Exception as exc:
+            log.exception("tool %s failed", name)
+            raise ToolCallError(
+                f"Tool {name!r} failed unexpectedly ({type(exc).__name__}); the log has the "
+                "details. Try other arguments or another tool."
+            ) from exc
 
 
 def read_tool_file(path: Path) -> list[Tool]:

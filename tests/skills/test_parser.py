@@ -17,6 +17,7 @@ from heron.skills.parser import (
     parse_skill,
     parse_text,
 )
+from heron.yamlsafe import YAMLRefused
 
 FOLDER = Path("/skills/my-folder/SKILL.md")
 
@@ -205,12 +206,20 @@ def test_blank_lines_before_the_front_matter() -> None:
     assert "line 5" in skill.diagnostics[0].message  # line numbers are the file's
 
 
-def test_yaml_alias_bomb_is_cut() -> None:
+def test_yaml_alias_bomb_is_refused(tmp_path: Path) -> None:
     bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
         f"{c}: &{c} [*{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}, *{p}]\n"
         for p, c in zip("abcdefgh", "bcdefghi", strict=True)
     )
-    skill = parse_text(f"---\nname: x\ndescription: d\n{bomb}---\n", FOLDER)
+    with pytest.raises(YAMLRefused, match="aliases"):
+        parse_text(f"---\nname: x\ndescription: d\n{bomb}---\n", FOLDER)
+    reason = failure(write(tmp_path, f"---\nname: x\n{bomb}description: *i\n---\n"))
+    assert reason.startswith("front matter refused: YAML aliases")
+
+
+def test_many_values_are_cut_to_the_budget() -> None:
+    values = ", ".join(["x"] * (VALUE_BUDGET + 10))
+    skill = parse_text(f"---\nname: x\ndescription: d\nmany: [{values}]\n---\n", FOLDER)
     assert skill.name == "x"
     assert "bad-field" in [d.code for d in skill.diagnostics]
     assert str(VALUE_BUDGET) in str(skill.diagnostics[-1])

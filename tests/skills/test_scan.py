@@ -67,18 +67,36 @@ def test_symlink_loop_is_reported_and_ends(tmp_path: Path) -> None:
     assert report.skipped == [Skipped(tmp_path / "a" / "loop", f"symlink loop back to {tmp_path}")]
 
 
-def test_linked_skills_are_followed_once(tmp_path: Path) -> None:
+def test_linked_skills_are_followed_once_when_allowed(tmp_path: Path) -> None:
     outside = tmp_path / "checkout"
     skill(outside, "linked")
     root = tmp_path / "skills"
     root.mkdir()
     (root / "one").symlink_to(outside / "linked")
     (root / "two").symlink_to(outside / "linked")
-    report = scan([SkillDir(root, "test")])
+    report = scan([SkillDir(root, "test")], follow_symlinks=True)
     assert [s.path for s in report.skills] == [root / "one" / "SKILL.md"]
     assert report.skipped == [Skipped(root / "two", f"same directory as {root / 'one'}")]
-    again = scan([SkillDir(root, "a"), SkillDir(outside, "b")])
+    again = scan([SkillDir(root, "a"), SkillDir(outside, "b")], follow_symlinks=True)
     assert [s.reason for s in again.skipped][-1] == f"same directory as {root / 'one'}"
+
+
+def test_links_leaving_the_root_are_skipped_by_default(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("HERON_SKILLS_FOLLOW_SYMLINKS", raising=False)
+    outside = tmp_path / "checkout"
+    skill(outside, "linked")
+    root = tmp_path / "skills"
+    skill(root, "inner")
+    (root / "one").symlink_to(outside / "linked")
+    (root / "alias").symlink_to(root / "inner")  # stays inside: followed
+    report = scan([SkillDir(root, "test")])
+    assert [s.path.parent.name for s in report.skills] == ["alias"]
+    assert [s.path.name for s in report.skipped] == ["one", "inner"]
+    assert report.skipped[0].reason.startswith("symlink outside its directory")
+    monkeypatch.setenv("HERON_SKILLS_FOLLOW_SYMLINKS", "true")
+    assert len(scan([SkillDir(root, "test")]).skills) == 2
 
 
 def test_hidden_directories_are_not_searched_but_listed(tmp_path: Path) -> None:

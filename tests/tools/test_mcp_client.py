@@ -16,6 +16,7 @@ from typing import Any
 
 import pytest
 
+from heron.errors import ConfigError
 from heron.tools import NameCodec, ToolRegistry, ToolRouter
 from heron.tools.errors import ServerError, ToolCallError, ToolInputError
 from heron.tools.mcp_client import MCPClient, ServerConfig, expand, parse_config
@@ -112,7 +113,7 @@ def stdio_registry() -> tuple[MCPClient, ToolRegistry, list[Any]]:
 def test_stdio_lists_all_pages_and_calls_back(stdio_registry) -> None:
     _, registry, statuses = stdio_registry
     assert [s.to_dict() for s in statuses] == [
-        {"name": "osis", "transport": "stdio", "tools": 150, "error": None}
+        {"name": "osis", "transport": "stdio", "tools": 150, "error": None, "warnings": []}
     ]
     assert len(registry) == 150 and "osis.contact.list" in registry
     tool = registry.get("osis.contact.list")
@@ -162,10 +163,13 @@ def test_streamable_http(http_url: str) -> None:
     registry = ToolRegistry()
     (status,) = client.discover(registry)
     assert status.error is None and status.tools == 150
+    # The server is "web": its tools carry its name, and are called by their own.
     codec = NameCodec([t.name for t in registry.tools()], "openai")
-    tool = codec.decode(codec.encode("osis.ticket.search"))
+    tool = codec.decode(codec.encode("web.osis.ticket.search"))
     result = registry.call(tool, {"query": "printer"})
-    assert json.loads(result["content"][0]["text"])["query"] == "printer"
+    assert json.loads(result["content"][0]["text"]) == {
+        "tool": "osis.ticket.search", "query": "printer", "limit": 10,
+    }  # fmt: skip
 
 
 def test_broken_servers_are_reported_and_skipped(stdio_registry) -> None:
@@ -215,8 +219,10 @@ def test_config_expands_variables() -> None:
     assert (b.url, b.timeout, b.transport) == ("http://127.0.0.1:80/mcp", 5.0, "streamable-http")
     with pytest.raises(ToolInputError, match=r"export TOKEN, or write \$\{TOKEN:-default\}"):
         expand("${TOKEN}", {})
-    with pytest.raises(ToolInputError, match="needs 'command'"):
+    with pytest.raises(ConfigError, match="needs 'command'"):
         parse_config({"mcpServers": {"x": {}}}, {})
+    with pytest.raises(ConfigError, match=r"server 'a': \$\{TOKEN\} is not set"):
+        parse_config(config, {"PY": "python3", "PORT": "80"})
 
 
 if __name__ == "__main__":

@@ -24,8 +24,13 @@ def test_reads_openai_anthropic_and_mcp_formats() -> None:
     for document in (openai, anthropic, mcp, rpc):
         (tool,) = parse_tools(document, "import:x.json")
         assert (tool.name, tool.description, tool.parameters) == ("w", "d", SCHEMA)
-    assert parse_tools(mcp, "s")[0].safety == "write"
-    assert parse_tools(anthropic, "s")[0].safety == "read"
+    # Destructive, and unannotated (the MCP spec's defaults): the most harmful level.
+    assert parse_tools(mcp, "s")[0].safety == "execute"
+    assert parse_tools(anthropic, "s")[0].safety == "execute"
+    additive = {"name": "w", "annotations": {"destructiveHint": False}}
+    assert parse_tools([additive], "s")[0].safety == "write"
+    read_only = {"name": "w", "annotations": {"readOnlyHint": True, "destructiveHint": True}}
+    assert parse_tools([read_only], "s")[0].safety == "read"
 
 
 def test_examples_and_tags_are_read_and_round_trip() -> None:
