@@ -37,5 +37,6 @@ def load_embedder(settings: Settings | None = None) -> Embedder:
             threads=settings.embed_threads,
         )
     if settings.embed_cache:
-        embedder = CachedEmbedder(embedder, settings.embed_cache_path)
+        # The cache is all the caller sees, so closing it closes the model behind it.
+        embedder = CachedEmbedder(embedder, settings.embed_cache_path, close_inner=True)
     return embedder

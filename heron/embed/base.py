@@ -21,16 +21,58 @@ MAX_CHARS = 100_000
 class Embedder(Protocol):
     """Turns texts into L2-normalised vectors.
 
-    ``embed(["a", "b"])`` returns a ``float32`` array of shape ``(2, dim)`` whose rows
-    have unit length, in the order of the input. An empty list gives ``(0, dim)``.
-    ``model_id`` names the model and its settings: vectors with different ids are
-    not comparable, and the store refuses to mix them in one namespace.
+    The implementations are ``MiniLMEmbedder`` (the bundled ONNX model), ``RemoteEmbedder``
+    (any OpenAI-compatible ``/v1/embeddings`` server) and ``CachedEmbedder`` (either of
+    them behind a SQLite cache); ``load_embedder()`` builds the one the settings name.
+
+    Example usage::
+
+        embedder = load_embedder()
+        vectors = embedder.embed(["A Pod runs containers.", "kubectl rollout undo"])
+        print(vectors.shape, vectors.dtype)    # (2, 384) float32
+        embedder.close()
+
+    ``model_id`` names the model and its settings: vectors with different ids are not
+    comparable, and the store refuses to mix them in one namespace. ``dim`` is the
+    vectors' length (a ``RemoteEmbedder`` not told it asks the server once).
+
+    **Errors.** ``InputError`` for input that is not a list of strings; ``ModelError`` for
+    a model that is missing, damaged or failing, and its ``RemoteModelError`` for an
+    embedding server that cannot be reached or answers badly; ``StoreError`` for a
+    damaged or unwritable cache file (``CachedEmbedder``). Each names the fix; the
+    libraries' own exceptions (onnxruntime, httpx, sqlite3) do not escape.
+
+    **Concurrency.** ``embed`` may be called from several threads at once.
+
+    **Lifetime.** ``close()`` releases what the embedder holds (HTTP connections, the
+    cache's database connection; ``MiniLMEmbedder`` holds nothing that the garbage
+    collector does not free) and is idempotent. After it, ``embed`` raises
+    ``ModelError`` where something was released. Whoever made an embedder closes it: a
+    store given one does not, and ``CachedEmbedder`` closes the embedder it wraps only
+    when told to (``close_inner=True``, as ``load_embedder`` does).
     """
 
     model_id: str
     dim: int
 
-    def embed(self, texts: Sequence[str]) -> np.ndarray: ...
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """The vectors of ``texts``, one row each, in order.
+
+        ``texts`` is a list (or other sequence) of ``str``, not one ``str``. An empty
+        list gives shape ``(0, dim)``; an empty string is embedded like any text; a text
+        longer than ``MAX_CHARS`` characters is cut there (and a warning logged).
+
+        Returns a ``float32`` array of shape ``(len(texts), dim)`` whose rows have unit
+        length. The same text gives the same vector, to float rounding, for as long as
+        ``model_id`` is the same (the cache relies on it).
+
+        Raises ``InputError``, ``ModelError`` (see the class).
+        """
+        ...
+
+    def close(self) -> None:
+        """Release what the embedder holds; a second call does nothing."""
+        ...
 
 
 def clean_texts(texts: Sequence[str]) -> list[str]:

@@ -8,12 +8,16 @@ sends only the misses, deduplicated, to the model.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
 
 from heron.embed.base import Embedder, clean_texts
+from heron.errors import ModelError
 from heron.sqlite_errors import SQLiteFile
 
 _SCHEMA = """
@@ -31,10 +35,15 @@ def text_key(text: str) -> str:
 
 
 class CachedEmbedder:
-    """An ``Embedder`` that remembers: ``misses`` counts texts that reached the model."""
+    """An ``Embedder`` that remembers: ``misses`` counts texts that reached the model.
 
-    def __init__(self, inner: Embedder, path: Path) -> None:
+    ``close()`` closes the cache file, and ``inner`` too when ``close_inner`` is set: the
+    caller that made ``inner`` for this cache alone (``load_embedder``) hands it over.
+    """
+
+    def __init__(self, inner: Embedder, path: Path, *, close_inner: bool = False) -> None:
         self.inner = inner
+        self.close_inner = close_inner
         self.model_id = inner.model_id
         self.dim = inner.dim
         self.misses = 0
@@ -46,6 +55,10 @@ class CachedEmbedder:
         )
         # The default isolation level: ``with self._db`` below is one transaction.
         self._db = self._file.connect(timeout=30, schema=_SCHEMA, isolation_level="")
+        # One connection serves every thread: a lock keeps one thread's transaction
+        # (``with self._db``) from committing or rolling back another's statements.
+        self._lock = threading.Lock()
+        self._closed = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = clean_texts(texts)
@@ -56,8 +69,8 @@ class CachedEmbedder:
             vectors = self.inner.embed(list(todo.values()))
             self.misses += len(todo)
             fresh = dict(zip(todo, vectors, strict=True))
-            with self._file.errors(), self._db:
-                self._db.executemany(
+            with self._connection() as db, db:
+                db.executemany(
                     "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
                     [(self.model_id, k, v.tobytes()) for k, v in fresh.items()],
                 )
@@ -67,14 +80,26 @@ class CachedEmbedder:
             out[i] = found[key]
         return out
 
+    @contextmanager
+    def _connection(self) -> Iterator[sqlite3.Connection]:
+        """The connection, for this thread alone until the block ends."""
+        with self._lock:
+            if self._closed:
+                raise ModelError(
+                    f"The embedding cache {self._file.path} was closed; load the embedder "
+                    "again (heron.embed.load_embedder()) to embed."
+                )
+            with self._file.errors():
+                yield self._db
+
     def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
         batch = list(keys)
         for start in range(0, len(batch), 500):  # stay under SQLite's variable limit
             part = batch[start : start + 500]
             marks = ",".join("?" * len(part))
-            with self._file.errors():
-                rows = self._db.execute(
+            with self._connection() as db:
+                rows = db.execute(
                     f"SELECT text_sha256, vector FROM embeddings WHERE model_id = ? "
                     f"AND text_sha256 IN ({marks})",
                     [self.model_id, *part],
@@ -86,4 +111,11 @@ class CachedEmbedder:
         return found
 
     def close(self) -> None:
-        self._db.close()
+        """Close the cache file (and ``inner`` if ``close_inner``); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._db.close()
+        if self.close_inner:
+            self.inner.close()

@@ -104,3 +104,7 @@ class MiniLMEmbedder:
         except Exception as exc:
             raise ModelError(f"The embedding model failed: {exc}. {assets.REINSTALL}") from exc
         return mean_pool(hidden, mask)
+
+    def close(self) -> None:
+        """Nothing to release: the tokenizer and the ONNX session hold no file or socket
+        open, and their memory goes with the object. ``embed`` keeps working."""

@@ -8,7 +8,7 @@ import httpx
 import numpy as np
 
 from heron.embed.base import checked_output, clean_texts
-from heron.errors import RemoteModelError
+from heron.errors import ModelError, RemoteModelError
 
 
 class RemoteEmbedder:
@@ -58,6 +58,11 @@ class RemoteEmbedder:
 
     def _request(self, batch: list[str]) -> np.ndarray:
         where = f"{self._client.base_url}/embeddings"
+        if self._client.is_closed:
+            raise ModelError(
+                f"The embedder for {where} was closed; load it again "
+                "(heron.embed.load_embedder()) to embed."
+            )
         try:
             response = self._client.post("/embeddings", json={"model": self.model, "input": batch})
         except httpx.HTTPError as exc:
@@ -85,4 +90,5 @@ class RemoteEmbedder:
         return vectors
 
     def close(self) -> None:
+        """Close the HTTP connections; idempotent."""
         self._client.close()

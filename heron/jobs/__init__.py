@@ -6,13 +6,13 @@ See docs/jobs.md. ``open_jobs()`` gives the ``Jobs`` facade; ``JobRunner`` runs 
 
 from __future__ import annotations
 
+from heron.jobs.base import JobStore
 from heron.jobs.errors import IllegalTransition, JobError, JobInputError, JobNotFound
 from heron.jobs.model import RISK_LEVELS, STATES, TERMINAL, Job, JobEvent, Risk, State
 from heron.jobs.runner import JobRunner
 from heron.jobs.service import Jobs, jobs_db_path, open_jobs
 from heron.jobs.sqlite import SQLiteJobStore
 from heron.jobs.steps import Step, plan
-from heron.jobs.store import JobStore
 
 __all__ = [
     "RISK_LEVELS",

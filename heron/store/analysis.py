@@ -66,3 +66,12 @@ def analyze(text: str) -> list[str]:
     """Terms of ``text`` in order, stopwords removed, stemmed."""
     words = [w for w in _WORD.findall(text.lower()) if w not in STOPWORDS]
     return _stemmer().stemWords(words)
+
+
+def query_terms(text: str) -> list[str]:
+    """The query's analysed terms, each once, in order: what a lexical search looks up.
+
+    >>> query_terms("running pods run")
+    ['run', 'pod']
+    """
+    return list(dict.fromkeys(analyze(text)))

@@ -1,4 +1,4 @@
-"""The PostgreSQL store's schema, as numbered migrations applied on start.
+"""The PostgreSQL store's schema, as numbered migrations applied on start (``open_pool``).
 
 Each migration runs in its own transaction (PostgreSQL's DDL is transactional), so one
 that is interrupted leaves nothing behind and runs again whole next time. A transaction
@@ -9,8 +9,11 @@ finds the migration applied and skips it.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
+from urllib.parse import urlsplit
 
 import psycopg
+from psycopg_pool import ConnectionPool
 
 from heron.errors import StoreError
 
@@ -108,3 +111,45 @@ def migrate(
             f"({len(migrations)}). Upgrade Heron on this machine."
         )
     return version
+
+
+def where(url: str) -> str:
+    """``host:port/db`` of a URL, without the user and password, for messages.
+
+    >>> where("postgresql://heron:secret@db.local/heron")
+    'db.local:5432/heron'
+    """
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+def open_pool(
+    url: str,
+    *,
+    name: str,
+    size: int,
+    timeout: float,
+    migrations: Sequence[str] = MIGRATIONS,
+    table: str = "heron_migrations",
+    **options: Any,
+) -> ConnectionPool:
+    """A pool of up to ``size`` autocommit connections to ``url``, opened once
+    ``migrations`` are applied on a connection of their own (what every PostgreSQL
+    component of Heron does on start: the store, the job store). ``timeout`` bounds the
+    wait for a connection; ``options`` go to ``ConnectionPool`` (``configure``,
+    ``check``, and ``kwargs`` added to ``autocommit``). Raises ``psycopg.Error`` when the
+    server cannot be reached, ``StoreError`` when a migration cannot be applied.
+    """
+    with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+        migrate(conn, migrations, table)
+    kwargs = {"autocommit": True, **options.pop("kwargs", {})}
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs=kwargs,
+        timeout=timeout,
+        name=name,
+        open=True,
+        **options,
+    )

@@ -9,8 +9,8 @@ weights, document length) over the same pre-analysed terms (``heron.store.analys
 A tsvector with a GIN index finds matching records as fast but cannot give the term
 frequencies BM25 needs without unpacking each match (151 ms p50 per SciFact query, against
 38 to 57 ms for the postings on the same busy machine), and ``ts_rank_cd`` ranks unlike
-SQLite; see docs/postgres.md. Hybrid search fuses
-both sides with ``heron.store.fusion`` exactly as the SQLite store does.
+SQLite; see docs/postgres.md. Everything else (upserts, the search modes, hybrid fusion,
+hits) is ``heron.store.sql.SQLStore``, the same code the SQLite store runs.
 """
 
 from __future__ import annotations
@@ -18,50 +18,27 @@ from __future__ import annotations
 import json
 import math
 import re
-import threading
 import time
 import unicodedata
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterable
 from contextlib import nullcontext
+from dataclasses import dataclass
 from typing import Any, TypeVar
-from urllib.parse import urlsplit
 
 import numpy as np
 import psycopg
 from psycopg.adapt import Dumper, Loader
 from psycopg.types import TypeInfo
-from psycopg_pool import ConnectionPool, PoolTimeout
+from psycopg_pool import PoolTimeout
 
-from heron.embed.base import Embedder, check_vectors
-from heron.errors import HeronError, InputError, NotFound, StoreError
-from heron.store.analysis import analyze
-from heron.store.base import (
-    Filters,
-    Hit,
-    NamespaceInfo,
-    Progress,
-    Record,
-    SearchMode,
-    UpsertResult,
-)
-from heron.store.fusion import Fused, fuse_with_feedback
-from heron.store.pg_schema import migrate
-from heron.store.shared import (
-    BATCH,
-    CANDIDATES,
-    FIELD_WEIGHTS,
-    batched,
-    check_field,
-    check_model,
-    check_namespace_name,
-    check_record,
-    check_search,
-    no_namespace,
-    query_terms,
-    record_vectors,
-)
+from heron.embed.base import Embedder
+from heron.errors import HeronError, InputError, StoreError
+from heron.store.analysis import analyze, query_terms
+from heron.store.base import NamespaceInfo
+from heron.store.checks import FilterTerms, check_model, no_namespace
+from heron.store.pg_schema import open_pool, where
+from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 
 T = TypeVar("T")
 #: SQLite FTS5's BM25 constants, so both backends score alike.
@@ -116,12 +93,6 @@ def _configure(conn: psycopg.Connection) -> None:
     conn.execute("SET hnsw.iterative_scan = strict_order")
 
 
-def _where(url: str) -> str:
-    """``host:port/db`` of a URL, without the password, for messages."""
-    parts = urlsplit(url)
-    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
-
-
 def _fold(char: str) -> str:
     """``char`` without diacritics where FTS5's ``remove_diacritics 2`` removes them
     (Latin letters: up to U+036F and U+1E00-U+1EFF)."""
@@ -166,25 +137,27 @@ def hnsw_index_sql(ns_id: int, dim: int) -> str:
     )
 
 
-def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
-    """``{"collection": "tasks", "tags": ["a", "b"]}`` -> SQL on ``r.metadata``.
-
-    A scalar means equality, a list means any of its values (as in the SQLite store).
-    """
-    if not filters:
-        return "", []
+def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:
+    """``[("collection", ["tasks"]), ("tags", ["a", "b"])]`` -> SQL on ``r.metadata``: the
+    field's JSON value equals one of the values' JSON."""
     clauses, params = [], []
-    for field_name, value in filters.items():
-        check_field(field_name)
-        values = value if isinstance(value, list | tuple) else [value]
-        if not values:
-            raise InputError(f"Filter {field_name!r} lists no values.")
+    for field_name, values in filters:
         clauses.append("AND r.metadata #> %s = ANY(%s::jsonb[])")
         params += [field_name.split("."), [json.dumps(v) for v in values]]
     return " ".join(clauses), params
 
 
-class PostgresStore:
+@dataclass(frozen=True)
+class _Scope:
+    """One search's namespace (id and dimension) and its filter as SQL on ``r.metadata``."""
+
+    ns_id: int
+    dim: int
+    where: str
+    params: list[Any]
+
+
+class PostgresStore(SQLStore[_Scope]):
     """``Store`` on a PostgreSQL database with pgvector. Safe to share between threads,
     processes and machines.
 
@@ -196,28 +169,15 @@ class PostgresStore:
     def __init__(
         self, url: str, embedder: Embedder, *, pool_size: int = 4, timeout: float = 30.0
     ) -> None:
+        super().__init__(embedder)
         self.url = url
-        self.embedder = embedder
-        self.where = _where(url)
+        self.where = where(url)
         try:
-            with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as c:
-                migrate(c)
+            self._pool = open_pool(
+                url, name="heron-store", size=pool_size, timeout=timeout, configure=_configure
+            )
         except psycopg.Error as exc:
             raise self._unreachable(exc) from exc
-        self._pool = ConnectionPool(
-            url,
-            min_size=1,
-            max_size=pool_size,
-            kwargs={"autocommit": True},
-            configure=_configure,
-            timeout=timeout,
-            name="heron-store",
-            open=True,
-        )
-        # Hybrid search runs its lexical side on a second connection in a worker thread
-        # while the calling thread runs the dense side; the two take the slower one's time.
-        self._side: ThreadPoolExecutor | None = None
-        self._side_lock = threading.Lock()
         # After a server restart every pooled connection is dead: one more attempt than
         # the pool holds reaches a fresh one.
         self._attempts = pool_size + 1
@@ -234,6 +194,7 @@ class PostgresStore:
         fresh connection if the connection drops: a dropped transaction rolled back whole,
         and every write here is idempotent (upserts by id and hash, deletes by id,
         key-value sets). Reads run without BEGIN/COMMIT: two round trips fewer."""
+        self._check_open()
         for attempt in range(1, self._attempts + 1):
             try:
                 with self._pool.connection() as conn:
@@ -282,8 +243,6 @@ class PostgresStore:
         return int(row[0])
 
     def _ensure_namespace(self, name: str) -> None:
-        check_namespace_name(name)
-
         def create(db: psycopg.Connection) -> None:
             row = db.execute(
                 "INSERT INTO heron_namespaces (name, model_id, dim) VALUES (%s, %s, %s) "
@@ -316,75 +275,45 @@ class PostgresStore:
 
         return self._run(ids)
 
-    def drop(self, namespace: str) -> None:
-        """Delete the namespace's records, index and key-value state (state may exist
-        before any record does, so it goes even when the namespace has no records)."""
-
-        def drop(db: psycopg.Connection) -> None:
+    def _drop(self, namespace: str) -> bool:
+        def drop(db: psycopg.Connection) -> bool:
             row = db.execute(
                 "DELETE FROM heron_namespaces WHERE name = %s RETURNING id", (namespace,)
             ).fetchone()
             kv = db.execute("DELETE FROM heron_kv WHERE namespace = %s", (namespace,)).rowcount
-            if row is None:
-                if not kv:
-                    raise NotFound(f"No namespace {namespace!r}.")
-                return
-            db.execute(f"DROP INDEX IF EXISTS heron_records_hnsw_{int(row[0])}")
+            if row is not None:
+                db.execute(f"DROP INDEX IF EXISTS heron_records_hnsw_{int(row[0])}")
+            return row is not None or kv > 0
 
-        self._run(drop, write=True)
+        return self._run(drop, write=True)
 
     # -- writes -------------------------------------------------------------------------
 
-    def upsert(
-        self, namespace: str, records: Iterable[Record], *, progress: Progress | None = None
-    ) -> UpsertResult:
-        """Add or replace records by id, in transactions of ``BATCH`` records.
+    def _check_row(self, row: Row) -> None:
+        if "\x00" in row.text or "\x00" in row.id:
+            raise InputError(f"Record {row.id!r}: PostgreSQL cannot store NUL characters.")
 
-        Records whose content hash is unchanged are skipped before embedding, so
-        loading the same file twice embeds nothing the second time.
-        """
-        self._ensure_namespace(namespace)
-        added = updated = unchanged = 0
-        for batch in batched(records, BATCH):
-            a, u, n = self._upsert_batch(namespace, batch)
-            added, updated, unchanged = added + a, updated + u, unchanged + n
-            if progress:
-                progress(len(batch))
-        return UpsertResult(added, updated, unchanged)
-
-    def _upsert_batch(self, namespace: str, batch: list[Record]) -> tuple[int, int, int]:
-        latest = {check_record(r).id: r for r in batch}  # a repeated id: the last one wins
-        rows = {}
-        for rid, record in latest.items():
-            if "\x00" in record.text or "\x00" in rid:
-                raise InputError(f"Record {rid!r}: PostgreSQL cannot store NUL characters.")
-            try:
-                metadata = json.dumps(record.metadata, allow_nan=False)
-            except ValueError as exc:
-                raise InputError(f"Record {rid!r}: metadata is not valid JSON: {exc}.") from exc
-            postings, length = _postings(str(record.metadata.get("title", "")), record.text)
-            rows[rid] = (rid, record.text, metadata, record.content_hash(), length, postings)
-
-        def stored_hashes(db: psycopg.Connection) -> dict[str, str]:
+    def _stored_hashes(self, namespace: str, ids: list[str]) -> dict[str, str]:
+        def stored(db: psycopg.Connection) -> dict[str, str]:
             ns_id = self._namespace(db, namespace)
             found = db.execute(
                 "SELECT id, hash FROM heron_records WHERE namespace_id = %s AND id = ANY(%s)",
-                (ns_id, list(latest)),
+                (ns_id, ids),
             ).fetchall()
             return dict(found)
 
-        stored = self._run(stored_hashes)
-        todo = [r for rid, r in latest.items() if stored.get(rid) != rows[rid][3]]
-        if not todo:
-            return 0, 0, len(batch)
-        vectors = record_vectors(self.embedder, todo)
+        return self._run(stored)
+
+    def _write_rows(self, namespace: str, rows: list[Row], vectors: np.ndarray) -> int:
+        terms = [_postings(row.title, row.text) for row in rows]  # before the lock is taken
+        ids = [row.id for row in rows]
 
         def write(db: psycopg.Connection) -> int:
             ns_id = self._namespace(db, namespace, lock=True)
             old = db.execute(
                 "SELECT count(*), coalesce(sum(length), 0) FROM heron_records "
                 "WHERE namespace_id = %s AND id = ANY(%s)",
-                (ns_id, [r.id for r in todo]),
+                (ns_id, ids),
             ).fetchone()
             with db.cursor() as cur:
                 cur.executemany(
@@ -395,37 +324,36 @@ class PostgresStore:
                     "metadata = excluded.metadata, hash = excluded.hash, "
                     "embedding = excluded.embedding, length = excluded.length",
                     [
-                        (ns_id, *rows[r.id][:4], _Vector(v), rows[r.id][4])
-                        for r, v in zip(todo, vectors, strict=True)
+                        (ns_id, row.id, row.text, row.metadata, row.hash, _Vector(v), length)
+                        for row, v, (_, length) in zip(rows, vectors, terms, strict=True)
                     ],
                 )
                 keys = dict(
                     cur.execute(
                         "SELECT id, key FROM heron_records WHERE namespace_id = %s "
                         "AND id = ANY(%s)",
-                        (ns_id, [r.id for r in todo]),
+                        (ns_id, ids),
                     ).fetchall()
                 )
-                old_keys = list(keys.values())
-                cur.execute("DELETE FROM heron_postings WHERE key = ANY(%s)", (old_keys,))
+                cur.execute(
+                    "DELETE FROM heron_postings WHERE key = ANY(%s)", (list(keys.values()),)
+                )
                 with cur.copy(
                     "COPY heron_postings (namespace_id, term, key, in_title, in_body, length) "
                     "FROM STDIN"
                 ) as copy:
-                    for r in todo:
-                        length, postings = rows[r.id][4], rows[r.id][5]
+                    for row, (postings, length) in zip(rows, terms, strict=True):
                         for term, in_title, in_body in postings:
-                            copy.write_row((ns_id, term, keys[r.id], in_title, in_body, length))
+                            copy.write_row((ns_id, term, keys[row.id], in_title, in_body, length))
             existed, old_tokens = int(old[0]), int(old[1])  # type: ignore[index]
-            tokens = sum(rows[r.id][4] for r in todo) - old_tokens
+            tokens = sum(length for _, length in terms) - old_tokens
             db.execute(
                 "UPDATE heron_namespaces SET docs = docs + %s, tokens = tokens + %s WHERE id = %s",
-                (len(todo) - existed, tokens, ns_id),
+                (len(rows) - existed, tokens, ns_id),
             )
             return existed
 
-        updated = self._run(write, write=True)
-        return len(todo) - updated, updated, len(batch) - len(todo)
+        return self._run(write, write=True)
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         ids = list(ids)
@@ -451,8 +379,8 @@ class PostgresStore:
 
     # -- reads --------------------------------------------------------------------------
 
-    def get(self, namespace: str, id: str) -> Record:
-        def get(db: psycopg.Connection) -> Record:
+    def _fetch(self, namespace: str, id: str) -> tuple[str, str, np.ndarray] | None:
+        def fetch(db: psycopg.Connection) -> tuple[str, str, np.ndarray] | None:
             ns_id = self._namespace(db, namespace)
             with db.cursor(binary=True) as cur:
                 row = cur.execute(
@@ -460,108 +388,22 @@ class PostgresStore:
                     "WHERE namespace_id = %s AND id = %s",
                     (ns_id, id),
                 ).fetchone()
-            if row is None:
-                raise NotFound(f"No record {id!r} in namespace {namespace!r}.")
-            return Record(id, row[0], json.loads(row[1]), row[2])
+            return None if row is None else (row[0], row[1], row[2])
 
-        return self._run(get)
+        return self._run(fetch)
 
-    def search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        mode: SearchMode = "hybrid",
-        top_k: int = 10,
-        filters: Filters | None = None,
-        vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """The ``top_k`` best records for ``query``; ``vector`` skips embedding the query."""
-        vectors = None if vector is None else np.reshape(vector, (1, -1))
-        return self.search_many(
-            namespace, [query], mode=mode, top_k=top_k, filters=filters, vectors=vectors
-        )[0]
-
-    def search_many(
-        self,
-        namespace: str,
-        queries: Sequence[str],
-        *,
-        mode: SearchMode = "hybrid",
-        top_k: int = 10,
-        filters: Filters | None = None,
-        vectors: np.ndarray | None = None,
-    ) -> list[list[Hit]]:
-        """``search`` for many queries at once: the queries are embedded in one batch."""
-        check_search(mode, top_k)
-        where, params = _filter_sql(filters)  # bad filters fail before any work
+    def _scope(self, namespace: str, filters: FilterTerms, *, dense: bool) -> _Scope:
+        where, params = _filter_sql(filters)
         ns_id = self._run(lambda db: self._namespace(db, namespace))
-        dim = self.embedder.dim  # _namespace checked that the namespace has this dimension
-        if mode != "lexical":
-            if vectors is None:
-                vectors = self.embedder.embed(list(queries))
-            vectors = check_vectors(vectors, dim, "query vectors")
-        results = []
-        for i, query in enumerate(queries):
-            if mode == "dense":
-                keys, scores, _ = self._dense(ns_id, dim, vectors[i], top_k, where, params)
-                fused = [
-                    Fused(int(k), float(s), float(s), None, r, None)
-                    for r, (k, s) in enumerate(zip(keys, scores, strict=True), 1)
-                ]
-            elif mode == "lexical":
-                keys, scores = self._lexical(ns_id, query, top_k, where, params)
-                fused = [
-                    Fused(int(k), float(s), None, float(s), None, r)
-                    for r, (k, s) in enumerate(zip(keys, scores, strict=True), 1)
-                ]
-            else:
-                fused = self._hybrid(ns_id, dim, query, vectors[i], top_k, where, params)
-            results.append(self._hits(fused))
-        return results
-
-    def _hybrid(
-        self,
-        ns_id: int,
-        dim: int,
-        query: str,
-        vector: np.ndarray,
-        top_k: int,
-        where: str,
-        params: list[Any],
-    ) -> list[Fused]:
-        """Both sides' candidates, each scored exactly on both sides, fused (see fusion.py)."""
-        depth = max(CANDIDATES, top_k)
-        with self._side_lock:
-            if self._side is None:
-                self._side = ThreadPoolExecutor(1, thread_name_prefix="heron-lexical")
-        lexical = self._side.submit(self._lexical, ns_id, query, depth, where, params)
-        dense_keys, _, dense_vectors = self._dense(ns_id, dim, vector, depth, where, params)
-        # fuse() ignores the fill of keys the lexical list has, so score all dense keys
-        # now rather than wait for that list.
-        lexical_fill = dict.fromkeys(dense_keys.tolist(), 0.0)
-        lexical_fill.update(self._bm25(ns_id, query, None, "", [], dense_keys))
-        vectors = dict(zip(dense_keys.tolist(), dense_vectors, strict=True))
-        lexical_keys, lexical_scores = lexical.result()
-        only_lexical = np.setdiff1d(lexical_keys, dense_keys)
-        vectors.update(self._vectors(only_lexical))
-        # A record deleted between the two sides' queries has no vector; it drops out.
-        known = np.array([key in vectors for key in lexical_keys.tolist()], dtype=bool)
-        return fuse_with_feedback(
-            vector,
-            vectors,
-            dense_keys,
-            lexical_keys[known],
-            lexical_scores[known],
-            top_k=top_k,
-            lexical_fill=lexical_fill,
-        )
+        # _namespace checked that the namespace has the embedder's dimension.
+        return _Scope(ns_id, self.embedder.dim, where, params)
 
     def _dense(
-        self, ns_id: int, dim: int, vector: np.ndarray, k: int, where: str, params: list[Any]
-    ) -> tuple[np.ndarray, np.ndarray, list[np.ndarray]]:
-        """Nearest ``k`` by inner product (= cosine: vectors are unit length), with vectors."""
-        distance = f"r.embedding::vector({int(dim)}) <#> %s"
+        self, scope: _Scope, vector: np.ndarray, k: int, *, with_vectors: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        """Nearest ``k`` by inner product (= cosine: vectors are unit length)."""
+        distance = f"r.embedding::vector({int(scope.dim)}) <#> %s"
+        columns = f"r.key, -({distance})" + (", r.embedding" if with_vectors else "")
 
         def nearest(db: psycopg.Connection) -> list[tuple[Any, ...]]:
             # The namespace id is a literal: a prepared statement's generic plan could not
@@ -573,16 +415,21 @@ class PostgresStore:
                         "SELECT set_config('hnsw.ef_search', %s, true)", (str(min(k, 1000)),)
                     )
                 return cur.execute(
-                    f"SELECT r.key, -({distance}), r.embedding FROM heron_records r "
-                    f"WHERE r.namespace_id = {int(ns_id)} {where} ORDER BY {distance} LIMIT %s",
-                    (_Vector(vector), *params, _Vector(vector), k),
+                    f"SELECT {columns} FROM heron_records r "
+                    f"WHERE r.namespace_id = {int(scope.ns_id)} {scope.where} "
+                    f"ORDER BY {distance} LIMIT %s",
+                    (_Vector(vector), *scope.params, _Vector(vector), k),
                 ).fetchall()
 
         rows = self._run(nearest)
         keys = np.array([row[0] for row in rows], dtype=np.int64)
-        return keys, np.array([row[1] for row in rows], dtype=np.float32), [r[2] for r in rows]
+        scores = np.array([row[1] for row in rows], dtype=np.float32)
+        if not with_vectors:
+            return keys, scores, None
+        vectors = np.array([row[2] for row in rows], dtype=np.float32)
+        return keys, scores, vectors.reshape(len(rows), scope.dim)
 
-    def _vectors(self, keys: np.ndarray) -> dict[int, np.ndarray]:
+    def _vectors(self, scope: _Scope, keys: np.ndarray) -> dict[int, np.ndarray]:
         if not keys.size:
             return {}
 
@@ -596,11 +443,15 @@ class PostgresStore:
         return {int(key): vector for key, vector in self._run(fetch)}
 
     def _lexical(
-        self, ns_id: int, query: str, k: int, where: str, params: list[Any]
+        self, scope: _Scope, query: str, k: int, *, side: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        scores = self._bm25(ns_id, query, k, where, params, None)
+        # The pool gives the hybrid worker its own connection: ``side`` needs nothing here.
+        scores = self._bm25(scope.ns_id, query, k, scope.where, scope.params, None)
         keys = np.array(list(scores), dtype=np.int64)
         return keys, np.array(list(scores.values()), dtype=np.float32)
+
+    def _bm25_of(self, scope: _Scope, query: str, keys: np.ndarray) -> dict[int, float]:
+        return self._bm25(scope.ns_id, query, None, "", [], keys)
 
     def _bm25(
         self,
@@ -622,18 +473,21 @@ class PostgresStore:
         freq = f"(p.in_title * {float(title_weight)} + p.in_body * {float(body_weight)})"
 
         def score(db: psycopg.Connection) -> list[tuple[Any, ...]]:
-            docs, tokens = db.execute(
-                "SELECT docs, tokens FROM heron_namespaces WHERE id = %s", (ns_id,)
-            ).fetchone()  # type: ignore[misc]
-            if not docs:
-                return []
+            # The record count and each term's record count in one statement, so one
+            # snapshot: read apart, a writer committing in between could make a term
+            # match more records than the count says (and the IDF's log undefined).
             # Literal namespace ids, as in _dense: the plan must see them (index prefix).
-            hits = db.execute(
-                "SELECT (SELECT count(*) FROM heron_postings p WHERE p.namespace_id = "
-                f"{int(ns_id)} AND p.term = q.term) FROM unnest(%s::text[]) AS q (term)",
-                (terms,),
+            counts = db.execute(
+                "SELECT n.docs, n.tokens, (SELECT count(*) FROM heron_postings p "
+                f"WHERE p.namespace_id = {int(ns_id)} AND p.term = q.term) "
+                "FROM heron_namespaces n, unnest(%s::text[]) WITH ORDINALITY AS q (term, i) "
+                "WHERE n.id = %s ORDER BY q.i",
+                (terms, ns_id),
             ).fetchall()
-            idfs = [max(math.log((docs - n + 0.5) / (n + 0.5)), 1e-6) for (n,) in hits]
+            if not counts or not counts[0][0]:
+                return []
+            docs, tokens = counts[0][0], counts[0][1]
+            idfs = [max(math.log((docs - n + 0.5) / (n + 0.5)), 1e-6) for _, _, n in counts]
             only = "AND p.key = ANY(%s)" if keys is not None else ""
             join = "JOIN heron_records r ON r.key = p.key" if where else ""
             limit = "LIMIT %s" if k is not None else ""
@@ -657,35 +511,14 @@ class PostgresStore:
 
         return {int(key): float(s) for key, s in self._run(score)}
 
-    def _hits(self, fused: list[Fused]) -> list[Hit]:
-        if not fused:
-            return []
+    def _hit_rows(self, keys: list[int]) -> dict[int, tuple[str, str, str]]:
         rows = self._run(
             lambda db: db.execute(
                 "SELECT key, id, text, metadata::text FROM heron_records WHERE key = ANY(%s)",
-                ([f.key for f in fused],),
+                (keys,),
             ).fetchall()
         )
-        by_key = {key: (rid, text, meta) for key, rid, text, meta in rows}
-        hits = []
-        for f in fused:
-            if f.key not in by_key:  # deleted by another writer since the search
-                continue
-            rid, text, meta = by_key[f.key]
-            hits.append(
-                Hit(
-                    rid,
-                    f.score,
-                    text,
-                    json.loads(meta),
-                    len(hits) + 1,
-                    f.dense_score,
-                    f.lexical_score,
-                    f.dense_rank,
-                    f.lexical_rank,
-                )
-            )
-        return hits
+        return {key: (rid, text, metadata) for key, rid, text, metadata in rows}
 
     # -- key-value state ----------------------------------------------------------------
 
@@ -723,7 +556,5 @@ class PostgresStore:
             )
         )
 
-    def close(self) -> None:
-        if self._side is not None:
-            self._side.shutdown()
+    def _close(self) -> None:
         self._pool.close()

@@ -14,42 +14,20 @@ import json
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from heron.embed.base import Embedder, check_vectors
-from heron.errors import InputError, NotFound
+from heron.embed.base import Embedder
 from heron.sqlite_errors import SQLiteFile
 from heron.store import vectors as vector_indexes
-from heron.store.analysis import analyze
-from heron.store.base import (
-    Filters,
-    Hit,
-    NamespaceInfo,
-    Progress,
-    Record,
-    SearchMode,
-    UpsertResult,
-)
-from heron.store.fusion import Fused, fuse_with_feedback
-from heron.store.shared import (
-    BATCH,
-    CANDIDATES,
-    FIELD_WEIGHTS,
-    batched,
-    check_field,
-    check_model,
-    check_namespace_name,
-    check_record,
-    check_search,
-    no_namespace,
-    query_terms,
-    record_vectors,
-)
+from heron.store.analysis import analyze, query_terms
+from heron.store.base import NamespaceInfo
+from heron.store.checks import FilterTerms, check_model, no_namespace
+from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
 
 #: How a store moved aside comes back (the end of a ``DatabaseCorrupt`` message).
@@ -98,7 +76,19 @@ def _fts_query(text: str) -> str | None:
     return " OR ".join(f'"{t}"' for t in query_terms(text)) or None
 
 
-class SQLiteStore:
+@dataclass(frozen=True)
+class _Scope:
+    """One search's namespace, its filter as SQL on ``r.metadata``, and for dense
+    searches the vector index with the keys the filter lets through."""
+
+    ns_id: int
+    where: str
+    params: list[Any]
+    index: VectorIndex | None
+    allowed: np.ndarray | None
+
+
+class SQLiteStore(SQLStore[_Scope]):
     """``Store`` on one SQLite file. Safe to share between threads and processes.
 
     >>> store = SQLiteStore(Path("heron.db"), embedder)          # doctest: +SKIP
@@ -108,16 +98,15 @@ class SQLiteStore:
     """
 
     def __init__(self, path: Path, embedder: Embedder) -> None:
+        super().__init__(embedder)
         self.path = Path(path)
-        self.embedder = embedder
+        self.where = str(self.path)
         self._file = SQLiteFile(self.path, "the store", REBUILD)
         self._lock = threading.RLock()
-        # Hybrid search runs its FTS5 query on a second connection in a worker thread while
-        # this one does the dense side: SQLite and usearch release the GIL, so the two
-        # sides take the time of the slower one, not the sum (WAL allows both readers).
-        self._side: sqlite3.Connection | None = None
-        self._side_lock = threading.Lock()
-        self._pool: ThreadPoolExecutor | None = None
+        # The hybrid worker's FTS5 query runs on a second connection (WAL allows both
+        # readers), so it does not wait for this one.
+        self._side_db: sqlite3.Connection | None = None
+        self._side_db_lock = threading.Lock()
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
         self._db = self._file.connect(
             timeout=60, schema=_SCHEMA, pragmas=("synchronous=NORMAL", "foreign_keys=ON")
@@ -126,6 +115,7 @@ class SQLiteStore:
     def check(self) -> None:
         """Read every page of the file and raise ``DatabaseCorrupt`` if one is damaged,
         rather than leave it to the query that meets the damage (``PRAGMA quick_check``)."""
+        self._check_open()
         with self._lock:
             self._file.quick_check(self._db)
 
@@ -135,17 +125,19 @@ class SQLiteStore:
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; BEGIN IMMEDIATE takes the lock up front so two writers
         queue instead of failing with 'database is locked' half-way."""
+        self._check_open()
         with self._lock, self._file.transaction(self._db) as db:
             yield db
 
     def _read(
         self, sql: str, params: Sequence[Any] = (), *, side: bool = False
     ) -> list[tuple[Any, ...]]:
+        self._check_open()
         if side:
-            with self._side_lock, self._file.errors():
-                if self._side is None:
-                    self._side = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
-                return self._side.execute(sql, params).fetchall()
+            with self._side_db_lock, self._file.errors():
+                if self._side_db is None:
+                    self._side_db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+                return self._side_db.execute(sql, params).fetchall()
         with self._lock, self._file.errors():
             return self._db.execute(sql, params).fetchall()
 
@@ -167,8 +159,7 @@ class SQLiteStore:
         check_model(name, model_id, dim, self.embedder)
         return ns_id, model_id, dim, seq
 
-    def _ensure_namespace(self, name: str) -> int:
-        check_namespace_name(name)
+    def _ensure_namespace(self, name: str) -> None:
         with self._write() as db:
             db.execute(
                 "INSERT INTO namespaces (name, model_id, dim) VALUES (?, ?, ?) "
@@ -181,7 +172,6 @@ class SQLiteStore:
                 "title, body, tokenize = 'unicode61 remove_diacritics 2')"
             )
         self._namespace(name)  # refuses a namespace of another model
-        return ns_id
 
     def count(self, namespace: str) -> int:
         ns_id = self._namespace(namespace)[0]
@@ -192,16 +182,11 @@ class SQLiteStore:
         rows = self._read("SELECT id FROM records WHERE namespace_id = ? ORDER BY id", (ns_id,))
         return [row[0] for row in rows]
 
-    def drop(self, namespace: str) -> None:
-        """Delete the namespace's records, index and key-value state (state may exist
-        before any record does, so it goes even when the namespace has no records)."""
+    def _drop(self, namespace: str) -> bool:
         rows = self._read("SELECT id FROM namespaces WHERE name = ?", (namespace,))
         if not rows:
             with self._write() as db:
-                gone = db.execute("DELETE FROM kv WHERE namespace = ?", (namespace,)).rowcount
-            if not gone:
-                raise NotFound(f"No namespace {namespace!r}.")
-            return
+                return db.execute("DELETE FROM kv WHERE namespace = ?", (namespace,)).rowcount > 0
         ns_id = rows[0][0]
         with self._write() as db:
             for table in ("records", "tombstones"):
@@ -212,71 +197,47 @@ class SQLiteStore:
         self._indexes.pop(namespace, None)
         for path in self._index_files(ns_id):
             path.unlink(missing_ok=True)
+        return True
 
     # -- writes -------------------------------------------------------------------------
 
-    def upsert(
-        self, namespace: str, records: Iterable[Record], *, progress: Progress | None = None
-    ) -> UpsertResult:
-        """Add or replace records by id, in transactions of ``BATCH`` records.
-
-        Records whose content hash is unchanged are skipped before embedding, so
-        loading the same file twice embeds nothing the second time.
-        """
-        ns_id = self._ensure_namespace(namespace)
-        added = updated = unchanged = 0
-        for batch in batched(records, BATCH):
-            a, u, n = self._upsert_batch(ns_id, batch)
-            added, updated, unchanged = added + a, updated + u, unchanged + n
-            if progress:
-                progress(len(batch))
-        return UpsertResult(added, updated, unchanged)
-
-    def _upsert_batch(self, ns_id: int, batch: list[Record]) -> tuple[int, int, int]:
-        latest = {check_record(r).id: r for r in batch}  # a repeated id: the last one wins
-        hashes = {rid: r.content_hash() for rid, r in latest.items()}
-        marks = ",".join("?" * len(latest))
-        stored = dict(
-            self._read(
-                f"SELECT id, hash FROM records WHERE namespace_id = ? AND id IN ({marks})",
-                (ns_id, *latest),
-            )
+    def _stored_hashes(self, namespace: str, ids: list[str]) -> dict[str, str]:
+        ns_id = self._namespace(namespace)[0]
+        marks = ",".join("?" * len(ids))
+        rows = self._read(
+            f"SELECT id, hash FROM records WHERE namespace_id = ? AND id IN ({marks})",
+            (ns_id, *ids),
         )
-        todo = [r for rid, r in latest.items() if stored.get(rid) != hashes[rid]]
-        if not todo:
-            return 0, 0, len(batch)
-        vectors = record_vectors(self.embedder, todo)
+        return dict(rows)
+
+    def _write_rows(self, namespace: str, rows: list[Row], vectors: np.ndarray) -> int:
+        # FTS5 gets Heron's analysed terms (heron.store.analysis), not the raw text.
+        terms = [(" ".join(analyze(row.title)), " ".join(analyze(row.text))) for row in rows]
+        ids = [row.id for row in rows]
         with self._write() as db:
+            ns_id = self._namespace(namespace)[0]
+            (existed,) = db.execute(
+                f"SELECT count(*) FROM records WHERE namespace_id = ? "
+                f"AND id IN ({','.join('?' * len(ids))})",
+                (ns_id, *ids),
+            ).fetchone()
             (seq,) = db.execute(
                 "UPDATE namespaces SET seq = seq + 1 WHERE id = ? RETURNING seq", (ns_id,)
             ).fetchone()
-            for record, vector in zip(todo, vectors, strict=True):
+            for row, vector, (title, body) in zip(rows, vectors, terms, strict=True):
                 (key,) = db.execute(
                     "INSERT INTO records (namespace_id, id, text, metadata, hash, vector, seq) "
                     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO UPDATE SET "
                     "text = excluded.text, metadata = excluded.metadata, hash = excluded.hash, "
                     "vector = excluded.vector, seq = excluded.seq RETURNING key",
-                    (
-                        ns_id,
-                        record.id,
-                        record.text,
-                        json.dumps(record.metadata),
-                        hashes[record.id],
-                        vector.tobytes(),
-                        seq,
-                    ),
+                    (ns_id, row.id, row.text, row.metadata, row.hash, vector.tobytes(), seq),
                 ).fetchone()
                 db.execute(f"DELETE FROM fts_{ns_id} WHERE rowid = ?", (key,))
                 db.execute(
                     f"INSERT INTO fts_{ns_id} (rowid, title, body) VALUES (?, ?, ?)",
-                    (
-                        key,
-                        " ".join(analyze(str(record.metadata.get("title", "")))),
-                        " ".join(analyze(record.text)),
-                    ),
+                    (key, title, body),
                 )
-        updated = sum(1 for r in todo if r.id in stored)
-        return len(todo) - updated, updated, len(batch) - len(todo)
+        return int(existed)
 
     def delete(self, namespace: str, ids: Iterable[str]) -> int:
         ns_id = self._namespace(namespace)[0]
@@ -305,178 +266,82 @@ class SQLiteStore:
 
     # -- reads --------------------------------------------------------------------------
 
-    def get(self, namespace: str, id: str) -> Record:
+    def _fetch(self, namespace: str, id: str) -> tuple[str, str, np.ndarray] | None:
         ns_id = self._namespace(namespace)[0]
         rows = self._read(
             "SELECT text, metadata, vector FROM records WHERE namespace_id = ? AND id = ?",
             (ns_id, id),
         )
         if not rows:
-            raise NotFound(f"No record {id!r} in namespace {namespace!r}.")
+            return None
         text, metadata, blob = rows[0]
-        return Record(id, text, json.loads(metadata), np.frombuffer(blob, dtype=np.float32))
+        return text, metadata, np.frombuffer(blob, dtype=np.float32)
 
-    def search(
-        self,
-        namespace: str,
-        query: str,
-        *,
-        mode: SearchMode = "hybrid",
-        top_k: int = 10,
-        filters: Filters | None = None,
-        vector: np.ndarray | None = None,
-    ) -> list[Hit]:
-        """The ``top_k`` best records for ``query``; ``vector`` skips embedding the query."""
-        vectors = None if vector is None else np.reshape(vector, (1, -1))
-        return self.search_many(
-            namespace, [query], mode=mode, top_k=top_k, filters=filters, vectors=vectors
-        )[0]
+    def _scope(self, namespace: str, filters: FilterTerms, *, dense: bool) -> _Scope:
+        ns_id = self._namespace(namespace)[0]
+        where, params = _filter_sql(filters)
+        allowed = None
+        if filters:
+            rows = self._read(
+                f"SELECT key FROM records r WHERE namespace_id = ? {where}", (ns_id, *params)
+            )
+            allowed = np.array([row[0] for row in rows], dtype=np.int64)
+        index = self._vector_index(namespace) if dense else None
+        return _Scope(ns_id, where, params, index, allowed)
 
-    def search_many(
-        self,
-        namespace: str,
-        queries: Sequence[str],
-        *,
-        mode: SearchMode = "hybrid",
-        top_k: int = 10,
-        filters: Filters | None = None,
-        vectors: np.ndarray | None = None,
-    ) -> list[list[Hit]]:
-        """``search`` for many queries at once: the queries are embedded in one batch."""
-        check_search(mode, top_k)
-        ns_id, _, dim, _ = self._namespace(namespace)
-        allowed = self._filtered_keys(ns_id, filters) if filters else None
-        if mode != "lexical":
-            if vectors is None:
-                vectors = self.embedder.embed(list(queries))
-            vectors = check_vectors(vectors, dim, "query vectors")
-            index = self._vector_index(namespace)
-        results = []
-        for i, query in enumerate(queries):
-            if mode == "dense":
-                keys, scores = index.search(vectors[i], top_k, allowed)
-                fused = [
-                    Fused(int(k), float(s), float(s), None, r, None)
-                    for r, (k, s) in enumerate(zip(keys, scores, strict=True), 1)
-                ]
-            elif mode == "lexical":
-                keys, scores = self._lexical(ns_id, query, top_k, filters)
-                fused = [
-                    Fused(int(k), float(s), None, float(s), None, r)
-                    for r, (k, s) in enumerate(zip(keys, scores, strict=True), 1)
-                ]
-            else:
-                fused = self._hybrid(ns_id, index, query, vectors[i], top_k, allowed, filters)
-            results.append(self._hits(fused))
-        return results
+    def _dense(
+        self, scope: _Scope, vector: np.ndarray, k: int, *, with_vectors: bool
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+        assert scope.index is not None  # _scope(dense=True) made it
+        keys, scores = scope.index.search(vector, k, scope.allowed)
+        return keys, scores, scope.index.vectors(keys) if with_vectors else None
 
-    def _hybrid(
-        self,
-        ns_id: int,
-        index: VectorIndex,
-        query: str,
-        vector: np.ndarray,
-        top_k: int,
-        allowed: np.ndarray | None,
-        filters: Filters | None,
-    ) -> list[Fused]:
-        """Both sides' candidates, each scored exactly on both sides, fused (see fusion.py)."""
-        depth = max(CANDIDATES, top_k)
-        if self._pool is None:
-            self._pool = ThreadPoolExecutor(1, thread_name_prefix="heron-lexical")
-        lexical = self._pool.submit(self._lexical, ns_id, query, depth, filters, side=True)
-        dense_keys, _ = index.search(vector, depth, allowed)
-        # fuse() ignores the fill of keys the lexical list has, so score all dense keys
-        # now rather than wait for that list.
-        lexical_fill = self._bm25_of(ns_id, query, dense_keys)
-        vectors = dict(zip(dense_keys.tolist(), index.vectors(dense_keys), strict=True))
-        lexical_keys, lexical_scores = lexical.result()
-        # A record another process wrote after the index caught up is in FTS5 but not yet
-        # in the index; it joins the next search.
-        known = np.array([key in index for key in lexical_keys.tolist()], dtype=bool)
-        lexical_keys, lexical_scores = lexical_keys[known], lexical_scores[known]
-        only_lexical = np.setdiff1d(lexical_keys, dense_keys)
-        vectors.update(zip(only_lexical.tolist(), index.vectors(only_lexical), strict=True))
-        return fuse_with_feedback(
-            vector,
-            vectors,
-            dense_keys,
-            lexical_keys,
-            lexical_scores,
-            top_k=top_k,
-            lexical_fill=lexical_fill,
-        )
+    def _vectors(self, scope: _Scope, keys: np.ndarray) -> dict[int, np.ndarray]:
+        # A record another process wrote after the index caught up is in FTS5 but not
+        # yet in the index.
+        assert scope.index is not None
+        known = np.array([key for key in keys.tolist() if key in scope.index], dtype=np.int64)
+        return dict(zip(known.tolist(), scope.index.vectors(known), strict=True))
 
-    def _bm25_of(self, ns_id: int, query: str, keys: np.ndarray) -> dict[int, float]:
-        """Exact BM25 of given records; 0.0 for those the query's terms do not match."""
-        scores = dict.fromkeys(keys.tolist(), 0.0)
+    def _bm25_of(self, scope: _Scope, query: str, keys: np.ndarray) -> dict[int, float]:
         match = _fts_query(query)
         if match is None or not keys.size:
-            return scores
+            return {}
+        fts = f"fts_{scope.ns_id}"
         weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
         marks = ",".join("?" * keys.size)
         # The unary + keeps SQLite from pushing "rowid IN" into FTS5, which would run one
         # full-text query per key (55 ms for 200 keys on SciFact, against 1 ms).
         rows = self._read(
-            f"SELECT rowid, -bm25(fts_{ns_id}, {weights}) FROM fts_{ns_id} "
-            f"WHERE fts_{ns_id} MATCH ? AND +rowid IN ({marks})",
+            f"SELECT rowid, -bm25({fts}, {weights}) FROM {fts} "
+            f"WHERE {fts} MATCH ? AND +rowid IN ({marks})",
             (match, *keys.tolist()),
         )
-        scores.update(rows)
-        return scores
+        return dict(rows)
 
     def _lexical(
-        self, ns_id: int, query: str, k: int, filters: Filters | None, *, side: bool = False
+        self, scope: _Scope, query: str, k: int, *, side: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         match = _fts_query(query)
         if match is None:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
+        fts = f"fts_{scope.ns_id}"
         weights = ", ".join(str(w) for w in FIELD_WEIGHTS)
-        where, params = _filter_sql(filters)
         sql = (
-            f"SELECT f.rowid, -bm25(fts_{ns_id}, {weights}) AS s FROM fts_{ns_id} f "
-            + ("JOIN records r ON r.key = f.rowid " if where else "")
-            + f"WHERE fts_{ns_id} MATCH ? {where} ORDER BY s DESC, f.rowid LIMIT ?"
+            f"SELECT f.rowid, -bm25({fts}, {weights}) AS s FROM {fts} f "
+            + ("JOIN records r ON r.key = f.rowid " if scope.where else "")
+            + f"WHERE {fts} MATCH ? {scope.where} ORDER BY s DESC, f.rowid LIMIT ?"
         )
-        rows = self._read(sql, (match, *params, k), side=side)
+        rows = self._read(sql, (match, *scope.params, k), side=side)
         keys = np.array([row[0] for row in rows], dtype=np.int64)
         return keys, np.array([row[1] for row in rows], dtype=np.float32)
 
-    def _filtered_keys(self, ns_id: int, filters: Filters) -> np.ndarray:
-        where, params = _filter_sql(filters)
+    def _hit_rows(self, keys: list[int]) -> dict[int, tuple[str, str, str]]:
+        marks = ",".join("?" * len(keys))
         rows = self._read(
-            f"SELECT key FROM records r WHERE namespace_id = ? {where}", (ns_id, *params)
+            f"SELECT key, id, text, metadata FROM records WHERE key IN ({marks})", keys
         )
-        return np.array([row[0] for row in rows], dtype=np.int64)
-
-    def _hits(self, fused: list[Fused]) -> list[Hit]:
-        if not fused:
-            return []
-        marks = ",".join("?" * len(fused))
-        rows = self._read(
-            f"SELECT key, id, text, metadata FROM records WHERE key IN ({marks})",
-            [f.key for f in fused],
-        )
-        by_key = {key: (rid, text, meta) for key, rid, text, meta in rows}
-        hits = []
-        for f in fused:
-            if f.key not in by_key:  # deleted by another process since the index caught up
-                continue
-            rid, text, meta = by_key[f.key]
-            hits.append(
-                Hit(
-                    rid,
-                    f.score,
-                    text,
-                    json.loads(meta),
-                    len(hits) + 1,
-                    f.dense_score,
-                    f.lexical_score,
-                    f.dense_rank,
-                    f.lexical_rank,
-                )
-            )
-        return hits
+        return {key: (rid, text, metadata) for key, rid, text, metadata in rows}
 
     # -- the vector index cache ---------------------------------------------------------
 
@@ -553,31 +418,18 @@ class SQLiteStore:
         with self._write() as db:
             db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
 
-    def close(self) -> None:
-        if self._pool is not None:
-            self._pool.shutdown()
-        with self._side_lock:
-            if self._side is not None:
-                self._side.close()
+    def _close(self) -> None:
+        with self._side_db_lock:
+            if self._side_db is not None:
+                self._side_db.close()
         with self._lock:
             self._db.close()
 
 
-def _filter_sql(filters: Filters | None) -> tuple[str, list[Any]]:
-    """``{"collection": "tasks", "tags": ["a", "b"]}`` -> SQL on ``r.metadata``.
-
-    A scalar means equality, a list means any of its values.
-    """
-    if not filters:
-        return "", []
+def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:
+    """``[("collection", ["tasks"]), ("tags", ["a", "b"])]`` -> SQL on ``r.metadata``."""
     clauses, params = [], []
-    for field_name, value in filters.items():
-        check_field(field_name)
-        path = f"$.{field_name}"
-        values = value if isinstance(value, list | tuple) else [value]
-        if not values:
-            raise InputError(f"Filter {field_name!r} lists no values.")
-        marks = ",".join("?" * len(values))
-        clauses.append(f"AND json_extract(r.metadata, ?) IN ({marks})")
-        params += [path, *values]
+    for field_name, values in filters:
+        clauses.append(f"AND json_extract(r.metadata, ?) IN ({','.join('?' * len(values))})")
+        params += [f"$.{field_name}", *values]
     return " ".join(clauses), params

@@ -1,5 +1,6 @@
-"""Jobs tests: a fresh HERON_HOME, a real git repository as the workspace, and helpers to
-run the real ``heron serve`` and ``heron jobs run`` processes."""
+"""Jobs tests: a fresh HERON_HOME, a real git repository as the workspace, helpers to run
+the real ``heron serve`` and ``heron jobs run`` processes, and ``backend``: every job store
+backend in turn (a SQLite file, a database on a real PostgreSQL) for the contract tests."""
 
 from __future__ import annotations
 
@@ -10,15 +11,84 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 
-from heron.jobs import Jobs, open_jobs
+from heron.jobs import Jobs, JobStore, SQLiteJobStore, open_jobs
+from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 
 #: The test command of most tests: quick, and it says what it did.
 BUILD_OK = "sh -c 'echo built; exit 0'"
+
+
+#: Python that opens the store of ``sys.argv[1:3]`` (a ``Backend``'s kind and location) as
+#: ``store``: the start of a script a test runs as a separate process.
+OPEN_STORE = """
+import sys
+from pathlib import Path
+kind, location = sys.argv[1], sys.argv[2]
+if kind == "sqlite":
+    from heron.jobs import SQLiteJobStore
+    store = SQLiteJobStore(Path(location))
+else:
+    from heron.jobs.postgres import PostgresJobStore
+    store = PostgresJobStore(location)
+"""
+
+
+@dataclass(frozen=True)
+class Backend:
+    """One database for job stores: its kind and where it is (a file, or a URL)."""
+
+    kind: str
+    location: str
+
+    def open(self, **options: Any) -> JobStore:
+        """A new store on this database (as another process or server would open it)."""
+        if self.kind == "sqlite":
+            return SQLiteJobStore(Path(self.location), **options)
+        from heron.jobs.postgres import PostgresJobStore
+
+        return PostgresJobStore(self.location, **options)
+
+    def argv(self, script: str, *args: str) -> list[str]:
+        """The command that runs ``OPEN_STORE + script`` on this database with ``args``."""
+        return [sys.executable, "-c", OPEN_STORE + script, self.kind, self.location, *args]
+
+    def stored(self) -> bytes:
+        """All that the database holds of the job store: the SQLite file with its log as
+        they are on disk, or every row of PostgreSQL's job tables as text."""
+        if self.kind == "sqlite":
+            path = Path(self.location)
+            wal = path.with_name(path.name + "-wal")
+            return path.read_bytes() + (wal.read_bytes() if wal.exists() else b"")
+        import psycopg
+
+        with psycopg.connect(self.location) as conn:
+            rows = conn.execute(
+                "SELECT j::text FROM heron_jobs j UNION ALL SELECT e::text FROM heron_job_events e"
+            ).fetchall()
+        return "\n".join(row[0] for row in rows).encode()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> Backend:
+    """Each backend in turn; PostgreSQL's side starts the test server (``tests.postgres``)."""
+    if request.param == "sqlite":
+        return Backend("sqlite", str(tmp_path / "jobs.db"))
+    return Backend("postgres", request.getfixturevalue("pg_url"))
+
+
+@pytest.fixture
+def job_store(backend: Backend) -> Iterator[JobStore]:
+    """A store on ``backend`` whose payloads are cut at 2,000 bytes."""
+    store = backend.open(event_max_bytes=2_000)
+    yield store
+    store.close()
 
 
 def git(root: Path, *args: str) -> None:

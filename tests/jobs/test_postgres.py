@@ -1,67 +1,40 @@
-"""``PostgresJobStore`` on a real PostgreSQL: the contract, and one queue for several servers."""
+"""``PostgresJobStore`` only: one queue for several servers, claimers that skip locked rows,
+its migrations. The contract every backend keeps is tested in ``test_contract.py``, on
+PostgreSQL too."""
 
 from __future__ import annotations
 
 import threading
 from collections import Counter
-from collections.abc import Iterator
 
 import psycopg
 import pytest
 
-from heron.jobs import IllegalTransition, JobNotFound
+from heron.errors import StoreError
+from heron.jobs import Job
 from heron.jobs.postgres import MIGRATIONS, PostgresJobStore
-from heron.redact import MASK
-from tests.postgres import pg_server, pg_url  # noqa: F401
 
 
-@pytest.fixture
-def store(pg_url: str) -> Iterator[PostgresJobStore]:  # noqa: F811
-    jobs = PostgresJobStore(pg_url, event_max_bytes=2_000)
-    yield jobs
-    jobs.close()
+def test_claim_passes_a_row_another_transaction_holds(pg_url: str) -> None:
+    """``FOR UPDATE SKIP LOCKED``: a claimer does not wait on the oldest job while another
+    server's transaction holds it, it takes the next one."""
+    store = PostgresJobStore(pg_url)
+    first = store.create("one", "", "read_only", False)
+    second = store.create("two", "", "read_only", False)
+    claimed: list[Job | None] = []
+    with psycopg.connect(pg_url) as other:  # a transaction, open until the block ends
+        other.execute("SELECT id FROM heron_jobs WHERE id = %s FOR UPDATE", (first.id,))
+        claimer = threading.Thread(target=lambda: claimed.append(store.claim("w")))
+        claimer.start()
+        claimer.join(timeout=10)
+        assert not claimer.is_alive(), "claim waited on the locked row"
+    assert [j.id if j else None for j in claimed] == [second.id]
+    again = store.claim("w")  # the lock is gone: the oldest one now
+    assert again is not None and again.id == first.id
+    store.close()
 
 
-def test_lifecycle_records_one_event_per_change(store: PostgresJobStore) -> None:
-    job = store.create("is main broken?", "tests pass", "read_only", False, created_by="bob")
-    assert job.state == "queued" and job.attempts == 0 and job.requires_confirmation is False
-    claimed = store.claim("w1")
-    assert claimed is not None and claimed.id == job.id
-    assert (claimed.state, claimed.worker, claimed.attempts) == ("running", "w1", 1)
-    assert store.claim("w2") is None
-    store.append(job.id, "step_started", {"step": "git_status", "env": "password=hunter2"})
-    done, event = store.transition(job.id, "completed", "completed", result={"ok": True})
-    assert done.state == "completed" and done.result == {"ok": True} and done.worker is None
-    assert event.payload == {"from": "running", "to": "completed"}
-    events = store.events(job.id)
-    assert [(e.seq, e.kind) for e in events] == [
-        (1, "created"),
-        (2, "claimed"),
-        (3, "step_started"),
-        (4, "completed"),
-    ]
-    assert events[0].payload["by"] == "bob"
-    assert MASK in events[2].payload["env"]
-    assert [e.seq for e in store.events(job.id, after=2)] == [3, 4]
-    assert [j.id for j in store.list(["completed"])] == [job.id]
-    assert store.list(["queued"]) == []
-
-
-def test_illegal_transitions_change_nothing(store: PostgresJobStore) -> None:
-    job = store.create("what changed?", "", "write", True)
-    store.claim("w")
-    store.transition(job.id, "waiting_for_confirmation", "waiting")
-    before, count = store.get(job.id), len(store.events(job.id))
-    with pytest.raises(IllegalTransition, match="cannot become completed"):
-        store.transition(job.id, "completed", "nope")
-    with pytest.raises(IllegalTransition, match="not running"):
-        store.transition(job.id, "queued", "confirmed", expect="running")
-    assert store.get(job.id) == before and len(store.events(job.id)) == count
-    with pytest.raises(JobNotFound, match="heron jobs list"):
-        store.append("nope", "x")
-
-
-def test_servers_sharing_the_queue_run_each_job_once(pg_url: str) -> None:  # noqa: F811
+def test_servers_sharing_the_queue_run_each_job_once(pg_url: str) -> None:
     """Four stores (as four servers would have) claim 200 jobs at once."""
     stores = [PostgresJobStore(pg_url, pool_size=2) for _ in range(4)]
     ids = [stores[0].create(f"job {i}", "", "read_only", False).id for i in range(200)]
@@ -92,28 +65,7 @@ def test_servers_sharing_the_queue_run_each_job_once(pg_url: str) -> None:  # no
         store.close()
 
 
-def test_concurrent_events_of_one_job_stay_numbered(pg_url: str) -> None:  # noqa: F811
-    stores = [PostgresJobStore(pg_url, pool_size=2) for _ in range(3)]
-    job = stores[0].create("noisy", "", "read_only", False)
-
-    def write(n: int) -> None:
-        for i in range(30):
-            stores[n].append(job.id, "output", {"writer": n, "i": i})
-
-    threads = [threading.Thread(target=write, args=(n,)) for n in range(3)]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join()
-    events = stores[2].events(job.id)
-    assert [e.seq for e in events] == list(range(1, 92))
-    for n in range(3):  # each writer's events in the order it wrote them
-        assert [e.payload["i"] for e in events if e.payload.get("writer") == n] == list(range(30))
-    for store in stores:
-        store.close()
-
-
-def test_schema_is_created_once(pg_url: str) -> None:  # noqa: F811
+def test_schema_is_created_once(pg_url: str) -> None:
     PostgresJobStore(pg_url).close()
     PostgresJobStore(pg_url).close()
     with psycopg.connect(pg_url) as conn:
@@ -121,7 +73,7 @@ def test_schema_is_created_once(pg_url: str) -> None:  # noqa: F811
     assert rows == (len(MIGRATIONS),)
 
 
-def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) -> None:  # noqa: F811
+def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) -> None:
     from heron.jobs import open_jobs
     from heron.settings import Settings
 
@@ -131,3 +83,8 @@ def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) ->
         assert not (tmp_path / "jobs.db").exists()
     finally:
         jobs.store.close()
+
+
+def test_a_server_that_cannot_be_reached_says_what_to_check() -> None:
+    with pytest.raises(StoreError, match="Check that PostgreSQL runs and HERON_DATABASE_URL"):
+        PostgresJobStore("postgresql://heron@127.0.0.1:1/heron", timeout=1)
