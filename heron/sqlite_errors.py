@@ -27,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
+from heron.private import private_dir, private_file
 
 
 @dataclass(frozen=True)
@@ -81,12 +82,14 @@ class SQLiteFile:
         """The file opened for any thread (its folder created), in WAL mode, then each of
         ``pragmas`` and the idempotent ``schema`` run. Raises ``StoreError``."""
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            private_dir(self.path.parent)
         except OSError as exc:
             raise StoreError(
                 f"Cannot create the folder of {self.what} {self.path} ({exc}). Create it, or "
                 "let the user running Heron write there."
             ) from exc
+        with suppress(OSError):  # a folder Heron may not write: SQLite's error says so below
+            private_file(self.path)
         db = None
         try:
             with self.errors():

@@ -20,6 +20,7 @@ from typing import Any
 
 from heron.errors import InputError, StoreError
 from heron.llm.types import Message
+from heron.private import private_dir, private_file
 from heron.redact import redact, redact_value
 
 _SCHEMA = """
@@ -58,15 +59,15 @@ def new_session_id() -> str:
 
 class Sessions:
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
         try:
+            private_file(private_dir(path.parent) / path.name)
             self._db = sqlite3.connect(
                 path, timeout=30, isolation_level=None, check_same_thread=False
             )
             self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute("PRAGMA foreign_keys=ON")
             self._db.executescript(_SCHEMA)
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"Cannot open the session database {path}: {exc}") from exc
         self._lock = threading.Lock()
 

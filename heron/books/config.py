@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Literal
 
 from heron.errors import ConfigError, InputError, NotFound
+from heron.private import private_dir
 from heron.settings import Settings
 
 FILE_NAME = "libraries.txt"
@@ -221,7 +222,7 @@ def get_library(name: str, settings: Settings | None = None) -> Library:
 @contextmanager
 def _locked(path: Path) -> Iterator[None]:
     """Serialise edits of ``libraries.txt`` between processes."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     with open(path.with_name(path.name + ".lock"), "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         yield

@@ -40,6 +40,7 @@ from heron.books.parse import Page, parse_page
 from heron.books.scan import PageFile, read_text, scan
 from heron.books.sync import SyncError, checkout_dir, sync
 from heron.errors import HeronError, NotFound
+from heron.private import private_dir
 from heron.settings import Settings
 from heron.store import Record, Store, check_store
 
@@ -89,7 +90,7 @@ def page_of(record_id: str) -> str:
 @contextmanager
 def _exclusive(path: Path, name: str) -> Iterator[None]:
     """One indexer per library; the kernel drops the lock when a killed process dies."""
-    path.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(path.parent)
     with open(path, "w") as lock:
         try:
             fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)

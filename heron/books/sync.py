@@ -23,6 +23,7 @@ from pathlib import Path
 
 from heron.books.config import Library, check_git_source, url_scheme
 from heron.errors import HeronError, InputError
+from heron.private import private_dir
 from heron.programs import (
     BOOKS_PROTOCOLS,
     ProgramRefused,
@@ -85,7 +86,7 @@ def _protocols(url: str) -> tuple[str, ...]:
 def _clone(url: str, target: Path, timeout: float) -> None:
     tmp = target.with_name(f".{target.name}.cloning")
     shutil.rmtree(tmp, ignore_errors=True)
-    target.parent.mkdir(parents=True, exist_ok=True)
+    private_dir(target.parent)
     try:
         args = ["clone", "--depth", "1", "--quiet", "--", url, str(tmp)]
         _git(args, target.parent, timeout, _protocols(url))

@@ -531,11 +531,6 @@ def test_a_file_in_the_sockets_place_is_not_clobbered(heron_home: Path, tmp_path
     assert path.read_text() == "keep me"
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs HERON_HOME created 0700 and databases 0600 (heron/sqlite_errors.py, "
-    "heron/agent/sessions.py; see the report); remove this mark once applied",
-)
 def test_a_fresh_heron_home_is_0700_and_its_databases_0600(tmp_path: Path) -> None:
     env = heron_env(tmp_path)  # HERON_HOME does not exist yet
     sock = free_socket()
