@@ -25,6 +25,7 @@ from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.cli.tools import tools_app
 from heron.errors import HeronError
+from heron.redact import redact
 from heron.settings import Settings
 
 #: Set (to anything but empty) to let an unexpected error end in its traceback.
@@ -45,12 +46,10 @@ class HeronTyper(typer.Typer):
         try:
             return super().__call__(*args, **kwargs)
         except HeronError as exc:
-            fail(str(exc))
+            fail(redact(str(exc)))
         except Exception as exc:
             if os.environ.get(DEBUG_VARIABLE):
                 raise
-            from heron.redact import redact  # an unplanned message may quote a secret
-
             fail(
                 f"unexpected {type(exc).__name__}: {redact(str(exc))}. Re-run with "
                 f"{DEBUG_VARIABLE}=1 for the traceback; if Heron should have explained "

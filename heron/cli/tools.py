@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.markup import escape
@@ -13,6 +13,7 @@ from heron.cli.output import QueriesOption, console, errors, print_batch, print_
 from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
 from heron.tools.builtin import check_arguments
 from heron.tools.errors import ToolInputError
+from heron.tools.mcp_client import ServerStatus
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
 from heron.tools.toolbox import open_tools
 
@@ -34,12 +35,14 @@ Allow = Annotated[
 ]
 
 
-def _report_servers(statuses: list[Any]) -> None:
+def _report_servers(statuses: list[ServerStatus]) -> None:
     for status in statuses:
         if status.error:
             errors.print(
                 f"[yellow]skipped MCP server {escape(status.name)}[/]: {escape(status.error)}"
             )
+        for warning in status.warnings:  # tools it listed that Heron refused or cut
+            errors.print(f"[yellow]MCP server {escape(status.name)}[/]: {escape(warning)}")
 
 
 @tools_app.command("import")

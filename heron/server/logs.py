@@ -11,6 +11,8 @@ import logging
 import time
 from contextvars import ContextVar
 
+from heron.redact import RedactingFilter
+
 #: The id of the request being answered, for every log line written while answering it.
 request_id: ContextVar[str | None] = ContextVar("heron_request_id", default=None)
 
@@ -33,8 +35,9 @@ class JsonFormatter(logging.Formatter):
         if rid is not None:
             entry["request_id"] = rid
         entry |= {k: v for k, v in vars(record).items() if k not in _STANDARD}
-        if record.exc_info:
-            entry["error"] = self.formatException(record.exc_info)
+        if record.exc_info or record.exc_text:
+            # exc_text: the traceback RedactingFilter already formatted and redacted.
+            entry["error"] = record.exc_text or self.formatException(record.exc_info)
         return json.dumps(entry, default=str, ensure_ascii=False)
 
 
@@ -42,6 +45,7 @@ def configure(level: str = "info") -> None:
     """JSON lines on stderr for Heron's and uvicorn's loggers."""
     handler = logging.StreamHandler()
     handler.setFormatter(JsonFormatter())
+    handler.addFilter(RedactingFilter())  # secrets never reach a log line
     for name in ("heron", "uvicorn", "uvicorn.error"):
         logger = logging.getLogger(name)
         logger.handlers = [handler]

@@ -95,8 +95,10 @@ class SkillIndex:
         usage_path: Path | None = None,
         min_rel: float = 0.5,
         namespace: str = NAMESPACE,
+        follow_symlinks: bool = False,
     ) -> None:
         self.store = store
+        self.follow_symlinks = follow_symlinks
         self.dirs = list(dirs)
         self.usage_path = usage_path
         self.min_rel = min_rel
@@ -106,7 +108,7 @@ class SkillIndex:
     # -- the files and the index ---------------------------------------------------------
 
     def scan(self) -> ScanReport:
-        return scan(self.dirs)
+        return scan(self.dirs, follow_symlinks=self.follow_symlinks)
 
     def index(self, progress: Progress | None = None) -> IndexReport:
         """Scan, then bring the index up to date; only changed skills are embedded."""
@@ -206,4 +208,5 @@ def open_skills(
         skill_dirs(settings.skills_extra_dirs, settings.home),
         usage_path=settings.home / "skills.db",
         min_rel=settings.skills_min_rel,
+        follow_symlinks=settings.skills_follow_symlinks,
     )

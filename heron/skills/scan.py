@@ -179,15 +179,11 @@ def walk_skill_files(
         stack.extend(reversed(subdirs))
 
 
-def scan(dirs: Sequence[SkillDir], *, follow_symlinks: bool | None = None) -> ScanReport:
+def scan(dirs: Sequence[SkillDir], *, follow_symlinks: bool = False) -> ScanReport:
     """Walk ``dirs`` in precedence order, parse every ``SKILL.md`` and keep one per name.
 
     ``follow_symlinks``: index skills linked from outside their directory (see the module
-    docstring); ``None`` takes ``HERON_SKILLS_FOLLOW_SYMLINKS`` from the settings."""
-    if follow_symlinks is None:
-        from heron.settings import Settings
-
-        follow_symlinks = Settings().skills_follow_symlinks
+    docstring; ``HERON_SKILLS_FOLLOW_SYMLINKS``, passed down by ``open_skills``)."""
     report = ScanReport()
     winners: dict[str, Skill] = {}
     seen: dict[tuple[int, int], Path] = {}

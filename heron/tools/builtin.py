@@ -47,6 +47,7 @@ from heron.programs import (
     default_policy,
     program_environment,
 )
+from heron.redact import redact_then_cut
 from heron.tools.errors import ToolCallError, ToolInputError
 from heron.tools.model import Tool
 from heron.tools.registry import Handler, ToolRegistry
@@ -385,8 +386,9 @@ class Workspace:
             ) from None
         return {
             "exit_code": proc.returncode,
-            "stdout": stdout[:MAX_OUTPUT].decode("utf-8", "replace"),
-            "stderr": stderr[:MAX_OUTPUT].decode("utf-8", "replace"),
+            # Redacted whole, then cut: a key cut first would lose the line marking it.
+            "stdout": redact_then_cut(stdout, MAX_OUTPUT),
+            "stderr": redact_then_cut(stderr, MAX_OUTPUT),
         }
 
 

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.books.tool import search_docs
+from heron.programs import default_policy
 from heron.settings import Settings
 from heron.skills import SkillIndex, open_skills
 from heron.store import Store, open_store
@@ -89,6 +90,7 @@ def open_tools(
         commands=[*commands, *settings.tools_commands],
         skills=skills or lazy(lambda: open_skills(settings, shared.embedder)),
         docs_search=docs_search or (lambda args: search_docs(args, shared, settings)["results"]),
+        policy=default_policy(settings),
     )
     for tool in load_imported(store):
         registry.add(tool)

@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from heron.books.parse import parse_page
-from heron.skills import SkillIndex
+from heron.settings import Settings
+from heron.skills import SkillIndex, open_skills
 from heron.skills.dirs import SkillDir
 from heron.skills.parser import MAX_BYTES, parse_skill
 from heron.skills.scan import scan
@@ -128,6 +129,21 @@ def test_a_skill_file_linked_from_outside_is_skipped_and_never_indexed(
     # The documented escape hatch: skills linked in from a checkout.
     followed = scan([SkillDir(root, "test")], follow_symlinks=True)
     assert {s.name for s in followed.skills} == {"good", "creds"}
+
+
+@pytest.mark.parametrize("follow", [False, True])
+def test_the_setting_reaches_the_scan(tmp_path: Path, secret_file: Path, follow: bool) -> None:
+    root = tmp_path / "skills"
+    (root / "creds").mkdir(parents=True)
+    (root / "creds" / "SKILL.md").symlink_to(secret_file)
+    settings = Settings(home=tmp_path / "home", skills_dirs=str(root),
+                        skills_follow_symlinks=follow)  # fmt: skip
+    skills = open_skills(settings)
+    try:
+        names = {s.name for s in skills.scan().skills}
+    finally:
+        skills.close()
+    assert ("creds" in names) is follow
 
 
 def test_a_link_inside_the_skill_is_followed(tmp_path: Path) -> None:

@@ -81,10 +81,7 @@ def test_linked_skills_are_followed_once_when_allowed(tmp_path: Path) -> None:
     assert [s.reason for s in again.skipped][-1] == f"same directory as {root / 'one'}"
 
 
-def test_links_leaving_the_root_are_skipped_by_default(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("HERON_SKILLS_FOLLOW_SYMLINKS", raising=False)
+def test_links_leaving_the_root_are_skipped_by_default(tmp_path: Path) -> None:
     outside = tmp_path / "checkout"
     skill(outside, "linked")
     root = tmp_path / "skills"
@@ -95,8 +92,7 @@ def test_links_leaving_the_root_are_skipped_by_default(
     assert [s.path.parent.name for s in report.skills] == ["alias"]
     assert [s.path.name for s in report.skipped] == ["one", "inner"]
     assert report.skipped[0].reason.startswith("symlink outside its directory")
-    monkeypatch.setenv("HERON_SKILLS_FOLLOW_SYMLINKS", "true")
-    assert len(scan([SkillDir(root, "test")]).skills) == 2
+    assert len(scan([SkillDir(root, "test")], follow_symlinks=True).skills) == 2
 
 
 def test_hidden_directories_are_not_searched_but_listed(tmp_path: Path) -> None:
