@@ -103,7 +103,8 @@ _PATTERNS = [
     # Authorization: Bearer xxx / Basic xxx / Token xxx (headers, curl -H, logs)
     re.compile(
         r"(?i)(\b(?:proxy-)?authorization\s*[:=]\s*[\"']?(?:bearer|basic|token|digest)?\s*)"
-        r"(?!\[REDACTED)[^\s\"',;]+"
+        # Neither the secret masked already nor its scheme before the mask: idempotent.
+        r"(?!\[REDACTED|(?:bearer|basic|token|digest)\s+\[REDACTED)[^\s\"',;]+"
     ),
     re.compile(r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*"),
     # user:password@ in URLs
@@ -177,6 +178,8 @@ def _labelled(text: str) -> str:
         start, end = value.span(f"v{sep[1]}")
         if sep == "s4":
             end = start + _colon_value(text[start:end])
+        if MASK in text[start:end]:
+            continue  # redacted already ("Bearer [REDACTED]"): redacting twice changes nothing
         out += [text[done:start], MASK]
         done = pos = end
     return "".join(out) + text[done:] if out else text

@@ -123,6 +123,18 @@ MASKED_WHOLE = [
 ]
 
 
+@pytest.mark.parametrize(
+    "text",
+    [text for text, _ in MASKED_WHOLE]
+    + ["Authorization: Bearer abcdefgh1234", "authorization=Basic dXNlcjpwYXNz", PEM],
+)
+def test_redacting_twice_changes_nothing(text: str) -> None:
+    # Output is redacted where it is cut, then again as an event: a second pass must not
+    # eat the label ("Authorization: [REDACTED] [REDACTED]").
+    once = redact(text)
+    assert redact(once) == once
+
+
 @pytest.mark.parametrize(("text", "secret"), MASKED_WHOLE)
 def test_a_secret_is_masked_whole(text: str, secret: str) -> None:
     clean = redact(text)
