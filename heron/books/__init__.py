@@ -11,17 +11,18 @@ from __future__ import annotations
 
 from heron.books.config import Library, add_library, read_libraries, remove_library
 from heron.books.enrich import QA, Enricher
-from heron.books.index import IndexReport, index_library
+from heron.books.index import LibraryIndexReport, index_library
 from heron.books.rerank import FeatureReranker, Reranker, load_reranker
 from heron.books.search import MODES, Result, search, search_many
+from heron.deprecated import renamed
 
 __all__ = [
     "MODES",
     "QA",
     "Enricher",
     "FeatureReranker",
-    "IndexReport",
     "Library",
+    "LibraryIndexReport",
     "Reranker",
     "Result",
     "add_library",
@@ -32,3 +33,5 @@ __all__ = [
     "search",
     "search_many",
 ]
+
+__getattr__ = renamed(__name__, {"IndexReport": "LibraryIndexReport"})

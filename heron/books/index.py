@@ -39,6 +39,7 @@ from heron.books.enrich import QA, Enricher, page_questions
 from heron.books.parse import Page, parse_page
 from heron.books.scan import PageFile, read_text, scan
 from heron.books.sync import SyncError, checkout_dir, sync
+from heron.deprecated import renamed
 from heron.errors import HeronError, NotFound
 from heron.private import private_dir
 from heron.settings import Settings
@@ -61,7 +62,9 @@ class IndexBusy(HeronError):
 
 
 @dataclass
-class IndexReport:
+class LibraryIndexReport:
+    """What indexing one library did: pages and records, changes, model calls, errors."""
+
     library: str
     pages: int = 0
     records: int = 0
@@ -178,7 +181,7 @@ class _Indexer:
         self.enricher = enricher
         self.progress = progress
         self.on_total = on_total
-        self.report = IndexReport(library.name)
+        self.report = LibraryIndexReport(library.name)
         self.policy = policy_for(
             store.embedder, settings.books_chunk_tokens, settings.books_chunk_overlap
         )
@@ -193,7 +196,7 @@ class _Indexer:
             self._counter = token_counter(self.store.embedder)
         return self._counter(texts)
 
-    def run(self) -> IndexReport:
+    def run(self) -> LibraryIndexReport:
         try:
             checkout = sync(self.library, self.settings, timeout=self.settings.books_git_timeout)
         except SyncError as exc:
@@ -353,11 +356,11 @@ def index_library(
     enricher: Enricher | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
-) -> IndexReport:
+) -> LibraryIndexReport:
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages.
 
-    A sync failure is reported in ``IndexReport.error`` and changes nothing. A damaged
+    A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
     store raises ``DatabaseCorrupt`` before anything is read or written.
     """
     settings = settings or Settings()
@@ -372,3 +375,7 @@ def index_library(
     if report.error is None:
         store.kv_set(library.name, "index:last", json.dumps(report.to_dict()))
     return report
+
+
+# IndexReport, the old name of LibraryIndexReport, stays one release (with a warning).
+__getattr__ = renamed(__name__, {"IndexReport": "LibraryIndexReport"})

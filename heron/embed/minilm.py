@@ -72,7 +72,7 @@ class MiniLMEmbedder:
             self.tokenizer = Tokenizer.from_file(str(tokenizer_file))
         except Exception as exc:
             raise ModelError(
-                f"Cannot read {tokenizer_file}: {exc}. Fetch it again with: heron model fetch"
+                f"Cannot read {tokenizer_file}: {exc}. Fetch it again with: heron embedder fetch"
             ) from exc
         # The shipped file pads and truncates to a fixed 128 tokens; we truncate at the
         # model's 256 and pad each batch ourselves, to its longest member.

@@ -62,7 +62,6 @@ from heron.errors import (
     NotFound,
     StoreError,
 )
-from heron.redact import redact
 from heron.server.strictjson import JsonRefused, aloads, dumps
 
 log = logging.getLogger("heron.server")
@@ -225,8 +224,7 @@ class Registry:
         except RpcError:
             raise
         except HeronError as exc:
-            message = redact(str(exc))  # an error may quote a URL or header with a secret
-            raise RpcError(app_code(exc), message, {"type": type(exc).__name__}) from exc
+            raise RpcError(app_code(exc), str(exc), {"type": type(exc).__name__}) from exc
         except Exception as exc:
             log.exception("method %s failed", name)
             raise RpcError(

@@ -2,8 +2,15 @@
 
 from __future__ import annotations
 
+from heron.deprecated import renamed
 from heron.skills.dirs import SkillDir, hermes_home, skill_dirs
-from heron.skills.index import IndexReport, SkillContext, SkillIndex, Status, open_skills
+from heron.skills.index import (
+    SkillContext,
+    SkillIndex,
+    SkillIndexReport,
+    Status,
+    open_skills,
+)
 from heron.skills.parser import Diagnostic, Skill, SkillFileError, parse_skill, parse_text
 from heron.skills.scan import ScanReport, scan
 from heron.skills.search import SkillHit, combine, lex_score
@@ -13,7 +20,6 @@ from heron.skills.usage import KindStats, UsageLog, query_kind
 __all__ = [
     "NAMESPACE",
     "Diagnostic",
-    "IndexReport",
     "IndexResult",
     "IndexState",
     "KindStats",
@@ -25,6 +31,7 @@ __all__ = [
     "SkillFileError",
     "SkillHit",
     "SkillIndex",
+    "SkillIndexReport",
     "Status",
     "UsageLog",
     "combine",
@@ -37,3 +44,5 @@ __all__ = [
     "scan",
     "skill_dirs",
 ]
+
+__getattr__ = renamed(__name__, {"IndexReport": "SkillIndexReport"})

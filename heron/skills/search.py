@@ -7,13 +7,14 @@ names are everyday words ("better-stack", "more-trees") win BM25 for everyday re
 So the dense ranking stays the base and words only re-order its candidates:
 
 1. Dense search fetches a pool of ``min(3 * top_k, 60)`` candidates (``top_k`` when larger).
-2. Each gets ``lex`` from the analysed terms (``heron.store.analysis``) of the query ``Q``,
-   the skill's name ``N`` and its description plus tags ``D``::
+2. Each gets ``lexical_score`` (``lex`` below) from the analysed terms
+   (``heron.store.analysis``) of the query ``Q``, the skill's name ``N`` and its
+   description plus tags ``D``::
 
        lex = 0.6 * |Q & N| / |Q| + 0.4 * |Q & D| / |Q| + (0.3 if Q's terms appear in N, in order)
 
    so ``0 <= lex <= 1.3``.
-3. ``score = base_score + LEX_WEIGHT * lex`` with ``base_score`` the cosine similarity and
+3. ``score = dense_score + LEX_WEIGHT * lex`` with ``dense_score`` the cosine similarity and
    ``LEX_WEIGHT = 0.3``: a full name match is worth about as much as the cosine gap between
    a good and a mediocre candidate (0.2 to 0.4 for MiniLM), so words settle close calls
    and never lift a candidate dense search did not find. Ties go to the name, A to Z.
@@ -25,6 +26,7 @@ them for good). ``context_for`` keeps the skills with ``score >= min_rel * top s
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -42,16 +44,34 @@ MAX_POOL = 60
 
 @dataclass(frozen=True)
 class SkillHit:
-    """One skill found for a query, with the parts of its score."""
+    """One skill found for a query, with the parts of its score.
+
+    ``dense_score`` is the cosine similarity and ``lexical_score`` the word overlap
+    (``lex_score``), named as on store and tool hits. ``base_score`` and ``lex`` are
+    deprecated read-only aliases of the two, and ``to_dict`` still writes them beside the
+    new keys; both go in the next release.
+    """
 
     name: str
     description: str
     path: str
     tags: tuple[str, ...]
-    base_score: float
-    lex: float
+    dense_score: float
+    lexical_score: float
     score: float
     rank: int
+
+    @property
+    def base_score(self) -> float:
+        """Deprecated: ``dense_score``."""
+        _renamed("base_score", "dense_score")
+        return self.dense_score
+
+    @property
+    def lex(self) -> float:
+        """Deprecated: ``lexical_score``."""
+        _renamed("lex", "lexical_score")
+        return self.lexical_score
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -59,12 +79,21 @@ class SkillHit:
             "name": self.name,
             "rank": self.rank,
             "score": self.score,
-            "base_score": self.base_score,
-            "lex": self.lex,
+            "dense_score": self.dense_score,
+            "lexical_score": self.lexical_score,
+            # Deprecated keys, kept one release for readers of the old JSON.
+            "base_score": self.dense_score,
+            "lex": self.lexical_score,
             "description": self.description,
             "path": self.path,
             "tags": list(self.tags),
         }
+
+
+def _renamed(old: str, new: str) -> None:
+    warnings.warn(
+        f"SkillHit.{old} is deprecated: use SkillHit.{new}.", DeprecationWarning, stacklevel=3
+    )
 
 
 def pool_size(top_k: int) -> int:
@@ -102,9 +131,9 @@ def lex_score(query: str, name: str, description: str, tags: Sequence[str] = ())
     return score
 
 
-def combine(base_score: float, lex: float, weight: float = LEX_WEIGHT) -> float:
+def combine(dense_score: float, lexical_score: float, weight: float = LEX_WEIGHT) -> float:
     """The final score: the cosine similarity plus ``weight`` times the word overlap."""
-    return base_score + weight * lex
+    return dense_score + weight * lexical_score
 
 
 def rerank(

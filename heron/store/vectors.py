@@ -19,6 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
+from heron._compat import onnxruntime_before_usearch
+
 EXACT_LIMIT = 20_000
 
 
@@ -125,10 +127,7 @@ class HnswIndex:
     """usearch HNSW (M=16, ef_construction=128, ``ef_search(size)``), float16, inner product."""
 
     def __init__(self, dim: int, path: Path | None = None) -> None:
-        # usearch 2.26 makes a later `import onnxruntime` crash the process (segmentation
-        # fault in onnxruntime's module init); the other import order is safe, and the
-        # embedder needs onnxruntime anyway.
-        import onnxruntime  # noqa: F401
+        onnxruntime_before_usearch()  # or a later onnxruntime import crashes: heron._compat
         from usearch.index import Index
 
         self.dim = dim

@@ -95,7 +95,7 @@ def test_mean_pool_ignores_padding() -> None:
 
 
 def test_missing_tokenizer_says_how_to_fetch(tmp_path: Path) -> None:
-    with pytest.raises(ModelError, match="heron model fetch"):
+    with pytest.raises(ModelError, match="heron embedder fetch"):
         MiniLMEmbedder(tmp_path)
 
 
@@ -110,5 +110,5 @@ def test_corrupt_tokenizer_says_how_to_refetch(tmp_path: Path) -> None:
     target = tmp_path / "all-MiniLM-L6-v2" / "tokenizer.json"
     target.parent.mkdir()
     target.write_text("{not json")
-    with pytest.raises(ModelError, match="heron model fetch"):
+    with pytest.raises(ModelError, match="heron embedder fetch"):
         MiniLMEmbedder(tmp_path)

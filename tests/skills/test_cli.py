@@ -85,7 +85,7 @@ def test_index_status_search_show_prune(dirs: tuple[Path, Path], home: Path) -> 
 
     hits = heron_json("search", "make a new skill", "-k", "2")
     assert [h["name"] for h in hits][:1] == ["skill-creator"]
-    assert {"description", "path", "tags", "base_score", "lex", "score"} <= set(hits[0])
+    assert {"description", "path", "tags", "dense_score", "lexical_score", "score"} <= set(hits[0])
     assert "skill-creator" in heron("search", "make a new skill").stdout
 
     skill = heron_json("show", "PDF-tools")

@@ -81,7 +81,7 @@ def test_rerank_orders_by_combined_score_then_name(tmp_path: Path) -> None:
     ]
     assert ranked[0].score == pytest.approx(0.68)
     assert ranked[1].score == pytest.approx(0.6)
-    assert (ranked[1].base_score, ranked[1].lex) == (0.5, pytest.approx(1 / 3))
+    assert (ranked[1].dense_score, ranked[1].lexical_score) == (0.5, pytest.approx(1 / 3))
 
 
 def result(name: str, score: float) -> SkillHit:
@@ -137,8 +137,19 @@ def test_word_rerank_fixes_what_dense_misses(
     found = shared_skills.search(query, top_k=3)
     assert found[0].name == heron_first
     assert found[0].description and "SKILL.md" not in found[0].description
-    fields = {"name", "description", "path", "tags", "base_score", "lex", "score"}
+    fields = {"name", "description", "path", "tags", "dense_score", "lexical_score", "score"}
     assert fields <= set(found[0].to_dict())
+
+
+def test_old_score_names_still_read_for_one_release() -> None:
+    hit = SkillHit("a", "a does things.", "/s/a/SKILL.md", (), 0.5, 0.25, 0.575, 1)
+    with pytest.warns(DeprecationWarning, match="use SkillHit.dense_score"):
+        assert hit.base_score == 0.5
+    with pytest.warns(DeprecationWarning, match="use SkillHit.lexical_score"):
+        assert hit.lex == 0.25
+    data = hit.to_dict()
+    assert (data["dense_score"], data["lexical_score"]) == (0.5, 0.25)
+    assert (data["base_score"], data["lex"]) == (0.5, 0.25)  # deprecated keys, one release
 
 
 def test_context_for_cuts_and_logs(shared_skills: SkillIndex, tmp_path: Path) -> None:

@@ -70,6 +70,15 @@ def test_registry_calls_handlers_and_names_the_fix() -> None:
     assert registry.remove_source("import:t.json") == 1 and len(registry) == 1
 
 
+def test_runnable_says_which_tools_have_a_handler_here() -> None:
+    registry = ToolRegistry()
+    registry.add(Tool("add"), lambda a: a["x"] + 1)
+    registry.add(Tool("remote", source="import:t.json"))
+    assert registry.runnable("add") and not registry.runnable("remote")
+    with pytest.warns(DeprecationWarning, match="use ToolRegistry.runnable"):
+        assert registry.callable("add") and not registry.callable("remote")
+
+
 def test_imported_tools_persist_in_the_store(tmp_path, store) -> None:
     path = tmp_path / "tools.json"
     path.write_text(json.dumps([{"name": "w", "description": "d", "input_schema": SCHEMA}]))
