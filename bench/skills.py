@@ -16,6 +16,7 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections.abc import Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -101,16 +102,18 @@ def latency_table(
         for s in skills
         if "composio-skills" in str(s.path)
     ][: LATENCY_SIZE - len(skills)]
-    store = SQLiteStore(path, cache)
-    index_skills(store, [*skills, *copies], namespace="skills-1000")
-    uncached = SkillIndex(SQLiteStore(path, model), [], namespace="skills-1000")
-    count = uncached.store.count("skills-1000")
-    uncached.search(queries[0])  # builds the vector index
-    search, embed = [], []
-    for _ in range(LATENCY_ROUNDS):
-        for query in queries:
-            search.append(timed(lambda q=query: uncached.search(q))[1])
-            embed.append(timed(lambda q=query: model.embed([q]))[1])
+    with closing(SQLiteStore(path, cache)) as store:
+        index_skills(store, [*skills, *copies], namespace="skills-1000")
+    with closing(SQLiteStore(path, model)) as plain:  # a SkillIndex does not close its store
+        uncached = SkillIndex(plain, [], namespace="skills-1000")
+        count = uncached.store.count("skills-1000")
+        uncached.search(queries[0])  # builds the vector index
+        search, embed = [], []
+        for _ in range(LATENCY_ROUNDS):
+            for query in queries:
+                search.append(timed(lambda q=query: uncached.search(q))[1])
+                embed.append(timed(lambda q=query: model.embed([q]))[1])
+        uncached.close()
     return table(
         f"Skill query latency over {count} skills ({len(search)} queries, one at a time, "
         f"top {DEFAULT_TOP_K} from a pool of {pool_size(DEFAULT_TOP_K)})",
@@ -179,9 +182,8 @@ def run() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
         cache = CachedEmbedder(model, Path(tmp) / "embeddings.db")
-        skills = SkillIndex(
-            SQLiteStore(Path(tmp) / "heron.db", cache), [SkillDir(SKILLS, "shared")]
-        )
+        store = SQLiteStore(Path(tmp) / "heron.db", cache)
+        skills = SkillIndex(store, [SkillDir(SKILLS, "shared")])
         parsed, report = parse_table(skills)
         out = parsed + "\n" + index_table(skills, model, cache)
         out += "\n" + quality_tables(skills, queries)
@@ -189,6 +191,7 @@ def run() -> str:
             Path(tmp) / "latency.db", report.skills, [q["text"] for q in queries], cache
         )
         skills.close()
+        store.close()
     return out
 
 

@@ -2,17 +2,19 @@
 
 Every failure becomes the call's result, which the model reads and can act on: a name
 that was not offered, arguments the tool refuses, a tool that raises, a result JSON
-cannot carry, a tool that does not answer in time. A call that times out is abandoned in
-its (daemon) thread: Python cannot stop a thread, and waiting for it would hang the
-answer.
+cannot carry, a tool that does not answer in time. Calls run on a ``ToolExecutor``: at
+most ``workers`` threads, owned by whoever made it (the agent) and joined by its
+``close()``. Python cannot stop a thread, so a call past its deadline is answered with a
+timeout and left to finish on its worker; a call still waiting for a busy worker at the
+deadline is cancelled and never runs.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 import time
 from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from heron.agent.answer import ToolUse
@@ -23,6 +25,33 @@ from heron.tools.registry import ToolRegistry
 
 #: A tool result reaches the model cut to this many characters (the answer keeps it whole).
 MAX_RESULT_CHARS = 8000
+#: Tool calls that run at once per agent; more wait for a worker (within their deadline).
+TOOL_WORKERS = 8
+
+Outcome = tuple[Any, str | None, bool, float]
+
+
+class ToolExecutor:
+    """At most ``workers`` tool calls at once, on threads named ``heron-tool-*``.
+
+    ``close()`` cancels the calls not started and waits for the running ones (a call past
+    its deadline included): no thread outlives it. Every tool kind Heron ships ends on its
+    own (commands at their timeout, MCP calls at ``HERON_MCP_TIMEOUT``), which bounds that
+    wait. ``close()`` twice does nothing; ``run_calls`` after it raises ``RuntimeError``.
+    """
+
+    def __init__(self, workers: int = TOOL_WORKERS) -> None:
+        if workers < 1:
+            raise ValueError(f"A ToolExecutor needs at least 1 worker, not {workers}.")
+        self.workers = workers
+        self._pool = ThreadPoolExecutor(workers, thread_name_prefix="heron-tool")
+
+    def submit(self, call: ToolCall, offered: Mapping[str, Tool], registry: ToolRegistry) -> Future:
+        return self._pool.submit(_timed, call, offered, registry)
+
+    def close(self, *, join: bool = True) -> None:
+        """``join=False`` returns at once: the running calls end on their own."""
+        self._pool.shutdown(wait=join, cancel_futures=True)
 
 
 def as_json(value: Any) -> str:
@@ -56,6 +85,11 @@ def _invoke(
     return result, None, False
 
 
+def _timed(call: ToolCall, offered: Mapping[str, Tool], registry: ToolRegistry) -> Outcome:
+    start = time.perf_counter()
+    return (*_invoke(call, offered, registry), time.perf_counter() - start)
+
+
 def run_calls(
     calls: Sequence[ToolCall],
     offered: Mapping[str, Tool],
@@ -63,27 +97,31 @@ def run_calls(
     *,
     timeout: float,
     forced: str | None = None,
+    executor: ToolExecutor | None = None,
 ) -> list[ToolUse]:
-    """Run ``calls`` at once, one thread each, and wait at most ``timeout`` seconds for
-    each; the uses come back in the order of ``calls``."""
-    outcomes: list[tuple[Any, str | None, bool, float] | None] = [None] * len(calls)
-
-    def work(i: int, call: ToolCall) -> None:
-        start = time.perf_counter()
-        outcomes[i] = (*_invoke(call, offered, registry), time.perf_counter() - start)
-
-    threads = [
-        threading.Thread(target=work, args=(i, c), daemon=True, name=f"heron-tool-{c.name}")
-        for i, c in enumerate(calls)
-    ]
-    deadline = time.monotonic() + timeout
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(max(0.0, deadline - time.monotonic()))
+    """Run ``calls`` at once on ``executor`` and wait at most ``timeout`` seconds for all
+    of them; the uses come back in the order of ``calls``. Without an ``executor``, one
+    is made for these calls and let go at the deadline: a call past it then finishes on
+    a thread nobody joins. An agent passes its own, which its ``close()`` joins."""
+    if executor is None:
+        own = ToolExecutor(max(1, min(len(calls), TOOL_WORKERS)))
+        try:
+            return run_calls(calls, offered, registry, timeout=timeout, forced=forced, executor=own)
+        finally:
+            own.close(join=False)
+    futures = [executor.submit(call, offered, registry) for call in calls]
+    wait(futures, timeout=timeout)
     uses = []
-    for call, outcome in zip(calls, outcomes, strict=True):
-        if outcome is None:
+    for call, future in zip(calls, futures, strict=True):
+        if future.done():
+            outcome: Outcome = future.result()
+        elif future.cancel():  # it never started: every worker was busy until the deadline
+            error = (
+                f"{call.name} did not start within {timeout:g} s: all {executor.workers} "
+                "tool workers were busy with earlier calls. Try again when they finish."
+            )
+            outcome = (None, error, False, timeout)
+        else:
             outcome = (None, f"{call.name} did not answer within {timeout:g} s.", False, timeout)
         result, error, refused, seconds = outcome
         uses.append(

@@ -67,9 +67,9 @@ class CachedEmbedder:
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if todo:
             vectors = self.inner.embed(list(todo.values()))
-            self.misses += len(todo)
             fresh = dict(zip(todo, vectors, strict=True))
             with self._connection() as db, db:
+                self.misses += len(todo)  # under the lock: threads count every miss
                 db.executemany(
                     "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
                     [(self.model_id, k, v.tobytes()) for k, v in fresh.items()],

@@ -2,8 +2,12 @@
 
 The store (and with it the embedding model) opens at startup; the skill index, the
 toolbox and the agent open on first use, because a server that only searches should not
-pay for them. One store serves every threadpool worker: ``SQLiteStore`` serialises its
-connection with a lock. ``close()`` releases everything that was opened.
+pay for them. The runtime holds exactly one store, and with it one embedder (and on
+PostgreSQL one connection pool, migrated once): the skill index, the toolbox and the
+agent are handed that store, and leave it open when they close (the ownership rule,
+``heron.store.base``). One store serves every threadpool worker: ``SQLiteStore``
+serialises its connection with a lock, the embedding cache its own. ``close()`` closes
+what the runtime opened, the store last.
 """
 
 from __future__ import annotations
@@ -63,7 +67,7 @@ class Runtime:
     def skills(self) -> SkillIndex:
         from heron.skills import open_skills
 
-        return self._get("skills", lambda: open_skills(self.settings, self.store.embedder))
+        return self._get("skills", lambda: open_skills(self.settings, store=self.store))
 
     @property
     def toolbox(self) -> Toolbox:

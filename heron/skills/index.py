@@ -11,12 +11,14 @@
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from heron.deprecated import renamed
 from heron.embed import Embedder
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
@@ -41,7 +43,9 @@ DEFAULT_TOP_K = 5
 
 
 @dataclass(frozen=True)
-class IndexReport:
+class SkillIndexReport:
+    """What ``SkillIndex.index`` did: the scan of the skill folders and the index update."""
+
     scan: ScanReport
     result: IndexResult
 
@@ -85,7 +89,11 @@ class SkillContext:
 
 class SkillIndex:
     """Skills from ``dirs``, indexed in ``namespace`` of ``store``, queries logged to
-    ``usage_path`` (no log when ``None``)."""
+    ``usage_path`` (no log when ``None``).
+
+    ``close()`` closes the usage log the index opened, and ``resources``: what was
+    opened for this index alone (``open_skills`` puts the store it opened there). The
+    ``store`` it is handed stays open (the ownership rule, ``heron.store.base``)."""
 
     def __init__(
         self,
@@ -96,8 +104,10 @@ class SkillIndex:
         min_rel: float = 0.5,
         namespace: str = NAMESPACE,
         follow_symlinks: bool = False,
+        resources: contextlib.ExitStack | None = None,
     ) -> None:
         self.store = store
+        self._resources = resources or contextlib.ExitStack()
         self.follow_symlinks = follow_symlinks
         self.dirs = list(dirs)
         self.usage_path = usage_path
@@ -110,13 +120,13 @@ class SkillIndex:
     def scan(self) -> ScanReport:
         return scan(self.dirs, follow_symlinks=self.follow_symlinks)
 
-    def index(self, progress: Progress | None = None) -> IndexReport:
+    def index(self, progress: Progress | None = None) -> SkillIndexReport:
         """Scan, then bring the index up to date; only changed skills are embedded."""
         report = self.scan()
         result = index_skills(
             self.store, report.skills, namespace=self.namespace, progress=progress
         )
-        return IndexReport(report, result)
+        return SkillIndexReport(report, result)
 
     def status(self) -> Status:
         """What a scan finds and how the index compares; changes nothing."""
@@ -193,20 +203,32 @@ class SkillIndex:
     def close(self) -> None:
         if self._usage is not None:
             self._usage.close()
-        self.store.close()
+        self._resources.close()
 
 
 def open_skills(
     settings: Settings | None = None,
     embedder: Embedder | None = None,
+    *,
+    store: Store | None = None,
 ) -> SkillIndex:
     """The skill index the settings describe: directories by precedence, the configured
-    store, and the usage log at ``$HERON_HOME/skills.db``."""
+    store, and the usage log at ``$HERON_HOME/skills.db``. ``store``: an open store to
+    share (a server's or an agent's), left open by ``close()``; without one, the
+    configured store is opened (with ``embedder`` when given) and ``close()`` closes it."""
     settings = settings or Settings()
+    resources = contextlib.ExitStack()
+    if store is None:
+        store = resources.enter_context(contextlib.closing(open_store(settings, embedder)))
     return SkillIndex(
-        open_store(settings, embedder),
+        store,
         skill_dirs(settings.skills_extra_dirs, settings.home),
         usage_path=settings.home / "skills.db",
         min_rel=settings.skills_min_rel,
         follow_symlinks=settings.skills_follow_symlinks,
+        resources=resources,
     )
+
+
+# IndexReport, the old name of SkillIndexReport, stays one release (with a warning).
+__getattr__ = renamed(__name__, {"IndexReport": "SkillIndexReport"})

@@ -13,6 +13,7 @@ from heron.store.base import (
     Store,
     UpsertResult,
 )
+from heron.store.sql import SQLStore
 from heron.store.sqlite import SQLiteStore
 
 __all__ = [
@@ -30,10 +31,24 @@ __all__ = [
 
 
 def open_store(settings: Settings | None = None, embedder: Embedder | None = None) -> Store:
-    """The store the settings point at, with the configured embedder: PostgreSQL when
-    ``HERON_DATABASE_URL`` is a ``postgresql://`` URL, else the SQLite file."""
+    """The store the settings point at: PostgreSQL when ``HERON_DATABASE_URL`` is a
+    ``postgresql://`` URL, else the SQLite file. ``embedder``: one to share, left open by
+    ``store.close()``; without one the configured embedder is loaded for this store, and
+    ``store.close()`` closes it (the ownership rule, ``heron.store.base``)."""
     settings = settings or Settings()
-    embedder = embedder or load_embedder(settings)
+    if embedder is not None:
+        return _connect(settings, embedder)
+    loaded = load_embedder(settings)
+    try:
+        store = _connect(settings, loaded)
+    except BaseException:
+        loaded.close()
+        raise
+    store.resources.callback(loaded.close)
+    return store
+
+
+def _connect(settings: Settings, embedder: Embedder) -> SQLStore:
     if settings.postgres_url:
         from heron.store.postgres import PostgresStore  # psycopg only when it is used
 

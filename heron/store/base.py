@@ -6,6 +6,18 @@ thing (a library, ``skills``, ``tools``) embedded with one model; the store refu
 vectors of another model or dimension. Every backend runs the same algorithm
 (``heron.store.sql``), the same analysis (``heron.store.analysis``) and the same fusion
 (``heron.store.fusion``), so results agree across backends.
+
+**Ownership.** Whoever opens a resource closes it; whoever is handed one leaves it open.
+Heron's resources (stores, embedders, skill indexes, toolboxes, agents, pools) follow
+this one rule: an ``open_*`` helper (``open_store``, ``open_skills``, ``open_tools``,
+``open_agent``) returns an object that owns what the helper opened for it and closes
+that in ``close()``; what the caller passed in (``open_skills(store=...)``,
+``open_store(settings, embedder)``) stays open. A constructor (``SQLiteStore(path,
+embedder)``, ``SkillIndex(store, dirs)``, ``Toolbox(registry, store)``, ``Agent(...)``)
+is handed its parts and never closes them; what it should close goes in its
+``resources`` (a ``contextlib.ExitStack``). So a server opens one store (and with it one
+embedder and, on PostgreSQL, one pool) and hands it to everything else
+(``heron.server.runtime``).
 """
 
 from __future__ import annotations
@@ -149,8 +161,9 @@ class Store(Protocol):
 
     **Lifetime.** ``close()`` releases the connections, the connection pool and the
     hybrid search's worker thread; a second ``close()`` does nothing, and any other call
-    after it raises ``StoreError``. It does not close ``embedder``: whoever made the
-    embedder closes it.
+    after it raises ``StoreError``. It does not close the ``embedder`` it was handed:
+    whoever made the embedder closes it (``open_store`` hands the one it loaded to the
+    store it returns, whose ``close()`` then closes it; see *Ownership* above).
     """
 
     #: The model the store embeds records and queries with.

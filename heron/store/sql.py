@@ -22,6 +22,7 @@ backends; ``tests/store/test_contract.py`` runs the same behaviour tests on both
 
 from __future__ import annotations
 
+import contextlib
 import json
 import threading
 from abc import ABC, abstractmethod
@@ -132,6 +133,9 @@ class SQLStore(Store, ABC, Generic[ScopeT]):
         self._side: ThreadPoolExecutor | None = None
         self._side_lock = threading.Lock()
         self._closed = False
+        #: What was opened for this store alone, closed last by ``close()``: the embedder
+        #: ``open_store`` loaded for it. A store handed its embedder leaves it open.
+        self.resources = contextlib.ExitStack()
 
     # -- backend: storage ---------------------------------------------------------------
 
@@ -290,7 +294,10 @@ class SQLStore(Store, ABC, Generic[ScopeT]):
         with self._side_lock:
             if self._side is not None:
                 self._side.shutdown()
-        self._close()
+        try:
+            self._close()
+        finally:
+            self.resources.close()
 
     # -- the shared algorithm -----------------------------------------------------------
 

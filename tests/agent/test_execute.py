@@ -1,4 +1,4 @@
-"""Tool calls in parallel threads: every failure becomes a result, none raises."""
+"""Tool calls on a bounded executor: in parallel, every failure a result, none raises."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from heron.agent import run_calls
-from heron.agent.execute import MAX_RESULT_CHARS, tool_content
+from heron.agent.execute import MAX_RESULT_CHARS, ToolExecutor, tool_content
 from heron.errors import InputError
 from heron.llm.types import ToolCall
 from heron.tools import Tool, ToolRegistry
@@ -97,3 +97,49 @@ def test_long_results_are_cut_for_the_model_but_kept_whole() -> None:
     content = tool_content(use)
     assert len(use.result) == MAX_RESULT_CHARS + 10
     assert content.startswith("x" * 100) and content.endswith("[... 10 more characters cut]")
+
+
+def test_at_most_the_executors_workers_run_at_once() -> None:
+    reg, lock = ToolRegistry(), threading.Lock()
+    running, most = [0], [0]
+
+    def busy(a: dict[str, Any]) -> str:
+        with lock:
+            running[0] += 1
+            most[0] = max(most[0], running[0])
+        time.sleep(0.1)
+        with lock:
+            running[0] -= 1
+        return "done"
+
+    reg.add(Tool("busy", "test tool busy"), busy)
+    offered = {t.name: t for t in reg.tools()}
+    executor = ToolExecutor(2)
+    try:
+        uses = run_calls(
+            [call("busy", i) for i in range(6)], offered, reg, timeout=5, executor=executor
+        )
+    finally:
+        executor.close()
+    assert all(u.ok for u in uses) and most[0] == 2
+
+
+def test_a_call_waiting_for_a_busy_worker_at_the_deadline_never_runs() -> None:
+    reg, ran, release = ToolRegistry(), threading.Event(), threading.Event()
+    reg.add(Tool("hang", "test tool hang"), lambda a: release.wait(5))
+    reg.add(Tool("mark", "test tool mark"), lambda a: ran.set())
+    offered = {t.name: t for t in reg.tools()}
+    executor = ToolExecutor(1)
+    try:
+        hung, queued = run_calls(
+            [call("hang", 0), call("mark", 1)], offered, reg, timeout=0.3, executor=executor
+        )
+    finally:
+        release.set()
+        executor.close()
+    assert "did not answer within 0.3 s" in hung.error
+    assert "did not start within 0.3 s" in queued.error and "1 tool workers were busy" in (
+        queued.error
+    )
+    assert not ran.is_set()  # cancelled, not run after the answer went out
+    assert not [t for t in threading.enumerate() if t.name.startswith("heron-tool")]

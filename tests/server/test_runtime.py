@@ -1,0 +1,107 @@
+"""``Runtime`` holds one store, one embedder and (on PostgreSQL) one pool, migrated once:
+the skill index, the toolbox and the agent are handed that store, not a second one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import heron.store
+import heron.store.pg_schema
+import heron.store.postgres
+from heron.embed import Embedder
+from heron.server.runtime import Runtime
+from heron.settings import Settings
+from heron.store.sql import SQLStore
+from tests.postgres import pg_server, pg_url  # noqa: F401
+
+
+class Opened:
+    """Counts what the runtime opens, while the real functions do the opening."""
+
+    def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.stores = 0
+        self.embedders: list[Embedder] = []
+        self.closed_embedders = 0
+        self.pools = 0
+        self.migrations = 0
+        self._spy(monkeypatch)
+
+    def _spy(self, monkeypatch: pytest.MonkeyPatch) -> None:
+        real_init = SQLStore.__init__
+        real_load = heron.store.load_embedder
+        real_pool = heron.store.postgres.open_pool
+        real_migrate = heron.store.pg_schema.migrate
+
+        def init(store: SQLStore, embedder: Embedder) -> None:
+            self.stores += 1
+            real_init(store, embedder)
+
+        def load(settings: Settings | None = None) -> Embedder:
+            embedder = real_load(settings)
+            self.embedders.append(embedder)
+            close = embedder.close
+
+            def counted() -> None:
+                self.closed_embedders += 1
+                close()
+
+            embedder.close = counted  # type: ignore[method-assign]
+            return embedder
+
+        def pool(*args: Any, **kwargs: Any) -> Any:
+            self.pools += 1
+            return real_pool(*args, **kwargs)
+
+        def migrate(*args: Any, **kwargs: Any) -> Any:
+            self.migrations += 1
+            return real_migrate(*args, **kwargs)
+
+        monkeypatch.setattr(SQLStore, "__init__", init)
+        monkeypatch.setattr(heron.store, "load_embedder", load)
+        monkeypatch.setattr(heron.store.postgres, "open_pool", pool)
+        monkeypatch.setattr(heron.store.pg_schema, "migrate", migrate)
+
+
+@pytest.fixture
+def opened(home: Path, monkeypatch: pytest.MonkeyPatch) -> Opened:
+    return Opened(monkeypatch)
+
+
+def open_everything(runtime: Runtime) -> None:
+    """Open every part the runtime has, each on the runtime's one store."""
+    runtime.start()
+    skills, toolbox, agent = runtime.skills, runtime.toolbox, runtime.agent
+    assert skills.store is runtime.store
+    assert toolbox.store is runtime.store
+    assert agent.store is runtime.store and agent.skills is skills and agent.toolbox is toolbox
+    skills.status()  # the skill index reads the shared store
+
+
+def test_on_sqlite_the_runtime_opens_one_store_and_one_embedder(opened: Opened) -> None:
+    runtime = Runtime(Settings())
+    open_everything(runtime)
+    assert opened.stores == 1
+    assert len(opened.embedders) == 1
+    assert runtime.store.embedder is opened.embedders[0]
+    runtime.close()
+    # open_store loaded that embedder for the store it returned: closing the store
+    # closes it, once.
+    assert opened.closed_embedders == 1
+
+
+def test_on_postgres_the_runtime_opens_one_pool_and_migrates_once(
+    opened: Opened,
+    pg_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("HERON_DATABASE_URL", pg_url)
+    runtime = Runtime(Settings())
+    open_everything(runtime)
+    assert isinstance(runtime.store, heron.store.postgres.PostgresStore)
+    assert (opened.stores, opened.pools, opened.migrations) == (1, 1, 1)
+    assert len(opened.embedders) == 1
+    runtime.close()
+    assert opened.closed_embedders == 1
