@@ -1,7 +1,7 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, books, agent, jobs, server,
-parity, pgvector, pgjobs. No name runs them all (several hours on 2 cores: the 1M-record
+Names: scifact, embed, cache, vectors, latency, skills, tools, books, agent, answers, jobs,
+server, parity, pgvector, pgjobs. No name runs them all (several hours on 2 cores: the 1M-record
 graphs of SQLite and pgvector, the Kubernetes index and the local model's answers dominate).
 """
 
@@ -12,6 +12,7 @@ from datetime import date
 
 from bench import (
     agent,
+    answers,
     books,
     cache_calls,
     embed_throughput,
@@ -38,6 +39,7 @@ BENCHMARKS = {
     "tools": tools.run,
     "books": books.run,
     "agent": agent.run,
+    "answers": answers.run,
     "jobs": jobs.run,
     "server": server.run,
     "parity": parity.run,

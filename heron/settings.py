@@ -2,11 +2,13 @@
 
 Precedence, highest first: keyword arguments, environment (``HERON_HOME``,
 ``HERON_EMBEDDER`` ...), ``$HERON_HOME/heron.toml`` (or the file named by
-``HERON_CONFIG``), then the defaults below.
+``HERON_CONFIG``), then the defaults below. A key of heron.toml that is no setting is an
+error naming it and the closest setting (``skills_dir``: did you mean ``skills_dirs``?).
 """
 
 from __future__ import annotations
 
+import difflib
 import json
 import os
 import re
@@ -272,7 +274,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        toml = TomlConfigSettingsSource(settings_cls, toml_file=_config_file())
+        toml = _CheckedToml(settings_cls, toml_file=_config_file())
         return (init_settings, env_settings, toml)
 
     def public(self) -> dict[str, Any]:
@@ -288,7 +290,32 @@ class Settings(BaseSettings):
         return data
 
 
+class _CheckedToml(TomlConfigSettingsSource):
+    """heron.toml, refusing keys that are no setting: ignored, a misspelt key would leave
+    its setting at the default with nothing to say so."""
+
+    def __init__(self, settings_cls: type[BaseSettings], toml_file: Path) -> None:
+        super().__init__(settings_cls, toml_file=toml_file)
+        fields = sorted(settings_cls.model_fields)
+        unknown = sorted(set(map(str, self.toml_data)) - set(fields))
+        if unknown:
+            from heron.errors import ConfigError
+
+            raise ConfigError(_unknown_keys(toml_file, unknown, fields))
+
+
 # -- error messages: what was wrong, where it was set, and what to do ---------------------
+
+
+def _unknown_keys(path: Path, unknown: list[str], fields: list[str]) -> str:
+    named = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, fields, n=1, cutoff=0.6)
+        named.append(f"{key} (did you mean {close[0]}?)" if close else key)
+    return (
+        f"{path}: unknown setting(s) {', '.join(named)}. Fix or remove the line(s); "
+        f"the settings are: {', '.join(fields)}."
+    )
 
 
 @cache

@@ -2,10 +2,14 @@
 wire formats, validation errors included, for the paid providers tests cannot reach.
 
 It checks requests the way the real APIs do (key, tool count, tool-name pattern, required
-fields, tool results that answer a call) and answers with their documented bodies. A valid
-request gets a deterministic answer: with a forced or required tool choice, a call to that
-tool (the first one for ``required``) with arguments filled from its schema; otherwise the
-text ``echo: <last user text>``. ``ChatServer.fail(model, status)`` queues failures
+fields, tool results that answer a call, parameters the API does not have) and answers
+with their documented bodies. A valid request gets a deterministic answer: with a forced
+or required tool choice, a call to that tool (the first one for ``required``) with
+arguments filled from its schema; otherwise the text ``echo: <last user text>``, or JSON
+under OpenAI's ``response_format`` (``{"echo": ...}``, or a value of the schema). ``stop``
+(``stop_sequences``) cuts the text at the first stop sequence, ``max_tokens`` (words here)
+cuts it short with ``finish_reason: "length"``; the stream's usage chunk comes only with
+``stream_options.include_usage``. ``ChatServer.fail(model, status)`` queues failures
 (429 with ``retry-after``, 500, 529) that a model's next requests get first; status
 ``"slow"`` answers after ``delay`` seconds; ``"cut"`` streams one piece, then drops.
 """
@@ -22,9 +26,34 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 KEY = "sk-test-0123456789abcdef"
+#: models.yml with one OpenAI-compatible model, the replay server at ``url`` (``.format``).
+ONE_MODEL = """default: gpt
+models:
+  gpt:
+    provider: openai
+    model: gpt-test
+    base_url: {url}/v1
+    api_key_env: TEST_OPENAI_KEY
+"""
 OPENAI_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
 ANTHROPIC_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,128}$")
 OPENAI_MAX_TOOLS = 128
+#: The request fields each API documents; anything else is refused, as they do.
+# fmt: off
+OPENAI_FIELDS = frozenset((
+    "audio", "frequency_penalty", "function_call", "functions", "logit_bias", "logprobs",
+    "max_completion_tokens", "max_tokens", "messages", "metadata", "modalities", "model", "n",
+    "parallel_tool_calls", "prediction", "presence_penalty", "prompt_cache_key",
+    "reasoning_effort", "response_format", "safety_identifier", "seed", "service_tier", "stop",
+    "store", "stream", "stream_options", "temperature", "tool_choice", "tools", "top_logprobs",
+    "top_p", "user", "verbosity", "web_search_options",
+))
+ANTHROPIC_FIELDS = frozenset((
+    "container", "max_tokens", "mcp_servers", "messages", "metadata", "model", "service_tier",
+    "stop_sequences", "stream", "system", "temperature", "thinking", "tool_choice", "tools",
+    "top_k", "top_p",
+))
+# fmt: on
 
 
 class APIError(Exception):
@@ -80,6 +109,13 @@ def _openai_check(body: dict[str, Any], headers: Any) -> None:
             "invalid_request_error",
             code="invalid_api_key",
         )
+    for name in body:
+        if name not in OPENAI_FIELDS:
+            raise openai_error(
+                400,
+                f"Unrecognized request argument supplied: {name}",
+                "invalid_request_error",
+            )
     if not body.get("messages"):
         raise openai_error(
             400, "[] is too short - 'messages'", "invalid_request_error", "messages", "empty_array"
@@ -120,6 +156,11 @@ def _anthropic_check(body: dict[str, Any], headers: Any) -> None:
         raise anthropic_error(401, "authentication_error", "invalid x-api-key")
     if not headers.get("anthropic-version"):
         raise anthropic_error(400, "invalid_request_error", "anthropic-version: header is required")
+    for name in body:
+        if name not in ANTHROPIC_FIELDS:
+            raise anthropic_error(
+                400, "invalid_request_error", f"{name}: Extra inputs are not permitted"
+            )
     if "max_tokens" not in body:
         raise anthropic_error(400, "invalid_request_error", "max_tokens: Field required")
     messages = body.get("messages") or []
@@ -208,14 +249,36 @@ def _answer(body: dict[str, Any], openai: bool) -> tuple[str, list[tuple[str, st
     last = body["messages"][-1]["content"]
     if isinstance(last, list):
         last = " ".join(b.get("text") or str(b.get("content", "")) for b in last)
+    form = (body.get("response_format") or {}) if openai else {}
+    if form.get("type") == "json_object":
+        return json.dumps({"echo": last}), []
+    if form.get("type") == "json_schema":
+        return json.dumps(sample(form["json_schema"]["schema"])), []
     return f"echo: {last}", []
+
+
+def _limit(body: dict[str, Any], text: str, openai: bool) -> tuple[str, str]:
+    """``(text, finish reason)``: the text cut at the first stop sequence or after
+    ``max_tokens`` words, the finish reason in the API's own words."""
+    stops = body.get("stop") if openai else body.get("stop_sequences")
+    stops = [stops] if isinstance(stops, str) else stops or []
+    cut = min((text.find(s) for s in stops if s in text), default=-1)
+    if cut >= 0:
+        return text[:cut], "stop" if openai else "stop_sequence"
+    most = body.get("max_completion_tokens") or body.get("max_tokens")
+    words = _chunks(text)
+    if most and len(words) > most:
+        return "".join(words[:most]), "length" if openai else "max_tokens"
+    return text, "stop" if openai else "end_turn"
 
 
 def _chunks(text: str) -> list[str]:
     return re.findall(r"\S+\s*", text) or [""]
 
 
-def _openai_stream(body: dict[str, Any], text: str, calls: list) -> Iterator[dict[str, Any]]:
+def _openai_stream(
+    body: dict[str, Any], text: str, calls: list, finish: str = "stop"
+) -> Iterator[dict[str, Any]]:
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body["model"]}
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
     for piece in _chunks(text) if text else []:
@@ -232,13 +295,16 @@ def _openai_stream(body: dict[str, Any], text: str, calls: list) -> Iterator[dic
         for start in range(0, len(raw), 5):  # arguments arrive in fragments
             part = {"index": index, "function": {"arguments": raw[start : start + 5]}}
             yield {**base, "choices": [{"index": 0, "delta": {"tool_calls": [part]}}]}
-    finish = "tool_calls" if calls else "stop"
+    finish = "tool_calls" if calls else finish
     yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
-    usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-    yield {**base, "choices": [], "usage": usage}
+    if (body.get("stream_options") or {}).get("include_usage"):
+        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+        yield {**base, "choices": [], "usage": usage}
 
 
-def _anthropic_stream(body: dict[str, Any], text: str, calls: list) -> Iterator[dict[str, Any]]:
+def _anthropic_stream(
+    body: dict[str, Any], text: str, calls: list, finish: str = "end_turn"
+) -> Iterator[dict[str, Any]]:
     message = {
         "id": "msg_1",
         "type": "message",
@@ -280,7 +346,7 @@ def _anthropic_stream(body: dict[str, Any], text: str, calls: list) -> Iterator[
                 "delta": {"type": "input_json_delta", "partial_json": raw[start : start + 5]},
             }
         yield {"type": "content_block_stop", "index": i}
-    stop = "tool_use" if calls else "end_turn"
+    stop = "tool_use" if calls else finish
     yield {
         "type": "message_delta",
         "delta": {"stop_reason": stop, "stop_sequence": None},
@@ -345,8 +411,10 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self._json(exc.status, exc.body, exc.headers)
                 return
             text, calls = _answer(body, openai)
+            text, finish = _limit(body, text, openai)
             if body.get("stream"):
-                events = (_openai_stream if openai else _anthropic_stream)(body, text, calls)
+                stream = _openai_stream if openai else _anthropic_stream
+                events = stream(body, text, calls, finish)
                 self._sse(events, openai, cut=status == "cut")
             elif openai:
                 message = {"role": "assistant", "content": text or None}
@@ -362,7 +430,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 choice = {
                     "index": 0,
                     "message": message,
-                    "finish_reason": "tool_calls" if calls else "stop",
+                    "finish_reason": "tool_calls" if calls else finish,
                 }
                 usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
                 self._json(
@@ -388,7 +456,7 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                         "role": "assistant",
                         "model": body["model"],
                         "content": content,
-                        "stop_reason": "tool_use" if calls else "end_turn",
+                        "stop_reason": "tool_use" if calls else finish,
                         "usage": {"input_tokens": 11, "output_tokens": 7},
                     },
                 )

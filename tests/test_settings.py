@@ -90,3 +90,26 @@ def test_an_empty_path_is_refused_not_read_as_the_current_directory(
     monkeypatch.setenv("HERON_TOOLS_ROOT", "")
     with pytest.raises(ConfigError, match="HERON_TOOLS_ROOT: must not be empty"):
         Settings()
+
+
+def test_an_unknown_heron_toml_key_is_an_error_naming_the_closest_setting(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``skills_dir`` (for ``skills_dirs``) used to be ignored: the skills it named were
+    never indexed and nothing said why."""
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    monkeypatch.delenv("HERON_CONFIG", raising=False)
+    config = tmp_path / "heron.toml"
+    config.write_text('skills_dir = "/srv/skills"\nembed_batch_size = 8\n')
+    with pytest.raises(ConfigError) as caught:
+        Settings()
+    message = str(caught.value)
+    assert message.startswith(
+        f"{config}: unknown setting(s) skills_dir (did you mean skills_dirs?)."
+    )
+    assert "the settings are: agent_docs_threshold," in message and "tools_root" in message
+    config.write_text('colour = "red"\n[server]\nport = 1\n')
+    with pytest.raises(ConfigError, match=r"unknown setting\(s\) colour, server \(did you mean"):
+        Settings()
+    config.write_text('skills_dirs = "/srv/skills"\n')
+    assert Settings().skills_dirs == "/srv/skills"

@@ -12,33 +12,46 @@ from __future__ import annotations
 
 from heron.agent.agent import MAX_MESSAGE_BYTES, Agent, open_agent
 from heron.agent.answer import (
+    ANSWER_MODES,
     AgentEvent,
     Answer,
+    AnswerMode,
     Citation,
     Citations,
+    ClientToolCalls,
     Final,
     Token,
     ToolUse,
     ToolUsed,
 )
 from heron.agent.execute import run_calls
+from heron.agent.extractive import Extract, Limits, compose
+from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.sessions import Sessions
 from heron.agent.triage import Triage, triage
 
 __all__ = [
+    "ANSWER_MODES",
     "MAX_MESSAGE_BYTES",
     "Agent",
     "AgentEvent",
     "Answer",
+    "AnswerMode",
     "Citation",
     "Citations",
+    "ClientToolCalls",
+    "Extract",
     "Final",
+    "Limits",
+    "RepetitionGuard",
     "Sessions",
     "Token",
     "ToolUse",
     "ToolUsed",
     "Triage",
+    "compose",
     "open_agent",
+    "repeats",
     "run_calls",
     "triage",
 ]

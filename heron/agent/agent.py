@@ -3,17 +3,33 @@
 One ``ask`` runs, in order:
 
 1. checks: an empty message, one over ``MAX_MESSAGE_BYTES`` or over the model's context
-   window is refused with ``InputError`` before anything else runs;
-2. retrieval: the libraries' search (``heron.books.search``) on the message;
+   window is refused with ``InputError`` before anything else runs, as are hooks that
+   do not fit together (a ``tool_choice`` naming no tool sent, a ``tool`` message
+   answering no call);
+2. retrieval: the libraries' search (``heron.books.search``) on the message; Heron's own
+   docs (the built-in ``heron`` library) only when the message names Heron or the caller
+   chose that library;
 3. routing: the tools that fit (``heron.tools``), those above ``agent_tool_safety`` or
    without a handler left out;
-4. skills: ``SkillIndex.context_for``, kept when the best skill fits at all;
-5. triage (``heron.agent.triage``): ``docs`` puts the passages in the prompt with their
-   citations; ``tools`` with confidence forces the first call to the best tool; the
-   prompt is cut to the model's context window (``_Prompt.fit``);
-6. the loop: a model call; its tool calls run in parallel (``heron.agent.execute``) and
-   their results go back to the model; until it answers without calls or
-   ``agent_max_steps`` calls are made (the last one is offered no tools, so it answers);
+4. skills: ``SkillIndex.context_for``, kept when the best skill fits at all (generated
+   answers only: an extractive answer has no prompt to put them in);
+5. triage (``heron.agent.triage``): ``docs`` keeps the passages with their citations;
+   ``tools`` with confidence forces the first call to the best tool;
+6. the answer, in one of two modes (``answer=``, else the model's ``answers``
+   capability in models.yml):
+
+   - ``extractive``: the passages' own sentences that answer the message, each cited
+     (``heron.agent.extractive``); no model call, except a one-line lead when the model
+     is a capable one (``answers: generative``) and the arguments of a forced tool call,
+     whose results then make the answer;
+   - ``generative``: the prompt cut to the model's context window (``_Prompt.fit``),
+     then the loop: a model call; its tool calls run in parallel
+     (``heron.agent.execute``) and their results go back to the model; until it answers
+     without calls or ``agent_max_steps`` calls are made (the last one is offered no
+     tools, so it answers). Text is streamed through ``heron.agent.guard``: when it
+     starts to loop the call is stopped and the extractive answer is given instead
+     (``fallback: "degenerate"``). Calls that write text get repeat penalties
+     (``PENALTIES``) unless the caller set its own;
 7. the turn is saved to the session.
 
 >>> agent = open_agent()                                       # doctest: +SKIP
@@ -26,35 +42,46 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
 from heron.agent.answer import (
+    ANSWER_MODES,
     AgentEvent,
     Answer,
+    AnswerMode,
     Citation,
     Citations,
+    ClientToolCalls,
     Final,
     Token,
     ToolUse,
-    ToolUsed,
 )
-from heron.agent.execute import run_calls, tool_content
-from heron.agent.prompt import system_prompt, user_prompt
+from heron.agent.execute import TOOL_WORKERS, ToolExecutor
+from heron.agent.extractive import (
+    Limits,
+    compose,
+    nothing_found,
+    passage_body,
+    tool_summary,
+)
+from heron.agent.guard import repeats
+from heron.agent.loop import Loop, Prompt, Turn
+from heron.agent.prompt import lead_prompt, system_prompt
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
-from heron.agent.triage import DOCS_TAG, triage
+from heron.agent.triage import DOCS_TAG, Triage, named, triage
 from heron.books import Reranker, Result, load_reranker, read_libraries, search
 from heron.books.index import STATE_PREFIX
 from heron.errors import InputError, NotFound
 from heron.jobs import open_jobs
 from heron.jobs.tool import register_job_tools
 from heron.llm import Broker, load_broker
+from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
-from heron.llm.types import ChatRequest, Completion, Message, TextDelta, ToolCall, Usage
+from heron.llm.types import ChatRequest, Message, Sampling
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
@@ -66,6 +93,16 @@ TOOLS_OFFERED = 5
 #: Skills are injected only when the best one's cosine reaches this (MiniLM: unrelated
 #: texts score 0.1 to 0.3); ``context_for`` alone always returns its best, fitting or not.
 SKILL_FLOOR = 0.45
+#: Passages an extractive answer may quote from (and cites): no prompt limits them, and
+#: the gold page is among the first five for 92% of the Kubernetes questions.
+EXTRACTIVE_PASSAGES = 5
+#: Below the docs threshold, an extractive answer still quotes the closest passages (with
+#: a note) when the best reaches this cosine; under it they are unrelated (MiniLM:
+#: unrelated texts score 0.1 to 0.3) and grounding found nothing.
+WEAK_FLOOR = 0.3
+#: Tokens of an extractive answer's lead line.
+LEAD_TOKENS = 48
+TOOL_CHOICES = ("auto", "none", "required")
 
 
 class Agent:
@@ -82,9 +119,13 @@ class Agent:
         *,
         reranker: Reranker | None = None,
         resources: contextlib.ExitStack | None = None,
+        tool_workers: int = TOOL_WORKERS,
     ) -> None:
-        """``resources`` closes what was opened for this agent; without it, ``close()``
-        closes every part."""
+        """The parts are handed over open, and stay open when the agent closes (the
+        ownership rule, ``heron.store.base``): ``resources`` holds what was opened for
+        this agent alone (``open_agent`` fills it), and ``close()`` closes that. The
+        agent owns its tool executor: at most ``tool_workers`` tool calls at once,
+        joined by ``close()``."""
         self.settings = settings
         self.store = store
         self.skills = skills
@@ -92,7 +133,8 @@ class Agent:
         self.broker = broker
         self.sessions = sessions
         self.reranker = reranker
-        self._resources = resources
+        self._resources = resources or contextlib.ExitStack()
+        self.executor = ToolExecutor(tool_workers)
         self._routers: dict[tuple, ToolRouter] = {}
         self._collections: dict[str, tuple[str, list[str]]] = {}
 
@@ -105,10 +147,62 @@ class Agent:
         session_id: str | None = None,
         library: str | None = None,
         model: str | None = None,
+        answer: AnswerMode | None = None,
+        instructions: str | None = None,
+        history: Sequence[Message] | None = None,
+        sampling: Sampling | None = None,
+        client_tools: Sequence[Tool] = (),
+        tool_choice: str = "auto",
     ) -> Answer:
-        """Answer ``message``; ``session_id`` continues a conversation (a new one when
-        ``None``; the answer carries its id)."""
-        for event in self._run(message, session_id, library, model, streaming=False):
+        """Answer ``message``. Without the keywords below, as before: a grounded answer
+        in the model's default mode, the session's earlier turns as history.
+
+        - ``session_id`` continues a conversation (a new one when ``None``; the answer
+          carries its id). ``library`` searches that library only; ``model`` is an alias
+          of models.yml.
+        - ``answer``: ``"extractive"`` (quoted from the passages, no model call) or
+          ``"generative"`` (written by the model). ``None``: generative when the client
+          sent tools, history ending in tool results, or a ``response_format`` (only a
+          model can act on those), else the model's ``answers`` capability.
+        - ``instructions``: the client's system messages, joined. They go into the
+          system prompt after Heron's grounding rules; an extractive answer ignores them.
+        - ``history``: the client's conversation, oldest first: ``user``, ``assistant``
+          (with its ``tool_calls``) and ``tool`` messages, no ``system`` ones. Used
+          instead of the session's history. When it ends with ``tool`` messages (the
+          client ran the tools of a ``finish_reason="tool_calls"`` answer), the turn
+          continues from there: ``message`` is then the text of its last ``user``
+          message, which gets the grounding (the passages) where it stands. Otherwise
+          it holds the turns before ``message``.
+        - ``sampling``: passed to every model call of the turn (a provider that cannot
+          honour a field refuses the call naming it); ``sampling.max_tokens`` caps the
+          answer (and the length of an extractive one, at about 4 characters a token).
+          Penalties left unset get ``PENALTIES`` on calls that write text.
+        - ``client_tools``: tools the client runs, offered beside Heron's routed tools
+          (a Heron tool with the same name is left out: the client's wins). When the
+          model calls one, the turn ends: ``Answer.tool_calls`` holds the calls, unrun,
+          and ``finish_reason`` is ``"tool_calls"`` (Heron's own calls of that model
+          answer are dropped, with a note).
+        - ``tool_choice``: for the first model call: ``"auto"``, ``"none"`` (no tool at
+          all, Heron's included), ``"required"`` or a client tool's name. ``"auto"``
+          lets triage force Heron's best tool, as without client tools.
+
+        Raises ``InputError`` for a bad message or hooks that do not fit together,
+        ``NotFound`` for an unknown ``library``, the broker's ``ProviderError`` when no
+        model answers.
+        """
+        request = Turn(
+            message,
+            session_id,
+            library,
+            model,
+            answer,
+            (instructions or "").strip(),
+            tuple(history) if history is not None else None,
+            sampling or Sampling(),
+            tuple(client_tools),
+            tool_choice,
+        )
+        for event in self._run(request, streaming=False):
             if isinstance(event, Final):
                 return event.answer
         raise AssertionError("the agent loop ended without a final answer")
@@ -120,10 +214,33 @@ class Agent:
         session_id: str | None = None,
         library: str | None = None,
         model: str | None = None,
+        answer: AnswerMode | None = None,
+        instructions: str | None = None,
+        history: Sequence[Message] | None = None,
+        sampling: Sampling | None = None,
+        client_tools: Sequence[Tool] = (),
+        tool_choice: str = "auto",
     ) -> Iterator[AgentEvent]:
         """``ask``, as events: ``Token`` and ``ToolUsed`` as they happen, then
-        ``Citations``, then ``Final``. Bad input raises before the first event."""
-        events = self._run(message, session_id, library, model, streaming=True)
+        ``ClientToolCalls`` when the model called the client's tools, then ``Citations``,
+        then ``Final``. Bad input raises before the first event.
+
+        The tokens joined are ``Final.answer.answer``, except when the guard stopped a
+        looping model: the tokens then go on with a line saying so and the extractive
+        answer, which alone is ``Final.answer.answer``."""
+        request = Turn(
+            message,
+            session_id,
+            library,
+            model,
+            answer,
+            (instructions or "").strip(),
+            tuple(history) if history is not None else None,
+            sampling or Sampling(),
+            tuple(client_tools),
+            tool_choice,
+        )
+        events = self._run(request, streaming=True)
         first = next(events)  # runs the checks now, not at the caller's first read
         return _chain(first, events)
 
@@ -131,15 +248,21 @@ class Agent:
         return self.sessions.turns(check_session_id(session_id))
 
     def close(self) -> None:
-        if self._resources is not None:
-            self._resources.close()
-            return
-        for part in (self.sessions, self.toolbox, self.skills, self.store, self.broker):
-            part.close()
+        """Wait for the tool calls still running, then close what was opened for this
+        agent (``resources``); the parts it was handed stay open."""
+        self.executor.close()
+        self._resources.close()
 
     # -- the stages ----------------------------------------------------------------------
 
-    def check(self, message: str, model: str | None = None) -> None:
+    def check(
+        self,
+        message: str,
+        model: str | None = None,
+        *,
+        instructions: str = "",
+        max_tokens: int | None = None,
+    ) -> None:
         """Refuse a message no model call should be made for (``InputError``)."""
         if not isinstance(message, str) or not message.strip():
             raise InputError("The message is empty; ask a question, e.g. 'What is Heron?'.")
@@ -150,34 +273,61 @@ class Agent:
                 "accepted. Put long text in a workspace file and ask about the file instead."
             )
         window = self.broker.capabilities(model).context_window
-        tokens = estimate_tokens(ChatRequest((Message("user", message),)))
-        if tokens > window - self.settings.agent_max_tokens:
+        answer = max_tokens or self.settings.agent_max_tokens
+        messages = (Message("system", instructions), Message("user", message))
+        tokens = estimate_tokens(ChatRequest(messages if instructions else messages[1:]))
+        if tokens > window - answer:
             raise InputError(
                 f"The message is about {tokens:,} tokens; model {model or 'default'!r} takes "
-                f"{window:,} with {self.settings.agent_max_tokens:,} kept for the answer. "
+                f"{window:,} with {answer:,} kept for the answer. "
                 "Shorten it, or choose a model with a larger context window (--model)."
             )
 
-    def _room(self, model: str | None) -> int:
+    def _room(self, model: str | None, max_tokens: int | None = None) -> int:
         """Prompt tokens the model takes, the answer's kept aside."""
-        return self.broker.capabilities(model).context_window - self.settings.agent_max_tokens
+        answer = max_tokens or self.settings.agent_max_tokens
+        return self.broker.capabilities(model).context_window - answer
+
+    def scope(self, message: str, library: str | None = None) -> list[str]:
+        """The indexed libraries ``message`` is searched in: ``library`` alone when
+        given. Heron's own docs (the built-in ``heron``) alone when the message names
+        them: the question is about Heron. Else every indexed library but those: a
+        user's question about Pods is not answered from Heron's manual."""
+        if library is not None:
+            return [library]
+        indexed = {info.name for info in self.store.namespaces()}
+        libraries = [lib for lib in read_libraries(self.settings) if lib.name in indexed]
+        about = [lib.name for lib in libraries if lib.builtin and named(message, [lib.name])]
+        return about or [lib.name for lib in libraries if not lib.builtin]
 
     def retrieve(self, message: str, library: str | None = None) -> list[Result]:
-        """The library passages for ``message``; none when no library is indexed (a
-        ``library`` named but missing is an error)."""
+        """The library passages for ``message`` from its ``scope``; none when no library
+        is indexed (a ``library`` named but missing is an error)."""
+        return self._search(message, self.scope(message, library), library)
+
+    def _search(self, message: str, names: list[str], library: str | None) -> list[Result]:
+        if not names:
+            return []
+        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
+        options: dict[str, Any] = {
+            "top_k": top_k,
+            "settings": self.settings,
+            "reranker": self.reranker,
+        }
         try:
-            return search(
-                message,
-                self.store,
-                library=library,
-                top_k=max(self.settings.agent_passages, 5),
-                settings=self.settings,
-                reranker=self.reranker,
-            )
+            if library is not None or len(names) == 1:
+                return search(message, self.store, library=names[0], **options)
+            indexed = {info.name for info in self.store.namespaces()}
+            if set(names) >= {lib.name for lib in read_libraries(self.settings)} & indexed:
+                return search(message, self.store, **options)  # all of them, in one call
+            found = [
+                r for name in names for r in search(message, self.store, library=name, **options)
+            ]
         except NotFound:
             if library is not None:
                 raise
             return []
+        return sorted(found, key=lambda r: -r.score)[:top_k]
 
     def route(
         self, message: str, model: str | None = None, vector: np.ndarray | None = None
@@ -198,7 +348,7 @@ class Agent:
         return [
             routed
             for routed in router.route(message, vector=vector).tools
-            if registry.callable(routed.tool.name)
+            if registry.runnable(routed.tool.name)
             and SAFETY_LEVELS.index(routed.tool.safety) <= most
         ]
 
@@ -207,7 +357,7 @@ class Agent:
             context = self.skills.context_for(message)
         except NotFound:  # no skills indexed
             return None
-        if not context.skills or context.skills[0].base_score < SKILL_FLOOR:
+        if not context.skills or context.skills[0].dense_score < SKILL_FLOOR:
             return None
         return context
 
@@ -238,56 +388,162 @@ class Agent:
         except NotFound:  # re-indexed since the search
             return result.snippet
 
-    # -- the loop ------------------------------------------------------------------------
+    def mode(self, model: str | None = None) -> AnswerMode:
+        """How ``model``'s answers are made when the request does not say."""
+        return self.broker.capabilities(model).answers
 
-    def _run(
-        self,
-        message: str,
-        session_id: str | None,
-        library: str | None,
-        model: str | None,
-        *,
-        streaming: bool,
-    ) -> Iterator[AgentEvent]:
+    # -- the turn ------------------------------------------------------------------------
+
+    def _validate(self, req: Turn) -> None:
+        """Hooks that cannot work together are the caller's error, before any work."""
+        if req.answer is not None and req.answer not in ANSWER_MODES:
+            raise InputError(
+                f"Unknown answer mode {req.answer!r}. Choose from: {', '.join(ANSWER_MODES)}."
+            )
+        if req.sampling.max_tokens is not None and req.sampling.max_tokens < 1:
+            raise InputError(f"max_tokens must be at least 1, got {req.sampling.max_tokens}.")
+        names = [t.name for t in req.client_tools]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            raise InputError(f"The tools sent name {', '.join(twice)} more than once.")
+        choice = req.tool_choice
+        if choice not in TOOL_CHOICES and choice not in names:
+            raise InputError(
+                f"tool_choice {choice!r} is neither auto, none nor required, nor the name of "
+                f"a tool sent (sent: {', '.join(names) or 'none'})."
+            )
+        if choice == "required" and not names:
+            raise InputError("tool_choice 'required' needs tools; send them in 'tools'.")
+        called: set[str] = set()
+        for i, m in enumerate(req.history or ()):
+            if m.role == "system":
+                raise InputError(
+                    f"history[{i}] is a system message; pass system messages as instructions."
+                )
+            called |= {c.id for c in m.tool_calls}
+            if m.role == "tool" and m.tool_call_id not in called:
+                raise InputError(
+                    f"history[{i}] is a tool result for call {m.tool_call_id!r}, which no "
+                    "earlier assistant message made; send the assistant message with its "
+                    "tool_calls before the results."
+                )
+        self.check(
+            req.message,
+            req.model,
+            instructions=req.instructions,
+            max_tokens=req.sampling.max_tokens,
+        )
+
+    def _mode(self, req: Turn) -> AnswerMode:
+        if req.answer is not None:
+            return req.answer
+        acts = req.client_tools and req.tool_choice != "none"
+        if acts or req.continues or req.sampling.response_format:
+            return "generative"  # only a model can call tools or follow a format
+        return self.mode(req.model)
+
+    def _history(self, req: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
+        """``(before, after)``: the messages before the grounded user message, and after
+        it (a continued turn's tool calls and results)."""
+        if req.history is None:
+            return self.sessions.history(session_id), []
+        history = list(req.history)
+        if not req.continues:
+            return history, []
+        last = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
+        if last < 0:
+            raise InputError(
+                "history ends with tool results but holds no user message; send the "
+                "conversation from the user's question on."
+            )
+        return history[:last], history[last + 1 :]
+
+    def _run(self, req: Turn, *, streaming: bool) -> Iterator[AgentEvent]:
         started = time.perf_counter()
-        self.check(message, model)
-        session_id = check_session_id(session_id) if session_id else new_session_id()
+        self._validate(req)
+        session_id = check_session_id(req.session_id) if req.session_id else new_session_id()
+        mode = self._mode(req)
         timings: dict[str, float] = {}
         clock = _Clock(timings)
+        notes: list[str] = []
 
         with clock("retrieval"):
-            vector = self.store.embedder.embed([message])[0]
-            results = self.retrieve(message, library)
+            vector = self.store.embedder.embed([req.message])[0]
+            scope = self.scope(req.message, req.library)
+            results = self._search(req.message, scope, req.library)
         with clock("routing"):
-            routed = self.route(message, model, vector)
+            routed = [] if req.tool_choice == "none" else self.route(req.message, req.model, vector)
+            theirs = {t.name for t in req.client_tools}
+            routed = [r for r in routed if r.tool.name not in theirs]  # the client's win
         with clock("skills"):
-            skills = self.skills_for(message)
+            skills = self.skills_for(req.message) if mode == "generative" else None
         with clock("prompt"):
             decision = triage(
-                message,
+                req.message,
                 results,
                 routed,
                 names=self.names(),
-                library=library,
+                library=req.library,
                 docs_threshold=self.settings.agent_docs_threshold,
                 tool_threshold=self.settings.agent_tool_threshold,
             )
-            passages = results[: self.settings.agent_passages] if decision.kind == "docs" else []
-            forced = decision.tool if decision.kind == "tools" and decision.confident else None
-            prompt = _Prompt(
-                message,
+            count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
+            passages = results[:count] if decision.kind == "docs" else []
+            weak = decision.kind == "knowledge" and (decision.docs_score or 0) >= WEAK_FLOOR
+            if mode == "extractive" and weak:
+                # Quoting the closest passages invents nothing; saying they fit would.
+                passages = results[:count]
+                notes.append(
+                    f"no passage fits closely (best match {decision.docs_score:.2f} < "
+                    f"{self.settings.agent_docs_threshold}); these are the closest"
+                )
+            # The client's explicit choice, or a turn it continues, outranks triage's.
+            confident = decision.kind == "tools" and decision.confident
+            forced = decision.tool if confident and req.tool_choice == "auto" else None
+            forced = None if req.continues else forced
+            before, after = self._history(req, session_id)
+            prompt = Prompt(
+                req.message,
                 [(Citation.from_result(r.to_dict()), self.passage(r)) for r in passages],
                 skills.text if skills else "",
                 [r.tool for r in routed],
-                self.sessions.history(session_id),
+                before,
                 forced,
+                req.instructions,
+                after,
+                list(req.client_tools) if req.tool_choice != "none" else [],
             )
-            notes = prompt.fit(self._room(model))
+            if mode == "generative" or forced:
+                notes += prompt.fit(self._room(req.model, req.sampling.max_tokens))
             citations = [c for c, _ in prompt.passages]
             offered = {t.name: t for t in prompt.tools}
 
-        loop = _Loop(self, prompt.messages(), offered, forced, model, streaming, notes)
-        yield from loop.run()
+        loop = Loop(self, req, prompt, offered, streaming, notes, mode)
+        if mode == "generative" or forced:
+            yield from loop.run()
+        fallback = None
+        if loop.degenerate is not None:
+            fallback = "degenerate"
+            notes.append(f"the model went {loop.degenerate}; stopped, and quoted instead")
+        if mode == "extractive" or fallback:
+            with clock("extractive"):
+                text, quoted = self._extract(
+                    req, vector, prompt.passages, loop.tools, scope, decision
+                )
+            if fallback and streaming:
+                yield Token(f"\n\n[Heron stopped the model: it kept repeating itself.]\n\n{text}")
+            elif not fallback:
+                lead = self._lead(req, quoted, loop) if quoted else ""
+                text = f"{lead}\n\n{text}" if lead else text
+                if streaming:
+                    yield Token(text)
+            loop.text = text
+            if req.instructions and not fallback:
+                notes.append("instructions are not used by an extractive answer")
+        elif not (passages or loop.tools or loop.client_calls or req.continues):
+            notes.append(nothing_found(scope, self._indexed(), decision.docs_score, generated=True))
+        if loop.client_calls:
+            yield ClientToolCalls(tuple(loop.client_calls))
         timings["model"] = round(loop.model_seconds, 4)
         timings["tools"] = round(loop.tool_seconds, 4)
         for use in loop.tools:
@@ -304,178 +560,84 @@ class Agent:
             usage=loop.usage,
             timings=timings,
             session_id=session_id,
-            model=loop.model or model or "",
+            model=loop.model or self.broker.table.spec(req.model).alias,
             triage=decision,
             steps=loop.steps,
-            notes=loop.notes,
+            notes=notes,
+            mode="extractive" if fallback else mode,
+            fallback=fallback,
+            finish_reason=loop.finish_reason,
+            tool_calls=list(loop.client_calls),
         )
-        self.sessions.save(session_id, message, answer.to_dict())
+        self.sessions.save(session_id, req.message, answer.to_dict())
         for use in loop.tools:
             if use.ok and not use.refused:  # the tool served this request: an example of it
-                self.toolbox.learn(use.name, message)
+                self.toolbox.learn(use.name, req.message)
         yield Citations(citations)
         yield Final(answer)
 
+    def _indexed(self) -> list[str]:
+        """The configured libraries that are indexed."""
+        indexed = {info.name for info in self.store.namespaces()}
+        return [lib.name for lib in read_libraries(self.settings) if lib.name in indexed]
 
-@dataclass
-class _Prompt:
-    """The first request's parts; ``fit`` shrinks them to the model's context window."""
-
-    message: str
-    passages: list[tuple[Citation, str]]
-    skills: str
-    tools: list[Tool]
-    history: list[Message]
-    forced: str | None  # the first tool, when forced
-
-    def messages(self) -> list[Message]:
-        system = system_prompt(self.skills, tools=bool(self.tools))
-        user = user_prompt(self.message, self.passages)
-        return [Message("system", system), *self.history, Message("user", user)]
-
-    def tokens(self) -> int:
-        """The broker's own estimate, so what fits here fits there."""
-        return estimate_tokens(ChatRequest(tuple(self.messages()), tuple(self.tools)))
-
-    def fit(self, room: int) -> list[str]:
-        """Drop what matters least until the prompt takes at most ``room`` tokens: the
-        oldest turns, the skills, the tools after the first (a forced tool is first), then
-        passages from the last. Returns notes saying what went."""
-        dropped: Counter[str] = Counter()
-        while self.tokens() > room:
-            if self.history:
-                self.history = self.history[2:]
-                dropped["earlier turns"] += 1
-            elif self.skills:
-                self.skills = ""
-                dropped["skill blocks"] += 1
-            elif len(self.tools) > (1 if self.forced else 0):
-                self.tools = self.tools[:-1]
-                dropped["tools"] += 1
-            elif self.passages:
-                self.passages = self.passages[:-1]
-                dropped["passages"] += 1
-            else:
-                break  # the message alone: ``check`` made sure it fits
-        return [f"dropped {n} {what} to fit the context window" for what, n in dropped.items()]
-
-
-class _Loop:
-    """Model calls and tool runs until the model answers (see the module doc, step 6)."""
-
-    def __init__(
+    def _extract(
         self,
-        agent: Agent,
-        messages: list[Message],
-        offered: dict[str, Tool],
-        forced: str | None,
-        model: str | None,
-        streaming: bool,
-        notes: list[str],
-    ) -> None:
-        self.agent = agent
-        self.messages = messages
-        self.offered = offered
-        self.forced = forced
-        self.model_alias = model
-        self.streaming = streaming
-        self.text = ""
-        self.tools: list[ToolUse] = []
-        self.usage = Usage()
-        self.model = ""
-        self.model_seconds = 0.0
-        self.tool_seconds = 0.0
-        self.steps = 0
-        self.notes = notes
-        self.room = agent._room(model)
-
-    def run(self) -> Iterator[AgentEvent]:
-        settings = self.agent.settings
-        most = settings.agent_max_steps
-        for step in range(1, most + 1):
-            self.steps = step
-            if self.offered and step < most:
-                # Forcing on later turns too would make the model call the tool forever.
-                choice = self.forced if step == 1 and self.forced else "auto"
-                tools = tuple(self.offered.values())
-            else:
-                choice, tools = "none", ()
-            request = ChatRequest(
-                tuple(self.messages), tools, choice, max_tokens=settings.agent_max_tokens
+        req: Turn,
+        vector: np.ndarray,
+        passages: Sequence[tuple[Citation, str]],
+        uses: Sequence[ToolUse],
+        scope: list[str],
+        decision: Triage,
+    ) -> tuple[str, list[str]]:
+        """The extractive answer: quotes from ``passages``, what the tools returned, or
+        what grounding found when there is neither; and the quotes alone."""
+        parts, quotes = [], []
+        if passages:
+            tokens = req.sampling.max_tokens
+            limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
+            bodies = [passage_body(text) for _, text in passages]
+            headings = [c.heading for c, _ in passages]
+            quoted = compose(
+                req.message, vector, bodies, self.store.embedder, limits, headings=headings
             )
-            completion = yield from self._call(request)
-            self.model_seconds += completion.seconds
-            self.usage = self.usage + completion.usage
-            self.model = completion.model or self.model
-            if not completion.tool_calls:
-                self.text = completion.text
-                return
-            start = time.perf_counter()
-            calls = completion.tool_calls
-            forced = self.forced if choice == self.forced else None
-            answered = shown = self._run_calls(calls, forced)
-            if forced:
-                calls, answered, shown = self._defaults_for_refused(calls, answered)
-            self.tool_seconds += time.perf_counter() - start
-            self.messages.append(Message("assistant", completion.text, calls))
-            # The results share what the context window has left.
-            used = estimate_tokens(ChatRequest(tuple(self.messages), tuple(self.offered.values())))
-            share = max(0, self.room - used) * CHARS_PER_TOKEN // len(answered)
-            self.messages += [
-                Message("tool", tool_content(use, share), tool_call_id=use.id, name=use.name)
-                for use in answered
-            ]
-            for use in shown:
-                self.tools.append(use)
-                yield ToolUsed(use)
-        # Only a model that calls tools when offered none gets here.
-        self.notes.append(f"stopped after {most} model calls (HERON_AGENT_MAX_STEPS)")
+            quotes = [q.text for q in quoted.quotes]
+            parts.append(
+                quoted.text
+                or "The passages found hold code or tables, not sentences to quote; "
+                "open the sources below."
+            )
+        if uses:
+            parts.append(tool_summary(uses))
+        if not parts:
+            parts.append(
+                nothing_found(scope, self._indexed(), decision.docs_score, generated=False)
+            )
+        return "\n\n".join(parts), quotes
 
-    def _run_calls(self, calls: Sequence[ToolCall], forced: str | None) -> list[ToolUse]:
-        return run_calls(
-            calls,
-            self.offered,
-            self.agent.toolbox.registry,
-            timeout=self.agent.settings.agent_tool_timeout,
-            forced=forced,
+    def _lead(self, req: Turn, quotes: list[str], loop: Loop) -> str:
+        """A capable model's one line above an extractive answer ('' for a weak model,
+        or when the call fails or loops: the quotes stand alone)."""
+        if self.mode(req.model) != "generative":
+            return ""
+        system = system_prompt(instructions=req.instructions)
+        sampling = replace(loop.sampling_for(text_call=True), max_tokens=LEAD_TOKENS)
+        request = ChatRequest(
+            (Message("system", system), Message("user", lead_prompt(req.message, quotes))),
+            max_tokens=LEAD_TOKENS,
+            temperature=sampling.temperature,
+            sampling=sampling,
         )
-
-    def _defaults_for_refused(
-        self, calls: Sequence[ToolCall], uses: list[ToolUse]
-    ) -> tuple[tuple[ToolCall, ...], list[ToolUse], list[ToolUse]]:
-        """The forced call again, with no arguments, when the tool refused the model's and
-        is read-only and needs none: triage already chose the tool, and a small model's
-        invented arguments (``{"path": "C:\\Users\\..."}`` for "list my files") should
-        not cost the answer its grounding. Returns the calls and uses the model sees, and
-        every use (the refused ones too)."""
-        tool = self.offered[self.forced]
-        if tool.safety != "read" or tool.parameters.get("required"):
-            return tuple(calls), uses, uses
-        fixed, answered, shown = [], [], []
-        for call, use in zip(calls, uses, strict=True):
-            shown.append(use)
-            if use.forced and use.refused and (call.arguments or call.error):
-                call = ToolCall(call.id, call.name, {})
-                (use,) = self._run_calls([call], self.forced)
-                shown.append(use)
-                self.notes.append(f"{call.name} refused the model's arguments; ran with none")
-            fixed.append(call)
-            answered.append(use)
-        return tuple(fixed), answered, shown
-
-    def _call(self, request: ChatRequest) -> Generator[AgentEvent, None, Completion]:
-        broker = self.agent.broker
-        if not self.streaming:
-            return broker.complete(request, model=self.model_alias)
-        completion = None
-        for event in broker.stream(request, model=self.model_alias):
-            if isinstance(event, TextDelta):
-                yield Token(event.text)
-            else:
-                completion = event.completion
-        if completion is None:
-            raise AssertionError("the broker's stream ended without Done")
-        return completion
+        try:
+            done = self.broker.complete(request, model=req.model)
+        except ProviderError as exc:
+            loop.notes.append(f"no lead line: {exc}")
+            return ""
+        loop.model_seconds += done.seconds
+        loop.usage = loop.usage + done.usage
+        loop.model = done.model or loop.model
+        lead = " ".join((done.text.strip().splitlines() or [""])[0].split())
+        return "" if repeats(lead) else lead
 
 
 class _Clock:
@@ -523,13 +685,13 @@ def open_agent(
     ``search_docs`` on this store), the model broker and the sessions, opened once.
     Close it with ``close()``. A server passes the ``store``, ``skills`` and ``toolbox``
     it already has open (the embedding model is then loaded once); they stay open when
-    the agent closes."""
+    the agent closes: it closes only what it opened here."""
     settings = settings or Settings()
     with contextlib.ExitStack() as opened:
         if store is None:
             store = opened.enter_context(contextlib.closing(open_store(settings)))
         if skills is None:
-            skills = opened.enter_context(contextlib.closing(open_skills(settings, store.embedder)))
+            skills = opened.enter_context(contextlib.closing(open_skills(settings, store=store)))
         if toolbox is None:
             index = skills  # the skill tools search the agent's own index
             toolbox = opened.enter_context(

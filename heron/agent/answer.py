@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from heron.agent.triage import Triage
-from heron.llm.types import Usage
+from heron.llm.types import ToolCall, Usage
+
+#: How an answer's text was made: quoted from the passages, or written by the model.
+AnswerMode = Literal["extractive", "generative"]
+ANSWER_MODES: tuple[AnswerMode, ...] = ("extractive", "generative")
 
 #: The line suffix ``heron.books.search.source_location`` puts on a source.
 _LINES = re.compile(r"(#L\d+-L\d+|:\d+-\d+)$")
@@ -87,6 +91,13 @@ class ToolUse:
 
 @dataclass
 class Answer:
+    """One turn's answer. ``model``: the alias that answered (for an extractive answer,
+    the alias configured, which wrote at most its lead). ``mode``: how ``answer`` was
+    made; ``fallback``: ``"degenerate"`` when the model's text looped and the extractive
+    answer replaced it. ``finish_reason``: ``stop``, ``length`` (``max_tokens`` reached)
+    or ``tool_calls``: the model called the client's tools, which are in ``tool_calls``,
+    not run (the client runs them and continues the turn with their results)."""
+
     answer: str
     citations: list[Citation]
     tools: list[ToolUse]
@@ -98,6 +109,10 @@ class Answer:
     triage: Triage
     steps: int = 1
     notes: list[str] = field(default_factory=list)
+    mode: AnswerMode = "generative"
+    fallback: str | None = None
+    finish_reason: str = "stop"
+    tool_calls: list[ToolCall] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -115,6 +130,12 @@ class Answer:
             "triage": self.triage.to_dict(),
             "steps": self.steps,
             "notes": self.notes,
+            "mode": self.mode,
+            "fallback": self.fallback,
+            "finish_reason": self.finish_reason,
+            "tool_calls": [
+                {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
+            ],
         }
 
 
@@ -136,10 +157,18 @@ class Citations:
 
 
 @dataclass(frozen=True)
+class ClientToolCalls:
+    """The model called tools the client offered (``Agent.stream(client_tools=...)``):
+    the turn ends here, the calls unrun, for the client to run."""
+
+    calls: tuple[ToolCall, ...]
+
+
+@dataclass(frozen=True)
 class Final:
     answer: Answer
 
 
-#: ``Agent.stream`` yields tokens and tool uses as they happen, then ``Citations``, then
-#: ``Final``.
-AgentEvent = Token | ToolUsed | Citations | Final
+#: ``Agent.stream`` yields tokens and tool uses as they happen, then ``ClientToolCalls``
+#: when the model called the client's tools, then ``Citations``, then ``Final``.
+AgentEvent = Token | ToolUsed | ClientToolCalls | Citations | Final

@@ -31,6 +31,11 @@ WITH_PASSAGES = (
 )
 #: Characters of one passage in the prompt; its chunk is cut at a word boundary.
 PASSAGE_CHARS = 1200
+#: What a capable model is asked to write above an extractive answer: one line, no facts.
+LEAD = (
+    "Write one short sentence that introduces the answer to the question, using only the "
+    "quoted facts. Do not add facts and do not repeat the quotes."
+)
 
 
 def cut(text: str, limit: int) -> str:
@@ -39,10 +44,18 @@ def cut(text: str, limit: int) -> str:
     return text[:limit].rsplit(" ", 1)[0] + " ..."
 
 
-def system_prompt(skills: str = "", *, tools: bool = False) -> str:
+def system_prompt(skills: str = "", *, tools: bool = False, instructions: str = "") -> str:
     """``skills``: the text of ``SkillIndex.context_for``; ``tools``: whether tools are
-    offered."""
-    return "\n\n".join(part for part in (RULES, WITH_TOOLS if tools else "", skills) if part)
+    offered; ``instructions``: the client's own system messages, after Heron's rules
+    (which they cannot push out of the prompt)."""
+    parts = (RULES, WITH_TOOLS if tools else "", instructions.strip(), skills)
+    return "\n\n".join(part for part in parts if part)
+
+
+def lead_prompt(message: str, quotes: Sequence[str]) -> str:
+    """The user turn asking for an extractive answer's one-line lead."""
+    listed = "\n".join(f"- {q}" for q in quotes)
+    return f"Question: {message}\n\nQuoted facts:\n{listed}\n\n{LEAD}"
 
 
 def user_prompt(message: str, passages: Sequence[tuple[Citation, str]]) -> str:

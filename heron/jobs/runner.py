@@ -34,11 +34,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from heron.errors import ConfigError
+from heron.errors import ConfigError, HeronError
 from heron.jobs.errors import IllegalTransition
 from heron.jobs.model import Job
 from heron.jobs.service import Jobs, open_workspace
 from heron.jobs.steps import Step, plan
+from heron.jobs.summary import facts, written
+from heron.llm import load_broker
+from heron.redact import redact_then_cut
 from heron.tools.builtin import MAX_OUTPUT, Workspace
 from heron.tools.errors import ToolCallError, ToolInputError
 
@@ -153,18 +156,24 @@ class JobRunner:
                 )
                 return parked
             workspace = open_workspace(self.settings)
-            results = []
+            results, outputs = [], []
             for step in steps:
                 await self._check(job)
                 outcome = await self._step(job, step, workspace)
                 results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
+                outputs.append(
+                    {"step": step.name, "ok": outcome.ok, "argv": list(step.argv or ())}
+                    | outcome.detail
+                )
             await self._check(job)
+            summary = await asyncio.to_thread(self._summarize, job, outputs)
+            await self._check(job)  # a model's summary takes seconds: an abort meanwhile wins
             ok = all(r["ok"] for r in results)
             result = {
                 "ok": ok,
                 "success_criteria": job.success_criteria,
                 "steps": results,
-                "summary": _summary(results),
+                **summary,
             }
             done, _ = await asyncio.to_thread(
                 store.transition, job.id, "completed", "completed", {"ok": ok}, result=result
@@ -281,8 +290,8 @@ class JobRunner:
             proc.returncode == 0,
             {
                 "exit_code": proc.returncode,
-                "stdout": stdout[-MAX_OUTPUT:].decode("utf-8", "replace"),
-                "stderr": stderr[-MAX_OUTPUT:].decode("utf-8", "replace"),
+                "stdout": redact_then_cut(stdout, MAX_OUTPUT, keep="tail"),
+                "stderr": redact_then_cut(stderr, MAX_OUTPUT, keep="tail"),
             },
         )
 
@@ -305,6 +314,35 @@ class JobRunner:
         finally:
             if self._shared_store is None:
                 store.close()
+
+    def _summarize(self, job: Job, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+        """``summary`` (what the checks found), ``facts`` (the same, built from the outputs
+        alone) and ``summary_by`` (``steps``, or the alias of the model that wrote it); a
+        capable default model writes the summary, and when it cannot, ``summary_note``
+        says why the facts stand instead (heron.jobs.summary)."""
+        found = facts(outputs)
+        result: dict[str, Any] = {"summary": found, "facts": found, "summary_by": "steps"}
+        note = "The model's summary was not used ({}); this one is built from the step outputs."
+        try:
+            broker = load_broker(self.settings)
+        except HeronError as exc:  # a broken models.yml must not cost the job its result
+            return result | {"summary_note": note.format(exc)}
+        try:
+            if broker.capabilities().answers != "generative":
+                return result  # the bundled model's summaries would be worse than the facts
+            text, alias = written(
+                broker,
+                job.prompt,
+                job.success_criteria,
+                outputs,
+                found,
+                timeout=self.settings.llm_timeout,
+            )
+        except HeronError as exc:
+            return result | {"summary_note": note.format(exc)}
+        finally:
+            broker.close()
+        return result | {"summary": text, "summary_by": alias}
 
     # -- recovery -------------------------------------------------------------------------
 
@@ -406,10 +444,3 @@ def _kill(pgid: int) -> None:
 
 def _brief(detail: dict[str, Any]) -> dict[str, Any]:
     return {k: detail[k] for k in ("exit_code", "error") if k in detail}
-
-
-def _summary(results: list[dict[str, Any]]) -> str:
-    failed = [r["step"] for r in results if not r["ok"]]
-    if not failed:
-        return f"All {len(results)} checks passed."
-    return f"{len(failed)} of {len(results)} checks failed: {', '.join(failed)}."

@@ -4,7 +4,7 @@
 >>> job = jobs.create("is main broken?", success_criteria="tests pass")  # doctest: +SKIP
 >>> asyncio.run(JobRunner(jobs).run_until_idle())                   # doctest: +SKIP
 >>> jobs.get(job.id).result["summary"]                              # doctest: +SKIP
-'All 3 checks passed.'
+'On branch main: 1 file changed (app.py), 1 insertion, 1 deletion. Tests: 12 passed in 3.20s.'
 """
 
 from __future__ import annotations
@@ -15,10 +15,11 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 from heron.errors import ConfigError
+from heron.jobs.base import JobStore
 from heron.jobs.errors import JobInputError
 from heron.jobs.model import RISK_LEVELS, Job, JobEvent, State
 from heron.jobs.sqlite import SQLiteJobStore
-from heron.jobs.store import JobStore
+from heron.programs import default_policy
 from heron.redact import redact
 from heron.settings import Settings
 from heron.tools.builtin import Workspace
@@ -57,6 +58,7 @@ def open_workspace(settings: Settings) -> Workspace:
         settings.tools_root,
         commands=settings.tools_commands,
         timeout=settings.jobs_command_timeout,
+        policy=default_policy(settings),
     )
 
 

@@ -6,6 +6,12 @@ turn and adjacent turns of one role merge; ``max_tokens`` is required; ``tool_ch
 ``{"type": "auto" | "any" | "none" | "tool"}``. Streams are named events: message_start,
 content_block_start / _delta (``text_delta``, ``input_json_delta``) / _stop,
 message_delta (stop reason, output tokens), message_stop, ping, error.
+
+Sampling: ``max_tokens``, ``temperature`` (0 to 1 here, not OpenAI's 0 to 2), ``top_p``
+and ``stop`` (as ``stop_sequences``) are sent; the API has no ``seed``, no presence or
+frequency penalty and no ``response_format``, so a request setting one is refused
+(``BadRequest`` naming it) rather than answered as if it had been honoured; one Heron
+set itself (``Sampling.defaults``) is left out instead.
 """
 
 from __future__ import annotations
@@ -14,9 +20,9 @@ from collections.abc import Iterator
 from typing import Any
 
 from heron.llm.config import ModelSpec
-from heron.llm.errors import ProviderDown
+from heron.llm.errors import BadRequest, ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
-from heron.llm.payload import ToolNames, forced_tool
+from heron.llm.payload import ToolNames, forced_tool, refuse_unsupported, sampling_of
 from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 API_VERSION = "2023-06-01"
@@ -27,6 +33,14 @@ FINISH = {
     "stop_sequence": "stop",
     "tool_use": "tool_calls",
     "max_tokens": "length",
+}
+#: What the Messages API has no parameter for, and what to do instead.
+UNSUPPORTED = {
+    "seed": "Anthropic's Messages API has no seed",
+    "presence_penalty": "Anthropic's Messages API has no presence penalty",
+    "frequency_penalty": "Anthropic's Messages API has no frequency penalty",
+    "response_format": "Anthropic's Messages API has no JSON mode; ask for JSON in the "
+    "system message instead",
 }
 
 
@@ -105,10 +119,12 @@ class AnthropicProvider:
                 turns[-1]["content"].extend(blocks)
             else:
                 turns.append({"role": role, "content": blocks})
+        sampling = sampling_of(request, self.spec)
+        refuse_unsupported(self.spec.alias, sampling, UNSUPPORTED)
         payload: dict[str, Any] = {
             "model": self.spec.model,
             "messages": turns,
-            "max_tokens": request.max_tokens or self.spec.max_output_tokens or DEFAULT_MAX_TOKENS,
+            "max_tokens": sampling.max_tokens or self.spec.max_output_tokens or DEFAULT_MAX_TOKENS,
         }
         if system:
             payload["system"] = system
@@ -123,8 +139,18 @@ class AnthropicProvider:
                 if forced
                 else {"type": {"required": "any"}.get(request.tool_choice, request.tool_choice)}
             )
-        if request.temperature is not None:
-            payload["temperature"] = request.temperature
+        if sampling.temperature is not None:
+            if sampling.temperature > 1:
+                raise BadRequest(
+                    self.spec.alias,
+                    f"temperature {sampling.temperature} is over Anthropic's maximum of 1; "
+                    "send a temperature from 0 to 1.",
+                )
+            payload["temperature"] = sampling.temperature
+        if sampling.top_p is not None:
+            payload["top_p"] = sampling.top_p
+        if sampling.stop:
+            payload["stop_sequences"] = list(sampling.stop)
         if stream:
             payload["stream"] = True
         return payload

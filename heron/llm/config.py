@@ -19,11 +19,17 @@ alias, ``local`` (the bundled SmolLM2), which needs no key and no network::
 
 Capabilities default per provider (``PROVIDER_DEFAULTS``) and can be set per alias:
 ``tool_calling``, ``max_tools``, ``name_profile`` (openai, anthropic, gemini, strict),
-``context_window`` (tokens).
+``context_window`` (tokens), ``answers`` (generative, extractive).
+
+The file may instead (or as well) be a LiteLLM proxy config: its ``model_list`` entries
+become aliases (``heron.llm.litellm_format``). Unknown keys anywhere are an error naming
+the key, the closest allowed one and all of them; what is tolerated but ignored (LiteLLM's
+``router_settings`` and the like) is listed in ``RoutingTable.notes`` and logged once.
 """
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -32,8 +38,11 @@ from typing import Any, Literal
 import yaml
 
 from heron.errors import ConfigError
+from heron.llm.litellm_format import IGNORED_SECTIONS, convert, unknown_keys
 from heron.settings import Settings
 from heron.tools.names import PROFILES
+
+log = logging.getLogger("heron.llm")
 
 LOCAL_ALIAS = "local"
 #: The GGUF the local provider runs when an alias names no file.
@@ -73,9 +82,17 @@ PROVIDER_DEFAULTS: dict[str, tuple[Capabilities, str | None, str | None]] = {
     # It loops when it writes a grounded answer itself: its answers are extractive.
     "local": (Capabilities(True, 16, "strict", 8192, "extractive"), None, None),
 }
-_SPEC_KEYS = {"provider", "model", "base_url", "api_key_env", "fallbacks", "max_output_tokens"}
+_SPEC_KEYS = {
+    "provider",
+    "model",
+    "base_url",
+    "api_key_env",
+    "fallbacks",
+    "max_output_tokens",
+    "temperature",
+}
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
-_TOP_KEYS = {"default", "models"}
+_TOP_KEYS = {"default", "models", "model_list", *IGNORED_SECTIONS}
 
 
 @dataclass(frozen=True)
@@ -90,6 +107,8 @@ class ModelSpec:
     capabilities: Capabilities = field(default_factory=Capabilities)
     fallbacks: tuple[str, ...] = ()
     max_output_tokens: int | None = None
+    #: The sampling temperature when a request sets none (LiteLLM's litellm_params).
+    temperature: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -100,6 +119,7 @@ class ModelSpec:
             "api_key_env": self.api_key_env,
             "fallbacks": list(self.fallbacks),
             "max_output_tokens": self.max_output_tokens,
+            "temperature": self.temperature,
             **self.capabilities.to_dict(),
         }
 
@@ -111,11 +131,13 @@ LOCAL_SPEC = ModelSpec(
 
 @dataclass(frozen=True)
 class RoutingTable:
-    """Aliases in file order, the default alias and where they came from."""
+    """Aliases in file order, the default alias, where they came from, and ``notes``:
+    what the file holds that Heron reads past (LiteLLM's own settings)."""
 
     models: dict[str, ModelSpec]
     default: str
     source: Path | None = None
+    notes: tuple[str, ...] = ()
 
     def spec(self, alias: str | None = None) -> ModelSpec:
         name = alias or self.default
@@ -150,10 +172,17 @@ def load_table(settings: Settings | None = None) -> RoutingTable:
         table = RoutingTable({LOCAL_ALIAS: LOCAL_SPEC}, LOCAL_ALIAS)
     else:
         table = parse_table(_read(path), path)
+        for note in table.notes:
+            if note not in _noted:  # once per process, not at every broker a server opens
+                _noted.add(note)
+                log.warning("%s", note)
     default = settings.model or table.default
     table = replace(table, default=default)
     table.spec(default)  # an unknown HERON_MODEL fails now, not at the first call
     return table
+
+
+_noted: set[str] = set()
 
 
 def _read(path: Path) -> str:
@@ -187,20 +216,30 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     if data is None:
         data = {}
     if not isinstance(data, Mapping) or not isinstance(data.get("models") or {}, Mapping):
-        raise ConfigError(f"{where}: expected a mapping with 'models:' (alias -> settings).")
-    unknown = set(map(str, data)) - _TOP_KEYS
-    if unknown:
         raise ConfigError(
-            f"{where}: unknown top-level key(s) {', '.join(sorted(unknown))}. "
-            f"Allowed: {', '.join(sorted(_TOP_KEYS))}."
+            f"{where}: expected a mapping with 'models:' (alias -> settings) or LiteLLM's "
+            "'model_list:'."
         )
+    unknown_keys(data, _TOP_KEYS, where, "top-level key(s)")
     if not isinstance(data.get("default") or "", str):
         raise ConfigError(f"{where}: default must be the name of a model, got {data['default']!r}.")
     lines = _alias_lines(root)
+    entries: list[tuple[str, Any, str]] = [
+        (str(alias), entry, f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}")
+        for alias, entry in (data.get("models") or {}).items()
+    ]
+    notes: list[str] = []
+    if "model_list" in data:
+        converted, notes = convert(data, where, _list_lines(root))
+        for alias, entry in converted.items():
+            if any(alias == a for a, _, _ in entries):
+                raise ConfigError(
+                    f"{where}: {alias!r} is both in models: and in model_list:. Rename one."
+                )
+            entries.append((alias, entry, f"{where}, model_list model {alias!r}"))
     models: dict[str, ModelSpec] = {}
-    for alias, entry in (data.get("models") or {}).items():
-        at = f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}"
-        models[str(alias)] = _spec(str(alias), entry, at)
+    for alias, entry, at in entries:
+        models[alias] = _spec(alias, entry, at)
     models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
     for spec in models.values():
         for name in spec.fallbacks:
@@ -211,8 +250,10 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
                 )
     default = str(data.get("default") or next(iter(models)))
     if default not in models:
-        raise ConfigError(f"{where}: default {default!r} is not defined in 'models:'.")
-    return RoutingTable(models, default, path)
+        raise ConfigError(
+            f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
+        )
+    return RoutingTable(models, default, path, tuple(notes))
 
 
 def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
@@ -225,15 +266,20 @@ def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
     return {}
 
 
+def _list_lines(root: yaml.Node | None) -> list[int]:
+    """Each ``model_list`` entry's 1-based line, in order."""
+    if not isinstance(root, yaml.MappingNode):
+        return []
+    for key, value in root.value:
+        if key.value == "model_list" and isinstance(value, yaml.SequenceNode):
+            return [item.start_mark.line + 1 for item in value.value]
+    return []
+
+
 def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{at}: expected a mapping with at least 'provider:'.")
-    unknown = set(entry) - _SPEC_KEYS - _CAP_KEYS
-    if unknown:
-        raise ConfigError(
-            f"{at}: unknown key(s) {', '.join(sorted(map(str, unknown)))}. "
-            f"Allowed: {', '.join(sorted(_SPEC_KEYS | _CAP_KEYS))}."
-        )
+    unknown_keys(entry, _SPEC_KEYS | _CAP_KEYS, at)
     for name in ("provider", "model", "base_url", "api_key_env"):
         if entry.get(name) is not None and not isinstance(entry[name], str):
             raise ConfigError(f"{at}: {name} must be a string, got {entry[name]!r}.")
@@ -273,6 +319,13 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
             not isinstance(value, int) or isinstance(value, bool) or value <= 0
         ):
             raise ConfigError(f"{at}: {name} must be a positive integer, got {value!r}.")
+    temperature = entry.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        raise ConfigError(f"{at}: temperature must be a number from 0 to 2, got {temperature!r}.")
     return ModelSpec(
         alias=alias,
         provider=provider,
@@ -282,4 +335,5 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         capabilities=replace(caps, **overrides),
         fallbacks=tuple(str(f) for f in fallbacks),
         max_output_tokens=entry.get("max_output_tokens"),
+        temperature=None if temperature is None else float(temperature),
     )

@@ -10,6 +10,11 @@ always valid JSON with the schema's keys; ``required`` does the same over a unio
 the tools. With ``auto`` the model answers in text (SmolLM2-135M does not decide to
 call tools by itself; force the tool when one is needed).
 
+Sampling: every field of ``Sampling`` maps to llama.cpp's own parameter of the same name
+(``max_tokens``, ``temperature``, ``top_p``, ``stop``, ``seed``, ``presence_penalty``,
+``frequency_penalty``); ``response_format`` (``json_object``, ``json_schema``) holds
+generation to a JSON grammar, built from the schema when there is one.
+
 llama.cpp is not re-entrant: one lock serialises every call in the process, and each
 model file is loaded once, on first use.
 """
@@ -23,13 +28,19 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from heron._compat import llama_without_amx, passive_omp_wait
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
 from heron.llm.errors import BadRequest, ProviderError
-from heron.llm.payload import ToolNames, forced_tool
+from heron.llm.payload import (
+    ToolNames,
+    forced_tool,
+    json_schema,
+    sampling_fields,
+    sampling_of,
+)
 from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 #: Tokens of context the model is loaded with; SmolLM2 was trained on 8k.
@@ -39,6 +50,9 @@ DEFAULT_MAX_TOKENS = 512
 
 _lock = threading.RLock()
 _models: dict[Path, Any] = {}
+#: Tokenizers alone (``vocab_only``), to count tokens without loading the weights.
+_vocab_lock = threading.Lock()
+_vocabs: dict[Path, Any] = {}
 
 
 def bundled_model_path(alias: str = "local") -> Path:
@@ -58,72 +72,61 @@ def load_model(path: Path, alias: str = "local") -> Any:
     """The ``llama_cpp.Llama`` for ``path``, loaded once per process."""
     with _lock:
         if path not in _models:
-            # llama.cpp's OpenMP threads spin while they wait; on a busy machine (more
-            # runnable threads than cores) made a 32-token answer take 97 s, not 2.4 s.
-            # Read when libgomp loads, so it only works before the first llama_cpp import.
-            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
-            try:
-                from llama_cpp import Llama
-                from llama_cpp import llama_cpp as capi
-            except ImportError as exc:
-                raise ProviderError(
-                    alias,
-                    f"llama-cpp-python is missing ({exc}). Install it with: "
-                    "scripts/setup (it compiles llama.cpp, about 7 minutes on 2 cores, once).",
-                ) from None
-            if not path.is_file():
-                raise ProviderError(alias, f"no GGUF file at {path}; fix 'model:' in models.yml.")
-            if not _models:
-                # Freed before shutdown: Llama.__del__ at exit runs after llama_cpp's
-                # globals are gone and prints a TypeError.
-                atexit.register(_close_models)
-            with _without_amx(capi):
-                _models[path] = Llama(
-                    model_path=str(path), n_ctx=N_CTX, n_threads=os.cpu_count() or 1, verbose=False
-                )
+            _models[path] = _llama(
+                path, alias, n_ctx=N_CTX, n_threads=os.cpu_count() or 1, verbose=False
+            )
         return _models[path]
 
 
+def count_tokens(spec: ModelSpec, texts: list[str]) -> int:
+    """Tokens of ``texts`` in the vocabulary of ``spec``'s GGUF, read without its weights
+    (a quarter of a second, once per file, and no wait for a running generation): for
+    answers no model call wrote."""
+    path = LocalProvider(spec).path
+    with _vocab_lock:
+        if path not in _vocabs:
+            _vocabs[path] = _llama(path, spec.alias, vocab_only=True, verbose=False)
+        vocab = _vocabs[path]
+    return sum(len(vocab.tokenize(t.encode(), add_bos=False, special=False)) for t in texts if t)
+
+
+def _llama(path: Path, alias: str, **options: Any) -> Any:
+    """A new ``llama_cpp.Llama`` for ``path``, freed at exit; errors name the fix."""
+    passive_omp_wait()  # before the first llama_cpp import: see heron._compat
+    try:
+        from llama_cpp import Llama
+        from llama_cpp import llama_cpp as capi
+    except ImportError as exc:
+        raise ProviderError(
+            alias,
+            f"llama-cpp-python is missing ({exc}). Install it with: "
+            "scripts/setup (it compiles llama.cpp, about 7 minutes on 2 cores, once).",
+        ) from None
+    if not path.is_file():
+        raise ProviderError(alias, f"no GGUF file at {path}; fix 'model:' in models.yml.")
+    if not (_models or _vocabs):
+        # Freed before shutdown: Llama.__del__ at exit runs after llama_cpp's
+        # globals are gone and prints a TypeError.
+        atexit.register(_close_models)
+    with llama_without_amx(capi):
+        return Llama(model_path=str(path), **options)
+
+
 def _close_models() -> None:
-    with _lock:
-        for model in _models.values():
+    with _lock, _vocab_lock:
+        for model in [*_models.values(), *_vocabs.values()]:
             model.close()
         _models.clear()
-
-
-@contextmanager
-def _without_amx(capi: Any) -> Iterator[None]:
-    """Keep llama.cpp from placing weights in its AMX buffers when the CPU advertises AMX.
-
-    Some virtual machines report AMX in cpuid, the kernel grants it, and the first
-    ``ldtilecfg`` still faults: llama.cpp built with ``GGML_NATIVE`` then kills the process
-    (SIGSEGV in ``ggml_backend_amx_mul_mat``). ``Llama()`` exposes no switch, so its default
-    model parameters are wrapped to turn off the extra buffer types while it loads.
-    """
-    try:
-        amx = "amx_tile" in Path("/proc/cpuinfo").read_text()
-    except OSError:
-        amx = False
-    if not amx:
-        yield
-        return
-    default = capi.llama_model_default_params
-
-    def params() -> Any:
-        value = default()
-        value.use_extra_bufts = False
-        return value
-
-    capi.llama_model_default_params = params
-    try:
-        yield
-    finally:
-        capi.llama_model_default_params = default
+        _vocabs.clear()
 
 
 class LocalProvider:
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
+
+    def close(self) -> None:
+        """Nothing to release: the model is shared by every provider of its file
+        (``load_model``) and freed when the process exits (``_close_models``)."""
 
     @property
     def path(self) -> Path:
@@ -164,28 +167,54 @@ class LocalProvider:
                     pieces.append(piece)
                     yield TextDelta(piece)
                 finish = choice.get("finish_reason") or finish
-            # Streamed chunks carry no usage; counting the answer's tokens is cheap.
+            # Streamed chunks carry no usage; counting both sides again is cheap (ms).
             model = load_model(self.path, self.spec.alias)
-            answer = len(model.tokenize("".join(pieces).encode(), add_bos=False, special=False))
-        yield Done(Completion("".join(pieces), (), Usage(0, answer), self.spec.alias, finish))
+            usage = Usage(
+                prompt_tokens(model, _messages(request, names)),
+                len(model.tokenize("".join(pieces).encode(), add_bos=False, special=False)),
+            )
+        yield Done(Completion("".join(pieces), (), usage, self.spec.alias, finish))
 
     def _run(
         self, request: ChatRequest, names: ToolNames, schema: dict[str, Any] | None, *, stream: bool
     ) -> Any:
         model = load_model(self.path, self.spec.alias)
-        kwargs: dict[str, Any] = {
-            "messages": _messages(request, names),
-            "max_tokens": request.max_tokens or self.spec.max_output_tokens or DEFAULT_MAX_TOKENS,
-            "stream": stream,
-        }
-        if request.temperature is not None:
-            kwargs["temperature"] = request.temperature
+        # Sampling's names are llama.cpp's own (both follow OpenAI's).
+        kwargs = sampling_fields(sampling_of(request, self.spec))
+        kwargs["max_tokens"] = (
+            kwargs.get("max_tokens") or self.spec.max_output_tokens or DEFAULT_MAX_TOKENS
+        )
+        if "stop" in kwargs:
+            kwargs["stop"] = list(kwargs["stop"])
+        wanted = json_schema(kwargs.pop("response_format", None))
         if schema is not None:
+            # A tool call: llama-cpp-python's JSON mode, a grammar from the tool's schema
+            # (any JSON object if llama.cpp cannot convert it).
             kwargs["response_format"] = {"type": "json_object", "schema": schema}
+        elif wanted == {}:
+            kwargs["response_format"] = {"type": "json_object"}
+        elif wanted is not None:
+            # Built here, not by llama-cpp-python: it would fall back to any JSON object
+            # without a word when the schema does not convert.
+            kwargs["grammar"] = self._grammar(wanted)
         try:
-            return model.create_chat_completion(**kwargs)
+            return model.create_chat_completion(
+                messages=_messages(request, names), stream=stream, **kwargs
+            )
         except ValueError as exc:  # llama.cpp: "Requested tokens (...) exceed context window"
             raise BadRequest(self.spec.alias, f"{exc}. Shorten the messages.") from None
+
+    def _grammar(self, schema: dict[str, Any]) -> Any:
+        from llama_cpp import LlamaGrammar
+
+        try:
+            return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
+        except Exception as exc:  # llama.cpp's converter raises bare Exception and ValueError
+            raise BadRequest(
+                self.spec.alias,
+                f"cannot hold the answer to the response_format schema ({exc}); send a "
+                "simpler json_schema, or json_object.",
+            ) from None
 
     def _call_schema(self, request: ChatRequest, names: ToolNames) -> dict[str, Any] | None:
         """The JSON schema generation is held to, or None for free text."""
@@ -218,6 +247,23 @@ class LocalProvider:
             return names.call(call_id, value["name"], value.get("arguments") or {})
         except (ValueError, KeyError, TypeError):
             return names.call(call_id, "", text)
+
+
+def prompt_tokens(model: Any, messages: list[dict[str, str]]) -> int:
+    """The prompt's tokens as llama.cpp feeds them: ``messages`` rendered by the GGUF's
+    own chat template (what ``create_chat_completion`` does), then tokenised. Without a
+    template, the messages' text alone (a slight undercount)."""
+    from llama_cpp.llama_chat_format import Jinja2ChatFormatter
+
+    template = model.metadata.get("tokenizer.chat_template")
+    if template:
+        text = model._model.token_get_text
+        prompt = Jinja2ChatFormatter(
+            template, eos_token=text(model.token_eos()), bos_token=text(model.token_bos())
+        )(messages=messages).prompt
+    else:
+        prompt = "\n".join(m["content"] for m in messages)
+    return len(model.tokenize(prompt.encode(), add_bos=False, special=True))
 
 
 def _messages(request: ChatRequest, names: ToolNames) -> list[dict[str, str]]:

@@ -17,7 +17,7 @@ from typing import Any
 from heron.llm.config import ModelSpec
 from heron.llm.errors import ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
-from heron.llm.payload import ToolNames, forced_tool
+from heron.llm.payload import ToolNames, forced_tool, sampling_fields, sampling_of
 from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 
@@ -104,14 +104,17 @@ class OpenAIProvider:
                 if forced
                 else request.tool_choice
             )
-        max_tokens = request.max_tokens or self.spec.max_output_tokens
+        # The wire names are OpenAI's own, so every sampling field goes as it is.
+        sampling = sampling_fields(sampling_of(request, self.spec))
+        max_tokens = sampling.pop("max_tokens", None) or self.spec.max_output_tokens
         if max_tokens:
             # OpenAI's reasoning models refuse the older max_tokens; most other
             # OpenAI-compatible servers (Ollama, llama.cpp) know only max_tokens.
             official = "api.openai.com" in (self.spec.base_url or "")
             payload["max_completion_tokens" if official else "max_tokens"] = max_tokens
-        if request.temperature is not None:
-            payload["temperature"] = request.temperature
+        if "stop" in sampling:
+            sampling["stop"] = list(sampling["stop"])
+        payload |= sampling
         if stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}

@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import json
 import logging
-from dataclasses import replace
+from collections.abc import Sequence
+from dataclasses import fields, replace
 from typing import Any
 
 from heron.llm.config import ModelSpec
 from heron.llm.errors import BadRequest, RequestError
-from heron.llm.types import ChatRequest, Message, ToolCall
+from heron.llm.types import ChatRequest, Message, Sampling, ToolCall
 from heron.tools.errors import UnknownTool
 from heron.tools.model import Tool
 from heron.tools.names import NameCodec
@@ -27,6 +28,10 @@ log = logging.getLogger("heron.llm")
 CHARS_PER_TOKEN = 3
 #: Tokens kept for the answer when the request sets no max_tokens.
 ANSWER_RESERVE = 256
+#: ``response_format`` types, OpenAI's: free text, any JSON object, JSON of a schema.
+RESPONSE_FORMATS = ("text", "json_object", "json_schema")
+#: Stop sequences a request may set (OpenAI's limit).
+MAX_STOP = 4
 
 
 def check(request: ChatRequest) -> None:
@@ -40,8 +45,7 @@ def check(request: ChatRequest) -> None:
             raise RequestError(
                 f"Messages must be heron.llm.Message objects, got {type(message).__name__}."
             )
-    if request.max_tokens is not None and request.max_tokens <= 0:
-        raise RequestError(f"max_tokens must be positive, got {request.max_tokens}.")
+    check_sampling(sampling_of(request))
     names = [t.name for t in request.tools]
     if len(set(names)) != len(names):
         raise RequestError("Two tools of the request share a name; offer each tool once.")
@@ -51,6 +55,97 @@ def check(request: ChatRequest) -> None:
             f"tool_choice names {forced!r}, which is not among the request's tools; "
             "offer it in tools, or use 'auto' or 'required'."
         )
+
+
+def sampling_of(request: ChatRequest, spec: ModelSpec | None = None) -> Sampling:
+    """The sampling a provider sends: ``request.sampling``, with the request's plain
+    ``max_tokens`` and ``temperature`` where ``sampling`` leaves them unset, then the
+    alias's own ``temperature`` from models.yml (``spec``) where the request sets none.
+
+    >>> s = sampling_of(ChatRequest((), max_tokens=64, sampling=Sampling(temperature=0.1)))
+    >>> s.max_tokens, s.temperature
+    (64, 0.1)
+    """
+    s = request.sampling
+    temperature = request.temperature if s.temperature is None else s.temperature
+    if temperature is None and spec is not None:
+        temperature = spec.temperature
+    return replace(
+        s,
+        max_tokens=request.max_tokens if s.max_tokens is None else s.max_tokens,
+        temperature=temperature,
+    )
+
+
+def sampling_fields(sampling: Sampling) -> dict[str, Any]:
+    """The fields a request sets (not ``None``, not empty), by OpenAI's name: what goes
+    on the wire (``defaults`` says how, and is not one)."""
+    values = {f.name: getattr(sampling, f.name) for f in fields(sampling) if f.name != "defaults"}
+    return {k: v for k, v in values.items() if v is not None and v != ()}
+
+
+def check_sampling(s: Sampling) -> None:
+    """Refuse values no provider takes (OpenAI's ranges, which are the widest), naming
+    the field."""
+    if s.max_tokens is not None and s.max_tokens <= 0:
+        raise RequestError(f"max_tokens must be positive, got {s.max_tokens}.")
+    for name, low, high in (
+        ("temperature", 0.0, 2.0),
+        ("top_p", 0.0, 1.0),
+        ("presence_penalty", -2.0, 2.0),
+        ("frequency_penalty", -2.0, 2.0),
+    ):
+        value = getattr(s, name)
+        if value is not None and not low <= value <= high:
+            raise RequestError(f"{name} must be between {low:g} and {high:g}, got {value}.")
+    if len(s.stop) > MAX_STOP or not all(isinstance(x, str) and x for x in s.stop):
+        raise RequestError(
+            f"stop takes at most {MAX_STOP} non-empty strings, got {list(s.stop)!r:.200}."
+        )
+    if s.response_format is not None:
+        json_schema(s.response_format)
+
+
+def json_schema(response_format: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What ``response_format`` holds the answer to: ``None`` for free text, ``{}`` for
+    any JSON object (``json_object``), the schema for ``json_schema``. Raises
+    ``RequestError`` for a format that is not OpenAI's.
+
+    >>> json_schema({"type": "json_schema", "json_schema": {"name": "n", "schema": {}}})
+    {}
+    >>> json_schema({"type": "text"}) is None
+    True
+    """
+    kind = response_format.get("type") if isinstance(response_format, dict) else None
+    if response_format is None or kind == "text":
+        return None
+    if kind == "json_object":
+        return {}
+    if kind == "json_schema":
+        spec = response_format.get("json_schema")
+        schema = spec.get("schema") if isinstance(spec, dict) else None
+        if isinstance(schema, dict):
+            return schema
+        raise RequestError(
+            "response_format json_schema needs {'json_schema': {'name': ..., 'schema': "
+            f"{{...}}}}, got {response_format!r:.200}."
+        )
+    raise RequestError(
+        f"response_format type must be one of {', '.join(RESPONSE_FORMATS)}, got {kind!r}."
+    )
+
+
+def refuse_unsupported(alias: str, sampling: Sampling, unsupported: dict[str, str]) -> None:
+    """``BadRequest`` naming the first field of ``sampling`` the provider cannot honour;
+    ``unsupported`` maps each such field to why (said in the error). A field Heron set
+    itself (``Sampling.defaults``) is not refused: the provider leaves it out."""
+    for name in sampling_fields(sampling):
+        if name in unsupported and name not in sampling.defaults:
+            raise BadRequest(
+                alias,
+                f"cannot honour {name!r}: {unsupported[name]}. Leave {name} out of the "
+                "request, or route it to a model that takes it (heron models list).",
+            )
 
 
 def forced_tool(request: ChatRequest) -> str | None:
@@ -68,6 +163,18 @@ def estimate_tokens(request: ChatRequest) -> int:
         len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools
     )
     return chars // CHARS_PER_TOKEN + 1
+
+
+def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
+    """Tokens of ``texts`` for ``spec``'s model, where no provider reported them (an
+    answer no model call wrote): the local model's own tokenizer; for a model behind an
+    API, whose tokenizer Heron does not have, ``estimate_tokens``'s rule (on the long
+    side)."""
+    if spec.provider == "local":
+        from heron.llm.local import count_tokens as local_tokens
+
+        return local_tokens(spec, list(texts))
+    return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
 
 
 def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
@@ -103,7 +210,7 @@ def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
             len(tools),
         )
         request = replace(request, tools=tuple(kept))
-    needed = estimate_tokens(request) + (request.max_tokens or ANSWER_RESERVE)
+    needed = estimate_tokens(request) + (sampling_of(request).max_tokens or ANSWER_RESERVE)
     if needed > caps.context_window:
         raise BadRequest(
             spec.alias,

@@ -26,7 +26,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from heron.errors import ConfigError
-from heron.server import jobs, methods, openai, ops, sse
+from heron.server import embeddings, jobs, methods, openai, ops, sse
 from heron.server.bodies import BodyMiddleware
 from heron.server.mcp import build_server, http_routes
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
@@ -92,6 +92,7 @@ def create_app(
             Route("/rpc", rpc, methods=["POST"]),
             *ops.routes,
             *openai.routes,
+            *embeddings.routes,
             *sse.routes,
             *http_routes(mcp_server, max_body=rt.settings.server_max_body),
             *jobs.routes(rt),

@@ -3,7 +3,7 @@ function the matching CLI command calls (``search.query`` is ``heron search``)."
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,6 +25,11 @@ class ChatParams(Params):
     session_id: str | None = Field(default=None, description="Continue this conversation.")
     library: str | None = Field(default=None, description="Only search this library.")
     model: str | None = Field(default=None, description="A model alias from models.yml.")
+    answer: Literal["extractive", "generative"] | None = Field(
+        default=None,
+        description="extractive: quoted from the passages, no model call; generative: "
+        "written by the model. Default: the model's (answers: in models.yml).",
+    )
 
 
 class SearchParams(Params):
@@ -72,7 +77,9 @@ class ToolCall(Params):
 
 def chat(rt: Runtime, p: ChatParams) -> Any:
     """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
-    return rt.agent.ask(p.message, session_id=p.session_id, library=p.library, model=p.model)
+    return rt.agent.ask(
+        p.message, session_id=p.session_id, library=p.library, model=p.model, answer=p.answer
+    )
 
 
 def register(registry: Registry, rt: Runtime) -> None:

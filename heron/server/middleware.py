@@ -28,8 +28,8 @@ _GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 #: Paths reachable without the token: liveness probes carry no secrets.
 OPEN_PATHS = frozenset({"/health"})
 #: Metric labels: a known path prefix, so unknown URLs cannot grow the label set.
-KNOWN = ("/rpc", "/v1/chat/completions", "/v1/models", "/chat/stream", "/mcp", "/jobs",
-         "/health", "/ready", "/metrics")  # fmt: skip
+KNOWN = ("/rpc", "/v1/chat/completions", "/v1/embeddings", "/v1/models", "/chat/stream",
+         "/mcp", "/jobs", "/health", "/ready", "/metrics")  # fmt: skip
 
 
 def path_label(path: str) -> str:

@@ -1,19 +1,42 @@
 """OpenAI's Chat Completions API in front of the agent: any OpenAI client gets grounded,
 cited answers. ``POST /v1/chat/completions`` (plain or ``stream: true``) and
-``GET /v1/models`` (the aliases of models.yml).
+``GET /v1/models`` (the aliases of models.yml); ``/v1/embeddings`` is
+``heron.server.embeddings``.
 
-The question is the last user message; ``session_id`` and ``library`` may ride in the
-request body (``extra_body`` in the OpenAI SDK) for a server-side conversation and a
-library filter. Answers carry ``citations`` beside ``choices``, a field standard clients
-ignore; in a stream it arrives on the last chunk before ``data: [DONE]``.
+What a request says reaches the agent (``Agent.ask`` / ``Agent.stream``):
+
+- ``messages``: system (and ``developer``) messages become the agent's ``instructions``;
+  the last user message is the question the libraries are searched for; the turns
+  before it are the ``history`` (no ``session_id`` needed). Content may be a string or
+  a list of text parts; other parts (images, audio, files) are refused.
+- sampling (``max_completion_tokens`` or ``max_tokens``, ``temperature``, ``top_p``,
+  ``stop``, ``seed``, ``presence_penalty``, ``frequency_penalty``, ``response_format``)
+  goes to the model as ``heron.llm.Sampling``; a provider that cannot honour one refuses
+  it, and that is a 400 naming it. ``n`` above 1, ``logprobs``, ``logit_bias`` and the
+  legacy ``functions`` are refused (400) rather than silently dropped.
+- ``tools`` / ``tool_choice`` are the client's: offered to the model beside Heron's
+  grounding; a call to one ends the turn and comes back as OpenAI ``tool_calls``
+  (``finish_reason: "tool_calls"``) for the client to run. The next request, whose
+  messages end with the ``tool`` results, continues the turn.
+- Heron's own fields ride in the body (``extra_body`` in the OpenAI SDK): ``library``
+  (search only it), ``session_id`` (a server-side conversation), ``answer``
+  (``extractive`` or ``generative``; by default the model's ``answers`` capability, and
+  generated for a request with tools, tool results or a JSON ``response_format``, which
+  only a model can act on).
+
+Answers carry ``citations`` beside ``choices``, a field standard clients ignore; in a
+stream it arrives on the last chunk before ``data: [DONE]``. Unknown fields are ignored,
+as OpenAI's API does.
 """
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
-from typing import Any
+from collections.abc import AsyncIterator, Iterator, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
@@ -22,114 +45,425 @@ from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
 from heron.errors import HeronError, InputError
-from heron.server.methods import ChatParams, chat
+from heron.llm.errors import BadRequest, NoModelAvailable
+from heron.llm.payload import check_sampling, count_tokens, json_schema, parse_arguments
+from heron.llm.types import Message, Sampling, ToolCall
 from heron.server.replies import openai_error
 from heron.server.runtime import Runtime
-from heron.server.sse import event_data, http_status, open_stream
+from heron.server.sse import http_status
 from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+from heron.tools.model import Tool, parse_tool
+
+if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
+    from heron.agent.answer import AgentEvent, Answer
+
+M = TypeVar("M", bound=BaseModel)
+#: Roles whose messages are the agent's instructions (``developer`` is OpenAI's newer
+#: name for ``system``).
+INSTRUCTION_ROLES = ("system", "developer")
+
+
+class Invalid(InputError):
+    """A request Heron cannot honour as sent; the message names the field."""
 
 
 class Part(BaseModel):
-    """One piece of a message's content; only text parts reach the agent."""
+    """One piece of a message's content; only text reaches the agent."""
 
     model_config = ConfigDict(extra="allow")
 
     type: str
     text: str | None = None
+    refusal: str | None = None
 
 
-class Message(BaseModel):
+class Function(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    name: str
+    arguments: str | dict[str, Any] | None = None
+
+
+class CallIn(BaseModel):
+    """A tool call of an earlier assistant message, as the client sends it back."""
+
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    type: str = "function"
+    function: Function
+
+
+class ChatMessage(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
     role: str
     content: str | list[Part] | None = None
+    tool_calls: list[CallIn] | None = None
+    tool_call_id: str | None = None
 
-    def text(self) -> str:
-        if isinstance(self.content, list):
-            return "".join(p.text or "" for p in self.content if p.type == "text")
-        return self.content or ""
+
+class NamedChoice(BaseModel):
+    type: Literal["function"]
+    function: Function
+
+
+class StreamOptions(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    include_usage: bool = False
 
 
 class CompletionRequest(BaseModel):
-    # Clients send many optional fields (temperature, n, ...); the agent decides those.
+    # Unknown fields are ignored, as OpenAI's API does; every known one is honoured or
+    # refused by name (``refused_fields``).
     model_config = ConfigDict(extra="allow")
 
     model: str
-    messages: list[Message] = Field(min_length=1)
+    messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    stream_options: StreamOptions | None = None
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_completion_tokens: int | None = Field(default=None, ge=1)
+    temperature: float | None = Field(default=None, ge=0, le=2)
+    top_p: float | None = Field(default=None, ge=0, le=1)
+    stop: str | list[str] | None = None
+    seed: int | None = None
+    presence_penalty: float | None = Field(default=None, ge=-2, le=2)
+    frequency_penalty: float | None = Field(default=None, ge=-2, le=2)
+    response_format: dict[str, Any] | None = None
+    tools: list[dict[str, Any]] | None = None
+    tool_choice: Literal["none", "auto", "required"] | NamedChoice | None = None
+    n: int | None = Field(default=None, ge=1)
+    logprobs: bool | None = None
+    top_logprobs: int | None = None
+    logit_bias: dict[str, float] | None = None
+    functions: list[Any] | None = None
+    function_call: Any = None
+    # Heron's own, sent as extra_body.
     session_id: str | None = None
     library: str | None = None
+    answer: Literal["extractive", "generative"] | None = None
 
-    def question(self) -> str:
-        for message in reversed(self.messages):
-            if message.role == "user" and message.text().strip():
-                return message.text()
-        raise InputError("No user message with text; send at least one {'role': 'user', ...}.")
+
+def refused_fields(req: CompletionRequest) -> None:
+    """Known fields Heron cannot honour: a 400 naming each, never a silent default."""
+    if req.n is not None and req.n > 1:
+        raise Invalid(
+            f"n: Heron answers with one choice; got n={req.n}. Leave n out (or send 1) "
+            "and send one request per answer wanted."
+        )
+    if req.logprobs or req.top_logprobs:
+        raise Invalid("logprobs: Heron does not return log probabilities; leave it out.")
+    if req.logit_bias:
+        raise Invalid("logit_bias: Heron's models take no logit bias; leave it out.")
+    if req.functions is not None or req.function_call is not None:
+        raise Invalid(
+            "functions: the legacy functions API is not served; send the same "
+            'definitions as tools=[{"type": "function", "function": {...}}].'
+        )
+
+
+def _text(content: str | list[Part] | None, where: str) -> str:
+    """A message's text: the string, or its text parts joined."""
+    if not isinstance(content, list):
+        return content or ""
+    pieces = []
+    for i, part in enumerate(content):
+        if part.type == "text":
+            pieces.append(part.text or "")
+        elif part.type == "refusal":  # an assistant's refusal, sent back as history
+            pieces.append(part.refusal or "")
+        else:
+            raise Invalid(
+                f"{where}.content[{i}]: a {part.type!r} part; Heron's models read text "
+                "only. Send the text, or describe the attachment in words."
+            )
+    return "".join(pieces)
+
+
+@dataclass
+class Conversation:
+    """The request's messages as the agent takes them."""
+
+    message: str
+    instructions: str | None = None
+    history: list[Message] = field(default_factory=list)
+
+
+def conversation(messages: list[ChatMessage]) -> Conversation:
+    """Instructions, the question, and the turns around it.
+
+    ``history`` is every turn before the last user message; when that message is
+    followed by the model's tool calls and their ``tool`` results (the client ran them),
+    those follow it in ``history`` too, so the turn goes on from there. Raises
+    ``Invalid`` for a list the agent cannot answer (no user text, a tool result that
+    answers no call, ...)."""
+    instructions: list[str] = []
+    turns: list[Message] = []
+    names: dict[str, str] = {}  # tool call id -> tool name, to label the results
+    question: int | None = None  # index in turns of the last user message with text
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        text = _text(m.content, where)
+        if m.role in INSTRUCTION_ROLES:
+            if text.strip():
+                instructions.append(text)
+        elif m.role == "user":
+            turns.append(Message("user", text))
+            if text.strip():
+                question = len(turns) - 1
+        elif m.role == "assistant":
+            calls = tuple(
+                _call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(m.tool_calls or ())
+            )
+            names |= {c.id: c.name for c in calls}
+            turns.append(Message("assistant", text, calls))
+        elif m.role == "tool":
+            if m.tool_call_id not in names:
+                raise Invalid(
+                    f"{where}: tool_call_id {m.tool_call_id!r} answers no tool call of an "
+                    "earlier assistant message; send the assistant message with its "
+                    "tool_calls before the tool results."
+                )
+            turns.append(
+                Message("tool", text, tool_call_id=m.tool_call_id, name=names[m.tool_call_id])
+            )
+        else:
+            raise Invalid(
+                f"{where}.role: {m.role!r} is not a role Heron takes; use system, "
+                "developer, user, assistant or tool (function results are tool messages)."
+            )
+    if question is None:
+        raise Invalid("No user message with text; send at least one {'role': 'user', ...}.")
+    after = turns[question + 1 :]
+    if after and after[-1].role != "tool":
+        raise Invalid(
+            f"messages[{len(messages) - 1}]: the messages end with the {after[-1].role}'s; "
+            "end with the user's next message, or with the tool results of the "
+            "assistant's tool_calls."
+        )
+    history = turns[:question] + ((turns[question:]) if after else [])
+    return Conversation(turns[question].content, "\n\n".join(instructions) or None, history)
+
+
+def _call(call: CallIn, where: str) -> ToolCall:
+    if call.type != "function":
+        raise Invalid(f"{where}.type: {call.type!r}; only function tool calls are served.")
+    arguments, problem = parse_arguments(call.function.arguments)
+    return ToolCall(call.id, call.function.name, arguments, problem)
+
+
+def sampling(req: CompletionRequest) -> Sampling:
+    """The request's sampling, checked; ``max_completion_tokens`` (OpenAI's newer name)
+    wins over ``max_tokens``."""
+    stop = [req.stop] if isinstance(req.stop, str) else req.stop or []
+    options = Sampling(
+        max_tokens=req.max_completion_tokens or req.max_tokens,
+        temperature=req.temperature,
+        top_p=req.top_p,
+        stop=tuple(stop),
+        seed=req.seed,
+        presence_penalty=req.presence_penalty,
+        frequency_penalty=req.frequency_penalty,
+        response_format=req.response_format,
+    )
+    # Checked here too, not only by the broker: an extractive answer makes no model call.
+    check_sampling(options)
+    return options
+
+
+def client_tools(req: CompletionRequest) -> tuple[list[Tool], str]:
+    """The client's tools and ``tool_choice`` in Heron's form (a forced tool by name)."""
+    tools = []
+    for i, item in enumerate(req.tools or ()):
+        if item.get("type", "function") != "function":
+            raise Invalid(f"tools[{i}].type: {item.get('type')!r}; only function tools are served.")
+        try:
+            tools.append(parse_tool(item, "client"))
+        except InputError as exc:
+            raise Invalid(f"tools[{i}]: {exc}") from None
+    choice = req.tool_choice
+    if isinstance(choice, NamedChoice):
+        return tools, choice.function.name  # the agent checks that it was sent
+    return tools, choice or "auto"
+
+
+def agent_options(req: CompletionRequest) -> dict[str, Any]:
+    """The keyword arguments of ``Agent.ask`` / ``Agent.stream`` for this request."""
+    refused_fields(req)
+    talk = conversation(req.messages)
+    tools, choice = client_tools(req)
+    options = sampling(req)
+    wants_json = json_schema(options.response_format) is not None
+    if req.answer == "extractive" and (wants_json or (tools and choice != "none")):
+        # The agent would quote the passages and ignore them; say so instead.
+        what = "response_format" if wants_json else "tools"
+        raise Invalid(
+            f"{what}: an extractive answer is quoted from the passages, with no model "
+            f"call, so it cannot honour {what}; leave out answer: extractive."
+        )
+    return {
+        "message": talk.message,
+        "instructions": talk.instructions,
+        # A server-side session keeps its own history unless the client sends one.
+        "history": talk.history if talk.history or req.session_id is None else None,
+        "session_id": req.session_id,
+        "library": req.library,
+        "model": req.model,
+        "answer": req.answer,
+        "sampling": options,
+        "client_tools": tools,
+        "tool_choice": choice,
+    }
+
+
+# -- replies ----------------------------------------------------------------------------
+
+
+def invalid(message: str) -> Response:
+    """400 in OpenAI's shape; the message names the field at fault."""
+    return openai_error(400, message, "invalid_request_error")
 
 
 def heron_error(exc: HeronError) -> Response:
-    status = http_status(exc)
+    """A refused request is a 400 whatever refused it: Heron, or the model's provider
+    (``BadRequest``: a parameter it does not take, a prompt over its window)."""
+    refused = isinstance(exc, BadRequest) or (
+        isinstance(exc, NoModelAvailable) and all(isinstance(e, BadRequest) for e in exc.errors)
+    )
+    status = 400 if refused else http_status(exc)
     kind = "invalid_request_error" if status < 500 else "server_error"
     return openai_error(status, str(exc), kind, type(exc).__name__)
 
 
-def _usage(usage: dict[str, int]) -> dict[str, int]:
-    return {**usage, "total_tokens": usage["prompt_tokens"] + usage["completion_tokens"]}
+async def read_body(request: Request, model: type[M]) -> M | Response:
+    """The body validated as ``model``, or the 400 saying what is wrong with it."""
+    try:
+        return model.model_validate(await read_json(request))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or "body"
+        return invalid(f"Invalid request: {where}: {first['msg']}.")
+    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
+        return invalid(f"Invalid request: {exc}")
 
 
-def completion(answer: dict[str, Any], cid: str, created: int) -> dict[str, Any]:
+def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
+    """OpenAI's usage of ``answer``: what the model's provider reported for the turn's
+    calls. An answer no model call wrote (extractive, no lead) has none to report; it
+    gets the client's messages (``sent``) as prompt tokens and the answer as completion
+    tokens, counted with the model's tokenizer (``heron.llm.payload.count_tokens``), so
+    usage is never 0 and compares with a generated answer's. Runs in a worker thread
+    (the first count may read the GGUF's vocabulary)."""
+    prompt, written = answer.usage.prompt_tokens, answer.usage.completion_tokens
+    if not (prompt or written):
+        spec = rt.agent.broker.table.spec(answer.model)
+        prompt, written = count_tokens(spec, sent), count_tokens(spec, [answer.answer])
+    return {"prompt_tokens": prompt, "completion_tokens": written, "total_tokens": prompt + written}
+
+
+def _calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
+    """The client's tool calls, in OpenAI's shape (arguments as JSON text)."""
+    return [
+        {
+            "id": call.id,
+            "type": "function",
+            "function": {"name": call.name, "arguments": json.dumps(call.arguments)},
+        }
+        for call in calls
+    ]
+
+
+def _finish(answer: Answer) -> str:
+    return "tool_calls" if answer.tool_calls else answer.finish_reason or "stop"
+
+
+def completion(answer: Answer, used: dict[str, int], cid: str, created: int) -> dict[str, Any]:
+    data = answer.to_dict()
+    message: dict[str, Any] = {"role": "assistant", "content": data["answer"]}
+    if answer.tool_calls:
+        message |= {"content": data["answer"] or None, "tool_calls": _calls(answer.tool_calls)}
     return {
         "id": cid,
         "object": "chat.completion",
         "created": created,
-        "model": answer["model"],
+        "model": data["model"],
         "choices": [
-            {
-                "index": 0,
-                "message": {"role": "assistant", "content": answer["answer"]},
-                "finish_reason": "stop",
-                "logprobs": None,
-            }
+            {"index": 0, "message": message, "finish_reason": _finish(answer), "logprobs": None}
         ],
-        "usage": _usage(answer["usage"]),
-        "citations": answer["citations"],
-        "session_id": answer["session_id"],
+        "usage": used,
+        "citations": data["citations"],
+        "session_id": data["session_id"],
+        "mode": data["mode"],
     }
 
 
-def _chunk(cid: str, created: int, model: str, delta: dict[str, Any], **extra: Any) -> str:
-    finish = extra.pop("finish_reason", None)
-    body = {
-        "id": cid,
-        "object": "chat.completion.chunk",
-        "created": created,
-        "model": model,
-        "choices": [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}],
-        **extra,
-    }
-    return f"data: {dumps(body)}\n\n"
+@dataclass
+class _Chunks:
+    """``chat.completion.chunk`` lines of one answer."""
+
+    cid: str
+    created: int
+    model: str
+
+    def __call__(self, delta: dict[str, Any] | None, **extra: Any) -> str:
+        finish = extra.pop("finish_reason", None)
+        choices = (
+            []
+            if delta is None
+            else [{"index": 0, "delta": delta, "finish_reason": finish, "logprobs": None}]
+        )
+        body = {
+            "id": self.cid,
+            "object": "chat.completion.chunk",
+            "created": self.created,
+            "model": extra.pop("model", self.model),
+            "choices": choices,
+            **extra,
+        }
+        return f"data: {dumps(body)}\n\n"
 
 
 async def _stream(
-    rt: Runtime, events: Iterator[Any], model: str, cid: str, created: int
+    rt: Runtime,
+    events: Iterator[AgentEvent],
+    chunk: _Chunks,
+    sent: Sequence[str],
+    include_usage: bool,
 ) -> AsyncIterator[str]:
+    """The agent's events as OpenAI chunks: text deltas, the client's tool calls as
+    ``tool_calls`` deltas (each whole, ``index`` from 0), then the finishing chunk.
+    Usage rides on exactly one chunk (clients that add usage up across chunks count it
+    once): with ``include_usage``, OpenAI's extra last chunk with no choices; without,
+    the finishing chunk. ``citations`` ride on the last one."""
+    from heron.agent.answer import ClientToolCalls, Final, Token
+
     start = time.perf_counter()
-    yield _chunk(cid, created, model, {"role": "assistant", "content": ""})
+    yield chunk({"role": "assistant", "content": ""})
     try:
         async for event in iterate_in_threadpool(events):
-            name, data = event_data(event)
-            if name == "token":
-                yield _chunk(cid, created, model, {"content": data["text"]})
-            elif name == "final":
+            if isinstance(event, Token):
+                yield chunk({"content": event.text})
+            elif isinstance(event, ClientToolCalls):
+                for index, call in enumerate(_calls(event.calls)):
+                    yield chunk({"tool_calls": [{"index": index, **call}]})
+            elif isinstance(event, Final):
+                data = event.answer.to_dict()
                 rt.metrics.observe_model(data["model"], time.perf_counter() - start)
-                yield _chunk(
-                    cid,
-                    created,
-                    data["model"],
-                    {},
-                    finish_reason="stop",
-                    usage=_usage(data["usage"]),
-                    citations=data["citations"],
-                    session_id=data["session_id"],
-                )
+                tail = {
+                    "model": data["model"],
+                    "usage": await run_in_threadpool(usage, rt, event.answer, sent),
+                    "citations": data["citations"],
+                    "session_id": data["session_id"],
+                    "mode": data["mode"],
+                }
+                finish = _finish(event.answer)
+                if include_usage:
+                    yield chunk({}, finish_reason=finish, model=data["model"])
+                    yield chunk(None, **tail)
+                else:
+                    yield chunk({}, finish_reason=finish, **tail)
     except HeronError as exc:  # mid-stream: OpenAI sends the error as a data line
         body = {"error": {"message": str(exc), "type": "server_error", "code": type(exc).__name__}}
         yield f"data: {dumps(body)}\n\n"
@@ -138,37 +472,34 @@ async def _stream(
 
 async def chat_completions(request: Request) -> Response:
     rt: Runtime = request.app.state.runtime
+    req = await read_body(request, CompletionRequest)
+    if isinstance(req, Response):
+        return req
     try:
-        req = CompletionRequest.model_validate(await read_json(request))
-        question = req.question()
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        return openai_error(
-            400, f"Invalid request: {where}: {first['msg']}.", "invalid_request_error"
-        )
+        options = agent_options(req)
     except InputError as exc:
-        return openai_error(400, str(exc), "invalid_request_error")
-    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
-        return openai_error(400, f"Invalid request: {exc}", "invalid_request_error")
+        return invalid(str(exc))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-    params = ChatParams(
-        message=question, session_id=req.session_id, library=req.library, model=req.model
-    )
+    message = options.pop("message")
+    sent = [message, options["instructions"] or "", *(m.content for m in options["history"] or ())]
     start = time.perf_counter()
     try:
         if req.stream:
-            events = await run_in_threadpool(open_stream, rt, params)
+            # Bad input (an unknown model, a missing library) raises here, before any
+            # chunk, so it is answered with a status code.
+            events = await run_in_threadpool(lambda: rt.agent.stream(message, **options))
+            include_usage = bool(req.stream_options and req.stream_options.include_usage)
             return StreamingResponse(
-                _stream(rt, events, req.model, cid, created),
+                _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
             )
-        answer = (await run_in_threadpool(chat, rt, params)).to_dict()
+        answer = await run_in_threadpool(lambda: rt.agent.ask(message, **options))
+        used = await run_in_threadpool(usage, rt, answer, sent)
     except HeronError as exc:
         return heron_error(exc)
-    rt.metrics.observe_model(answer["model"], time.perf_counter() - start)
-    return StrictJSONResponse(completion(answer, cid, created))
+    rt.metrics.observe_model(answer.model, time.perf_counter() - start)
+    return StrictJSONResponse(completion(answer, used, cid, created))
 
 
 def _model(alias: str, provider: str) -> dict[str, Any]:

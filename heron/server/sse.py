@@ -38,7 +38,7 @@ log = logging.getLogger("heron.server")
 
 def event_data(event: Any) -> tuple[str, dict[str, Any]]:
     """An ``Agent.stream`` event as ``(name, data)``."""
-    from heron.agent.answer import Citations, Final, Token, ToolUsed
+    from heron.agent.answer import Citations, ClientToolCalls, Final, Token, ToolUsed
 
     if isinstance(event, Token):
         return "token", {"text": event.text}
@@ -48,6 +48,9 @@ def event_data(event: Any) -> tuple[str, dict[str, Any]]:
         return "citations", {"citations": [c.to_dict() for c in event.citations]}
     if isinstance(event, Final):
         return "final", event.answer.to_dict()
+    if isinstance(event, ClientToolCalls):  # only when a caller offered its own tools
+        calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in event.calls]
+        return "tool_calls", {"tool_calls": calls}
     raise TypeError(f"Unknown agent event {type(event).__name__}.")
 
 
@@ -201,7 +204,11 @@ def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
     return rt.agent.stream(
-        params.message, session_id=params.session_id, library=params.library, model=params.model
+        params.message,
+        session_id=params.session_id,
+        library=params.library,
+        model=params.model,
+        answer=params.answer,
     )
 
 

@@ -1,15 +1,20 @@
-"""A tiny library of real Markdown pages, indexed with the real model, and an agent on it."""
+"""A tiny library of real Markdown pages, indexed with the real model, and an agent on it;
+the same agent with its model behind the loopback OpenAI replay server (tests/llm_servers.py)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from heron.agent import Agent, open_agent
 from heron.books import add_library, index_library
 from heron.settings import Settings
+from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
+
+MODELS = ONE_MODEL
 
 PAGES = {
     "garden/watering.md": (
@@ -59,3 +64,32 @@ def agent(garden: Path, workspace: Path) -> Iterator[Agent]:
     index_library("garden", opened.store, settings=opened.settings)
     yield opened
     opened.close()
+
+
+@pytest.fixture
+def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
+    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+    with serve() as server:
+        yield server
+
+
+@pytest.fixture
+def make_agent(
+    chat: ChatServer, garden: Path, workspace: Path, tmp_path: Path
+) -> Iterator[Callable[..., Agent]]:
+    """``make_agent(**settings)``: an agent on the garden library and the workspace whose
+    model is the replay server (a capable model: its answers are generated)."""
+    models = tmp_path / "models.yml"
+    models.write_text(MODELS.format(url=chat.url))
+    opened: list[Agent] = []
+
+    def make(**values: Any) -> Agent:
+        settings = Settings(models_file=models, tools_root=workspace, llm_retries=0, **values)
+        agent = open_agent(settings)
+        opened.append(agent)
+        index_library("garden", agent.store, settings=settings)
+        return agent
+
+    yield make
+    for agent in opened:
+        agent.close()

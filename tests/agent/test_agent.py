@@ -12,24 +12,14 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Citations, Final, Token, ToolUsed, open_agent
+from heron.agent import Agent, Citations, Final, Token, ToolUsed, open_agent, repeats
 from heron.books import index_library
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
 from heron.tools import Tool
 from tests import llm_servers
-from tests.llm_servers import KEY, ChatServer, serve
-
-MODELS = """
-default: gpt
-models:
-  gpt:
-    provider: openai
-    model: gpt-test
-    base_url: {url}/v1
-    api_key_env: TEST_OPENAI_KEY
-"""
-
+from tests.agent.conftest import MODELS
+from tests.llm_servers import ChatServer
 
 # -- bad input: refused before retrieval or any model call ---------------------------------
 
@@ -62,35 +52,6 @@ def test_bad_sessions_and_libraries_are_refused(agent: Agent) -> None:
 
 
 # -- the loop, against the replay server --------------------------------------------------
-
-
-@pytest.fixture
-def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
-    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
-    with serve() as server:
-        yield server
-
-
-@pytest.fixture
-def make_agent(
-    chat: ChatServer, garden: Path, workspace: Path, tmp_path: Path
-) -> Iterator[Callable[..., Agent]]:
-    """``make_agent(**settings)``: an agent on the garden library and the workspace whose
-    model is the replay server."""
-    models = tmp_path / "models.yml"
-    models.write_text(MODELS.format(url=chat.url))
-    opened: list[Agent] = []
-
-    def make(**values: Any) -> Agent:
-        settings = Settings(models_file=models, tools_root=workspace, llm_retries=0, **values)
-        agent = open_agent(settings)
-        opened.append(agent)
-        index_library("garden", agent.store, settings=settings)
-        return agent
-
-    yield make
-    for agent in opened:
-        agent.close()
 
 
 def test_a_prompt_over_the_context_window_drops_tools_then_passages(
@@ -257,11 +218,18 @@ def local_agent(garden: Path, workspace: Path) -> Iterator[Agent]:
     agent.close()
 
 
-def test_local_model_answers_a_grounded_question_citing_the_page(local_agent: Agent) -> None:
-    answer = local_agent.ask("How often should I water my tomato plants?")
+def test_local_model_writes_a_grounded_answer_that_does_not_loop(local_agent: Agent) -> None:
+    # The bundled model answers extractively by default; asked to write, it gets repeat
+    # penalties and the guard, so what comes back never loops.
+    answer = local_agent.ask("How often should I water my tomato plants?", answer="generative")
     assert answer.model == "local" and answer.answer.strip()
     assert (answer.citations[0].library, answer.citations[0].page) == ("garden", "garden/watering")
     assert answer.usage.completion_tokens > 0 and answer.timings["model"] > 0
+    assert repeats(answer.answer) is None
+    if answer.fallback:  # the guard stopped it: the quotes replaced the loop
+        assert answer.mode == "extractive" and "[1]" in answer.answer
+    else:
+        assert answer.mode == "generative" and answer.finish_reason in ("stop", "length")
 
 
 def test_local_model_lists_the_real_workspace(local_agent: Agent) -> None:
@@ -270,7 +238,11 @@ def test_local_model_lists_the_real_workspace(local_agent: Agent) -> None:
     # SmolLM2 may invent a path; then the call runs again with the tool's defaults.
     assert {u.name for u in used} == {"list_files"} and all(u.forced for u in used)
     assert used[-1].ok and "notes-for-alice.txt" in used[-1].result
-    assert isinstance(events[-1], Final) and events[-1].answer.steps == 2
+    # Extractive: the model chose the call; the listing itself is the answer.
+    final = events[-1]
+    assert isinstance(final, Final) and final.answer.steps == 1
+    assert final.answer.mode == "extractive"
+    assert "list_files returned: budget-2031.csv, notes-for-alice.txt" in final.answer.answer
 
 
 def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> None:

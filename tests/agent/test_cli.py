@@ -22,11 +22,15 @@ def test_ask_json_has_the_answer_and_its_grounding(
     store = open_store()
     index_library("garden", store, settings=Settings())
     store.close()
-    monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "64")
+    monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "32")
     done = run_heron("ask", "How often should I water my tomato plants?", "--json")
     data = json.loads(done.stdout)
-    assert {"answer", "citations", "tools", "skills", "usage", "timings"} <= set(data)
-    assert data["answer"].strip() and data["model"] == "local"
+    assert {"answer", "citations", "tools", "skills", "usage", "timings", "mode"} <= set(data)
+    # The bundled model's answers are quoted from the passages: no model call.
+    assert data["mode"] == "extractive" and data["model"] == "local"
+    assert data["answer"].startswith("Water tomato plants deeply twice a week")
+    assert data["usage"] == {"prompt_tokens": 0, "completion_tokens": 0}
+    assert data["timings"]["model"] == 0 and data["fallback"] is None
     assert data["citations"][0] == {
         "library": "garden",
         "collection": "garden",
@@ -35,16 +39,50 @@ def test_ask_json_has_the_answer_and_its_grounding(
         "url_or_path": str(garden / "garden" / "watering.md"),
         "line_range": data["citations"][0]["line_range"],
     }
-    assert data["usage"]["completion_tokens"] > 0
-    assert data["timings"]["total"] >= data["timings"]["model"] > 0
-    again = run_heron("ask", "And in a heat wave?", "--session", data["session_id"], "--json")
-    assert json.loads(again.stdout)["session_id"] == data["session_id"]
+    again = run_heron(
+        "ask",
+        "And in a heat wave?",
+        "--session",
+        data["session_id"],
+        "--answer",
+        "generative",
+        "--json",
+    )
+    written = json.loads(again.stdout)
+    assert written["session_id"] == data["session_id"] and written["usage"]["completion_tokens"] > 0
+    assert written["mode"] in ("generative", "extractive")  # extractive: the guard stopped it
+    assert written["timings"]["total"] >= written["timings"]["model"] > 0
 
 
-def test_ask_refuses_an_empty_message_with_a_clear_error(home: Path) -> None:
+def test_ask_says_which_model_answered_and_how(garden: Path) -> None:
+    store = open_store()
+    index_library("garden", store, settings=Settings())
+    store.close()
+    done = run_heron("ask", "When should I prune roses?")
+    lines = done.stdout.splitlines()
+    assert lines[0] == "Prune roses in late winter, just before the buds open. [1]"
+    assert lines[1].startswith("[1] (garden, garden/pruning)")
+    words = " ".join(done.stdout.split())  # the console wraps long lines
+    assert (
+        "extractive: quoted from the passages, no model call "
+        "(local (SmolLM2-135M-Instruct) not used); triage docs"
+    ) in words
+
+
+def test_ask_on_an_empty_home_says_grounding_found_nothing(home: Path) -> None:
+    done = run_heron("ask", "What is a Pod?")
+    words = " ".join(done.stdout.split())
+    assert words.startswith("Grounding found nothing: no library is indexed yet")
+    assert "heron library add NAME PATH && heron index NAME" in words
+
+
+def test_ask_refuses_an_empty_message_or_an_unknown_mode_with_a_clear_error(home: Path) -> None:
     done = run_heron("ask", "  ", ok=False)
     assert done.returncode == 1
     assert done.stderr.startswith("error: The message is empty")
+    done = run_heron("ask", "What is a Pod?", "--answer", "poetic", ok=False)
+    assert done.returncode == 1 and "Unknown answer mode 'poetic'" in done.stderr
+    assert "Traceback" not in done.stderr
 
 
 @pytest.mark.slow
@@ -58,12 +96,13 @@ def test_demo_on_a_fresh_home(home: Path, tmp_path: Path) -> None:
         "What is Heron?",
         "How does Heron pick tools?",
         "List the files in my workspace",
-        "Summarize the skills index",
+        "Summarize Heron's skills index",
     ]
     what, tools, files, skills = answers
     for grounded in (what, tools, skills):
         assert grounded["triage"]["kind"] == "docs" and grounded["citations"]
         assert all(c["library"] == "heron" for c in grounded["citations"])
+        assert grounded["mode"] == "extractive" and re.search(r"\[\d\]$", grounded["answer"])
     assert "tools" in {c["page"] for c in tools["citations"]}
     assert "skills" in {c["page"] for c in skills["citations"]}
     listing = files["tools"][-1]  # after a refused invented path, the tool's defaults

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import socket
 import subprocess
 import sys
@@ -16,7 +17,9 @@ import pytest
 from heron.errors import ConfigError
 from heron.jobs import JobInputError, JobRunner, Jobs, open_jobs, plan
 from heron.jobs.errors import IllegalTransition
-from tests.jobs.conftest import alive, wait_for
+from tests.jobs.conftest import alive, git, wait_for
+from tests.llm_servers import KEY, ChatServer
+from tests.llm_servers import serve as serve_chat
 
 #: A build that starts a grandchild and waits: abort must kill both.
 SLOW_BUILD = "sh -c 'sleep 60 & echo $! > grandchild.pid; wait'"
@@ -64,8 +67,121 @@ def test_a_failing_build_is_a_finding(jobs: Jobs, monkeypatch: pytest.MonkeyPatc
     run(failing)
     done = failing.get(job.id)
     assert done.state == "completed" and done.result is not None
-    assert done.result["ok"] is False and done.result["summary"] == "1 of 3 checks failed: test."
+    assert done.result["ok"] is False
+    assert done.result["summary"] == (
+        "On branch main: 1 file changed (app.py), 1 insertion, 1 deletion. "
+        "Tests (sh -c 'echo FAILED test_x >&2; exit 1'): failed, exit code 1."
+    )
+    assert done.result["summary_by"] == "steps" and "summary_note" not in done.result
     failing.close()
+
+
+#: A tiny project whose real pytest run has two passing tests and one failing.
+PYTEST_PROJECT = {
+    "test_ok.py": "def test_one():\n    assert 1\n\n\ndef test_two():\n    assert 2\n",
+    "test_bad.py": "def test_three():\n    assert 1 == 2\n",
+}
+
+
+@pytest.fixture
+def pytest_workspace(configured: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The workspace with the tiny project committed, ``app.py`` and ``test_bad.py``
+    edited, and the real ``pytest`` (this interpreter's) as the job's test command."""
+    for name, text in PYTEST_PROJECT.items():
+        (configured / name).write_text(text.replace("1 == 2", "1 == 1"))
+    git(configured, "add", ".")
+    git(configured, "commit", "-q", "-m", "tests")
+    (configured / "test_bad.py").write_text(PYTEST_PROJECT["test_bad.py"])
+    (configured / "app.py").write_text("print('hello')\nprint('again')\n")
+    bin_dir = str(Path(sys.executable).parent)
+    monkeypatch.setenv("PATH", bin_dir + os.pathsep + os.environ.get("PATH", ""))
+    monkeypatch.setenv("HERON_TOOLS_COMMANDS", json.dumps(["git", "pytest"]))
+    monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "pytest -q -p no:cacheprovider")
+    return configured
+
+
+def test_a_job_reports_what_it_found(pytest_workspace: Path) -> None:
+    jobs = open_jobs()
+    job = jobs.create("summarise what changed in the repo and whether the tests pass")
+    run(jobs)
+    done = jobs.get(job.id)
+    assert done.state == "completed" and done.result is not None
+    summary = done.result["summary"]
+    assert summary.startswith(
+        "On branch main: 2 files changed (app.py, test_bad.py), 2 insertions, 1 deletion. "
+        "Tests: 1 failed, 2 passed in "
+    ), summary
+    assert done.result["facts"] == summary and done.result["summary_by"] == "steps"
+    # The events keep the raw outputs the summary was built from.
+    test_out = next(
+        e.payload
+        for e in jobs.events(job.id)
+        if e.kind == "step_finished" and e.payload["step"] == "test"
+    )
+    assert "assert 1 == 2" in test_out["stdout"]
+    jobs.close()
+
+
+def _capable_model(home: Path, chat: ChatServer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """models.yml whose default is an OpenAI-compatible model on the loopback server."""
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "models.yml").write_text(
+        "default: gpt\n"
+        "models:\n"
+        "  gpt:\n"
+        "    provider: openai\n"
+        "    model: gpt-test\n"
+        f"    base_url: {chat.url}/v1\n"
+        "    api_key_env: TEST_OPENAI_KEY\n"
+    )
+    monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+    monkeypatch.setenv("HERON_LLM_RETRIES", "0")
+
+
+def test_a_capable_model_writes_the_summary_cited_to_the_steps(
+    pytest_workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve_chat() as chat:
+        _capable_model(home, chat, monkeypatch)
+        jobs = open_jobs()
+        job = jobs.create("what changed, and do the tests pass?")
+        run(jobs)
+        done = jobs.get(job.id)
+        sent = chat.posted("/v1/chat/completions")
+    assert done.result is not None and done.result["summary_by"] == "gpt"
+    # The loopback model echoes what it was sent: the outputs, each under its step's tag.
+    summary = done.result["summary"]
+    assert "[git_status]" in summary and "[git_diff]" in summary and "[test]" in summary
+    assert done.result["facts"].startswith("On branch main: 2 files changed")
+    assert len(sent) == 1
+    system = sent[0]["messages"][0]["content"]
+    assert "[git_diff]" in system and "cite" in system
+    assert "assert 1 == 2" in sent[0]["messages"][1]["content"]
+    jobs.close()
+
+
+def test_when_the_model_fails_the_facts_stand_with_a_note(
+    pytest_workspace: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve_chat() as chat:
+        _capable_model(home, chat, monkeypatch)
+        chat.fail("gpt-test", 500)
+        jobs = open_jobs()
+        failed = jobs.create("what changed?")
+        run(jobs)
+        # A summary citing a step that never ran (the prompt's "[deploy]", echoed) is refused.
+        invented = jobs.create("what changed? [deploy]")
+        run(jobs)
+    for job_id, why in ((failed.id, "500"), (invented.id, "cited steps that did not run: deploy")):
+        result = jobs.get(job_id).result
+        assert result is not None and result["summary_by"] == "steps"
+        assert result["summary"] == result["facts"]
+        assert result["summary"].startswith("On branch main: 2 files changed")
+        assert (
+            why in result["summary_note"]
+            and "built from the step outputs" in result["summary_note"]
+        )
+    jobs.close()
 
 
 def test_a_secret_in_command_output_never_reaches_the_store(

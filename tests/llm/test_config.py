@@ -7,8 +7,9 @@ from pathlib import Path
 import pytest
 
 from heron.errors import ConfigError
-from heron.llm import LOCAL_ALIAS, load_broker, load_table, parse_table
+from heron.llm import LOCAL_ALIAS, ChatRequest, Message, load_broker, load_table, parse_table
 from heron.settings import Settings
+from tests.llm_servers import ChatServer
 
 
 def test_no_file_means_the_local_model(home: Path) -> None:
@@ -101,3 +102,192 @@ def test_bad_entries(entry: str, message: str) -> None:
 def test_max_tools_null_means_no_limit() -> None:
     table = parse_table("models:\n  a:\n    provider: openai\n    model: m\n    max_tools: null\n")
     assert table.spec("a").capabilities.max_tools is None
+
+
+# -- LiteLLM's model_list ------------------------------------------------------------------
+
+#: A LiteLLM proxy config in the shape LiteLLM's docs give (docs.litellm.ai, "Config.yaml"):
+#: deployments under one model_name, os.environ/ keys, per-deployment rpm and timeouts,
+#: model_info metadata, and the proxy's own settings sections.
+LITELLM_CONFIG = """\
+model_list:
+  - model_name: gpt-4o
+    litellm_params:
+      model: openai/gpt-4o
+      api_key: os.environ/OPENAI_API_KEY
+      rpm: 480
+      timeout: 300
+      stream_timeout: 60
+    model_info:
+      id: deployment-1
+      mode: chat
+      base_model: gpt-4o
+  - model_name: claude
+    litellm_params:
+      model: anthropic/claude-3-5-sonnet-20240620
+      api_key: os.environ/ANTHROPIC_API_KEY
+      max_tokens: 4096
+  - model_name: llama3
+    litellm_params:
+      model: ollama_chat/llama3.1
+      api_base: http://localhost:11434
+    model_info:
+      max_input_tokens: 8192
+      supports_function_calling: false
+  - model_name: vllm-model
+    litellm_params:
+      model: hosted_vllm/facebook/opt-125m
+      api_base: http://0.0.0.0:8000/v1
+  - model_name: gpt-4o
+    litellm_params:
+      model: openrouter/openai/gpt-4o
+      api_key: os.environ/OPENROUTER_API_KEY
+      temperature: 0.2
+  - model_name: mini
+    litellm_params:
+      model: gpt-4o-mini
+litellm_settings:
+  drop_params: True
+  set_verbose: True
+router_settings:
+  routing_strategy: simple-shuffle
+  num_retries: 3
+general_settings:
+  master_key: os.environ/LITELLM_MASTER_KEY
+"""
+
+
+def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
+    table = parse_table(LITELLM_CONFIG, tmp_path / "config.yaml")
+    assert list(table.models) == [
+        "gpt-4o",
+        "claude",
+        "llama3",
+        "vllm-model",
+        "gpt-4o#2",
+        "mini",
+        LOCAL_ALIAS,
+    ]
+    assert table.default == "gpt-4o"
+    gpt, claude, llama, vllm, router, mini = (table.spec(a) for a in list(table.models)[:6])
+    assert (gpt.provider, gpt.model, gpt.base_url, gpt.api_key_env) == (
+        "openai",
+        "gpt-4o",
+        "https://api.openai.com/v1",
+        "OPENAI_API_KEY",
+    )
+    assert gpt.fallbacks == ("gpt-4o#2",)  # LiteLLM balances load; Heron falls back
+    assert [s.alias for s in table.chain("gpt-4o")] == ["gpt-4o", "gpt-4o#2"]
+    assert (claude.provider, claude.model, claude.max_output_tokens) == (
+        "anthropic",
+        "claude-3-5-sonnet-20240620",
+        4096,
+    )
+    assert claude.api_key_env == "ANTHROPIC_API_KEY"
+    assert (llama.provider, llama.model, llama.base_url, llama.api_key_env) == (
+        "openai",
+        "llama3.1",
+        "http://localhost:11434/v1",
+        None,
+    )
+    assert llama.capabilities.context_window == 8192 and not llama.capabilities.tool_calling
+    assert (vllm.provider, vllm.model, vllm.base_url) == (
+        "openai",
+        "facebook/opt-125m",
+        "http://0.0.0.0:8000/v1",
+    )
+    assert (router.model, router.base_url, router.api_key_env, router.temperature) == (
+        "openai/gpt-4o",
+        "https://openrouter.ai/api/v1",
+        "OPENROUTER_API_KEY",
+        0.2,
+    )
+    assert (mini.provider, mini.model) == ("openai", "gpt-4o-mini")
+    notes = "\n".join(table.notes)
+    for ignored in ("litellm_settings", "router_settings", "general_settings"):
+        assert f"{ignored} is LiteLLM's own setting; Heron ignores it" in notes
+    assert "rpm, stream_timeout, timeout" in notes
+    assert "2 entries are named 'gpt-4o'" in notes and "falls back to gpt-4o#2" in notes
+
+
+def test_a_litellm_config_answers_through_the_broker(
+    chat: ChatServer, home: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The user's file, as LiteLLM would take it, drives a real call (the loopback server
+    speaks OpenAI's wire format); the ignored sections are logged once."""
+    home.mkdir(parents=True)
+    (home / "models.yml").write_text(
+        "model_list:\n"
+        "  - model_name: team-gpt\n"
+        "    litellm_params:\n"
+        "      model: openai/gpt-test\n"
+        f"      api_base: {chat.url}/v1\n"
+        "      api_key: os.environ/TEST_OPENAI_KEY\n"
+        "      max_tokens: 50\n"
+        "router_settings:\n"
+        "  routing_strategy: least-busy\n"
+    )
+    with caplog.at_level("WARNING", logger="heron.llm"):
+        broker = load_broker(Settings())
+        load_broker(Settings())
+    answer = broker.complete(ChatRequest((Message("user", "ping"),)))
+    assert answer.text == "echo: ping" and answer.model == "team-gpt"
+    body = chat.posted("/v1/chat/completions")[0]
+    assert body["model"] == "gpt-test" and body["max_tokens"] == 50
+    logged = [r.getMessage() for r in caplog.records if "router_settings" in r.getMessage()]
+    assert len(logged) == 1
+    broker.close()
+
+
+@pytest.mark.parametrize(
+    ("params", "message"),
+    [
+        (
+            "model: azure/gpt-4o\n      api_base: https://x.openai.azure.com\n"
+            "      api_version: '2024-02-01'",
+            r"azure/ models are not supported.*LiteLLM proxy in front.*openai/MODEL_NAME",
+        ),
+        ("model: bedrock/anthropic.claude-v2", r"provider 'bedrock' is not supported"),
+        ("model: llama3", r"model 'llama3' names no provider.*openai/llama3"),
+        (
+            "model: openai/gpt-4o\n      api_key: sk-live-1234567890abcdef",
+            r"api_key holds the key itself.*os.environ/NAME",
+        ),
+        ("model: hosted_vllm/opt", r"hosted_vllm/ needs api_base"),
+        ("model: openai/x\n      api_bse: http://h/v1", r"api_bse \(did you mean api_base\?\)"),
+        ("api_base: http://h/v1", r"litellm_params.model is required"),
+    ],
+)
+def test_litellm_entries_heron_cannot_take_are_refused_clearly(
+    tmp_path: Path, params: str, message: str
+) -> None:
+    text = f"model_list:\n  - model_name: m\n    litellm_params:\n      {params}\n"
+    with pytest.raises(ConfigError, match=message) as caught:
+        parse_table(text, tmp_path / "models.yml")
+    assert "models.yml, line 2, model_list entry 1" in str(caught.value)
+    assert "sk-live" not in str(caught.value)
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            "modles:\n  a: {provider: local}\n",
+            r"unknown top-level key\(s\) modles \(did you mean models\?\)",
+        ),
+        ("model_lists: []\n", r"model_lists \(did you mean model_list\?\)"),
+        (
+            "models:\n  a:\n    provider: openai\n    model: m\n    fallback: [local]\n",
+            r"unknown key\(s\) fallback \(did you mean fallbacks\?\)\. Allowed: answers, "
+            r"api_key_env",
+        ),
+        (
+            "model_list:\n  - model_name: m\n    litellm_param: {model: openai/x}\n",
+            r"litellm_param \(did you mean litellm_params\?\)\. "
+            r"Allowed: litellm_params, model_info",
+        ),
+    ],
+)
+def test_unknown_keys_name_the_closest_allowed_one(text: str, message: str) -> None:
+    with pytest.raises(ConfigError, match=message):
+        parse_table(text)

@@ -1,10 +1,13 @@
-"""The real bundled SmolLM2 through the broker: text, forced tool calls, streaming."""
+"""The real bundled SmolLM2 through the broker: text, forced tool calls, streaming,
+sampling (each field changes what llama.cpp generates) and JSON answers."""
 
 from __future__ import annotations
 
+import json
 import threading
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -19,7 +22,9 @@ from heron.llm import (
     TextDelta,
 )
 from heron.llm.config import LOCAL_SPEC
+from heron.llm.errors import BadRequest
 from heron.llm.local import bundled_model_path, load_model
+from heron.llm.types import Sampling
 from heron.settings import Settings
 from heron.tools import Tool
 
@@ -77,13 +82,68 @@ def test_required_picks_one_of_the_tools(broker: Broker) -> None:
 
 
 def test_stream_yields_deltas_then_done(broker: Broker) -> None:
-    request = ChatRequest((Message("user", "Count from one to five."),), max_tokens=24)
+    request = ChatRequest(
+        (Message("system", "Be brief."), Message("user", "Count from one to five.")),
+        max_tokens=24,
+        temperature=0,
+    )
     events = list(broker.stream(request))
     deltas = [e.text for e in events if isinstance(e, TextDelta)]
     assert len(deltas) >= 2
     assert isinstance(events[-1], Done) and events.count(events[-1]) == 1
     assert events[-1].completion.text == "".join(deltas)
-    assert events[-1].completion.usage.completion_tokens > 0
+    # llama.cpp reports no usage in a stream: both sides are counted, as it counts them.
+    assert events[-1].completion.usage == broker.complete(request).usage
+
+
+def say(broker: Broker, prompt: str, **sampling: Any) -> Completion:
+    return broker.complete(ChatRequest((Message("user", prompt),), sampling=Sampling(**sampling)))
+
+
+def test_each_sampling_field_changes_the_generation(broker: Broker) -> None:
+    greedy = say(broker, "Write a sentence about cats.", max_tokens=12, temperature=0)
+    assert greedy.usage.completion_tokens == 12 and greedy.finish_reason == "length"
+    # stop: the same greedy text, cut where the stop sequence would have begun.
+    word = next(w for w in greedy.text.split()[2:] if len(w) >= 4)
+    stopped = say(
+        broker, "Write a sentence about cats.", max_tokens=12, temperature=0, stop=(word,)
+    )
+    assert stopped.text == greedy.text[: greedy.text.index(word)]
+    assert stopped.finish_reason == "stop"
+    # seed: a hot sample is the same for the same seed; top_p 0 keeps only the best token.
+    hot = {"max_tokens": 12, "temperature": 1.5}
+    first = say(broker, "Write a sentence about cats.", seed=5, **hot)
+    assert say(broker, "Write a sentence about cats.", seed=5, **hot).text == first.text
+    assert say(broker, "Write a sentence about cats.", seed=5, top_p=0.0, **hot).text == greedy.text
+    # temperature: hot, another seed gives another sample; cold, the seed does not matter.
+    assert say(broker, "Write a sentence about cats.", seed=6, **hot).text != first.text
+    cold = say(broker, "Write a sentence about cats.", seed=6, max_tokens=12, temperature=0)
+    assert cold.text == greedy.text
+    # penalties: the greedy answer repeats a word; penalised, it repeats it less.
+    echo = "Write the word cat five times: cat cat"
+    plain = say(broker, echo, max_tokens=16, temperature=0).text.lower().count("cat")
+    for penalty in ("frequency_penalty", "presence_penalty"):
+        cats = say(broker, echo, max_tokens=16, temperature=0, **{penalty: 2.0})
+        assert cats.text.lower().count("cat") < plain, penalty
+
+
+def test_a_json_schema_holds_the_answer(broker: Broker) -> None:
+    schema = {
+        "type": "object",
+        "properties": {"sky_is_blue": {"type": "boolean"}},
+        "required": ["sky_is_blue"],
+        "additionalProperties": False,
+    }
+    form = {"type": "json_schema", "json_schema": {"name": "answer", "schema": schema}}
+    done = say(broker, "Is the sky blue?", max_tokens=24, response_format=form)
+    value = json.loads(done.text)
+    assert set(value) == {"sky_is_blue"} and isinstance(value["sky_is_blue"], bool)
+
+
+def test_a_schema_llama_cpp_cannot_hold_is_refused(broker: Broker) -> None:
+    form = {"type": "json_schema", "json_schema": {"name": "x", "schema": {"type": "strange"}}}
+    with pytest.raises(BadRequest, match=r"response_format schema.*Unrecognized schema"):
+        say(broker, "Hi", max_tokens=4, response_format=form)
 
 
 def test_tool_results_are_given_back(broker: Broker) -> None:

@@ -3,9 +3,12 @@ both wire formats: payloads the real APIs accept, calls decoded, retries, fallba
 
 from __future__ import annotations
 
+import json
 import logging
+import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 
 import httpx
 import pytest
@@ -24,6 +27,7 @@ from heron.llm import (
     TextDelta,
     ToolCall,
 )
+from heron.llm.types import Sampling
 from heron.tools import Tool
 from tests.llm_servers import ANTHROPIC_NAME, KEY, OPENAI_NAME, ChatServer
 
@@ -307,3 +311,166 @@ def test_unreachable_server_is_a_timeout_error(make_broker: MakeBroker) -> None:
     broker = Broker(table, Settings(llm_retries=0))
     with pytest.raises(ProviderTimeout, match="could not reach"):
         broker.complete(HELLO, model="dead")
+
+
+# -- sampling: each field on the wire in the provider's own words, or refused by name ----
+
+EVERYTHING = Sampling(
+    max_tokens=64,
+    temperature=0.3,
+    top_p=0.9,
+    stop=("STOP",),
+    seed=7,
+    presence_penalty=0.5,
+    frequency_penalty=0.25,
+    response_format={"type": "json_object"},
+)
+
+
+def test_openai_gets_every_sampling_field(make_broker: MakeBroker, chat: ChatServer) -> None:
+    # The replay refuses any field OpenAI's API does not have, as the API does.
+    done = make_broker().complete(replace(HELLO, sampling=EVERYTHING), fallbacks=False)
+    assert json.loads(done.text) == {"echo": "hello there"}
+    body = chat.requests[0]["body"]
+    assert {k: body[k] for k in ("temperature", "top_p", "stop", "seed", "max_tokens")} == {
+        "temperature": 0.3,
+        "top_p": 0.9,
+        "stop": ["STOP"],
+        "seed": 7,
+        "max_tokens": 64,
+    }
+    assert body["presence_penalty"] == 0.5 and body["frequency_penalty"] == 0.25
+    assert body["response_format"] == {"type": "json_object"}
+
+
+@pytest.mark.parametrize("alias", ["gpt", "claude"])
+def test_stop_and_max_tokens_cut_the_answer(
+    make_broker: MakeBroker, chat: ChatServer, alias: str
+) -> None:
+    broker = make_broker()
+    stopped = broker.complete(replace(HELLO, sampling=Sampling(stop=(" there",))), model=alias)
+    assert (stopped.text, stopped.finish_reason) == ("echo: hello", "stop")
+    short = broker.complete(replace(HELLO, sampling=Sampling(max_tokens=2)), model=alias)
+    assert (short.text, short.finish_reason) == ("echo: hello ", "length")
+    bodies = [r["body"] for r in chat.requests]
+    stop_field = "stop" if alias == "gpt" else "stop_sequences"
+    assert bodies[0][stop_field] == [" there"] and bodies[1]["max_tokens"] == 2
+
+
+def test_sampling_wins_over_the_plain_fields(make_broker: MakeBroker, chat: ChatServer) -> None:
+    request = replace(HELLO, max_tokens=500, temperature=1.0, sampling=Sampling(max_tokens=2))
+    make_broker().complete(request, fallbacks=False)
+    body = chat.requests[0]["body"]
+    assert body["max_tokens"] == 2 and body["temperature"] == 1.0
+
+
+def test_anthropic_maps_what_it_has(make_broker: MakeBroker, chat: ChatServer) -> None:
+    sampling = Sampling(max_tokens=30, temperature=0.2, top_p=0.5, stop=("x", "y"))
+    make_broker().complete(replace(HELLO, sampling=sampling), model="claude", fallbacks=False)
+    body = chat.requests[0]["body"]
+    assert (body["max_tokens"], body["temperature"], body["top_p"]) == (30, 0.2, 0.5)
+    assert body["stop_sequences"] == ["x", "y"]
+
+
+@pytest.mark.parametrize(
+    ("sampling", "named"),
+    [
+        (Sampling(seed=1), "'seed'"),
+        (Sampling(presence_penalty=0.1), "'presence_penalty'"),
+        (Sampling(frequency_penalty=0.1), "'frequency_penalty'"),
+        (Sampling(response_format={"type": "json_object"}), "'response_format'.*JSON mode"),
+        (Sampling(temperature=1.5), "temperature 1.5 is over Anthropic's maximum of 1"),
+    ],
+)
+def test_anthropic_refuses_what_it_cannot_honour(
+    make_broker: MakeBroker, chat: ChatServer, sampling: Sampling, named: str
+) -> None:
+    """Refused by name before any request: the API would refuse the field (the replay
+    does: "Extra inputs are not permitted"), and dropping it would answer as if it had
+    been honoured."""
+    with pytest.raises(BadRequest, match=named):
+        make_broker().complete(replace(HELLO, sampling=sampling), model="claude", fallbacks=False)
+    assert chat.requests == []
+
+
+def test_heron_s_own_defaults_are_left_out_not_refused(
+    make_broker: MakeBroker, chat: ChatServer
+) -> None:
+    """The agent's repeat penalties are Heron's choice, not the caller's: a fallback to
+    Anthropic still answers, without them."""
+    sampling = Sampling(frequency_penalty=0.5, defaults=frozenset({"frequency_penalty"}))
+    done = make_broker().complete(replace(HELLO, sampling=sampling), model="claude")
+    assert done.text == "echo: hello there"
+    assert "frequency_penalty" not in chat.requests[0]["body"]
+    make_broker().complete(replace(HELLO, sampling=sampling), model="gpt")
+    assert chat.requests[1]["body"]["frequency_penalty"] == 0.5
+
+
+def test_a_refusal_falls_back_to_a_model_that_takes_the_field(chat: ChatServer) -> None:
+    from heron.llm import parse_table
+    from heron.settings import Settings
+
+    table = parse_table(
+        f"""
+default: claude
+models:
+  claude: {{provider: anthropic, model: claude-test, base_url: "{chat.url}",
+            api_key_env: TEST_ANTHROPIC_KEY, fallbacks: [gpt]}}
+  gpt: {{provider: openai, model: gpt-test, base_url: "{chat.url}/v1",
+         api_key_env: TEST_OPENAI_KEY}}
+"""
+    )
+    done = Broker(table, Settings(llm_retries=0)).complete(
+        replace(HELLO, sampling=Sampling(seed=3))
+    )
+    assert done.model == "gpt" and chat.requests[0]["body"]["seed"] == 3
+
+
+@pytest.mark.parametrize(
+    ("sampling", "says"),
+    [
+        (Sampling(temperature=2.5), "temperature must be between 0 and 2"),
+        (Sampling(top_p=1.5), "top_p must be between 0 and 1"),
+        (Sampling(frequency_penalty=-3), "frequency_penalty must be between -2 and 2"),
+        (Sampling(stop=("a", "b", "c", "d", "e")), "at most 4"),
+        (Sampling(max_tokens=0), "max_tokens must be positive"),
+        (Sampling(response_format={"type": "xml"}), "response_format type must be one of"),
+        (Sampling(response_format={"type": "json_schema"}), "needs {'json_schema'"),
+    ],
+)
+def test_impossible_sampling_is_refused_before_any_call(
+    make_broker: MakeBroker, chat: ChatServer, sampling: Sampling, says: str
+) -> None:
+    with pytest.raises(RequestError, match=re.escape(says)):
+        make_broker().complete(replace(HELLO, sampling=sampling))
+    assert chat.requests == []
+
+
+def test_json_schema_goes_to_openai_as_it_is(make_broker: MakeBroker, chat: ChatServer) -> None:
+    schema = {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}
+    form = {"type": "json_schema", "json_schema": {"name": "count", "schema": schema}}
+    done = make_broker().complete(
+        replace(HELLO, sampling=Sampling(response_format=form)), fallbacks=False
+    )
+    assert json.loads(done.text) == {"n": 1}
+    assert chat.requests[0]["body"]["response_format"] == form
+
+
+def test_the_alias_temperature_is_the_default(chat: ChatServer) -> None:
+    from heron.llm import parse_table
+    from heron.settings import Settings
+
+    table = parse_table(
+        f"""
+models:
+  gpt: {{provider: openai, model: gpt-test, base_url: "{chat.url}/v1",
+         api_key_env: TEST_OPENAI_KEY, temperature: 0.4}}
+  claude: {{provider: anthropic, model: claude-test, base_url: "{chat.url}",
+            api_key_env: TEST_ANTHROPIC_KEY, temperature: 0.6}}
+"""
+    )
+    broker = Broker(table, Settings(llm_retries=0))
+    for alias in ("gpt", "claude"):
+        broker.complete(HELLO, model=alias)
+        broker.complete(replace(HELLO, sampling=Sampling(temperature=0.0)), model=alias)
+    assert [r["body"]["temperature"] for r in chat.requests] == [0.4, 0.0, 0.6, 0.0]

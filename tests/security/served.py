@@ -6,17 +6,14 @@ from __future__ import annotations
 
 import contextlib
 import subprocess
-import threading
-import time
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from heron.server import create_app
 from heron.settings import Settings
-from tests.server.conftest import Served, free_socket, heron_env
+from tests.server.conftest import Served, heron_env, running
 
 
 def git(root: Path, *args: str) -> str:
@@ -53,22 +50,6 @@ def serve(tmp: Path, env: Mapping[str, str]) -> Iterator[Served]:
             mp.setenv(name, value)
         mp.delenv("HERON_CONFIG", raising=False)
         mp.delenv("HERON_API_TOKEN", raising=False)
-        sock = free_socket()
         settings = Settings()
-        config = uvicorn.Config(
-            create_app(settings), lifespan="on", log_config=None, access_log=False
-        )
-        server = uvicorn.Server(config)
-        thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-        thread.start()
-        deadline = time.monotonic() + 120
-        while not server.started:
-            assert thread.is_alive() and time.monotonic() < deadline, "the server did not start"
-            time.sleep(0.05)
-        try:
-            port = sock.getsockname()[1]
-            yield Served(f"http://127.0.0.1:{port}", tmp / "home", settings, server)
-        finally:
-            server.should_exit = True
-            thread.join(60)
-            sock.close()
+        with running(create_app(settings)) as (url, server):
+            yield Served(url, tmp / "home", settings, server)

@@ -192,26 +192,18 @@ def test_redaction_takes_linear_time_on_hostile_output(text: str) -> None:
 
 # -- where secrets would be written down -----------------------------------------------
 
-MODELS = """default: gpt
-models:
-  gpt:
-    provider: openai
-    model: gpt-test
-    base_url: {url}/v1
-    api_key_env: TEST_OPENAI_KEY
-"""
 
 
 def test_a_password_in_a_chat_is_not_kept_in_the_session_store(tmp_path: Path) -> None:
     """Through the server's ``agent.chat``: the model gets the message as written (it may
     need it), ``agent.db`` keeps it redacted, the answer that echoes it too."""
-    from tests.llm_servers import KEY, serve
+    from tests.llm_servers import KEY, ONE_MODEL, serve
     from tests.security.served import serve as serve_heron
 
     message = f'My vault password: "{PASSPHRASE}". Which port does the vault use?'
     with serve() as chat:
         models = tmp_path / "models.yml"
-        models.write_text(MODELS.format(url=chat.url))
+        models.write_text(ONE_MODEL.format(url=chat.url))
         env = {"HERON_MODELS_FILE": str(models), "TEST_OPENAI_KEY": KEY}
         with serve_heron(tmp_path, env) as served:
             answer = served.rpc("agent.chat", {"message": message, "session_id": "s1"})

@@ -113,6 +113,14 @@ def test_sse_stream_then_resume(served: Served) -> None:
         assert gone.status_code == 404 and "POST /chat/stream" in gone.json()["error"]["message"]
 
 
+@pytest.mark.parametrize("mode", ["extractive", "generative"])
+def test_sse_stream_takes_the_answer_mode(served: Served, mode: str) -> None:
+    body = {"message": QUESTION, "library": "tiny", "answer": mode}
+    with served.client() as http, http.stream("POST", "/chat/stream", json=body) as response:
+        final = read_events(response)[-1][2]
+    assert final["mode"] == mode
+
+
 def test_sse_bad_requests(served: Served) -> None:
     with served.client() as http:
         empty = http.post("/chat/stream", json={"message": ""})

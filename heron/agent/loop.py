@@ -1,0 +1,330 @@
+"""The generative loop: the prompt of a turn, then model calls and tool runs until the
+model answers (``heron.agent.agent``, step 6).
+
+Every model call is streamed, ``Agent.ask``'s too, so that ``heron.agent.guard`` can stop
+a looping model after a few tokens rather than at ``max_tokens``. A call that writes text
+(tool choice ``auto`` or ``none``) gets ``PENALTIES`` where the request left the
+penalties unset and the provider takes them; a forced call writes JSON and gets none.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
+
+from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse, ToolUsed
+from heron.agent.execute import run_calls, tool_content
+from heron.agent.guard import RepetitionGuard, repeats
+from heron.agent.prompt import system_prompt, user_prompt
+from heron.llm.errors import ProviderError
+from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
+from heron.llm.types import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
+from heron.tools import Tool
+
+if TYPE_CHECKING:
+    from heron.agent.agent import Agent
+
+#: Penalties on calls that write text (OpenAI's scale, -2 to 2): enough to break a
+#: small model's loops, too little to bend a good model's wording.
+PENALTIES = Sampling(frequency_penalty=0.5, presence_penalty=0.3)
+#: Providers whose API takes both penalties (Anthropic's refuses them).
+PENALTY_PROVIDERS = frozenset({"openai", "local"})
+
+
+@dataclass(frozen=True)
+class Turn:
+    """What one turn was asked; see ``Agent.ask`` for each field."""
+
+    message: str
+    session_id: str | None = None
+    library: str | None = None
+    model: str | None = None
+    answer: AnswerMode | None = None
+    instructions: str = ""
+    history: tuple[Message, ...] | None = None
+    sampling: Sampling = field(default_factory=Sampling)
+    client_tools: tuple[Tool, ...] = ()
+    tool_choice: str = "auto"
+
+    @property
+    def continues(self) -> bool:
+        """The client's history ends with its tools' results: the turn goes on from there."""
+        return bool(self.history) and self.history[-1].role == "tool"  # type: ignore[index]
+
+
+def _after_first_turn(history: list[Message]) -> list[Message]:
+    """``history`` without its first turn: up to the next user message, so an assistant's
+    tool calls never lose their results."""
+    return next((history[i:] for i in range(1, len(history)) if history[i].role == "user"), [])
+
+
+@dataclass
+class Prompt:
+    """The first request's parts; ``fit`` shrinks them to the model's context window."""
+
+    message: str
+    passages: list[tuple[Citation, str]]
+    skills: str
+    tools: list[Tool]  # Heron's routed tools
+    history: list[Message]  # before the grounded user message
+    forced: str | None  # the first tool, when forced
+    instructions: str = ""
+    tail: list[Message] = field(default_factory=list)  # after it: a continued turn
+    client_tools: list[Tool] = field(default_factory=list)
+
+    def messages(self) -> list[Message]:
+        system = system_prompt(
+            self.skills, tools=bool(self.tools or self.client_tools), instructions=self.instructions
+        )
+        user = user_prompt(self.message, self.passages)
+        return [Message("system", system), *self.history, Message("user", user), *self.tail]
+
+    def all_tools(self) -> tuple[Tool, ...]:
+        """The client's first: ``payload.fit`` keeps the first tools when a model takes
+        fewer, and the client asked for its own."""
+        return (*self.client_tools, *self.tools)
+
+    def tokens(self) -> int:
+        """The broker's own estimate, so what fits here fits there."""
+        return estimate_tokens(ChatRequest(tuple(self.messages()), self.all_tools()))
+
+    def fit(self, room: int) -> list[str]:
+        """Drop, until the prompt fits ``room`` tokens: earlier turns (oldest first), then
+        skills, then Heron's tools (the forced one last), then passages from the last.
+        The message, the instructions, the client's tools and a continued turn's tool
+        results stay. Returns notes saying what went."""
+        dropped: Counter[str] = Counter()
+        while self.tokens() > room:
+            if self.history:
+                self.history = _after_first_turn(self.history)
+                dropped["earlier turns"] += 1
+            elif self.skills:
+                self.skills = ""
+                dropped["skill blocks"] += 1
+            elif len(self.tools) > (1 if self.forced else 0):
+                self.tools = self.tools[:-1]
+                dropped["tools"] += 1
+            elif self.passages:
+                self.passages = self.passages[:-1]
+                dropped["passages"] += 1
+            else:
+                break  # the message alone: ``check`` made sure it fits
+        return [f"dropped {n} {what} to fit the context window" for what, n in dropped.items()]
+
+
+class Loop:
+    """Model calls and tool runs until the model answers (``heron.agent.agent``, step 6)."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        req: Turn,
+        prompt: Prompt,
+        offered: dict[str, Tool],
+        streaming: bool,
+        notes: list[str],
+        mode: AnswerMode,
+    ) -> None:
+        self.agent = agent
+        self.req = req
+        self.messages = prompt.messages()
+        self.offered = offered
+        self.client = {t.name: t for t in prompt.client_tools}
+        self.tools_sent = prompt.all_tools()
+        self.forced = prompt.forced
+        self.model_alias = req.model
+        self.streaming = streaming
+        self.notes = notes
+        # An extractive answer calls the model only for a forced tool's arguments.
+        self.extractive = mode == "extractive"
+        self.text = ""
+        self.tools: list[ToolUse] = []
+        self.client_calls: list[ToolCall] = []
+        self.usage = Usage()
+        self.model = ""
+        self.model_seconds = 0.0
+        self.tool_seconds = 0.0
+        self.steps = 0
+        self.finish_reason = "stop"
+        self.degenerate: str | None = None  # what repeated, when the guard stopped a call
+        self.room = agent._room(req.model, req.sampling.max_tokens)
+        spec = agent.broker.table.spec(req.model)
+        self.penalize = spec.provider in PENALTY_PROVIDERS
+        # Structured output repeats its keys by design: no guard there.
+        self.guard = not req.sampling.response_format
+
+    def sampling_for(self, *, text_call: bool) -> Sampling:
+        """The request's sampling, its answer cap filled in, and ``PENALTIES`` where it
+        left them unset on a call that writes text (a forced call writes JSON)."""
+        sampling = self.req.sampling
+        cap = sampling.max_tokens or self.agent.settings.agent_max_tokens
+        sampling = replace(sampling, max_tokens=cap)
+        if text_call and self.penalize:
+            sampling = replace(
+                sampling,
+                frequency_penalty=_either(sampling.frequency_penalty, PENALTIES.frequency_penalty),
+                presence_penalty=_either(sampling.presence_penalty, PENALTIES.presence_penalty),
+            )
+        return sampling
+
+    def _choice(self, step: int) -> str:
+        # Forcing on later turns too would make the model call the tool forever.
+        if step > 1:
+            return "auto"
+        if self.forced:
+            return self.forced
+        return self.req.tool_choice
+
+    def run(self) -> Iterator[AgentEvent]:
+        most = self.agent.settings.agent_max_steps
+        for step in range(1, most + 1):
+            self.steps = step
+            if self.tools_sent and step < most and self.req.tool_choice != "none":
+                choice, tools = self._choice(step), self.tools_sent
+            else:
+                choice, tools = "none", ()
+            text_call = choice in ("auto", "none")
+            sampling = self.sampling_for(text_call=text_call)
+            request = ChatRequest(
+                tuple(self.messages),
+                tools,
+                choice,
+                max_tokens=sampling.max_tokens,
+                temperature=sampling.temperature,
+                sampling=sampling,
+            )
+            completion = yield from self._call(request, guarded=self.guard and text_call)
+            self.model_seconds += completion.seconds
+            self.usage = self.usage + completion.usage
+            self.model = completion.model or self.model
+            if self.degenerate is not None or not completion.tool_calls:
+                self.text = completion.text
+                self.finish_reason = completion.finish_reason
+                return
+            calls = completion.tool_calls
+            theirs = [c for c in calls if c.name in self.client]
+            if theirs:
+                self.client_calls, self.text, self.finish_reason = (
+                    theirs,
+                    completion.text,
+                    "tool_calls",
+                )
+                if len(theirs) < len(calls):
+                    self.notes.append(
+                        f"dropped {len(calls) - len(theirs)} call(s) to Heron's tools: the "
+                        "turn ended with the client's tool calls"
+                    )
+                return
+            start = time.perf_counter()
+            forced = self.forced if choice == self.forced else None
+            answered = shown = self._run_calls(calls, forced)
+            if forced:
+                calls, answered, shown = self._defaults_for_refused(calls, answered)
+            self.tool_seconds += time.perf_counter() - start
+            self.messages.append(Message("assistant", completion.text, calls))
+            # The results share what the context window has left.
+            used = estimate_tokens(ChatRequest(tuple(self.messages), self.tools_sent))
+            share = max(0, self.room - used) * CHARS_PER_TOKEN // len(answered)
+            self.messages += [
+                Message("tool", tool_content(use, share), tool_call_id=use.id, name=use.name)
+                for use in answered
+            ]
+            for use in shown:
+                self.tools.append(use)
+                yield ToolUsed(use)
+            if self.extractive:
+                return  # the tools' results are the answer (``Agent._extract``)
+        # Only a model that calls tools when offered none gets here.
+        self.notes.append(f"stopped after {most} model calls (HERON_AGENT_MAX_STEPS)")
+
+    def _run_calls(self, calls: Sequence[ToolCall], forced: str | None) -> list[ToolUse]:
+        return run_calls(
+            calls,
+            self.offered,
+            self.agent.toolbox.registry,
+            timeout=self.agent.settings.agent_tool_timeout,
+            forced=forced,
+            executor=self.agent.executor,
+        )
+
+    def _defaults_for_refused(
+        self, calls: Sequence[ToolCall], uses: list[ToolUse]
+    ) -> tuple[tuple[ToolCall, ...], list[ToolUse], list[ToolUse]]:
+        """The forced call again, with no arguments, when the tool refused the model's and
+        is read-only and needs none: triage already chose the tool, and a small model's
+        invented arguments (``{"path": "C:\\Users\\..."}`` for "list my files") should
+        not cost the answer its grounding. Returns the calls and uses the model sees, and
+        every use (the refused ones too)."""
+        tool = self.offered[self.forced]
+        if tool.safety != "read" or tool.parameters.get("required"):
+            return tuple(calls), uses, uses
+        fixed, answered, shown = [], [], []
+        for call, use in zip(calls, uses, strict=True):
+            shown.append(use)
+            if use.forced and use.refused and (call.arguments or call.error):
+                call = ToolCall(call.id, call.name, {})
+                (use,) = self._run_calls([call], self.forced)
+                shown.append(use)
+                self.notes.append(f"{call.name} refused the model's arguments; ran with none")
+            fixed.append(call)
+            answered.append(use)
+        return tuple(fixed), answered, shown
+
+    def _call(
+        self, request: ChatRequest, *, guarded: bool
+    ) -> Generator[AgentEvent, None, Completion]:
+        """One model call, always streamed so that the guard can stop a loop early (an
+        ``ask`` included: a looping small model would otherwise run to ``max_tokens``);
+        tokens are yielded only when the caller streams."""
+        broker = self.agent.broker
+        guard = RepetitionGuard() if guarded else None
+        pieces: list[str] = []
+        completion = None
+        started = time.perf_counter()
+        events = broker.stream(request, model=self.model_alias)
+        try:
+            for event in events:
+                if not isinstance(event, TextDelta):
+                    completion = event.completion
+                elif guard is not None and guard.feed(event.text):
+                    self.degenerate = guard.reason
+                    break
+                else:
+                    pieces.append(event.text)
+                    if self.streaming:
+                        yield Token(event.text)
+        except ProviderError:
+            if self.streaming or not pieces:
+                raise
+            # The stream broke after text began, so the broker could not retry it; a
+            # whole call can be (what ``ask`` did before it streamed).
+            completion = broker.complete(request, model=self.model_alias)
+            if guard is not None and (reason := repeats(completion.text)):
+                self.degenerate = reason
+        finally:
+            events.close()
+        if completion is not None and guard is not None and self.degenerate is None:
+            self.degenerate = guard.end()
+            if completion.finish_reason == "length" and self.req.sampling.max_tokens is None:
+                # Heron's own budget, not the caller's cap: an answer cut off mid-way is
+                # as unreadable as a loop (a caller who set max_tokens gets the cut text).
+                self.degenerate = f"on to its {request.sampling.max_tokens}-token budget"
+        if completion is not None:
+            return completion
+        if self.degenerate is None:
+            raise AssertionError("the broker's stream ended without Done")
+        text = "".join(pieces)
+        return Completion(  # stopped early: no usage came, so it is estimated
+            text,
+            usage=Usage(estimate_tokens(request), len(text) // CHARS_PER_TOKEN + 1),
+            model=self.agent.broker.table.spec(self.model_alias).alias,
+            finish_reason="degenerate",
+            seconds=round(time.perf_counter() - started, 4),
+        )
+
+
+def _either(value: float | None, default: float | None) -> float | None:
+    return default if value is None else value

@@ -1,0 +1,224 @@
+"""LiteLLM's ``model_list`` in models.yml: a LiteLLM proxy's config.yaml read unchanged.
+
+Each entry becomes a models.yml alias (``heron.llm.config`` then checks it like any
+other)::
+
+    model_list:
+      - model_name: fast                       # the alias
+        litellm_params:
+          model: openai/gpt-4o-mini            # provider/model
+          api_base: https://api.openai.com/v1  # -> base_url
+          api_key: os.environ/OPENAI_API_KEY   # -> api_key_env: OPENAI_API_KEY
+          max_tokens: 1024                     # -> max_output_tokens
+          temperature: 0.2                     # -> temperature (the alias's default)
+      - model_name: qwen
+        litellm_params: {model: ollama_chat/qwen2.5:7b, api_base: "http://localhost:11434"}
+    router_settings: {routing_strategy: simple-shuffle}   # tolerated, ignored (a note)
+
+Providers (``PREFIXES``): ``openai/``, ``anthropic/``, ``ollama/`` and ``ollama_chat/``
+(Ollama's OpenAI-compatible API at ``api_base`` + ``/v1``), ``hosted_vllm/`` (``api_base``
+as given, it ends in ``/v1``), ``openrouter/``, ``groq/``, ``deepseek/``, ``mistral/``;
+a bare ``gpt-...``/``o1``... is OpenAI's, ``claude-...`` Anthropic's. ``azure/`` and the
+rest are refused with the way round (an OpenAI-compatible endpoint, e.g. the LiteLLM
+proxy itself, under ``openai/``).
+
+Several entries with one ``model_name`` are LiteLLM's load balancing: Heron takes the
+first and tries the others, in file order, as its fallbacks (``name#2``, ``name#3``...),
+and says so in a note. A literal ``api_key`` is refused: keys live in the environment.
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from heron.errors import ConfigError
+
+#: Top-level sections of a LiteLLM config that mean nothing to Heron: read past, noted.
+IGNORED_SECTIONS = (
+    "router_settings",
+    "litellm_settings",
+    "general_settings",
+    "environment_variables",
+    "credential_list",
+)
+ENTRY_KEYS = ("model_name", "litellm_params", "model_info")
+#: ``litellm_params`` Heron uses; any other LiteLLM parameter is ignored with a note.
+USED_PARAMS = ("model", "api_base", "api_key", "max_tokens", "temperature")
+#: ``model_info`` keys Heron reads: LiteLLM's context size and tool flag, and Heron's
+#: own capability names (model_info is free-form metadata in LiteLLM).
+INFO_KEYS = {
+    "max_input_tokens": "context_window",
+    "supports_function_calling": "tool_calling",
+    "tool_calling": "tool_calling",
+    "max_tools": "max_tools",
+    "name_profile": "name_profile",
+    "context_window": "context_window",
+    "answers": "answers",
+}
+ENV_PREFIX = "os.environ/"
+
+
+@dataclass(frozen=True)
+class Prefix:
+    """How a LiteLLM provider prefix maps onto a Heron provider."""
+
+    provider: str
+    base_url: str | None = None  # None: api_base, or the provider's default
+    key_env: str | None = None  # LiteLLM's variable for the key, when none is given
+    suffix: str = ""  # appended to api_base (Ollama's OpenAI-compatible API)
+
+
+PREFIXES: dict[str, Prefix] = {
+    "openai": Prefix("openai"),
+    "anthropic": Prefix("anthropic"),
+    "ollama": Prefix("openai", "http://localhost:11434", suffix="/v1"),
+    "ollama_chat": Prefix("openai", "http://localhost:11434", suffix="/v1"),
+    "hosted_vllm": Prefix("openai"),
+    "openrouter": Prefix("openai", "https://openrouter.ai/api/v1", "OPENROUTER_API_KEY"),
+    "groq": Prefix("openai", "https://api.groq.com/openai/v1", "GROQ_API_KEY"),
+    "deepseek": Prefix("openai", "https://api.deepseek.com/v1", "DEEPSEEK_API_KEY"),
+    "mistral": Prefix("openai", "https://api.mistral.ai/v1", "MISTRAL_API_KEY"),
+}
+#: Bare model names LiteLLM routes without a prefix.
+_BARE = (("gpt-", "openai"), ("chatgpt-", "openai"), ("o1", "openai"), ("o3", "openai"))
+_BARE += (("o4", "openai"), ("claude-", "anthropic"))
+
+
+def unknown_keys(found: Any, allowed: Any, at: str, what: str = "key(s)") -> None:
+    """Raise ``ConfigError`` naming each key of ``found`` not in ``allowed``, the closest
+    allowed one where there is one (``difflib``), and every allowed key."""
+    allowed = sorted(map(str, allowed))
+    unknown = sorted(set(map(str, found)) - set(allowed))
+    if not unknown:
+        return
+    named = []
+    for key in unknown:
+        close = difflib.get_close_matches(key, allowed, n=1, cutoff=0.6)
+        named.append(f"{key} (did you mean {close[0]}?)" if close else key)
+    raise ConfigError(f"{at}: unknown {what} {', '.join(named)}. Allowed: {', '.join(allowed)}.")
+
+
+def convert(
+    data: Mapping[str, Any], where: str, lines: list[int]
+) -> tuple[dict[str, dict[str, Any]], list[str]]:
+    """``(alias -> models.yml entry, notes)`` for the ``model_list`` of ``data``.
+    ``lines`` holds each entry's 1-based line in the file, for error messages."""
+    entries = data.get("model_list")
+    if not isinstance(entries, list):
+        raise ConfigError(
+            f"{where}: model_list must be a list of entries (- model_name: ..., "
+            f"litellm_params: {{model: provider/model}}), got {type(entries).__name__}."
+        )
+    notes = [
+        f"{where}: {section} is LiteLLM's own setting; Heron ignores it."
+        for section in IGNORED_SECTIONS
+        if section in data
+    ]
+    aliases: dict[str, dict[str, Any]] = {}
+    groups: dict[str, list[str]] = {}
+    for n, entry in enumerate(entries):
+        at = f"{where}, line {lines[n] if n < len(lines) else 0}, model_list entry {n + 1}"
+        name, heron, ignored = _entry(entry, at)
+        group = groups.setdefault(name, [])
+        alias = name if not group else f"{name}#{len(group) + 1}"
+        group.append(alias)
+        aliases[alias] = heron
+        if ignored:
+            notes.append(
+                f"{at} ({name}): Heron ignores the LiteLLM parameter(s) {', '.join(ignored)}."
+            )
+    for name, members in groups.items():
+        if len(members) > 1:
+            aliases[name]["fallbacks"] = members[1:] + aliases[name].get("fallbacks", [])
+            notes.append(
+                f"{where}: {len(members)} entries are named {name!r} (LiteLLM balances "
+                f"load between them); Heron uses the first and falls back to "
+                f"{', '.join(members[1:])} in file order."
+            )
+    return aliases, notes
+
+
+def _entry(entry: Any, at: str) -> tuple[str, dict[str, Any], list[str]]:
+    if not isinstance(entry, Mapping):
+        raise ConfigError(f"{at}: expected a mapping with model_name and litellm_params.")
+    unknown_keys(entry, ENTRY_KEYS, at)
+    name = entry.get("model_name")
+    params = entry.get("litellm_params")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(f"{at}: model_name (the name clients ask for) is required.")
+    if not isinstance(params, Mapping) or not isinstance(params.get("model"), str):
+        raise ConfigError(
+            f"{at} ({name}): litellm_params.model is required, as provider/model "
+            "(e.g. openai/gpt-4o-mini, ollama_chat/qwen2.5:7b)."
+        )
+    ignored = sorted(str(k) for k in params if k not in USED_PARAMS)
+    for key in ignored:  # a typo of a parameter Heron uses must not pass as "ignored"
+        close = difflib.get_close_matches(key, USED_PARAMS, n=1, cutoff=0.8)
+        if close:
+            raise ConfigError(
+                f"{at} ({name}): unknown litellm_params key {key} (did you mean {close[0]}?)."
+            )
+    heron = _provider(params, f"{at} ({name})")
+    for key, value in (entry.get("model_info") or {}).items():
+        if key in INFO_KEYS:
+            heron[INFO_KEYS[key]] = value
+    if "max_tokens" in params:
+        heron["max_output_tokens"] = params["max_tokens"]
+    if "temperature" in params:
+        heron["temperature"] = params["temperature"]
+    return name, heron, ignored
+
+
+def _provider(params: Mapping[str, Any], at: str) -> dict[str, Any]:
+    prefix, slash, model = str(params["model"]).partition("/")
+    if not slash:
+        prefix, model = _bare(prefix, at), prefix
+    if prefix == "azure" or prefix.startswith("azure_"):
+        raise ConfigError(
+            f"{at}: azure/ models are not supported: Heron speaks OpenAI's and Anthropic's "
+            "APIs, not Azure's deployments and api-version. Put a LiteLLM proxy in front "
+            "and name it here as openai/MODEL_NAME with api_base: http://PROXY:4000/v1."
+        )
+    if prefix not in PREFIXES:
+        raise ConfigError(
+            f"{at}: the LiteLLM provider {prefix!r} is not supported. Supported: "
+            f"{', '.join(PREFIXES)}; for any OpenAI-compatible server write "
+            "openai/MODEL with its api_base."
+        )
+    spec = PREFIXES[prefix]
+    base = params.get("api_base") or spec.base_url
+    if base is not None and not isinstance(base, str):
+        raise ConfigError(f"{at}: api_base must be a URL, got {base!r}.")
+    if base and spec.suffix and not base.rstrip("/").endswith(spec.suffix):
+        base = base.rstrip("/") + spec.suffix
+    heron: dict[str, Any] = {"provider": spec.provider, "model": model}
+    if base:
+        heron["base_url"] = base
+    elif prefix == "hosted_vllm":
+        raise ConfigError(f"{at}: hosted_vllm/ needs api_base (the server's URL, ending in /v1).")
+    key = params.get("api_key")
+    if key is None:
+        if spec.key_env:
+            heron["api_key_env"] = spec.key_env
+    elif isinstance(key, str) and key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :]:
+        heron["api_key_env"] = key[len(ENV_PREFIX) :]
+    else:
+        raise ConfigError(
+            f"{at}: api_key holds the key itself; Heron reads keys only from the "
+            "environment. Write api_key: os.environ/NAME and export NAME (LiteLLM reads "
+            "that form too), or remove api_key for a server that needs none."
+        )
+    return heron
+
+
+def _bare(model: str, at: str) -> str:
+    for start, provider in _BARE:
+        if model.startswith(start):
+            return provider
+    raise ConfigError(
+        f"{at}: model {model!r} names no provider. Write it as provider/model, "
+        f"e.g. openai/{model} or ollama_chat/{model}."
+    )

@@ -1,0 +1,124 @@
+"""OpenAI's Embeddings API over Heron's embedder: ``POST /v1/embeddings``, so the bundled
+model (or the configured remote one) serves other tools too::
+
+    client = openai.OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="unused")
+    done = client.embeddings.create(model="heron", input=["a Pod runs containers"])
+    len(done.data[0].embedding), done.model     # (384, 'all-MiniLM-L6-v2-int8')
+
+The request is OpenAI's: ``input`` one string or a list of them (token arrays are
+refused: the server cannot know which tokenizer made them), ``model`` any name (the
+answer names the embedder that answered, e.g. ``all-MiniLM-L6-v2-int8``),
+``encoding_format`` ``float`` or ``base64`` (little-endian float32, what the OpenAI SDK
+asks for by default), ``dimensions`` only the model's own. Vectors have unit length.
+``usage.prompt_tokens`` counts the tokens the model read (MiniLM reads 256 of each
+text at most, ``[CLS]`` and ``[SEP]`` included). Texts go to the model itself, not
+through the embedding cache: that cache holds the libraries' texts, and other tools'
+texts would grow it without bound.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from heron.embed import Embedder
+from heron.embed.base import clean_texts
+from heron.errors import HeronError
+from heron.llm.payload import CHARS_PER_TOKEN
+from heron.server.openai import heron_error, invalid, read_body
+from heron.server.runtime import Runtime
+from heron.server.strictjson import StrictJSONResponse
+
+#: Texts in one request, OpenAI's own limit.
+MAX_INPUTS = 2048
+
+
+class EmbeddingRequest(BaseModel):
+    # Unknown fields (``user``, vendor extras) are ignored, as OpenAI does.
+    model_config = ConfigDict(extra="allow")
+
+    input: str | list[str] | list[int] | list[list[int]]
+    model: str = Field(min_length=1)
+    encoding_format: Literal["float", "base64"] = "float"
+    dimensions: int | None = Field(default=None, ge=1)
+
+
+def model_of(embedder: Embedder) -> Embedder:
+    """The model behind any cache (``CachedEmbedder.inner``)."""
+    while isinstance(getattr(embedder, "inner", None), Embedder):
+        embedder = embedder.inner  # type: ignore[attr-defined]
+    return embedder
+
+
+def count_tokens(embedder: Embedder, texts: Sequence[str]) -> int:
+    """Tokens the model reads for ``texts``: its own tokenizer where it has one (MiniLM,
+    truncation included); otherwise (a remote model, whose server counts) Heron's
+    estimate, ``characters / CHARS_PER_TOKEN``."""
+    tokenizer = getattr(embedder, "tokenizer", None)
+    if tokenizer is not None:
+        return sum(len(e.ids) for e in tokenizer.encode_batch(list(texts)))
+    return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts)
+
+
+def texts_of(req: EmbeddingRequest) -> list[str] | str:
+    """The texts to embed, or why they cannot be."""
+    texts = [req.input] if isinstance(req.input, str) else req.input
+    if not texts:
+        return "input is empty; send a string or a list of strings."
+    if not all(isinstance(t, str) for t in texts):
+        return (
+            "input holds token ids; Heron embeds text only (it cannot know which tokenizer "
+            "made them). Send the text instead."
+        )
+    if len(texts) > MAX_INPUTS:
+        return f"input holds {len(texts):,} texts; send at most {MAX_INPUTS:,} per request."
+    return texts  # type: ignore[return-value]
+
+
+def _embed(embedder: Embedder, texts: list[str], encoding: str) -> tuple[list[Any], int]:
+    texts = clean_texts(texts)
+    vectors = embedder.embed(texts)
+    if encoding == "base64":
+        rows: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
+    else:
+        rows = vectors.tolist()
+    return rows, count_tokens(embedder, texts)
+
+
+async def embeddings(request: Request) -> Response:
+    rt: Runtime = request.app.state.runtime
+    req = await read_body(request, EmbeddingRequest)
+    if isinstance(req, Response):
+        return req
+    texts = texts_of(req)
+    if isinstance(texts, str):
+        return invalid(texts)
+    try:
+        embedder = model_of(rt.store.embedder)
+        if req.dimensions is not None and req.dimensions != embedder.dim:
+            return invalid(
+                f"dimensions: {embedder.model_id} gives {embedder.dim}-dimensional vectors "
+                f"and cannot shorten them; leave dimensions out or send {embedder.dim}."
+            )
+        rows, tokens = await run_in_threadpool(_embed, embedder, texts, req.encoding_format)
+    except HeronError as exc:
+        return heron_error(exc)
+    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
+    return StrictJSONResponse(
+        {
+            "object": "list",
+            "data": data,
+            "model": embedder.model_id,
+            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+        }
+    )
+
+
+routes = [Route("/v1/embeddings", embeddings, methods=["POST"])]

@@ -1,0 +1,311 @@
+"""Extractive answers: golden selection on small passages, determinism, every sentence
+found in the passage it cites, no model loaded, honest when nothing is found, and Heron's
+own docs kept out of other questions. Real embedder, real SQLite store."""
+
+from __future__ import annotations
+
+import html
+import re
+import shutil
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from heron.agent import Agent, Limits, compose, open_agent
+from heron.books import add_library, index_library
+from heron.books.parse import strip_markup
+from heron.embed import MiniLMEmbedder
+from heron.llm import local
+from heron.settings import Settings
+from tests.conftest import SHARED
+from tests.llm_servers import ChatServer
+
+WATERING = (
+    "Water tomato plants deeply twice a week, at the base, early in the morning.\n"
+    "In a heat wave water them every day. Never wet the leaves: it spreads blight.\n"
+)
+PRUNING = (
+    "Prune roses in late winter, just before the buds open. Cut above an outward bud\n"
+    "at an angle of 45 degrees and remove dead canes first.\n"
+)
+K8S_PAGES = (
+    "concepts/overview/components.md",
+    "concepts/configuration/configmap.md",
+    "concepts/overview/working-with-objects/labels.md",
+)
+_MARKER = re.compile(r"(.+?) \[(\d+)\](?:\s+|$)", re.DOTALL)
+
+
+def quote(embedder: MiniLMEmbedder, question: str, passages: list[str], **limits: int) -> str:
+    vector = embedder.embed([question])[0]
+    return compose(question, vector, passages, embedder, Limits(**limits)).text
+
+
+@pytest.fixture(autouse=True)
+def no_local_model(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An extractive answer never loads the bundled model: loading it fails the test."""
+
+    def refuse(*args: object, **kwargs: object) -> None:
+        raise AssertionError("the local model was loaded for an extractive answer")
+
+    monkeypatch.setattr(local, "load_model", refuse)
+
+
+# -- selection, on passages written here ---------------------------------------------------
+
+
+def test_golden_the_sentences_that_answer_with_their_markers(embedder: MiniLMEmbedder) -> None:
+    answer = quote(embedder, "How often should I water my tomato plants?", [WATERING, PRUNING])
+    assert answer == (
+        "Water tomato plants deeply twice a week, at the base, early in the morning. [1] "
+        "In a heat wave water them every day. [1]"
+    )
+    assert quote(embedder, "When should I prune roses?", [WATERING, PRUNING]) == (
+        "Prune roses in late winter, just before the buds open. [2]"
+    )
+
+
+def test_sentences_keep_reading_order_and_passages_their_numbers(
+    embedder: MiniLMEmbedder,
+) -> None:
+    volume = (
+        "An emptyDir volume is first created when a Pod is assigned to a node, and starts "
+        "empty. Containers in the Pod can all read and write the same files in the emptyDir "
+        "volume. When a Pod is removed from a node, the data in the emptyDir volume is "
+        "deleted for good."
+    )
+    answer = quote(embedder, "When is the data of an emptyDir volume deleted?", [PRUNING, volume])
+    # The last sentence answers best, yet comes after the first: reading order, not score.
+    assert answer == (
+        "An emptyDir volume is first created when a Pod is assigned to a node, and starts "
+        "empty. [2] When a Pod is removed from a node, the data in the emptyDir volume is "
+        "deleted for good. [2]"
+    )
+
+
+def test_near_duplicates_are_quoted_once_and_limits_hold(embedder: MiniLMEmbedder) -> None:
+    copy = WATERING.replace("deeply", "deeply,")
+    answer = quote(embedder, "How often should I water tomatoes?", [WATERING, copy])
+    assert answer.count("twice a week") == 1
+    one = quote(embedder, "How often should I water tomatoes?", [WATERING], sentences=1)
+    assert one.count("[1]") == 1
+    short = quote(embedder, "How often should I water tomatoes?", [WATERING], words=6)
+    assert short == "Water tomato plants deeply twice a … [1]"
+    # max_tokens 10 (40 characters) holds the answer, marker included.
+    assert len(quote(embedder, "How often should I water?", [WATERING], chars=40)) <= 40
+
+
+def test_markdown_is_quoted_as_prose(embedder: MiniLMEmbedder) -> None:
+    page = (
+        "## Listing Pods\n\nTo list the Pods of a namespace, run:\n\n```shell\n"
+        "kubectl get pods -n NAMESPACE\n```\n\n| flag | meaning |\n|---|---|\n"
+        "| -n | the namespace to list the Pods of |\n\n"
+        "- The _wide_ output (`-o wide`) adds the [node](/docs/nodes) of each Pod.\n"
+    )
+    answer = quote(embedder, "How do I list the pods of a namespace?", [page])
+    assert answer.startswith(
+        "To list the Pods of a namespace, run: `kubectl get pods -n NAMESPACE` [1]"
+    )
+    assert "|" not in answer and "##" not in answer and "](" not in answer
+
+
+def test_no_passages_or_no_prose_give_no_quotes(embedder: MiniLMEmbedder) -> None:
+    assert quote(embedder, "anything", []) == ""
+    assert quote(embedder, "anything", ["```\ncode only\n```"]) == ""
+
+
+# -- through the agent: determinism, substrings, no model ----------------------------------
+
+
+def plain(markdown: str) -> str:
+    """Markdown reduced to its words, written independently of the code under test: link
+    targets, emphasis, code and table marks, fence info strings and list markers out."""
+    text = html.unescape(strip_markup(markdown)).replace("\\", "")
+    text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
+    text = re.sub(r"```[\w-]*|<[^>]+>", " ", text)
+    text = re.sub(r"^\s*(?:[-+*]|\d+\.)\s+", " ", text, flags=re.MULTILINE)
+    text = re.sub(r"[*_`>#|]", " ", text)
+    return " ".join(text.split())
+
+
+def cited_text(citation: object) -> str:
+    first, last = citation.line_range  # type: ignore[attr-defined]
+    lines = Path(citation.url_or_path).read_text(encoding="utf-8").splitlines()  # type: ignore[attr-defined]
+    return "\n".join(lines[first - 1 : last])
+
+
+@pytest.fixture(scope="module")
+def k8s_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """Three real Kubernetes pages, Hugo shortcodes and all, as the library
+    ``kubernetes`` in a home of its own, indexed once for the module."""
+    source = SHARED / "data" / "docs" / "kubernetes" / "library"
+    if not source.exists():
+        pytest.skip(f"the shared data set is not at {source}")
+    base = tmp_path_factory.mktemp("k8s")
+    root = base / "library"
+    for page in K8S_PAGES:
+        (root / page).parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(source / page, root / page)
+    settings = Settings(home=base / "home", books_default_docs=False)
+    add_library("kubernetes", str(root), settings)
+    agent = open_agent(settings)
+    try:
+        index_library("kubernetes", agent.store, settings=settings)
+    finally:
+        agent.close()
+    return settings.home
+
+
+@pytest.fixture
+def k8s(k8s_home: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
+    """An agent on ``k8s_home``."""
+    monkeypatch.setenv("HERON_HOME", str(k8s_home))
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    agent = open_agent(Settings())
+    yield agent
+    agent.close()
+
+
+QUESTIONS = (
+    "What does the kube-scheduler do?",
+    "How can a Pod use a ConfigMap?",
+    "What characters are allowed in a label key?",
+    "What is etcd used for in Kubernetes?",
+)
+
+
+def test_every_quoted_sentence_is_in_the_passage_it_cites(k8s: Agent) -> None:
+    for question in QUESTIONS:
+        answer = k8s.ask(question)
+        assert answer.mode == "extractive" and answer.model == "local", question
+        assert answer.usage.completion_tokens == 0 and answer.timings["model"] == 0
+        quotes = _MARKER.findall(answer.answer)
+        assert quotes and "".join(f"{q} [{n}]" for q, n in quotes).replace(" ", "") == (
+            answer.answer.replace(" ", "").replace("\n", "")
+        ), answer.answer
+        assert len(quotes) <= 5 and len(answer.answer.split()) <= 120 + len(quotes)
+        for sentence, number in quotes:
+            passage = cited_text(answer.citations[int(number) - 1])
+            assert plain(sentence) in plain(passage), (question, sentence)
+
+
+def test_the_same_question_gets_the_same_answer(k8s: Agent) -> None:
+    first = k8s.ask(QUESTIONS[1])
+    again = k8s.ask(QUESTIONS[1])
+    assert again.answer == first.answer and again.citations == first.citations
+    fresh = open_agent(Settings())  # a new process would open it the same way
+    try:
+        assert fresh.ask(QUESTIONS[1]).answer == first.answer
+    finally:
+        fresh.close()
+
+
+def test_a_stream_gives_the_extractive_answer_whole(k8s: Agent) -> None:
+    from heron.agent import Citations, Final, Token
+
+    events = list(k8s.stream(QUESTIONS[0]))
+    assert [type(e) for e in events] == [Token, Citations, Final]
+    assert events[0].text == events[-1].answer.answer  # type: ignore[union-attr]
+
+
+# -- grounding that finds nothing, and Heron's own docs -------------------------------------
+
+
+def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(
+    home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    agent = open_agent(Settings())
+    try:
+        answer = agent.ask("What is a Pod?")
+    finally:
+        agent.close()
+    assert answer.answer.startswith("Grounding found nothing: no library is indexed yet")
+    assert "heron library add NAME PATH && heron index NAME" in answer.answer
+    assert answer.citations == [] and answer.mode == "extractive"
+
+
+def test_no_library_matching_says_so_and_never_invents(agent: Agent) -> None:
+    answer = agent.ask("What is the capital of France?")
+    assert answer.answer.startswith("Grounding found nothing for this question in garden")
+    assert "--answer generative" in answer.answer and answer.citations == []
+    assert "Paris" not in answer.answer
+
+
+def test_a_weak_match_is_quoted_and_said_to_be_weak(agent: Agent) -> None:
+    # Cosine 0.34: under the docs threshold (0.45), over unrelated texts' (0.1 to 0.3).
+    answer = agent.ask("How do I care for plants in summer?")
+    assert answer.triage.kind == "knowledge"
+    assert answer.answer.startswith("Water tomato plants deeply twice a week") and answer.citations
+    assert any(n.startswith("no passage fits closely (best match 0.3") for n in answer.notes)
+
+
+@pytest.fixture
+def with_heron_docs(
+    garden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Callable[[bool], Agent]:
+    """``make(garden_too)``: an agent whose built-in ``heron`` library (Heron's docs, here
+    one page of them) is indexed, with or without the user's ``garden``."""
+    docs = tmp_path / "heron-docs"
+    docs.mkdir()
+    (docs / "tools.md").write_text(
+        "# Tools\n\nHeron picks tools with a hybrid router over their names and "
+        "descriptions. The router offers the five tools that fit a request best.\n"
+        "Tools water nothing and prune nothing.\n",
+        encoding="utf-8",
+    )
+    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "true")
+    monkeypatch.setattr("heron.books.config.heron_docs", lambda: docs)
+    opened: list[Agent] = []
+
+    def make(garden_too: bool) -> Agent:
+        agent = open_agent(Settings())
+        opened.append(agent)
+        index_library("heron", agent.store, settings=agent.settings)
+        if garden_too:
+            index_library("garden", agent.store, settings=agent.settings)
+        return agent
+
+    yield make  # type: ignore[misc]
+    for agent in opened:
+        agent.close()
+
+
+def test_heron_docs_answer_questions_about_heron_only(
+    with_heron_docs: Callable[[bool], Agent],
+) -> None:
+    agent = with_heron_docs(True)
+    garden = agent.ask("How often should I water my tomato plants?")
+    assert garden.citations and {c.library for c in garden.citations} == {"garden"}
+    about = agent.ask("How does Heron pick tools?")
+    assert about.citations[0].library == "heron" and "hybrid router" in about.answer
+    chosen = agent.ask("What does the router offer?", library="heron")
+    assert {c.library for c in chosen.citations} == {"heron"}
+
+
+def test_with_only_heron_docs_indexed_other_questions_find_nothing(
+    with_heron_docs: Callable[[bool], Agent],
+) -> None:
+    agent = with_heron_docs(False)
+    answer = agent.ask("How do I prune water tools?")
+    assert answer.answer.startswith(
+        "Grounding found nothing: the only library indexed is Heron's own documentation"
+    )
+    assert answer.citations == []
+
+
+# -- a capable model asked for an extractive answer writes its lead line --------------------
+
+
+def test_a_capable_model_writes_only_a_one_line_lead(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    answer = make_agent().ask("How often should I water my tomato plants?", answer="extractive")
+    (request,) = chat.posted("/v1/chat/completions")  # one call: the lead
+    assert request["max_tokens"] == 48 and "tools" not in request
+    assert "Quoted facts:\n- Water tomato plants deeply" in request["messages"][-1]["content"]
+    lead, quoted = answer.answer.split("\n\n", 1)
+    assert lead.startswith("echo: Question: How often") and "\n" not in lead  # the replay's echo
+    assert quoted.startswith("Water tomato plants deeply twice a week") and "[1]" in quoted
+    assert answer.mode == "extractive" and answer.model == "gpt"
