@@ -193,7 +193,6 @@ def test_redaction_takes_linear_time_on_hostile_output(text: str) -> None:
 # -- where secrets would be written down -----------------------------------------------
 
 
-
 def test_a_password_in_a_chat_is_not_kept_in_the_session_store(tmp_path: Path) -> None:
     """Through the server's ``agent.chat``: the model gets the message as written (it may
     need it), ``agent.db`` keeps it redacted, the answer that echoes it too."""
