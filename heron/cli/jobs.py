@@ -33,6 +33,10 @@ def _show(job: Job) -> None:
         console.print(f"  confirmed by {escape(job.confirmed_by)} at {data['confirmed_at']}")
     if job.result:
         console.print(f"  result: {escape(job.result.get('summary', ''))}")
+        if job.result.get("summary_by"):
+            console.print(f"  summary by: {escape(str(job.result['summary_by']))}")
+        if job.result.get("summary_note"):
+            console.print(f"  [dim]note: {escape(str(job.result['summary_note']))}[/]")
 
 
 def _event_line(event: JobEvent) -> str:

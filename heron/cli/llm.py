@@ -39,7 +39,8 @@ def list_(as_json: JsonFlag = False) -> None:
         for spec in broker.models()
     ]
     if as_json:
-        print_json({"source": str(broker.table.source or ""), "models": rows})
+        notes = list(broker.table.notes)
+        print_json({"source": str(broker.table.source or ""), "models": rows, "notes": notes})
         return
     source = broker.table.source or f"built-in (no {models_file(settings)})"
     table = Table(title=f"models from {escape(str(source))}", caption="* default")
@@ -60,6 +61,8 @@ def list_(as_json: JsonFlag = False) -> None:
             ", ".join(row["fallbacks"]) or "-",
         )
     console.print(table)
+    for note in broker.table.notes:  # what a LiteLLM file held that Heron does not use
+        console.print(f"[dim]note: {escape(note)}[/]")
 
 
 @models_app.command("check")
