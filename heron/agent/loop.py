@@ -153,6 +153,9 @@ class Loop:
         self.room = agent._room(req.model, req.sampling.max_tokens)
         spec = agent.broker.table.spec(req.model)
         self.penalize = spec.provider in PENALTY_PROVIDERS
+        # A model declared too weak to write answers, asked to anyway: cut off at Heron's
+        # budget, its answer is as unreadable as a loop (a capable one's is just long).
+        self.weak = spec.capabilities.answers == "extractive"
         # Structured output repeats its keys by design: no guard there.
         self.guard = not req.sampling.response_format
 
@@ -308,9 +311,8 @@ class Loop:
             events.close()
         if completion is not None and guard is not None and self.degenerate is None:
             self.degenerate = guard.end()
-            if completion.finish_reason == "length" and self.req.sampling.max_tokens is None:
-                # Heron's own budget, not the caller's cap: an answer cut off mid-way is
-                # as unreadable as a loop (a caller who set max_tokens gets the cut text).
+            cut = completion.finish_reason == "length" and self.req.sampling.max_tokens is None
+            if cut and self.weak:  # Heron's budget; a caller who set max_tokens gets the cut
                 self.degenerate = f"on to its {request.sampling.max_tokens}-token budget"
         if completion is not None:
             return completion

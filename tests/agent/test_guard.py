@@ -4,15 +4,20 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Final, Token
+from heron.agent import Agent, Final, Token, open_agent
 from heron.agent.guard import RepetitionGuard, repeats
+from heron.books import index_library
 from heron.llm import Sampling
+from heron.settings import Settings
 from tests import llm_servers
+from tests.agent.conftest import MODELS
 from tests.conftest import SHARED
+from tests.llm_servers import ChatServer
 
 #: What SmolLM2-135M streamed for "What is Heron?" (issue 17), as its tokens came.
 HERON_TOOLS = ["Heron", ".", "Tools", "."] * 64
@@ -131,15 +136,27 @@ def test_a_looping_stream_is_cut_short_and_says_so(
     assert tokens[-1].endswith(final.answer)
 
 
-def test_an_answer_cut_at_herons_budget_falls_back_and_a_callers_cap_is_kept(
-    make_agent: Callable[..., Agent],
+def test_a_weak_models_answer_cut_at_herons_budget_falls_back(
+    chat: ChatServer, garden: Path, workspace: Path, tmp_path: Path
 ) -> None:
+    models = tmp_path / "weak.yml"  # the replay model, declared too weak to write answers
+    models.write_text(MODELS.format(url=chat.url) + "    answers: extractive\n")
     # The replay server counts max_tokens in words: 3 cuts any real answer mid-way.
-    agent = make_agent(agent_max_tokens=3)
-    question = "How often should I water my tomato plants?"
-    cut = agent.ask(question, answer="generative")
-    assert cut.fallback == "degenerate" and cut.mode == "extractive"
-    assert any("budget" in note for note in cut.notes)
-    asked = agent.ask(question, answer="generative", sampling=Sampling(max_tokens=3))
-    assert asked.fallback is None and asked.finish_reason == "length"
-    assert len(asked.answer.split()) <= 3
+    settings = Settings(models_file=models, tools_root=workspace, agent_max_tokens=3)
+    agent = open_agent(settings)
+    try:
+        index_library("garden", agent.store, settings=settings)
+        question = "How often should I water my tomato plants?"
+        cut = agent.ask(question, answer="generative")
+        assert cut.fallback == "degenerate" and cut.mode == "extractive"
+        assert any("budget" in note for note in cut.notes)
+        asked = agent.ask(question, answer="generative", sampling=Sampling(max_tokens=3))
+        assert asked.fallback is None and asked.finish_reason == "length"
+        assert len(asked.answer.split()) <= 3
+    finally:
+        agent.close()
+
+
+def test_a_capable_models_long_answer_is_kept(make_agent: Callable[..., Agent]) -> None:
+    cut = make_agent(agent_max_tokens=3).ask("How often should I water my tomato plants?")
+    assert cut.mode == "generative" and cut.fallback is None and cut.finish_reason == "length"

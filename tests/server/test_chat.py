@@ -118,7 +118,11 @@ def test_sse_stream_takes_the_answer_mode(served: Served, mode: str) -> None:
     body = {"message": QUESTION, "library": "tiny", "answer": mode}
     with served.client() as http, http.stream("POST", "/chat/stream", json=body) as response:
         final = read_events(response)[-1][2]
-    assert final["mode"] == mode
+    if mode == "extractive":
+        assert final["mode"] == "extractive" and final["fallback"] is None
+    else:  # the bundled model, cut at the fixture's 16 tokens, is quoted instead
+        assert final["usage"]["completion_tokens"] > 0  # the model was asked to write
+        assert final["mode"] == "generative" or final["fallback"] == "degenerate"
 
 
 def test_sse_bad_requests(served: Served) -> None:
