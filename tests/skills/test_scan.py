@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import os
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -133,12 +135,26 @@ def test_a_file_vanishing_mid_scan_is_a_failure_not_a_crash(tmp_path: Path) -> N
         parse_skill(path)
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root lists a directory whatever its mode")
+#: Root reads and lists whatever the modes say: the case runs without that power.
+UNPRIVILEGED = ["setpriv", "--bounding-set=-dac_override,-dac_read_search"]
+
+
 def test_an_unreadable_directory(tmp_path: Path) -> None:
     skill(tmp_path, "locked/inner")
     (tmp_path / "locked").chmod(0)
+    code = (
+        "import sys; from pathlib import Path; from heron.skills.dirs import SkillDir; "
+        "from heron.skills.scan import scan; "
+        "print(scan([SkillDir(Path(sys.argv[1]), 'test')]).skipped[0].reason)"
+    )
+    prefix = UNPRIVILEGED if os.geteuid() == 0 else []
     try:
-        report = scan([SkillDir(tmp_path, "test")])
+        done = subprocess.run(
+            [*prefix, sys.executable, "-c", code, str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
     finally:
         (tmp_path / "locked").chmod(0o755)
-    assert report.skipped[0].reason.startswith("permission denied")
+    assert done.stdout.startswith("permission denied"), done
