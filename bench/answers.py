@@ -135,6 +135,9 @@ MODELS = (
 def degenerate(text: str, completion_tokens: int, budget: int = MAX_TOKENS) -> bool:
     """A word 4-gram 3 or more times, or the token budget reached.
 
+    Written apart from ``heron.agent.guard`` on purpose: the figure must not share the
+    blind spots of what it measures (the guard leaves code fences out).
+
     >>> degenerate("a b c d a b c d a b c d", 12)
     True
     """

@@ -29,23 +29,14 @@ from typing import NoReturn
 import psycopg
 import pytest
 
+from tests.ci import missing
+
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "postgres"
-
-
-def in_ci() -> bool:
-    """``CI`` is set, as GitHub Actions, GitLab and most CI services set it (``CI=true``)."""
-    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no")
 
 
 def unavailable(reason: str) -> NoReturn:
     """Skip the PostgreSQL tests with ``reason``; in CI, fail them with it."""
-    if in_ci():
-        pytest.fail(
-            f"{reason}\nCI is set, so the PostgreSQL tests fail rather than skip: fix the "
-            "server, or name one with HERON_TEST_POSTGRES_URL.",
-            pytrace=False,
-        )
-    pytest.skip(reason)
+    missing(reason, "fix the server, or name one with HERON_TEST_POSTGRES_URL")
 
 
 @pytest.fixture(scope="session")

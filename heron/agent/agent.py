@@ -190,18 +190,8 @@ class Agent:
         ``NotFound`` for an unknown ``library``, the broker's ``ProviderError`` when no
         model answers.
         """
-        request = Turn(
-            message,
-            session_id,
-            library,
-            model,
-            answer,
-            (instructions or "").strip(),
-            tuple(history) if history is not None else None,
-            sampling or Sampling(),
-            tuple(client_tools),
-            tool_choice,
-        )
+        request = Turn.of(message, session_id, library, model, answer, instructions, history,
+                          sampling, client_tools, tool_choice)  # fmt: skip
         for event in self._run(request, streaming=False):
             if isinstance(event, Final):
                 return event.answer
@@ -228,18 +218,8 @@ class Agent:
         The tokens joined are ``Final.answer.answer``, except when the guard stopped a
         looping model: the tokens then go on with a line saying so and the extractive
         answer, which alone is ``Final.answer.answer``."""
-        request = Turn(
-            message,
-            session_id,
-            library,
-            model,
-            answer,
-            (instructions or "").strip(),
-            tuple(history) if history is not None else None,
-            sampling or Sampling(),
-            tuple(client_tools),
-            tool_choice,
-        )
+        request = Turn.of(message, session_id, library, model, answer, instructions, history,
+                          sampling, client_tools, tool_choice)  # fmt: skip
         events = self._run(request, streaming=True)
         first = next(events)  # runs the checks now, not at the caller's first read
         return _chain(first, events)

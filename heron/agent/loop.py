@@ -49,6 +49,27 @@ class Turn:
     client_tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"
 
+    @classmethod
+    def of(
+        cls,
+        message: str,
+        session_id: str | None,
+        library: str | None,
+        model: str | None,
+        answer: AnswerMode | None,
+        instructions: str | None,
+        history: Sequence[Message] | None,
+        sampling: Sampling | None,
+        client_tools: Sequence[Tool],
+        tool_choice: str,
+    ) -> Turn:
+        """A turn from ``Agent.ask``'s keywords as a caller gives them."""
+        return cls(
+            message, session_id, library, model, answer, (instructions or "").strip(),
+            None if history is None else tuple(history), sampling or Sampling(),
+            tuple(client_tools), tool_choice,
+        )  # fmt: skip
+
     @property
     def continues(self) -> bool:
         """The client's history ends with its tools' results: the turn goes on from there."""

@@ -18,6 +18,7 @@ from heron.books.parse import strip_markup
 from heron.embed import MiniLMEmbedder
 from heron.llm import local
 from heron.settings import Settings
+from tests.ci import missing
 from tests.conftest import SHARED
 from tests.llm_servers import ChatServer
 
@@ -141,7 +142,7 @@ def k8s_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     ``kubernetes`` in a home of its own, indexed once for the module."""
     source = SHARED / "data" / "docs" / "kubernetes" / "library"
     if not source.exists():
-        pytest.skip(f"the shared data set is not at {source}")
+        missing(f"the shared data set is not at {source}", "set HERON_SHARED")
     base = tmp_path_factory.mktemp("k8s")
     root = base / "library"
     for page in K8S_PAGES:

@@ -16,6 +16,7 @@ from heron.llm import Sampling
 from heron.settings import Settings
 from tests import llm_servers
 from tests.agent.conftest import MODELS
+from tests.ci import missing
 from tests.conftest import SHARED
 from tests.llm_servers import ChatServer
 
@@ -89,7 +90,7 @@ def test_real_documentation_passes() -> None:
         / ("components.md")
     )
     if not page.exists():
-        pytest.skip(f"the shared data set is not at {page}")
+        missing(f"the shared data set is not at {page}", "set HERON_SHARED")
     for paragraph in page.read_text(encoding="utf-8").split("\n\n"):
         if len(paragraph.split()) > 20 and "|" not in paragraph:
             assert repeats(paragraph) is None, paragraph

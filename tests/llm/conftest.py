@@ -9,17 +9,9 @@ import pytest
 
 from heron.llm import Broker, parse_table
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
 
-MODELS = """
-default: gpt
-models:
-  gpt:
-    provider: openai
-    model: gpt-test
-    base_url: {url}/v1
-    api_key_env: TEST_OPENAI_KEY
-    fallbacks: [claude]
+MODELS = ONE_MODEL + """    fallbacks: [claude]
   claude:
     provider: anthropic
     model: claude-test

@@ -24,6 +24,7 @@ import httpx
 import pytest
 
 from heron.jobs.sqlite import SQLiteJobStore
+from tests.ci import missing
 from tests.server.conftest import build_home, free_socket, heron_env, start_heron, wait_healthy
 
 STORE_COMMANDS = [
@@ -112,7 +113,10 @@ def page_of(path: Path, table: str) -> int:
     try:
         rows = db.execute("SELECT pageno FROM dbstat WHERE name = ?", (table,)).fetchall()
     except sqlite3.OperationalError:
-        pytest.skip("this SQLite has no dbstat table to find a page by")
+        missing(
+            "this SQLite has no dbstat table to find a page by",
+            "use a SQLite built with SQLITE_ENABLE_DBSTAT_VTAB",
+        )
     finally:
         db.close()
     return min(row[0] for row in rows)
@@ -192,7 +196,10 @@ def as_unprivileged() -> list[str]:
     if os.geteuid() != 0:
         return []
     if shutil.which("setpriv") is None:
-        pytest.skip("as root, a read-only file needs setpriv (util-linux) to bind")
+        missing(
+            "as root, a read-only file needs setpriv (util-linux) to bind",
+            "apt-get install util-linux",
+        )
     return NO_OVERRIDE
 
 

@@ -158,6 +158,7 @@ ROUTES = [
     ("GET", "/metrics", None),
     ("GET", "/v1/models", None),
     ("POST", "/v1/chat/completions", {"model": "local", "messages": []}),
+    ("POST", "/v1/embeddings", {"model": "any", "input": "a stolen page"}),
     ("POST", "/chat/stream", {"message": "hi"}),
     ("GET", "/chat/stream/abc", None),
     ("GET", "/jobs/abc/events/stream", None),

@@ -54,10 +54,12 @@ def test_token_is_required_and_never_logged(heron_home: Path) -> None:
         wrong = httpx.post(f"{url}/rpc", json=rpc, headers={"authorization": "Bearer nope"})
         right = httpx.post(f"{url}/rpc", json=rpc, headers={"authorization": f"Bearer {TOKEN}"})
         models = httpx.get(f"{url}/v1/models", headers={"authorization": f"Bearer {TOKEN}x"})
+        embed = httpx.post(f"{url}/v1/embeddings", json={"model": "m", "input": "hi"})
     finally:
         proc.send_signal(signal.SIGTERM)
         _, stderr = proc.communicate(timeout=60)
     assert missing.status_code == wrong.status_code == models.status_code == 401
+    assert embed.status_code == 401
     # Each door answers in its clients' shape: JSON-RPC on /rpc, OpenAI's on /v1.
     assert missing.json()["error"]["data"]["type"] == "authentication_error"
     assert missing.json()["id"] is None and missing.json()["error"]["code"] == -32600

@@ -21,6 +21,7 @@ from heron.skills.search import (
     rerank,
 )
 from heron.store import Hit, SQLiteStore
+from tests.ci import missing
 from tests.conftest import SHARED
 
 SHARED_SKILLS = SHARED / "data" / "skills"
@@ -111,7 +112,7 @@ def shared_skills(store: SQLiteStore) -> SkillIndex:
         "composio/composio-skills/dialmycalls-automation",
     ]
     if not SHARED_SKILLS.is_dir():
-        pytest.skip(f"no shared skills at {SHARED_SKILLS}")
+        missing(f"no shared skills at {SHARED_SKILLS}", "set HERON_SHARED to the shared data")
     skills = SkillIndex(store, [SkillDir(SHARED_SKILLS / f, "shared") for f in folders])
     skills.index()
     return skills
