@@ -1,8 +1,9 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, books, agent, answers, jobs,
-server, parity, pgvector, pgjobs. No name runs them all (several hours on 2 cores: the 1M-record
-graphs of SQLite and pgvector, the Kubernetes index and the local model's answers dominate).
+Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
+answers, jobs, server, parity, pgvector, pgjobs. No name runs them all (several hours on 2
+cores: the 1M-record graphs of SQLite and pgvector, the Kubernetes index and the local model's
+answers dominate).
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from datetime import date
 from bench import (
     agent,
     answers,
-    books,
     cache_calls,
     embed_throughput,
     jobs,
+    libraries,
     parity,
     pgjobs,
     pgvector,
@@ -37,7 +38,8 @@ BENCHMARKS = {
     "latency": search_latency.run,
     "skills": skills.run,
     "tools": tools.run,
-    "books": books.run,
+    "libraries": libraries.run,
+    "books": libraries.run,  # the old name
     "agent": agent.run,
     "answers": answers.run,
     "jobs": jobs.run,

@@ -1,14 +1,14 @@
 """The agent with the local model: pipeline overhead, and citations on Kubernetes questions.
 
 Overhead: an agent over a library of about 2,000 chunks (the first Kubernetes pages, in
-path order, whose chunks in the ``bench books`` index add up to 2,000), 500 tools (the
+path order, whose chunks in the ``bench libraries`` index add up to 2,000), 500 tools (the
 199 MetaTool tools, copies of them under ``serverN.`` prefixes with a trivial handler,
 and the built-ins) and the composio skills (860 ``SKILL.md``). Each of ``OVERHEAD_ASKS``
 dev questions is asked once; overhead is an ask's wall time minus its model time (the
 completions' ``seconds``). Built in ``.bench/agent/overhead`` once (the chunks and
-skills come from the embedding cache of ``bench books``, so little is embedded).
+skills come from the embedding cache of ``bench libraries``, so little is embedded).
 
-Citations: the ``bench books`` index (885 pages), copied to ``.bench/agent/k8s``, and
+Citations: the ``bench libraries`` index (885 pages), copied to ``.bench/agent/k8s``, and
 the test questions (precise form). A question counts when the answer's citations
 include its gold page; beside it, the retrieval Hit@3 (the passages the prompt holds)
 and Hit@5 of the same search. ``CITATION_QUESTIONS`` of the 97 (every other one) keep
@@ -24,11 +24,11 @@ from typing import Any
 
 import numpy as np
 
-from bench import books
+from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
 from bench.tools import metatool
 from heron.agent import Agent, open_agent
-from heron.books import add_library, index_library
+from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.tools import Tool
 

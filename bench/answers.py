@@ -1,7 +1,7 @@
 """Answers a person reads: degenerate output, support by the cited passages, the gold page
 among the citations, and latency, per answer mode and per local model.
 
-Questions: the 97 Kubernetes test questions (precise form), on the ``bench books`` index
+Questions: the 97 Kubernetes test questions (precise form), on the ``bench libraries`` index
 copied to ``.bench/answers/k8s`` (without one, the shared library is indexed there), and
 the 20 questions about Heron's own docs in ``bench/data/heron_questions.jsonl`` (each with
 its gold page), on the built-in ``heron`` library indexed into ``.bench/answers/heron``.
@@ -52,10 +52,10 @@ from typing import Any
 import numpy as np
 import yaml
 
-from bench import books
+from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
 from heron.agent import Agent, Answer, open_agent
-from heron.books import add_library, index_library
+from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.store import open_store
 from heron.store.analysis import analyze
@@ -277,7 +277,7 @@ def _models_yml(models: list[tuple[LocalModel, Path]]) -> Path:
 
 
 def _homes(kubernetes: bool = True) -> tuple[Path, Path]:
-    """The Kubernetes home: a copy of the ``bench books`` index when there is one, else
+    """The Kubernetes home: a copy of the ``bench libraries`` index when there is one, else
     the shared library indexed here (without that benchmark's plain baseline)."""
     k8s = ROOT / "k8s"
     if kubernetes and not (k8s / "ready").exists():
@@ -287,7 +287,7 @@ def _homes(kubernetes: bool = True) -> tuple[Path, Path]:
             for name in ("heron.db", "embeddings.db", "libraries.txt"):
                 shutil.copy(books.ROOT / "home" / name, k8s / name)
         else:
-            settings = Settings(home=k8s, books_default_docs=False)
+            settings = Settings(home=k8s, library_default_docs=False)
             add_library(books.LIBRARY, str(books.K8S / "library"), settings)
             with contextlib.closing(open_store(settings)) as store:
                 report = index_library(books.LIBRARY, store, settings=settings)
@@ -305,7 +305,7 @@ def _settings(home: Path, models_file: Path, *, docs: bool) -> Settings:
         home=home,
         models_file=models_file,
         agent_max_tokens=MAX_TOKENS,
-        books_default_docs=docs,
+        library_default_docs=docs,
         tools_root=None,
         embed_cache=False,
     )

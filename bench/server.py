@@ -1,7 +1,7 @@
 """``heron serve`` under load, from this process to a server subprocess on loopback.
 
 1. ``search.query`` over JSON-RPC on the indexed Kubernetes library (``.bench/books``,
-   built by ``python -m bench books``): one client for 10 s (the service time), then 50
+   built by ``python -m bench libraries``): one client for 10 s (the service time), then 50
    concurrent clients for 30 s, each sending the next question as soon as its last answer
    arrived. Requests/s, p50/p99, errors, and the machine's load average (it is shared).
 2. ``/v1/chat/completions`` with ``stream: true`` on the bundled local model, one
@@ -20,7 +20,7 @@ import time
 import httpx
 import numpy as np
 
-from bench import books
+from bench import libraries as books
 from bench.common import WORK, read_jsonl, table
 
 CLIENTS = 50
@@ -31,7 +31,7 @@ MAX_TOKENS = 32
 
 
 def start_server(extra: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
-    """``heron serve`` on a free loopback port, on the ``bench books`` index unless
+    """``heron serve`` on a free loopback port, on the ``bench libraries`` index unless
     ``extra`` (environment variables) says otherwise."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
@@ -39,7 +39,7 @@ def start_server(extra: dict[str, str] | None = None) -> tuple[subprocess.Popen[
     (WORK / "server").mkdir(parents=True, exist_ok=True)
     env = os.environ | {
         "HERON_HOME": str(books.ROOT / "home"),
-        "HERON_BOOKS_DEFAULT_DOCS": "false",
+        "HERON_LIBRARY_DEFAULT_DOCS": "false",
         "HERON_MODEL": "local",
         "HERON_AGENT_MAX_TOKENS": str(MAX_TOKENS),
         "HERON_EMBED_CACHE": "false",  # every query embedded, as unique queries would be

@@ -4,14 +4,18 @@
 
 A module sets its ``__getattr__`` this way (PEP 562): Python calls it only for names the
 module does not define, so the new names cost nothing and only the old ones warn. Old
-names stay out of ``__all__``.
+names stay out of ``__all__``. A whole package that moved is ``moved_package``.
 """
 
 from __future__ import annotations
 
+import importlib
+import importlib.abc
+import importlib.machinery
 import sys
 import warnings
 from collections.abc import Callable, Mapping
+from types import ModuleType
 from typing import Any
 
 
@@ -31,3 +35,37 @@ def renamed(module: str, names: Mapping[str, str]) -> Callable[[str], Any]:
         return getattr(sys.modules[module], new)
 
     return __getattr__
+
+
+class _Alias(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    """Finds ``OLD.x.y`` as the already-importable ``NEW.x.y`` (the same module object)."""
+
+    def __init__(self, old: str, new: str) -> None:
+        self.old, self.new = old, new
+
+    def find_spec(self, fullname: str, path: Any = None, target: Any = None) -> Any:
+        if not fullname.startswith(self.old + "."):
+            return None
+        return importlib.machinery.ModuleSpec(fullname, self)
+
+    def create_module(self, spec: importlib.machinery.ModuleSpec) -> ModuleType:
+        return importlib.import_module(self.new + spec.name[len(self.old) :])
+
+    def exec_module(self, module: ModuleType) -> None:
+        """Nothing to run: the module is the new one, already executed."""
+
+
+def moved_package(old: str, new: str) -> ModuleType:
+    """Make the package ``old`` (and every ``old.sub`` module) the package ``new``, with
+    one ``DeprecationWarning``. ``old/__init__.py`` is then just::
+
+        sys.modules[__name__] = moved_package(__name__, "heron.libraries")
+    """
+    warnings.warn(
+        f"{old} is deprecated: use {new}; the old name goes in the next release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    if not any(isinstance(f, _Alias) and f.old == old for f in sys.meta_path):
+        sys.meta_path.insert(0, _Alias(old, new))
+    return importlib.import_module(new)

@@ -104,25 +104,27 @@ class Settings(BaseSettings):
         description="Extra per-program argument policies (YAML); default: the built-in table.",
     )
 
-    # -- libraries (heron.books; HERON_BOOKS_*) --
-    books_default_docs: bool = Field(
+    # -- libraries (heron.libraries; HERON_LIBRARY_*) --
+    library_default_docs: bool = Field(
         default=True, description="Index Heron's own docs/ as the library 'heron'."
     )
-    books_chunk_tokens: int | None = Field(
+    library_chunk_tokens: int | None = Field(
         default=None, ge=32, description="Chunk cap in tokens; default: the embedder's maximum."
     )
-    books_chunk_overlap: int | None = Field(default=None, ge=0)
-    books_max_page_bytes: int = Field(
+    library_chunk_overlap: int | None = Field(default=None, ge=0)
+    library_max_page_bytes: int = Field(
         default=4_000_000, ge=1, description="Larger pages are skipped with a warning."
     )
-    books_candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
-    books_reranker: str = Field(default="default", description="default, none, onnx or remote.")
-    books_rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")
-    books_rerank_url: str | None = Field(default=None, description="Base URL of a /rerank server.")
-    books_rerank_model_name: str | None = None
-    books_rerank_api_key: str | None = None
-    books_rerank_timeout: float = 30.0
-    books_git_timeout: float = Field(
+    library_candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
+    library_reranker: str = Field(default="default", description="default, none, onnx or remote.")
+    library_rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")
+    library_rerank_url: str | None = Field(
+        default=None, description="Base URL of a /rerank server."
+    )
+    library_rerank_model_name: str | None = None
+    library_rerank_api_key: str | None = None
+    library_rerank_timeout: float = 30.0
+    library_git_timeout: float = Field(
         default=300.0, description="Seconds a clone or fetch may take."
     )
     library_roots: list[Path] = Field(
@@ -208,7 +210,7 @@ class Settings(BaseSettings):
         from heron.errors import ConfigError
 
         try:
-            super().__init__(**values)
+            super().__init__(**_renamed(values, os.environ))
         except ValidationError as exc:
             raise ConfigError(_invalid(exc, values)) from exc
         except SettingsError as exc:  # a list or dict variable that is not JSON
@@ -292,7 +294,12 @@ class Settings(BaseSettings):
 
 class _CheckedToml(TomlConfigSettingsSource):
     """heron.toml, refusing keys that are no setting: ignored, a misspelt key would leave
-    its setting at the default with nothing to say so."""
+    its setting at the default with nothing to say so. Old names (``RENAMED``) are read
+    as the new ones, with a warning."""
+
+    def _read_files(self, files: Any, deep_merge: bool = False) -> dict[str, Any]:
+        data = super()._read_files(files, deep_merge=deep_merge)
+        return {_new_name(key, "heron.toml key"): value for key, value in data.items()}
 
     def __init__(self, settings_cls: type[BaseSettings], toml_file: Path) -> None:
         super().__init__(settings_cls, toml_file=toml_file)
@@ -302,6 +309,42 @@ class _CheckedToml(TomlConfigSettingsSource):
             from heron.errors import ConfigError
 
             raise ConfigError(_unknown_keys(toml_file, unknown, fields))
+
+
+# -- old names, kept one release -----------------------------------------------------------
+
+#: ``books_*`` became ``library_*`` when ``heron.books`` became ``heron.libraries``.
+RENAMED = {
+    f"books_{name}": f"library_{name}"
+    for name in ("default_docs", "chunk_tokens", "chunk_overlap", "max_page_bytes",
+                 "candidates", "reranker", "rerank_model", "rerank_url", "rerank_model_name",
+                 "rerank_api_key", "rerank_timeout", "git_timeout")
+}  # fmt: skip
+
+
+def _new_name(key: str, what: str) -> str:
+    new = RENAMED.get(key)
+    if new is not None:
+        _deprecated(f"{what} {key}", new)
+    return new or key
+
+
+def _deprecated(old: str, new: str) -> None:
+    import warnings
+
+    warnings.warn(f"{old} is deprecated: use {new}.", DeprecationWarning, stacklevel=5)
+
+
+def _renamed(values: dict[str, Any], environ: typing.Mapping[str, str]) -> dict[str, Any]:
+    """Keyword arguments with old names renamed, plus each old ``HERON_BOOKS_*`` variable
+    whose new ``HERON_LIBRARY_*`` one is unset (below the caller's own keywords)."""
+    values = {_new_name(key, "setting"): value for key, value in values.items()}
+    for old, new in RENAMED.items():
+        variable = _variable(old)
+        if variable in environ and _variable(new) not in environ and new not in values:
+            _deprecated(variable, _variable(new))
+            values[new] = environ[variable]
+    return values
 
 
 # -- error messages: what was wrong, where it was set, and what to do ---------------------

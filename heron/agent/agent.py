@@ -6,7 +6,7 @@ One ``ask`` runs, in order:
    window is refused with ``InputError`` before anything else runs, as are hooks that
    do not fit together (a ``tool_choice`` naming no tool sent, a ``tool`` message
    answering no call);
-2. retrieval: the libraries' search (``heron.books.search``) on the message; Heron's own
+2. retrieval: the libraries' search (``heron.libraries.search``) on the message; Heron's own
    docs (the built-in ``heron`` library) only when the message names Heron or the caller
    chose that library;
 3. routing: the tools that fit (``heron.tools``), those above ``agent_tool_safety`` or
@@ -73,11 +73,11 @@ from heron.agent.loop import Loop, Prompt, Turn
 from heron.agent.prompt import lead_prompt, system_prompt
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, named, triage
-from heron.books import Reranker, Result, load_reranker, read_libraries, search
-from heron.books.index import STATE_PREFIX
 from heron.errors import InputError, NotFound
 from heron.jobs import open_jobs
 from heron.jobs.tool import register_job_tools
+from heron.libraries import Reranker, Result, load_reranker, read_libraries, search
+from heron.libraries.index import STATE_PREFIX
 from heron.llm import Broker, load_broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens

@@ -14,7 +14,7 @@ from heron.llm.types import ToolCall, Usage
 AnswerMode = Literal["extractive", "generative"]
 ANSWER_MODES: tuple[AnswerMode, ...] = ("extractive", "generative")
 
-#: The line suffix ``heron.books.search.source_location`` puts on a source.
+#: The line suffix ``heron.libraries.search.source_location`` puts on a source.
 _LINES = re.compile(r"(#L\d+-L\d+|:\d+-\d+)$")
 
 
@@ -31,7 +31,7 @@ class Citation:
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> Citation:
-        """From a ``heron.books.search.Result.to_dict()`` (also what ``search_docs``
+        """From a ``heron.libraries.search.Result.to_dict()`` (also what ``search_docs``
         returns)."""
         first, last = result["lines"]
         return cls(

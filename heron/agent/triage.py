@@ -24,7 +24,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from heron.books.search import Result
+from heron.libraries.search import Result
 from heron.tools.router import RoutedTool
 
 Kind = Literal["knowledge", "docs", "tools"]

@@ -200,8 +200,8 @@ def demo(
     quoted from Heron's docs (extractive); --answer generative has the model write them.
     Example: heron demo --root ~/projects/heron
     """
-    from heron.books import index_library
-    from heron.books.config import DEFAULT_DOCS_NAME, heron_docs
+    from heron.libraries import index_library
+    from heron.libraries.config import DEFAULT_DOCS_NAME, heron_docs
 
     if heron_docs() is None:
         raise InputError(

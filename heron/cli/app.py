@@ -20,8 +20,8 @@ import typer
 
 from heron.about import about
 from heron.cli.agent import register_agent
-from heron.cli.books import register_books
 from heron.cli.jobs import jobs_app
+from heron.cli.libraries import register_libraries
 from heron.cli.llm import models_app
 from heron.cli.output import console, print_json
 from heron.cli.server import register_server
@@ -68,7 +68,7 @@ app = HeronTyper(
     pretty_exceptions_enable=False,
 )
 app.add_typer(store_app, name="store")
-register_books(app)
+register_libraries(app)
 register_agent(app)
 register_server(app)
 app.add_typer(skills_app, name="skills")

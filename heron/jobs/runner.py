@@ -301,7 +301,7 @@ class JobRunner:
         store = self._shared_store() if self._shared_store else open_store(self.settings)
         try:
             if step.name == "search_docs":
-                from heron.books import search
+                from heron.libraries import search
 
                 hits = search(job.prompt, store, top_k=5, settings=self.settings)
                 return {"results": [h.to_dict() for h in hits]}

@@ -1,7 +1,7 @@
 """The steps a job runs, chosen from its prompt. All are scoped, read-mostly checks:
 
 - always ``git status --short --branch`` and ``git diff --stat`` in the workspace;
-- a search of the libraries (``heron.books.search``) when the prompt asks about docs;
+- a search of the libraries (``heron.libraries.search``) when the prompt asks about docs;
 - the store's namespaces and sizes when it mentions memory or the index;
 - the configured test command (``jobs_test_command``) when it mentions build, test or
   broken. It is the one step that is not read-only (a build writes its outputs), which

@@ -1,6 +1,6 @@
 """What allowlisted programs may be given and the environment they run in, shared by the
 workspace tools (``heron.tools``), jobs (``heron.jobs``) and library syncs
-(``heron.books``). See docs/tools.md, "Program policy".
+(``heron.libraries``). See docs/tools.md, "Program policy".
 """
 
 from __future__ import annotations

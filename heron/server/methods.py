@@ -7,9 +7,9 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from heron.books import add_library, index_library, read_libraries
-from heron.books.library import forget_library, statuses
-from heron.books.search import Mode
+from heron.libraries import add_library, index_library, read_libraries
+from heron.libraries.library import forget_library, statuses
+from heron.libraries.search import Mode
 from heron.server.rpc import Registry
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
@@ -100,7 +100,7 @@ def register(registry: Registry, rt: Runtime) -> None:
 
     def library_add(p: LibraryAdd) -> dict[str, Any]:
         # A caller over the API is not the machine's user: folders only under
-        # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.books.config.check_source).
+        # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.libraries.config.check_source).
         library = add_library(p.name, p.source, settings, caller="api")
         return {"name": library.name, "source": library.source}
 

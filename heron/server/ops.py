@@ -9,8 +9,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from heron.books.library import statuses
 from heron.errors import HeronError
+from heron.libraries.library import statuses
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
 

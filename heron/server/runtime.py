@@ -16,8 +16,8 @@ import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from heron.books import Reranker, load_reranker, search_many
-from heron.books.tool import search_docs
+from heron.libraries import Reranker, load_reranker, search_many
+from heron.libraries.tool import search_docs
 from heron.server.metrics import Metrics
 from heron.settings import Settings
 from heron.store import Store, open_store
@@ -104,7 +104,7 @@ class Runtime:
         return self._get(key, lambda: self.toolbox.router(**options))
 
     def search(self, query: str, **options: Any) -> list[Any]:
-        """``heron.books.search`` on the shared store, settings and reranker."""
+        """``heron.libraries.search`` on the shared store, settings and reranker."""
         mode = options.get("mode", "full")
         reranker = self.reranker if mode == "full" else None
         return search_many(

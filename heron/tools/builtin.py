@@ -60,7 +60,7 @@ MAX_DEPTH = 64
 #: Command output kept per stream.
 MAX_OUTPUT = 64_000
 DEFAULT_TIMEOUT = 30.0
-#: ``(query, library, top_k) -> hits as dicts``; wired to ``heron.books`` by the caller.
+#: ``(query, library, top_k) -> hits as dicts``; wired to ``heron.libraries`` by the caller.
 #: ``search(arguments)`` for ``search_docs``: the call's arguments in, results out.
 DocsSearch = Callable[[dict[str, Any]], list[dict[str, Any]]]
 
@@ -589,8 +589,8 @@ def skill_tools(skills: Callable[[], Any]) -> list[tuple[Tool, Handler]]:
 
 
 def docs_tool(search: DocsSearch) -> tuple[Tool, Handler]:
-    """``search_docs`` with the libraries' own schema (``heron.books.tool.SEARCH_DOCS``)."""
-    from heron.books.tool import SEARCH_DOCS
+    """``search_docs`` with the libraries' own schema (``heron.libraries.tool.SEARCH_DOCS``)."""
+    from heron.libraries.tool import SEARCH_DOCS
 
     def handler(a: dict[str, Any]) -> list[dict[str, Any]]:
         _arg(a, "query")  # the one required argument, checked whatever the backend
@@ -618,7 +618,7 @@ def register_builtins(
     """Add the built-in tools: workspace tools when ``root`` is given (``policy``: the
     program policy, default ``heron.programs.default_policy()``), skill tools (over
     ``skills()``, default ``heron.skills.open_skills`` on first use) and ``search_docs``."""
-    pairs: list[tuple[Tool, Handler]] = [docs_tool(docs_search or books_search)]
+    pairs: list[tuple[Tool, Handler]] = [docs_tool(docs_search or library_search)]
     if root is not None:
         workspace = Workspace(root, commands=commands, timeout=timeout, policy=policy)
         pairs += workspace_tools(workspace)
@@ -628,9 +628,9 @@ def register_builtins(
     return [tool for tool, _ in pairs]
 
 
-def books_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
-    """The libraries' search (``heron.books``) on the configured store."""
-    from heron.books.tool import search_docs
+def library_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+    """The libraries' search (``heron.libraries``) on the configured store."""
+    from heron.libraries.tool import search_docs
     from heron.store import open_store
 
     store = open_store()

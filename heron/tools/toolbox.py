@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.books.tool import search_docs
+from heron.libraries.tool import search_docs
 from heron.programs import default_policy
 from heron.settings import Settings
 from heron.skills import SkillIndex, open_skills

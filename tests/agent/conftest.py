@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from heron.agent import Agent, open_agent
-from heron.books import add_library, index_library
+from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
 
@@ -39,7 +39,7 @@ PAGES = {
 def garden(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """The library ``garden`` (collections garden and kitchen), configured, not indexed;
     Heron's own docs are left out so only this library answers."""
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     root = tmp_path / "garden-docs"
     for name, text in PAGES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)

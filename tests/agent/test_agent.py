@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 
 from heron.agent import Agent, Citations, Final, Token, ToolUsed, open_agent, repeats
-from heron.books import index_library
 from heron.errors import InputError, NotFound
+from heron.libraries import index_library
 from heron.settings import Settings
 from heron.tools import Tool
 from tests import llm_servers

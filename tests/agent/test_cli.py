@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.books import index_library
+from heron.libraries import index_library
 from heron.settings import Settings
 from heron.store import open_store
 from tests.run_heron import run_heron

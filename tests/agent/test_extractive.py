@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 
 from heron.agent import Agent, Limits, compose, open_agent
-from heron.books import add_library, index_library
-from heron.books.parse import strip_markup
 from heron.embed import MiniLMEmbedder
+from heron.libraries import add_library, index_library
+from heron.libraries.parse import strip_markup
 from heron.llm import local
 from heron.settings import Settings
 from tests.ci import missing
@@ -148,7 +148,7 @@ def k8s_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for page in K8S_PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / page, root / page)
-    settings = Settings(home=base / "home", books_default_docs=False)
+    settings = Settings(home=base / "home", library_default_docs=False)
     add_library("kubernetes", str(root), settings)
     agent = open_agent(settings)
     try:
@@ -162,7 +162,7 @@ def k8s_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def k8s(k8s_home: Path, home: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Agent]:
     """An agent on ``k8s_home``."""
     monkeypatch.setenv("HERON_HOME", str(k8s_home))
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     agent = open_agent(Settings())
     yield agent
     agent.close()
@@ -216,7 +216,7 @@ def test_a_stream_gives_the_extractive_answer_whole(k8s: Agent) -> None:
 def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(
     home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     agent = open_agent(Settings())
     try:
         answer = agent.ask("What is a Pod?")
@@ -256,8 +256,8 @@ def with_heron_docs(
         "Tools water nothing and prune nothing.\n",
         encoding="utf-8",
     )
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "true")
-    monkeypatch.setattr("heron.books.config.heron_docs", lambda: docs)
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "true")
+    monkeypatch.setattr("heron.libraries.config.heron_docs", lambda: docs)
     opened: list[Agent] = []
 
     def make(garden_too: bool) -> Agent:

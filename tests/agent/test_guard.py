@@ -11,7 +11,7 @@ import pytest
 
 from heron.agent import Agent, Final, Token, open_agent
 from heron.agent.guard import RepetitionGuard, repeats
-from heron.books import index_library
+from heron.libraries import index_library
 from heron.llm import Sampling
 from heron.settings import Settings
 from tests import llm_servers

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from heron.agent import Agent, triage
 from heron.agent.triage import named
-from heron.books.search import Result
+from heron.libraries.search import Result
 from heron.tools import RoutedTool, Tool
 
 DOCS, TOOLS = 0.45, 0.5

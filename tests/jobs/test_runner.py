@@ -334,10 +334,10 @@ def test_confirmation_gate_parks_then_resumes_or_ends(jobs: Jobs) -> None:
 def test_docs_and_index_steps_use_the_real_libraries(
     jobs: Jobs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from heron.books import add_library, index_library
+    from heron.libraries import add_library, index_library
     from heron.store import open_store
 
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "pods.md").write_text("# Pods\n\nA Pod runs one or more containers together.\n")

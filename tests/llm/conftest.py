@@ -11,7 +11,9 @@ from heron.llm import Broker, parse_table
 from heron.settings import Settings
 from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
 
-MODELS = ONE_MODEL + """    fallbacks: [claude]
+MODELS = (
+    ONE_MODEL
+    + """    fallbacks: [claude]
   claude:
     provider: anthropic
     model: claude-test
@@ -23,6 +25,7 @@ MODELS = ONE_MODEL + """    fallbacks: [claude]
     base_url: {url}/v1
     api_key_env: TEST_OPENAI_KEY
 """
+)
 
 
 @pytest.fixture

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from heron.books.config import Library, config_path
-from heron.books.sync import SyncError, _clone, checkout_dir, sync
+from heron.libraries.config import Library, config_path
+from heron.libraries.sync import SyncError, _clone, checkout_dir, sync
 from heron.settings import Settings
 from tests.run_heron import run_heron
 from tests.security.served import Served, git, serve
@@ -103,7 +103,7 @@ def test_the_api_adds_folders_only_under_the_roots(roots_server: Served, tmp: Pa
 def test_the_cli_adds_any_folder_but_not_these(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     marker = tmp_path / "pwned"
     docs = tmp_path / "docs"
     docs.mkdir()

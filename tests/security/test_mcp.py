@@ -161,7 +161,7 @@ def test_the_agent_at_read_level_is_not_offered_unannotated_tools(
     from tests.llm_servers import KEY, serve
 
     monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     crm_only = tmp_path / "mcp.json"
     crm_only.write_text(json.dumps({"mcpServers": {"crm": entry("crm")}}))
     with serve() as chat:
@@ -278,7 +278,7 @@ def test_heron_mcp_server_answers_a_failing_tool_with_is_error(
     from heron.server.mcp import build_server
     from heron.server.runtime import Runtime
 
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     rt = Runtime(Settings())
 
     async def exercise() -> tuple[Any, Any]:

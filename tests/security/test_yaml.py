@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from heron.books.parse import parse_page
+from heron.libraries.parse import parse_page
 from heron.settings import Settings
 from heron.skills import SkillIndex, open_skills
 from heron.skills.dirs import SkillDir

@@ -19,12 +19,12 @@ import pytest
 import uvicorn
 from starlette.types import ASGIApp
 
-from heron.books import add_library, index_library
+from heron.libraries import add_library, index_library
 from heron.server import create_app
 from heron.settings import Settings
 from heron.skills import open_skills
 from heron.store import open_store
-from tests.books.conftest import PAGES, write_pages
+from tests.libraries.conftest import PAGES, write_pages
 
 #: Answers of the bundled local model are cut short: the tests check plumbing, not prose.
 MAX_TOKENS = 16
@@ -70,7 +70,7 @@ def heron_env(tmp: Path) -> dict[str, str]:
     return {
         "HERON_HOME": str(tmp / "home"),
         "HERON_MODELS_DIR": str(Settings().models_dir),
-        "HERON_BOOKS_DEFAULT_DOCS": "false",
+        "HERON_LIBRARY_DEFAULT_DOCS": "false",
         "HERON_SKILLS_DIRS": str(tmp / "skills"),
         "HOME": str(tmp / "user"),
         "HERMES_HOME": str(tmp / "hermes"),

@@ -12,7 +12,7 @@ import anyio
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
 
-from heron.books.tool import SEARCH_DOCS
+from heron.libraries.tool import SEARCH_DOCS
 from tests.server.conftest import Served, heron_env
 
 TOOLS = ["read_skill", "route_tools", "search_docs", "search_skills"]

@@ -59,7 +59,7 @@ def test_search_docs_searches_the_libraries(
     (docs / "secrets.md").write_text(
         "---\ntitle: Secrets\n---\n# Secrets\n\nKeep passwords in a Secret.\n"
     )
-    from heron.books import add_library, index_library
+    from heron.libraries import add_library, index_library
     from heron.store import open_store
 
     add_library("mine", str(tmp_path / "lib"))

@@ -34,7 +34,7 @@ PAGES = {
 @pytest.fixture
 def settings(home: Path, monkeypatch: pytest.MonkeyPatch) -> Settings:
     """Settings on a fresh HERON_HOME, without Heron's own docs library."""
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     return Settings()
 
 

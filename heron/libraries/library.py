@@ -8,10 +8,10 @@ import shutil
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from heron.books.config import Library, get_library, read_libraries, remove_library
-from heron.books.index import STATE_PREFIX
-from heron.books.sync import checkout_dir
 from heron.errors import NotFound
+from heron.libraries.config import Library, get_library, read_libraries, remove_library
+from heron.libraries.index import STATE_PREFIX
+from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
 from heron.store import Store, check_store
 

@@ -2,9 +2,9 @@ from __future__ import annotations
 
 import pytest
 
-from heron.books.chunk import ChunkPolicy, chunk_page, policy_for, slug, token_counter
-from heron.books.parse import parse_page
 from heron.embed import MiniLMEmbedder
+from heron.libraries.chunk import ChunkPolicy, chunk_page, policy_for, slug, token_counter
+from heron.libraries.parse import parse_page
 
 PAGE = (
     """---

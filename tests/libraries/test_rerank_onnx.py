@@ -16,9 +16,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.books import load_reranker
 from heron.embed import assets
 from heron.errors import ConfigError, ModelError
+from heron.libraries import load_reranker
 from heron.settings import Settings
 from heron.store import Hit
 
@@ -91,7 +91,7 @@ def _hits(*texts: str) -> list[Hit]:
 
 
 def test_scores_each_pair_in_order(tmp_path: Path) -> None:
-    from heron.books.rerank_onnx import OnnxCrossEncoder
+    from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
     reranker = OnnxCrossEncoder(_model(tmp_path / "m", _ids("volume")), batch_size=2)
     hits = _hits(
@@ -109,7 +109,7 @@ def test_scores_each_pair_in_order(tmp_path: Path) -> None:
 
 
 def test_last_logit_and_inputs_the_graph_lacks(tmp_path: Path) -> None:
-    from heron.books.rerank_onnx import OnnxCrossEncoder
+    from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
     path = _model(tmp_path / "m", _ids("volume"), logits=2, type_ids=False)
     scores = OnnxCrossEncoder(path).rerank("volume", _hits("no match", "volume volume"))
@@ -117,7 +117,7 @@ def test_last_logit_and_inputs_the_graph_lacks(tmp_path: Path) -> None:
 
 
 def test_pairs_are_truncated(tmp_path: Path) -> None:
-    from heron.books.rerank_onnx import OnnxCrossEncoder
+    from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
     path = _model(tmp_path / "m", _ids("volume"))
     long_text = "volume " * 2000
@@ -127,24 +127,24 @@ def test_pairs_are_truncated(tmp_path: Path) -> None:
 
 def test_loaded_from_settings_and_errors_say_what_to_do(tmp_path: Path) -> None:
     path = _model(tmp_path / "m", _ids("volume"))
-    reranker = load_reranker(Settings(books_reranker="onnx", books_rerank_model=path))
+    reranker = load_reranker(Settings(library_reranker="onnx", library_rerank_model=path))
     assert reranker is not None
     assert reranker.rerank("volume", _hits("x"))[0] == 1.0
-    with pytest.raises(ConfigError, match="HERON_BOOKS_RERANK_MODEL"):
-        load_reranker(Settings(books_reranker="onnx"))
+    with pytest.raises(ConfigError, match="HERON_LIBRARY_RERANK_MODEL"):
+        load_reranker(Settings(library_reranker="onnx"))
     (tmp_path / "m" / "tokenizer.json").unlink()
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(Settings(books_reranker="onnx", books_rerank_model=path))
+        load_reranker(Settings(library_reranker="onnx", library_rerank_model=path))
     broken = tmp_path / "b"
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not a model")
     shutil.copy(assets.require_tokenizer(Settings().models_dir), broken / "tokenizer.json")
     with pytest.raises(ModelError, match="Cannot load"):
-        load_reranker(Settings(books_reranker="onnx", books_rerank_model=broken / "model.onnx"))
+        load_reranker(Settings(library_reranker="onnx", library_rerank_model=broken / "model.onnx"))
 
 
 def test_a_model_wanting_other_inputs_fails_when_loaded(tmp_path: Path) -> None:
-    from heron.books.rerank_onnx import OnnxCrossEncoder
+    from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
     path = _model(tmp_path / "m", _ids("volume"), extra="pixel_values")
     with pytest.raises(ModelError, match=r"wants inputs pixel_values.*optimum-cli"):

@@ -9,7 +9,7 @@ tooltip keeps its visible text; a ``{{% heading "whatsnext" %}}`` becomes
 ``What's next``.
 
 ``content_hash`` is the SHA-256 of ``indexed_text()``, the exact text the indexer
-chunks: the shipped Q&A cache (``heron.books.enrich``) is keyed by it.
+chunks: the shipped Q&A cache (``heron.libraries.enrich``) is keyed by it.
 """
 
 from __future__ import annotations

@@ -5,10 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from heron.books import add_library, index_library, search, search_many
-from heron.books.search import source_location
-from heron.books.tool import SEARCH_DOCS, search_docs
 from heron.errors import InputError, NotFound
+from heron.libraries import add_library, index_library, search, search_many
+from heron.libraries.search import source_location
+from heron.libraries.tool import SEARCH_DOCS, search_docs
 from heron.settings import Settings
 from heron.store import SQLiteStore
 

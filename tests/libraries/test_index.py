@@ -10,10 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from heron.books import add_library, index_library, remove_library, search
-from heron.books.config import get_library
-from heron.books.index import IndexBusy, LibraryRemoved, _exclusive
-from heron.books.sync import checkout_dir
+from heron.libraries import add_library, index_library, remove_library, search
+from heron.libraries.config import get_library
+from heron.libraries.index import IndexBusy, LibraryRemoved, _exclusive
+from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
 from heron.store import SQLiteStore
 

@@ -28,10 +28,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from heron.books.parse import Page
 from heron.errors import HeronError
+from heron.libraries.parse import Page
 
-log = logging.getLogger("heron.books")
+log = logging.getLogger("heron.libraries")
 CACHE_DIR = ".ai"
 
 

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from heron.books.parse import Page
+from heron.libraries.parse import Page
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-like models).

@@ -7,8 +7,6 @@ from typing import Annotated
 
 import typer
 
-from heron.books import MODES, add_library, index_library, read_libraries, search_many
-from heron.books.library import forget_library, statuses
 from heron.cli.output import (
     QueriesOption,
     console,
@@ -18,6 +16,8 @@ from heron.cli.output import (
     progress_bar,
     query_batch,
 )
+from heron.libraries import MODES, add_library, index_library, read_libraries, search_many
+from heron.libraries.library import forget_library, statuses
 from heron.settings import Settings
 from heron.store import open_store
 
@@ -177,7 +177,7 @@ def search(
         console.print(f"     {r.source}", style="dim", markup=False, highlight=False)
 
 
-def register_books(app: typer.Typer) -> None:
+def register_libraries(app: typer.Typer) -> None:
     """Add ``library``, ``index`` and ``search`` to the ``heron`` command."""
     app.add_typer(library_app, name="library")
     app.command("index")(index)

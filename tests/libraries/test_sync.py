@@ -7,13 +7,13 @@ from pathlib import Path
 
 import pytest
 
-from heron.books import add_library, index_library, search
-from heron.books.config import get_library
-from heron.books.library import forget_library, library_status
-from heron.books.sync import checkout_dir
+from heron.libraries import add_library, index_library, search
+from heron.libraries.config import get_library
+from heron.libraries.library import forget_library, library_status
+from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
 from heron.store import SQLiteStore
-from tests.books.conftest import PAGES, write_pages
+from tests.libraries.conftest import PAGES, write_pages
 
 
 def git(*args: str, cwd: Path) -> str:

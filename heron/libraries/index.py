@@ -27,20 +27,20 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.books.chunk import (
+from heron.deprecated import renamed
+from heron.errors import HeronError, NotFound
+from heron.libraries.chunk import (
     ChunkPolicy,
     TokenCounter,
     chunk_page,
     policy_for,
     token_counter,
 )
-from heron.books.config import Library, get_library, read_libraries
-from heron.books.enrich import QA, Enricher, page_questions
-from heron.books.parse import Page, parse_page
-from heron.books.scan import PageFile, read_text, scan
-from heron.books.sync import SyncError, checkout_dir, sync
-from heron.deprecated import renamed
-from heron.errors import HeronError, NotFound
+from heron.libraries.config import Library, get_library, read_libraries
+from heron.libraries.enrich import QA, Enricher, page_questions
+from heron.libraries.parse import Page, parse_page
+from heron.libraries.scan import PageFile, read_text, scan
+from heron.libraries.sync import SyncError, checkout_dir, sync
 from heron.private import private_dir
 from heron.settings import Settings
 from heron.store import Record, Store, check_store
@@ -183,7 +183,7 @@ class _Indexer:
         self.on_total = on_total
         self.report = LibraryIndexReport(library.name)
         self.policy = policy_for(
-            store.embedder, settings.books_chunk_tokens, settings.books_chunk_overlap
+            store.embedder, settings.library_chunk_tokens, settings.library_chunk_overlap
         )
         self._counter: TokenCounter | None = None
         self.fingerprint = (
@@ -198,13 +198,13 @@ class _Indexer:
 
     def run(self) -> LibraryIndexReport:
         try:
-            checkout = sync(self.library, self.settings, timeout=self.settings.books_git_timeout)
+            checkout = sync(self.library, self.settings, timeout=self.settings.library_git_timeout)
         except SyncError as exc:
             self.report.error = str(exc)
             self.store.kv_set(self.ns, "sync:error", json.dumps([time.time(), str(exc)]))
             return self.report
         self.report.revision = checkout.revision
-        files, skipped = scan(checkout.root, self.settings.books_max_page_bytes)
+        files, skipped = scan(checkout.root, self.settings.library_max_page_bytes)
         self.report.skipped = [asdict(s) for s in skipped]
         states = {
             key.removeprefix(STATE_PREFIX): value

@@ -2,9 +2,9 @@
 
 The store's hybrid search returns chunks with their fused score and its evidence (cosine,
 BM25). A reranker sees the query and those candidates and returns one new score each;
-``heron.books.search`` then groups by page. Backends: ``FeatureReranker`` (default, no
-model), ``OnnxCrossEncoder`` (``heron.books.rerank_onnx``) and ``RemoteReranker``
-(``heron.books.rerank_remote``, a TEI/Infinity/Cohere ``/rerank`` server).
+``heron.libraries.search`` then groups by page. Backends: ``FeatureReranker`` (default, no
+model), ``OnnxCrossEncoder`` (``heron.libraries.rerank_onnx``) and ``RemoteReranker``
+(``heron.libraries.rerank_remote``, a TEI/Infinity/Cohere ``/rerank`` server).
 """
 
 from __future__ import annotations
@@ -100,35 +100,35 @@ RERANKERS = ("default", "none", "onnx", "remote")
 
 
 def load_reranker(settings: Settings | None = None) -> Reranker | None:
-    """The reranker ``HERON_BOOKS_RERANKER`` names; ``None`` for ``none``."""
+    """The reranker ``HERON_LIBRARY_RERANKER`` names; ``None`` for ``none``."""
     settings = settings or Settings()
-    if settings.books_reranker == "default":
+    if settings.library_reranker == "default":
         return FeatureReranker()
-    if settings.books_reranker == "none":
+    if settings.library_reranker == "none":
         return None
-    if settings.books_reranker == "onnx":
-        if settings.books_rerank_model is None:
+    if settings.library_reranker == "onnx":
+        if settings.library_rerank_model is None:
             raise ConfigError(
-                "HERON_BOOKS_RERANKER=onnx needs HERON_BOOKS_RERANK_MODEL=/path/to/model.onnx "
+                "HERON_LIBRARY_RERANKER=onnx needs HERON_LIBRARY_RERANK_MODEL=/path/to/model.onnx "
                 "(with tokenizer.json in the same folder)."
             )
-        from heron.books.rerank_onnx import OnnxCrossEncoder
+        from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
-        return OnnxCrossEncoder(settings.books_rerank_model)
-    if settings.books_reranker == "remote":
-        if not settings.books_rerank_url:
+        return OnnxCrossEncoder(settings.library_rerank_model)
+    if settings.library_reranker == "remote":
+        if not settings.library_rerank_url:
             raise ConfigError(
-                "HERON_BOOKS_RERANKER=remote needs HERON_BOOKS_RERANK_URL, e.g. "
+                "HERON_LIBRARY_RERANKER=remote needs HERON_LIBRARY_RERANK_URL, e.g. "
                 "http://127.0.0.1:8080 (a TEI, Infinity or Cohere-style /rerank server)."
             )
-        from heron.books.rerank_remote import RemoteReranker
+        from heron.libraries.rerank_remote import RemoteReranker
 
         return RemoteReranker(
-            settings.books_rerank_url,
-            model=settings.books_rerank_model_name,
-            api_key=settings.books_rerank_api_key,
-            timeout=settings.books_rerank_timeout,
+            settings.library_rerank_url,
+            model=settings.library_rerank_model_name,
+            api_key=settings.library_rerank_api_key,
+            timeout=settings.library_rerank_timeout,
         )
     raise ConfigError(
-        f"Unknown reranker {settings.books_reranker!r}. Choose from: {', '.join(RERANKERS)}."
+        f"Unknown reranker {settings.library_reranker!r}. Choose from: {', '.join(RERANKERS)}."
     )

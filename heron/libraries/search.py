@@ -18,9 +18,9 @@ from typing import Any, Literal
 
 import numpy as np
 
-from heron.books.config import read_libraries
-from heron.books.rerank import Reranker, load_reranker
 from heron.errors import InputError, NotFound
+from heron.libraries.config import read_libraries
+from heron.libraries.rerank import Reranker, load_reranker
 from heron.settings import Settings
 from heron.store import Hit, Store
 
@@ -187,7 +187,7 @@ def search_many(
             name,
             list(queries),
             mode=store_mode,
-            top_k=max(settings.books_candidates, top_k),
+            top_k=max(settings.library_candidates, top_k),
             filters=filters,
             vectors=vectors,
         )

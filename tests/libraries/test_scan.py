@@ -3,8 +3,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from heron.books.scan import read_text, scan
-from tests.books.conftest import write_pages
+from heron.libraries.scan import read_text, scan
+from tests.libraries.conftest import write_pages
 
 
 def test_collections_are_top_folders_or_marked_folders(tmp_path: Path) -> None:
@@ -51,7 +51,7 @@ def test_oversized_page_is_skipped_with_the_setting_to_raise(tmp_path: Path) -> 
     root = write_pages(tmp_path / "lib", {"big.md": "x" * 2000, "ok.md": "fine"})
     pages, skipped = scan(root, 1000)
     assert [p.id for p in pages] == ["ok"]
-    assert "HERON_BOOKS_MAX_PAGE_BYTES" in skipped[0].reason
+    assert "HERON_LIBRARY_MAX_PAGE_BYTES" in skipped[0].reason
 
 
 def test_binary_and_non_utf8(tmp_path: Path) -> None:

@@ -10,7 +10,7 @@ Git runs as the workspace's does (``heron.programs.env``): a minimal environment
 system or user config, the repository-config overrides, and only the network transports
 (``file://`` too when the library's own URL is one; never ``ext::``). A URL or path is
 always passed after ``--``, so a source cannot be read as an option; ``check_source``
-(``heron.books.config``) refuses the sources that would be one.
+(``heron.libraries.config``) refuses the sources that would be one.
 """
 
 from __future__ import annotations
@@ -21,8 +21,8 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
-from heron.books.config import Library, check_git_source, url_scheme
 from heron.errors import HeronError, InputError
+from heron.libraries.config import Library, check_git_source, url_scheme
 from heron.private import private_dir
 from heron.programs import (
     BOOKS_PROTOCOLS,
@@ -69,7 +69,7 @@ def _git(
         raise SyncError("git is not installed; install it to sync git libraries.") from exc
     except subprocess.TimeoutExpired as exc:
         raise SyncError(
-            f"git {args[0]} took over {timeout:.0f} s; raise HERON_BOOKS_GIT_TIMEOUT."
+            f"git {args[0]} took over {timeout:.0f} s; raise HERON_LIBRARY_GIT_TIMEOUT."
         ) from exc
     if done.returncode != 0:
         detail = (done.stderr or done.stdout).strip().splitlines()
@@ -106,7 +106,7 @@ def _update(url: str, target: Path, timeout: float) -> None:
     _git(["remote", "set-url", "--", "origin", url], target, timeout, protocols)
     _git(["fetch", "--depth", "1", "--quiet", "--", "origin", "HEAD"], target, timeout, protocols)
     _git(["reset", "--hard", "--quiet", "FETCH_HEAD", "--"], target, timeout, protocols)
-    # -e keeps the Q&A cache an enricher wrote into the checkout (heron.books.enrich).
+    # -e keeps the Q&A cache an enricher wrote into the checkout (heron.libraries.enrich).
     _git(["clean", "-fdxq", "-e", "/.ai/"], target, timeout, protocols)
 
 

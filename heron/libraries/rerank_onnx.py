@@ -18,7 +18,7 @@ from heron.store import Hit
 
 EXPORT = (
     "Export the model with: optimum-cli export onnx --model cross-encoder/ms-marco-MiniLM-L-6-v2 "
-    "DIR, or set HERON_BOOKS_RERANKER=default."
+    "DIR, or set HERON_LIBRARY_RERANKER=default."
 )
 #: The inputs a BERT-style cross-encoder may declare; the backend feeds those it does.
 FEEDS = frozenset({"input_ids", "attention_mask", "token_type_ids"})
@@ -67,8 +67,8 @@ class OnnxCrossEncoder:
                 logits = self.session.run(None, feeds)[0]
             except Exception as exc:  # onnxruntime raises untyped errors
                 raise ModelError(
-                    f"The cross-encoder failed: {exc}. Check HERON_BOOKS_RERANK_MODEL, or set "
-                    "HERON_BOOKS_RERANKER=default."
+                    f"The cross-encoder failed: {exc}. Check HERON_LIBRARY_RERANK_MODEL, or set "
+                    "HERON_LIBRARY_RERANKER=default."
                 ) from exc
             scores[start : start + len(batch)] = np.asarray(logits).reshape(len(batch), -1)[:, -1]
         return scores

@@ -4,7 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from heron.books.config import (
+from heron.errors import ConfigError, InputError, NotFound
+from heron.libraries.config import (
     Library,
     add_library,
     config_path,
@@ -12,7 +13,6 @@ from heron.books.config import (
     read_libraries,
     remove_library,
 )
-from heron.errors import ConfigError, InputError, NotFound
 from heron.settings import Settings
 
 
@@ -63,5 +63,5 @@ def test_heron_docs_are_a_default_library(home: Path, monkeypatch: pytest.Monkey
     (builtin,) = read_libraries(settings)
     assert (builtin.name, builtin.builtin) == ("heron", True)
     assert (Path(builtin.source) / "libraries.md").is_file()
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     assert read_libraries(Settings()) == []

@@ -12,9 +12,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.books import FeatureReranker, Reranker, load_reranker
-from heron.books.rerank_remote import RemoteReranker
 from heron.errors import ConfigError, ModelError, RemoteModelError
+from heron.libraries import FeatureReranker, Reranker, load_reranker
+from heron.libraries.rerank_remote import RemoteReranker
 from heron.settings import Settings
 from heron.store import Hit
 
@@ -77,16 +77,16 @@ def test_remote_reranker_formats(server: str, model: str | None) -> None:
 def test_remote_reranker_errors_say_what_to_do(server: str) -> None:
     with pytest.raises(RemoteModelError, match="answered 500"):
         RemoteReranker(server, model="fail").rerank("q", [hit("a", 0)])
-    with pytest.raises(RemoteModelError, match="HERON_BOOKS_RERANKER=default"):
+    with pytest.raises(RemoteModelError, match="HERON_LIBRARY_RERANKER=default"):
         RemoteReranker("http://127.0.0.1:9", timeout=2).rerank("q", [hit("a", 0)])
 
 
 def test_load_reranker_from_settings(tmp_path: Path) -> None:
     assert isinstance(load_reranker(Settings()), FeatureReranker)
-    assert load_reranker(Settings(books_reranker="none")) is None
-    with pytest.raises(ConfigError, match="HERON_BOOKS_RERANK_MODEL"):
-        load_reranker(Settings(books_reranker="onnx"))
+    assert load_reranker(Settings(library_reranker="none")) is None
+    with pytest.raises(ConfigError, match="HERON_LIBRARY_RERANK_MODEL"):
+        load_reranker(Settings(library_reranker="onnx"))
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(Settings(books_reranker="onnx", books_rerank_model=tmp_path / "m.onnx"))
+        load_reranker(Settings(library_reranker="onnx", library_rerank_model=tmp_path / "m.onnx"))
     with pytest.raises(ConfigError, match="Choose from: default, none, onnx, remote"):
-        load_reranker(Settings(books_reranker="magic"))
+        load_reranker(Settings(library_reranker="magic"))

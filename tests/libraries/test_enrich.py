@@ -3,9 +3,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.books import QA, Enricher, add_library, index_library, search
-from heron.books.enrich import cache_path, read_cache, write_cache
-from heron.books.parse import Page, parse_page
+from heron.libraries import QA, Enricher, add_library, index_library, search
+from heron.libraries.enrich import cache_path, read_cache, write_cache
+from heron.libraries.parse import Page, parse_page
 from heron.settings import Settings
 from heron.store import SQLiteStore
 

@@ -48,12 +48,12 @@ class RemoteReranker:
         except httpx.HTTPError as exc:
             raise RemoteModelError(
                 f"The rerank server at {url} did not answer: {exc}. Start it, or set "
-                "HERON_BOOKS_RERANKER=default to rank without it."
+                "HERON_LIBRARY_RERANKER=default to rank without it."
             ) from exc
         if response.status_code != 200:
             raise RemoteModelError(
                 f"The rerank server at {url} answered {response.status_code}: "
-                f"{response.text[:200]}. Check HERON_BOOKS_RERANK_URL and _MODEL_NAME."
+                f"{response.text[:200]}. Check HERON_LIBRARY_RERANK_URL and _MODEL_NAME."
             )
         try:
             data = response.json()

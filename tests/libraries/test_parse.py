@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from heron.books.parse import parse_page, strip_markup
+from heron.libraries.parse import parse_page, strip_markup
 
 
 def test_yaml_front_matter_gives_title_description_tags() -> None:

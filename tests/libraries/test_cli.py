@@ -13,7 +13,7 @@ from tests.cli.test_cli import heron
 
 @pytest.fixture
 def library(home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]) -> Path:
-    monkeypatch.setenv("HERON_BOOKS_DEFAULT_DOCS", "false")
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     root = make_library()
     heron("library", "add", "lib", str(root))
     return root

@@ -72,7 +72,7 @@ def scan(root: Path, max_bytes: int) -> tuple[list[PageFile], list[Skipped]]:
                 Skipped(
                     rel.as_posix(),
                     f"{size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB page limit "
-                    "(raise HERON_BOOKS_MAX_PAGE_BYTES to index it)",
+                    "(raise HERON_LIBRARY_MAX_PAGE_BYTES to index it)",
                 )
             )
             continue

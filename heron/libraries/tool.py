@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from heron.books.search import search
 from heron.errors import InputError
+from heron.libraries.search import search
 from heron.settings import Settings
 from heron.store import Store
 

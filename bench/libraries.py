@@ -26,9 +26,9 @@ import numpy as np
 
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table, timed
 from bench.embed_throughput import plain_onnxruntime
-from heron.books import add_library, index_library, load_reranker, search_many
-from heron.books.search import group_by_page
 from heron.embed import load_embedder
+from heron.libraries import add_library, index_library, load_reranker, search_many
+from heron.libraries.search import group_by_page
 from heron.settings import Settings
 from heron.store import SQLiteStore
 from heron.store.fusion import reciprocal_rank_fusion

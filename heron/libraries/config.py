@@ -8,7 +8,7 @@ One library a line, ``name source``, where source is a git URL or a local path;
     handbook      /srv/docs/handbook
 
 Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
-another library ``heron`` or ``HERON_BOOKS_DEFAULT_DOCS=false``.
+another library ``heron`` or ``HERON_LIBRARY_DEFAULT_DOCS=false``.
 
 **Sources are checked** (``check_source``) before they are written. For everyone: a
 source never starts with ``-`` (git would read it as an option), a git URL uses
@@ -200,7 +200,7 @@ def read_libraries(settings: Settings | None = None) -> list[Library]:
     libraries = _parse(config_path(settings))
     docs = heron_docs()
     if (
-        settings.books_default_docs
+        settings.library_default_docs
         and docs is not None
         and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
     ):
@@ -270,6 +270,6 @@ def remove_library(name: str, settings: Settings | None = None) -> Library:
     if name == DEFAULT_DOCS_NAME and heron_docs() is not None:
         raise InputError(
             "The 'heron' library is Heron's own docs; turn it off with "
-            "HERON_BOOKS_DEFAULT_DOCS=false."
+            "HERON_LIBRARY_DEFAULT_DOCS=false."
         )
     raise NotFound(f"No library {name!r} in {path}. See: heron library list")
