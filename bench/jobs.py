@@ -25,7 +25,8 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import table
-from heron.jobs import JobRunner, Jobs, open_jobs
+from heron.agent import job_runner  # the runner heron serve and heron jobs run build
+from heron.jobs import Jobs, open_jobs
 from heron.settings import Settings
 
 JOBS = 1000
@@ -55,7 +56,7 @@ def _pct(samples: list[float], q: float) -> float:
 def _throughput(jobs: Jobs) -> list[tuple[str, str]]:
     ids = [jobs.create("what changed?").id for _ in range(JOBS)]
     start = time.perf_counter()
-    asyncio.run(JobRunner(jobs, concurrency=CONCURRENCY).run_until_idle())
+    asyncio.run(job_runner(jobs, concurrency=CONCURRENCY).run_until_idle())
     elapsed = time.perf_counter() - start
     done = [jobs.get(i) for i in ids]
     assert all(j.state == "completed" for j in done)
@@ -63,7 +64,7 @@ def _throughput(jobs: Jobs) -> list[tuple[str, str]]:
     single = []
     for _ in range(ONE_AT_A_TIME):
         job = jobs.create("what changed?")
-        asyncio.run(JobRunner(jobs, concurrency=1).run_until_idle())
+        asyncio.run(job_runner(jobs, concurrency=1).run_until_idle())
         finished = jobs.get(job.id)
         single.append(finished.finished_at - finished.created_at)  # type: ignore[operator]
     return [
@@ -97,7 +98,7 @@ def _alive(pid: int) -> bool:
 def _aborts(jobs: Jobs) -> list[tuple[str, str]]:
     stop = asyncio.Event()
     loop = asyncio.new_event_loop()
-    runner = JobRunner(jobs, concurrency=1)
+    runner = job_runner(jobs, concurrency=1)
     worker = threading.Thread(target=loop.run_until_complete, args=(runner.serve(stop),))
     worker.start()
     samples = []

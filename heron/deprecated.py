@@ -69,3 +69,23 @@ def moved_package(old: str, new: str) -> ModuleType:
     if not any(isinstance(f, _Alias) and f.old == old for f in sys.meta_path):
         sys.meta_path.insert(0, _Alias(old, new))
     return importlib.import_module(new)
+
+
+def settings_or_default(
+    settings: Any, caller: str, fix: str = "pass settings=Settings() (made once, by the caller)"
+) -> Any:
+    """``settings``; ``None`` (the old default) reads ``Settings()`` from the environment
+    and heron.toml, with a ``DeprecationWarning``: library code takes the settings it is
+    given, and ``caller`` will require them in the next release. Construct ``Settings()``
+    once, at the edge (a CLI command, the server, an ``open_*`` helper), and pass it."""
+    if settings is not None:
+        return settings
+    warnings.warn(
+        f"{caller} without settings is deprecated: {fix}; they will be required in the "
+        "next release.",
+        DeprecationWarning,
+        stacklevel=3,
+    )
+    from heron.settings import Settings  # the old default, read only on this old path
+
+    return Settings()

@@ -17,7 +17,10 @@ import pytest
         "heron.store",
         "heron.skills",
         "heron.tools",
+        "heron.core",
         "heron.cli",
+        "heron.interventions",
+        "heron.ops.watchdog",
     ],
 )
 def test_all_names_exist(package: str) -> None:

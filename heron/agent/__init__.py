@@ -1,5 +1,6 @@
 """The agent: triage, retrieval, tool routing, model calls and tool runs, one grounded
-answer with citations. See docs/agent.md.
+answer with citations. See docs/agent.md. ``heron.agent.wiring`` is where the
+capabilities are wired together (``open_tools``, ``job_runner``).
 
 >>> from heron.agent import open_agent                      # doctest: +SKIP
 >>> agent = open_agent()
@@ -29,6 +30,7 @@ from heron.agent.extractive import Extract, Limits, compose
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.sessions import Sessions
 from heron.agent.triage import Triage, triage
+from heron.agent.wiring import job_runner, open_tools
 
 __all__ = [
     "ANSWER_MODES",
@@ -50,7 +52,9 @@ __all__ = [
     "ToolUsed",
     "Triage",
     "compose",
+    "job_runner",
     "open_agent",
+    "open_tools",
     "repeats",
     "run_calls",
     "triage",

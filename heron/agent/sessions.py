@@ -11,17 +11,16 @@ from __future__ import annotations
 
 import json
 import re
-import sqlite3
 import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
-from heron.errors import InputError, StoreError
+from heron.errors import InputError
 from heron.llm.types import Message
-from heron.private import private_dir, private_file
 from heron.redact import redact, redact_value
+from heron.sqlite_errors import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -58,22 +57,17 @@ def new_session_id() -> str:
 
 
 class Sessions:
+    """The session file; every use of it raises a damaged, read-only or locked file as
+    one ``StoreError`` naming the file and the fix (``heron.sqlite_errors``)."""
+
     def __init__(self, path: Path) -> None:
-        try:
-            private_file(private_dir(path.parent) / path.name)
-            self._db = sqlite3.connect(
-                path, timeout=30, isolation_level=None, check_same_thread=False
-            )
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute("PRAGMA foreign_keys=ON")
-            self._db.executescript(_SCHEMA)
-        except (OSError, sqlite3.Error) as exc:
-            raise StoreError(f"Cannot open the session database {path}: {exc}") from exc
+        self._file = SQLiteFile(path, "the session database", "a new one starts on the next use")
+        self._db = self._file.connect(timeout=30, schema=_SCHEMA, pragmas=["foreign_keys=ON"])
         self._lock = threading.Lock()
 
     def history(self, session_id: str, turns: int = HISTORY_TURNS) -> list[Message]:
         """The last ``turns`` exchanges as user and assistant messages, oldest first."""
-        with self._lock:
+        with self._lock, self._file.errors():
             rows = self._db.execute(
                 "SELECT message, answer FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, turns),
@@ -88,40 +82,33 @@ class Sessions:
         number."""
         now = time.time()
         message, record = redact(message), redact_value(record)
-        with self._lock:
-            try:
-                self._db.execute("BEGIN IMMEDIATE")
-                self._db.execute(
-                    "INSERT INTO sessions VALUES (?, ?, ?) "
-                    "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
-                    (session_id, now, now),
-                )
-                (seq,) = self._db.execute(
-                    "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?",
-                    (session_id,),
-                ).fetchone()
-                self._db.execute(
-                    "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?)",
-                    (
-                        session_id,
-                        seq,
-                        message,
-                        record["answer"],
-                        json.dumps(record, ensure_ascii=False),
-                        now,
-                    ),
-                )
-                self._db.execute("COMMIT")
-            except sqlite3.Error as exc:
-                if self._db.in_transaction:
-                    self._db.execute("ROLLBACK")
-                raise StoreError(f"Cannot save the turn of session {session_id!r}: {exc}") from exc
+        with self._lock, self._file.transaction(self._db) as db:
+            db.execute(
+                "INSERT INTO sessions VALUES (?, ?, ?) "
+                "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
+                (session_id, now, now),
+            )
+            (seq,) = db.execute(
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?",
+                (session_id,),
+            ).fetchone()
+            db.execute(
+                "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?)",
+                (
+                    session_id,
+                    seq,
+                    message,
+                    record["answer"],
+                    json.dumps(record, ensure_ascii=False),
+                    now,
+                ),
+            )
         return int(seq)
 
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """Every stored turn of a session, oldest first: ``{"seq", "message", "answer"}``
         with the answer as ``Answer.to_dict()`` gave it."""
-        with self._lock:
+        with self._lock, self._file.errors():
             rows = self._db.execute(
                 "SELECT seq, message, record FROM turns WHERE session_id = ? ORDER BY seq",
                 (session_id,),

@@ -10,8 +10,9 @@ from typing import Annotated, Any
 import typer
 from rich.markup import escape
 
+from heron.agent import job_runner
 from heron.cli.output import console, print_json
-from heron.jobs import RISK_LEVELS, STATES, Job, JobEvent, JobRunner, open_jobs
+from heron.jobs import RISK_LEVELS, STATES, Job, JobEvent, open_jobs
 
 jobs_app = typer.Typer(
     help="Delegated work: background jobs that check the workspace, step by step.",
@@ -203,7 +204,7 @@ def run(
     Example: heron jobs run --until-idle
     """
     jobs = open_jobs()
-    runner = JobRunner(jobs, concurrency=concurrency)
+    runner = job_runner(jobs, concurrency=concurrency)
 
     async def main() -> dict[str, Any]:
         recovered = await asyncio.to_thread(runner.recover)

@@ -9,13 +9,13 @@ from typing import Annotated
 import typer
 from rich.markup import escape
 
+from heron.agent import open_tools
 from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
 from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
 from heron.tools.builtin import check_arguments
 from heron.tools.errors import ToolInputError
 from heron.tools.mcp_client import ServerStatus
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
-from heron.tools.toolbox import open_tools
 
 tools_app = typer.Typer(
     help="Tools for agents: built-ins, imported definitions and MCP servers, routed per query.",

@@ -3,8 +3,13 @@
 Used inside ``heron serve`` (``serve()``, a concurrency limit), by the ``heron jobs run``
 worker command, and by tests (``run_until_idle()``)::
 
-    runner = JobRunner(open_jobs())
+    runner = job_runner(open_jobs())            # heron.agent: the docs search and the model
     asyncio.run(runner.run_until_idle())
+
+What the steps use from other capabilities is handed in: ``search`` (the libraries'
+search, for ``search_docs``) and ``broker`` (opens the chat broker that writes the
+summary). ``heron.agent.job_runner`` wires both; a ``JobRunner`` built without them fails
+a ``search_docs`` step saying so and keeps the summary built from the steps' outputs.
 
 **Abort** is written to the store by whoever asks (another process included). While a
 command runs, its worker reads the job every ``poll`` seconds (0.1 by default); once the
@@ -34,19 +39,21 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from heron.core.errors import ToolCallError, ToolInputError
+from heron.core.workspace import MAX_OUTPUT, Workspace
 from heron.errors import ConfigError, HeronError
 from heron.jobs.errors import IllegalTransition
 from heron.jobs.model import Job
 from heron.jobs.service import Jobs, open_workspace
 from heron.jobs.steps import Step, plan
-from heron.jobs.summary import facts, written
-from heron.llm import load_broker
+from heron.jobs.summary import ChatBroker, facts, written
 from heron.redact import redact_then_cut
-from heron.tools.builtin import MAX_OUTPUT, Workspace
-from heron.tools.errors import ToolCallError, ToolInputError
 
 if TYPE_CHECKING:
     from heron.store import Store
+
+#: ``search(query, store) -> results as dicts``: the libraries' search (``search_docs``).
+Search = Callable[[str, "Store"], list[dict[str, Any]]]
 
 log = logging.getLogger("heron.jobs")
 
@@ -75,11 +82,18 @@ class JobRunner:
         poll: float = 0.1,
         worker: str | None = None,
         store: Callable[[], Store] | None = None,
+        search: Search | None = None,
+        broker: Callable[[], ChatBroker] | None = None,
     ) -> None:
         """``store`` gives a shared search store (the server's) to the docs and index
-        steps; without it each such step opens the configured one and closes it."""
+        steps; without it each such step opens the configured one and closes it.
+        ``search`` answers the ``search_docs`` step; ``broker()`` opens the broker whose
+        capable model writes the summary (closed after it). Both come from the caller
+        (``heron.agent.job_runner``)."""
         self.jobs = jobs
         self._shared_store = store
+        self._search = search
+        self._broker = broker
         self.settings = jobs.settings
         self.concurrency = concurrency or self.settings.jobs_concurrency
         self.poll = poll
@@ -301,10 +315,12 @@ class JobRunner:
         store = self._shared_store() if self._shared_store else open_store(self.settings)
         try:
             if step.name == "search_docs":
-                from heron.libraries import search
-
-                hits = search(job.prompt, store, top_k=5, settings=self.settings)
-                return {"results": [h.to_dict() for h in hits]}
+                if self._search is None:
+                    raise ConfigError(
+                        "This job runner has no docs search; build it with "
+                        "heron.agent.job_runner (as heron jobs run and heron serve do)."
+                    )
+                return {"results": self._search(job.prompt, store)}
             return {
                 "namespaces": [
                     {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
@@ -323,8 +339,10 @@ class JobRunner:
         found = facts(outputs)
         result: dict[str, Any] = {"summary": found, "facts": found, "summary_by": "steps"}
         note = "The model's summary was not used ({}); this one is built from the step outputs."
+        if self._broker is None:
+            return result  # no model to write one: the facts are the summary
         try:
-            broker = load_broker(self.settings)
+            broker = self._broker()
         except HeronError as exc:  # a broken models.yml must not cost the job its result
             return result | {"summary_note": note.format(exc)}
         try:

@@ -2,7 +2,7 @@
 
 >>> jobs = open_jobs()                                              # doctest: +SKIP
 >>> job = jobs.create("is main broken?", success_criteria="tests pass")  # doctest: +SKIP
->>> asyncio.run(JobRunner(jobs).run_until_idle())                   # doctest: +SKIP
+>>> asyncio.run(job_runner(jobs).run_until_idle())       # heron.agent  # doctest: +SKIP
 >>> jobs.get(job.id).result["summary"]                              # doctest: +SKIP
 'On branch main: 1 file changed (app.py), 1 insertion, 1 deletion. Tests: 12 passed in 3.20s.'
 """
@@ -14,6 +14,7 @@ import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
+from heron.core.workspace import Workspace
 from heron.errors import ConfigError
 from heron.jobs.base import JobStore
 from heron.jobs.errors import JobInputError
@@ -22,7 +23,6 @@ from heron.jobs.sqlite import SQLiteJobStore
 from heron.programs import default_policy
 from heron.redact import redact
 from heron.settings import Settings
-from heron.tools.builtin import Workspace
 
 MAX_PROMPT = 20_000
 

@@ -20,7 +20,8 @@ else the exit code; ``search_docs`` the number of hits and the best page;
 bundled local model), the broker writes a short summary from the prompt and the outputs,
 each claim cited to its step (``[git_diff]``). It must cite only steps that ran, at least
 one; otherwise, or on any model error, ``SummaryRefused`` says why and the caller keeps
-``facts``.
+``facts``. The broker is handed in (``heron.llm.Broker``, wired by ``heron.agent.wiring``):
+the jobs depend on the chat value types (``heron.core.chat``), not on ``heron.llm``.
 """
 
 from __future__ import annotations
@@ -28,13 +29,11 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
+from heron.core.chat import ChatRequest, Completion, Message
 from heron.errors import HeronError
 from heron.redact import redact
-
-if TYPE_CHECKING:
-    from heron.llm import Broker
 
 #: Files named in a summary, at most; the rest are counted.
 MAX_FILES = 5
@@ -58,6 +57,22 @@ _CITED = re.compile(r"\[([a-z_]+)\]")
 
 class SummaryRefused(HeronError):
     """The model's summary is not usable (an error, or no citation to a step that ran)."""
+
+
+class ChatBroker(Protocol):
+    """What a summary needs of a chat broker; ``heron.llm.Broker`` is one. ``table.chain()``
+    lists the default alias's models (its fallbacks included), each with its ``alias`` and
+    ``capabilities.answers``; ``complete`` raises a ``HeronError`` when a model fails."""
+
+    table: Any
+
+    def capabilities(self, model: str | None = None) -> Any: ...
+
+    def complete(
+        self, request: ChatRequest, *, model: str | None, timeout: float | None, fallbacks: bool
+    ) -> Completion: ...
+
+    def close(self) -> None: ...
 
 
 def facts(steps: Sequence[Mapping[str, Any]]) -> str:
@@ -228,7 +243,7 @@ def _store(step: Mapping[str, Any]) -> str:
 
 
 def written(
-    broker: Broker,
+    broker: ChatBroker,
     prompt: str,
     success_criteria: str,
     steps: Sequence[Mapping[str, Any]],
@@ -241,8 +256,6 @@ def written(
 
     Raises ``SummaryRefused`` when no capable model is configured, every one fails, or
     the text cites no step or one that did not run."""
-    from heron.llm import ChatRequest, Message, ProviderError
-
     chain = [s for s in broker.table.chain() if s.capabilities.answers == "generative"]
     if not chain:
         raise SummaryRefused("no capable model is configured (answers: generative)")
@@ -272,7 +285,7 @@ def written(
     for spec in chain:
         try:
             done = broker.complete(request, model=spec.alias, timeout=timeout, fallbacks=False)
-        except ProviderError as exc:
+        except HeronError as exc:  # heron.llm's ProviderError: this model failed
             errors.append(str(exc))
             continue
         text = done.text.strip()

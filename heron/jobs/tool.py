@@ -9,11 +9,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from heron.core.errors import ToolInputError
+from heron.core.tools import Tool, ToolSink
 from heron.jobs.model import RISK_LEVELS
 from heron.jobs.service import Jobs
-from heron.tools.errors import ToolInputError
-from heron.tools.model import Tool
-from heron.tools.registry import ToolRegistry
 
 DELEGATE_JOB = Tool(
     "delegate_job",
@@ -43,7 +42,7 @@ DELEGATE_JOB = Tool(
 )
 
 
-def register_job_tools(registry: ToolRegistry, jobs: Jobs) -> list[Tool]:
+def register_job_tools(registry: ToolSink, jobs: Jobs) -> list[Tool]:
     """Add ``delegate_job``. The model cannot waive confirmation: a ``deploy_allowed`` job
     always waits for a person's ``heron jobs confirm``."""
 

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from heron.deprecated import settings_or_default
 from heron.errors import ConfigError, InputError, NotFound
 from heron.private import private_dir
 from heron.settings import Settings
@@ -196,7 +197,7 @@ def _parse(path: Path) -> list[Library]:
 
 def read_libraries(settings: Settings | None = None) -> list[Library]:
     """Configured libraries in file order, then the built-in ``heron`` docs library."""
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.read_libraries")
     libraries = _parse(config_path(settings))
     docs = heron_docs()
     if (
@@ -209,7 +210,7 @@ def read_libraries(settings: Settings | None = None) -> list[Library]:
 
 
 def get_library(name: str, settings: Settings | None = None) -> Library:
-    libraries = read_libraries(settings)
+    libraries = read_libraries(settings_or_default(settings, "heron.libraries.get_library"))
     for library in libraries:
         if library.name == name:
             return library
@@ -239,7 +240,7 @@ def add_library(
 ) -> Library:
     """Append ``name source`` to ``libraries.txt``; a local source is stored absolute.
     ``caller="api"`` applies the API's stricter rules (``check_source``)."""
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.add_library")
     check_name(name)
     source = check_source(source, settings, caller)
     path = config_path(settings)
@@ -255,7 +256,7 @@ def add_library(
 
 def remove_library(name: str, settings: Settings | None = None) -> Library:
     """Delete the library's line from ``libraries.txt`` (the caller drops its index)."""
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.remove_library")
     path = config_path(settings)
     with _locked(path):
         for library in _parse(path):

@@ -27,7 +27,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.deprecated import renamed
+from heron.deprecated import renamed, settings_or_default
 from heron.errors import HeronError, NotFound
 from heron.libraries.chunk import (
     ChunkPolicy,
@@ -40,6 +40,15 @@ from heron.libraries.config import Library, get_library, read_libraries
 from heron.libraries.enrich import QA, Enricher, page_questions
 from heron.libraries.parse import Page, parse_page
 from heron.libraries.scan import PageFile, read_text, scan
+from heron.libraries.state import (
+    PAGE_PREFIX,  # noqa: F401 -- served under its old name, STATE_PREFIX, below
+    forget_page,
+    page_states,
+    save_index,
+    save_page,
+    save_sync,
+    save_sync_error,
+)
 from heron.libraries.sync import SyncError, checkout_dir, sync
 from heron.private import private_dir
 from heron.settings import Settings
@@ -50,7 +59,8 @@ INDEX_VERSION = "1"
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
-STATE_PREFIX = "page:"
+#: ``stages(name, total) -> advance``: see ``index_library``.
+Stages = Callable[[str, int], Callable[[int], None]]
 
 
 class LibraryRemoved(HeronError):
@@ -173,6 +183,7 @@ class _Indexer:
         enricher: Enricher | None,
         progress: Callable[[int], None] | None,
         on_total: Callable[[int], None] | None,
+        stages: Stages | None = None,
     ) -> None:
         self.library = library
         self.ns = library.name
@@ -181,6 +192,7 @@ class _Indexer:
         self.enricher = enricher
         self.progress = progress
         self.on_total = on_total
+        self.stages = stages
         self.report = LibraryIndexReport(library.name)
         self.policy = policy_for(
             store.embedder, settings.library_chunk_tokens, settings.library_chunk_overlap
@@ -201,16 +213,14 @@ class _Indexer:
             checkout = sync(self.library, self.settings, timeout=self.settings.library_git_timeout)
         except SyncError as exc:
             self.report.error = str(exc)
-            self.store.kv_set(self.ns, "sync:error", json.dumps([time.time(), str(exc)]))
+            save_sync_error(self.store, self.ns, str(exc))
             return self.report
         self.report.revision = checkout.revision
         files, skipped = scan(checkout.root, self.settings.library_max_page_bytes)
         self.report.skipped = [asdict(s) for s in skipped]
-        states = {
-            key.removeprefix(STATE_PREFIX): value
-            for key, value in self.store.kv_items(self.ns, STATE_PREFIX).items()
-        }
+        states = page_states(self.store, self.ns)
         stored = self._stored_ids()
+        self._advance = self._stage("pages", len(files))
         work, seen = self._changed(checkout.root, files, states)
         gone = (set(states) | set(stored)) - seen
         self._write(work, stored)
@@ -218,19 +228,13 @@ class _Indexer:
         self._check_configured()
         self.report.pages = len(seen)
         self.report.records = self.store.count(self.ns) if self._exists() else 0
-        self.store.kv_set(
+        save_sync(
+            self.store,
             self.ns,
-            "sync:last",
-            json.dumps(
-                {
-                    "time": time.time(),
-                    "root": str(checkout.root),
-                    "url": checkout.url,
-                    "revision": checkout.revision,
-                }
-            ),
+            root=str(checkout.root),
+            url=checkout.url,
+            revision=checkout.revision,
         )
-        self.store.kv_delete(self.ns, "sync:error")
         return self.report
 
     def _exists(self) -> bool:
@@ -253,6 +257,7 @@ class _Indexer:
         work: list[_Work] = []
         seen: set[str] = set()
         for file in files:
+            self._advance(1)
             try:
                 text, warning = read_text(file)
             except OSError as exc:
@@ -291,9 +296,13 @@ class _Indexer:
         if group:
             yield group
 
+    def _stage(self, name: str, total: int) -> Callable[[int], None]:
+        return self.stages(name, total) if self.stages else lambda n: None
+
     def _write(self, work: list[_Work], stored: dict[str, list[str]]) -> None:
         if self.on_total:
             self.on_total(len(work))
+        advance = self._stage("chunks", sum(len(w.records) for w in work))
         before = _misses(self.store.embedder)
         for group in self._groups(work):
             self._check_configured()
@@ -308,9 +317,10 @@ class _Indexer:
             if stale:
                 self.store.delete(self.ns, stale)
             for item in group:  # last: see the crash-safety rule
-                self.store.kv_set(self.ns, STATE_PREFIX + item.page.id, item.state)
+                save_page(self.store, self.ns, item.page.id, item.state)
             if self.progress:
                 self.progress(len(group))
+            advance(len(records))
         after = _misses(self.store.embedder)
         if before is not None and after is not None:
             self.report.embedded += after - before
@@ -337,7 +347,7 @@ class _Indexer:
         if ids:
             self.store.delete(self.ns, ids)
         for page in pages:  # records first, state last
-            self.store.kv_delete(self.ns, STATE_PREFIX + page)
+            forget_page(self.store, self.ns, page)
         self.report.removed = len(pages)
 
     def _check_configured(self) -> None:
@@ -356,26 +366,32 @@ def index_library(
     enricher: Enricher | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
+    stages: Stages | None = None,
 ) -> LibraryIndexReport:
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
-    are written; ``on_total(n)`` once with the number of changed pages.
+    are written; ``on_total(n)`` once with the number of changed pages. ``stages(name,
+    total)`` as each stage begins (``pages`` to read, then ``chunks`` to embed and write)
+    returns the ``advance(n)`` told as ``n`` more of its units are done.
 
     A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
     store raises ``DatabaseCorrupt`` before anything is read or written.
     """
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.index_library")
     library = get_library(name, settings)
     check_store(store)  # a run over a damaged file must not end in a report of success
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
     started = time.perf_counter()
     with _exclusive(lock, library.name):
-        indexer = _Indexer(library, store, settings, enricher, progress, on_total)
+        indexer = _Indexer(library, store, settings, enricher, progress, on_total, stages)
         report = indexer.run()
     report.seconds = time.perf_counter() - started
     if report.error is None:
-        store.kv_set(library.name, "index:last", json.dumps(report.to_dict()))
+        save_index(store, library.name, report.to_dict())
     return report
 
 
 # IndexReport, the old name of LibraryIndexReport, stays one release (with a warning).
-__getattr__ = renamed(__name__, {"IndexReport": "LibraryIndexReport"})
+# STATE_PREFIX is the old name of PAGE_PREFIX (the layout is heron.libraries.state's now).
+__getattr__ = renamed(
+    __name__, {"IndexReport": "LibraryIndexReport", "STATE_PREFIX": "PAGE_PREFIX"}
+)

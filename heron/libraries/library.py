@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import contextlib
-import json
 import shutil
 from dataclasses import asdict, dataclass
 from typing import Any
 
 from heron.errors import NotFound
 from heron.libraries.config import Library, get_library, read_libraries, remove_library
-from heron.libraries.index import STATE_PREFIX
+from heron.libraries.state import library_state
 from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
 from heron.store import Store, check_store
@@ -40,19 +39,19 @@ def library_status(library: Library, store: Store) -> Status:
     indexed = any(info.name == name for info in store.namespaces())
     ids = store.ids(name) if indexed else []
     questions = sum(1 for i in ids if i.rsplit("#", 1)[-1].startswith("q"))
-    sync = json.loads(store.kv_get(name, "sync:last") or "{}")
-    error_at, error = json.loads(store.kv_get(name, "sync:error") or "[null, null]")
+    state = library_state(store, name)
+    error_at, error = state.sync_error or (None, None)
     return Status(
         name=name,
         source=library.source,
         kind="git" if library.is_git else "local",
         builtin=library.builtin,
         indexed=indexed,
-        pages=len(store.kv_items(name, STATE_PREFIX)),
+        pages=len(state.pages),
         chunks=len(ids) - questions,
         questions=questions,
-        last_sync=sync.get("time"),
-        revision=sync.get("revision"),
+        last_sync=state.synced_at,
+        revision=state.revision,
         last_error=error,
         last_error_at=error_at,
     )

@@ -15,6 +15,7 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
+from heron.deprecated import settings_or_default
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.store import Hit
@@ -101,7 +102,7 @@ RERANKERS = ("default", "none", "onnx", "remote")
 
 def load_reranker(settings: Settings | None = None) -> Reranker | None:
     """The reranker ``HERON_LIBRARY_RERANKER`` names; ``None`` for ``none``."""
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.load_reranker")
     if settings.library_reranker == "default":
         return FeatureReranker()
     if settings.library_reranker == "none":

@@ -10,7 +10,6 @@ citation, ``(library, collection/page)``, and its source with the line range.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -18,9 +17,11 @@ from typing import Any, Literal
 
 import numpy as np
 
+from heron.deprecated import settings_or_default
 from heron.errors import InputError, NotFound
 from heron.libraries.config import read_libraries
 from heron.libraries.rerank import Reranker, load_reranker
+from heron.libraries.state import last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
 
@@ -166,14 +167,14 @@ def search_many(
 ) -> list[list[Result]]:
     """``search`` for many queries; the queries are embedded in one batch.
 
-    A long-lived caller (a server) passes ``settings`` and ``reranker`` once made:
-    building settings from the environment costs a few milliseconds a query.
+    ``settings``: the caller's (made once; omitting them is deprecated). A long-lived
+    caller (a server) passes the ``reranker`` once made too.
     """
     if mode not in MODES:
         raise InputError(f"Unknown search mode {mode!r}. Choose from: {', '.join(MODES)}.")
     if top_k < 1:
         raise InputError(f"top_k must be at least 1, got {top_k}.")
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.libraries.search")
     if mode == "full" and reranker is None:
         reranker = load_reranker(settings)
     names = _library_names(store, library, settings)
@@ -182,7 +183,7 @@ def search_many(
     store_mode = "hybrid" if mode == "full" else mode
     merged: list[list[Result]] = [[] for _ in queries]
     for name in names:
-        sync = json.loads(store.kv_get(name, "sync:last") or "{}")
+        sync = last_sync(store, name)
         per_query = store.search_many(
             name,
             list(queries),

@@ -1,9 +1,15 @@
-"""``search_docs``: library search as an agent tool, its JSON schema and its call."""
+"""``search_docs``: library search as an agent tool, its JSON schema and its call.
+
+``docs_tool(search)`` is the tool to register (``heron.agent.wiring`` does, over
+``search_docs`` on the store it shares): the schema below with any ``search`` behind it.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
+from heron.core.tools import Handler, Tool, argument
 from heron.errors import InputError
 from heron.libraries.search import search
 from heron.settings import Settings
@@ -28,6 +34,26 @@ SEARCH_DOCS: dict[str, Any] = {
         "additionalProperties": False,
     },
 }
+
+
+#: ``search(arguments)`` for ``search_docs``: the call's arguments in, results out.
+DocsSearch = Callable[[dict[str, Any]], list[dict[str, Any]]]
+
+
+def docs_tool(search: DocsSearch) -> tuple[Tool, Handler]:
+    """``search_docs`` with this module's schema, answered by ``search``."""
+
+    def handler(a: dict[str, Any]) -> list[dict[str, Any]]:
+        argument(a, "query")  # the one required argument, checked whatever the backend
+        return search(a)
+
+    tool = Tool(
+        SEARCH_DOCS["name"],
+        SEARCH_DOCS["description"],
+        SEARCH_DOCS["input_schema"],
+        tags=("docs",),
+    )
+    return tool, handler
 
 
 def search_docs(

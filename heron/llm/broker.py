@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
+from heron.deprecated import settings_or_default
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.errors import AuthError, NoModelAvailable, ProviderError, RateLimited
 from heron.llm.payload import check, fit
@@ -59,10 +60,12 @@ class Broker:
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.table = table
-        self.settings = settings or Settings()
+        self.settings = settings_or_default(settings, "heron.llm.Broker")
         self._sleep = sleep
         self._providers: dict[str, Provider] = {}
         self._lock = threading.Lock()
+        #: Told ``("retry" | "fallback", alias)`` when a model is retried or given up on.
+        self.observer: Callable[[str, str], None] | None = None
 
     def capabilities(self, model: str | None = None) -> Capabilities:
         """What ``model`` (default: the default alias) accepts."""
@@ -161,9 +164,13 @@ class Broker:
                     failures[spec.alias] = exc
                     if spec is not chain[-1]:  # the last failure is raised, not logged twice
                         log.warning("%s; trying the next model", exc)
+                        if self.observer:
+                            self.observer("fallback", spec.alias)
                     continue
                 wait = self._wait(exc, attempt)
                 log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
+                if self.observer:
+                    self.observer("retry", spec.alias)
                 self._sleep(wait)
         errors = list(failures.values())
         raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)

@@ -37,10 +37,11 @@ from typing import Any, Literal
 
 import yaml
 
+from heron.core.names import PROFILES
+from heron.deprecated import settings_or_default
 from heron.errors import ConfigError
 from heron.llm.litellm_format import IGNORED_SECTIONS, convert, unknown_keys
 from heron.settings import Settings
-from heron.tools.names import PROFILES
 
 log = logging.getLogger("heron.llm")
 
@@ -162,7 +163,7 @@ def models_file(settings: Settings) -> Path:
 
 def load_table(settings: Settings | None = None) -> RoutingTable:
     """The routing table the settings point to (``local`` alone when there is no file)."""
-    settings = settings or Settings()
+    settings = settings_or_default(settings, "heron.llm.load_table")
     path = models_file(settings)
     if not path.exists():
         if settings.models_file:

@@ -38,12 +38,16 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
+from heron.deprecated import settings_or_default
 from heron.errors import ConfigError, InputError
+
+if TYPE_CHECKING:
+    from heron.settings import Settings
 
 OptionKind = Literal["flag", "optional", "value", "path"]
 #: A URL, or git's ``<transport>::<address>`` syntax (``ext::sh -c ...`` runs a program).
@@ -421,8 +425,6 @@ def load_policy(path: Path | None = None) -> Policy:
     )
 
 
-def default_policy(settings: Any = None) -> Policy:
+def default_policy(settings: Settings | None = None) -> Policy:
     """``load_policy`` of the settings' ``tools_policy`` (``HERON_TOOLS_POLICY``)."""
-    from heron.settings import Settings
-
-    return load_policy((settings or Settings()).tools_policy)
+    return load_policy(settings_or_default(settings, "heron.programs.default_policy").tools_policy)

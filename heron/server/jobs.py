@@ -22,7 +22,8 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from heron.jobs import JobNotFound, JobRunner, Jobs, Risk, State, open_jobs
+from heron.agent import job_runner
+from heron.jobs import JobNotFound, Jobs, Risk, State
 
 #: Seconds between keep-alive comments on an idle event stream.
 KEEPALIVE = 15.0
@@ -63,11 +64,8 @@ class ListParams(BaseModel):
 
 
 def jobs_of(runtime: Runtime) -> Jobs:
-    """The server's ``Jobs``, opened on first use and kept on the runtime."""
-    jobs = runtime.extras.get("jobs")
-    if jobs is None:
-        jobs = runtime.extras["jobs"] = open_jobs(runtime.settings)
-    return jobs
+    """The server's ``Jobs``: the runtime's one job store, opened on first use."""
+    return runtime.jobs
 
 
 def register(registry: Registry, runtime: Runtime) -> None:
@@ -165,14 +163,11 @@ def _error(status: int, message: str) -> Response:
 async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
     """Run the job workers (``jobs_concurrency`` at once) while the server runs; on the
     way in they recover jobs a crashed server left ``running``."""
-    jobs = jobs_of(runtime)
     stop = asyncio.Event()
-    runner = JobRunner(jobs, store=lambda: runtime.store)
+    runner = job_runner(jobs_of(runtime), store=lambda: runtime.store)
     task = asyncio.create_task(runner.serve(stop))
     try:
         yield
     finally:
         stop.set()
-        await task
-        runtime.extras.pop("jobs", None)
-        jobs.close()
+        await task  # the job store stays open: the runtime closes it (Runtime.close)

@@ -120,9 +120,15 @@ class SkillIndex:
     def scan(self) -> ScanReport:
         return scan(self.dirs, follow_symlinks=self.follow_symlinks)
 
-    def index(self, progress: Progress | None = None) -> SkillIndexReport:
-        """Scan, then bring the index up to date; only changed skills are embedded."""
+    def index(
+        self, progress: Progress | None = None, on_total: Progress | None = None
+    ) -> SkillIndexReport:
+        """Scan, then bring the index up to date; only changed skills are embedded.
+        ``on_total(n)``: once the scan is done, with the skills to index (``progress``'s
+        total)."""
         report = self.scan()
+        if on_total:
+            on_total(len(report.skills))
         result = index_skills(
             self.store, report.skills, namespace=self.namespace, progress=progress
         )

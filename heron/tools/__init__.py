@@ -1,7 +1,9 @@
 """Tools for agents: a registry, MCP servers, provider-safe names and routing.
 
-See docs/tools.md. ``open_tools()`` gives every tool the settings describe;
-``Toolbox.router()`` picks the ones to offer per request.
+See docs/tools.md. ``heron.agent.open_tools()`` gives every tool the settings describe
+(this package's and the capabilities'); ``Toolbox.router()`` picks the ones to offer per
+request. ``Tool``, ``NameCodec`` and the tool errors live in ``heron.core``, below every
+capability, and are re-exported here.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from heron.tools.names import (
 )
 from heron.tools.registry import ToolRegistry, load_imported, read_tool_file, save_imported
 from heron.tools.router import ROUTE_MODES, Route, RoutedTool, RouteMode, SyncReport, ToolRouter
-from heron.tools.toolbox import Toolbox, open_tools
+from heron.tools.toolbox import Toolbox, open_toolbox
+from heron.tools.toolbox import open_tools as open_tools  # deprecated: heron.agent.open_tools
 
 __all__ = [
     "ANTHROPIC",
@@ -55,7 +58,7 @@ __all__ = [
     "get_profile",
     "load_config",
     "load_imported",
-    "open_tools",
+    "open_toolbox",
     "parse_tools",
     "read_tool_file",
     "register_builtins",

@@ -48,10 +48,10 @@ from typing import Any, TextIO
 import anyio
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from heron.core.errors import ServerError, ToolCallError, ToolInputError
+from heron.core.tools import MAX_DESCRIPTION, Tool, check_name, clean_text, parse_tool
 from heron.errors import ConfigError
 from heron.redact import redact
-from heron.tools.errors import ServerError, ToolCallError, ToolInputError
-from heron.tools.model import MAX_DESCRIPTION, Tool, check_name, clean_text, parse_tool
 from heron.tools.registry import ToolRegistry
 
 DEFAULT_TIMEOUT = 30.0

@@ -12,18 +12,16 @@ import difflib
 import json
 import logging
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from heron.core.errors import ToolCallError, ToolInputError, UnknownTool
+from heron.core.tools import Handler, Tool, parse_tools
 from heron.errors import HeronError
 from heron.store.base import Store
-from heron.tools.errors import ToolCallError, ToolInputError, UnknownTool
-from heron.tools.model import Tool, parse_tools
 
-#: Runs a tool with its JSON arguments and returns what it produced (JSON-able).
-Handler = Callable[[dict[str, Any]], Any]
 #: The store's key-value namespace for imported definitions, one key per tool.
 KV_NAMESPACE = "tools"
 IMPORT_PREFIX = "import:"

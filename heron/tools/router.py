@@ -40,13 +40,13 @@ from typing import Any, Literal
 
 import numpy as np
 
+from heron.core.errors import ToolInputError
+from heron.core.names import NameCodec, NameProfile, get_profile
+from heron.core.tools import Tool
 from heron.embed.base import Embedder
 from heron.errors import NotFound
 from heron.store.base import Record, Store
-from heron.tools.errors import ToolInputError
 from heron.tools.lexical import BM25
-from heron.tools.model import Tool
-from heron.tools.names import NameCodec, NameProfile, get_profile
 
 log = logging.getLogger("heron.tools")
 
@@ -171,6 +171,22 @@ def index_hash(model_id: str, names: Sequence[str], texts: Sequence[str]) -> str
     return digest.hexdigest()
 
 
+def routing_text(tool: Tool) -> str:
+    """What BM25 indexes of a tool, and what the index hash covers: its text, then each
+    example."""
+    return "\n".join((tool.text(), *tool.examples))
+
+
+def tools_hash(model_id: str, tools: Sequence[Tool]) -> str:
+    """The hash a router's index of ``tools`` (in this order) is stored under."""
+    return index_hash(model_id, [t.name for t in tools], [routing_text(t) for t in tools])
+
+
+def stored_hash(store: Store, namespace: str = NAMESPACE) -> str | None:
+    """The hash of the tool index ``store`` holds, ``None`` before the first route."""
+    return store.kv_get(NAMESPACE, f"index:{namespace}")
+
+
 def example_id(tool: str, i: int) -> str:
     # The unit separator cannot collide with a tool name any provider or MCP accepts.
     return f"{tool}\x1fexample:{i}"
@@ -231,8 +247,7 @@ class ToolRouter:
             )
         self.codec = NameCodec(names, self.profile)
         self._by_name = {t.name: i for i, t in enumerate(self.tools)}
-        # What BM25 indexes, and what the index hash covers: the text, then each example.
-        self._texts = ["\n".join((t.text(), *t.examples)) for t in self.tools]
+        self._texts = [routing_text(t) for t in self.tools]
         self.sync_report = self._sync()
 
     # -- the index -----------------------------------------------------------------------
@@ -242,7 +257,7 @@ class ToolRouter:
         model_id = self.embedder.model_id
         digest = index_hash(model_id, [t.name for t in self.tools], self._texts)
         key, bm25_key = f"index:{self.namespace}", f"bm25:{self.namespace}"
-        if self.store.kv_get(NAMESPACE, key) == digest:
+        if stored_hash(self.store, self.namespace) == digest:
             saved = self.store.kv_get(NAMESPACE, bm25_key)
             try:
                 self._vectors = self._load_vectors()

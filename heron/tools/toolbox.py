@@ -1,11 +1,14 @@
-"""``open_tools()``: every tool Heron knows, as the CLI and an agent open them.
+"""``Toolbox``: the tools an agent may call and what they run on; ``open_toolbox`` fills
+one with Heron's workspace tools, the definitions imported with ``heron tools import``
+(kept in the store), the tools of every MCP server in ``mcp.json``
+(``$HERON_HOME/mcp.json`` by default; a missing file means no servers) and the tools the
+capabilities define, handed in as ``tools``. A server that fails is reported in
+``statuses`` and skipped.
 
-Built-ins (workspace tools only when a ``root`` is given), the definitions imported
-with ``heron tools import`` (kept in the store), and the tools of every MCP server in
-``mcp.json`` (``$HERON_HOME/mcp.json`` by default; a missing file means no servers).
-A server that fails is reported in ``statuses`` and skipped.
+Every tool Heron knows, the libraries' and the skills' included, is what
+``heron.agent.open_tools`` gives: it wires the capabilities in and calls this.
 
->>> box = open_tools()                                       # doctest: +SKIP
+>>> box = heron.agent.open_tools()                          # doctest: +SKIP
 >>> route = box.router(profile="openai").route("add a contact")  # doctest: +SKIP
 >>> box.registry.call(route.tools[0].tool.name, {"name": "Ada"})  # doctest: +SKIP
 """
@@ -13,18 +16,18 @@ A server that fails is reported in ``statuses`` and skipped.
 from __future__ import annotations
 
 import contextlib
+import importlib
 import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.libraries.tool import search_docs
+from heron.core.tools import Handler, Tool
 from heron.programs import default_policy
 from heron.settings import Settings
-from heron.skills import SkillIndex, open_skills
-from heron.store import Store, open_store
-from heron.tools.builtin import DocsSearch, lazy, register_builtins
+from heron.store import Store
+from heron.tools.builtin import register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
@@ -73,46 +76,37 @@ class Toolbox:
         self.resources.close()
 
 
-def open_tools(
-    settings: Settings | None = None,
+def open_toolbox(
+    settings: Settings,
+    store: Store,
     *,
+    tools: Iterable[tuple[Tool, Handler]] = (),
+    resources: contextlib.ExitStack | None = None,
     mcp_config: Path | None = None,
     root: Path | None = None,
     commands: Iterable[str] = (),
-    docs_search: DocsSearch | None = None,
     mcp_timeout: float | None = None,
     connect: bool = True,
-    store: Store | None = None,
-    skills: Callable[[], SkillIndex] | None = None,
     learn: bool = True,
 ) -> Toolbox:
-    """The registry the settings describe; arguments override the settings
+    """The registry the settings describe, on ``store`` (left open by ``close()``):
+    ``tools`` (the capabilities' own, with their handlers) and the workspace tools, then
+    the imported definitions and the MCP servers' tools. Arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
-    ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``store``: an
-    open store to share (its embedding model is loaded once), left open by ``close()``;
-    without one the configured store is opened, and ``close()`` closes it.
-    ``skills``: the skill index the skill tools use (default: the settings', opened on
-    first use with the store's embedding model). ``learn``: give tools the requests they
-    served before as examples (``ToolUsage`` in ``$HERON_HOME/tools.db``) and record new
-    ones through ``Toolbox.learn``."""
-    settings = settings or Settings()
-    resources = contextlib.ExitStack()  # what this call opens, closed by Toolbox.close
-    if store is None:
-        store = resources.enter_context(contextlib.closing(open_store(settings)))
-    shared = store
-
-    def own_skills() -> SkillIndex:  # on the toolbox's store: no second store, no pool
-        return resources.enter_context(contextlib.closing(open_skills(settings, store=shared)))
-
+    ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:
+    what the caller opened for this toolbox, closed by ``Toolbox.close`` (and at once if
+    this fails). ``learn``: give tools the requests they served before as examples
+    (``ToolUsage`` in ``$HERON_HOME/tools.db``) and record new ones through
+    ``Toolbox.learn``."""
+    resources = resources if resources is not None else contextlib.ExitStack()
     try:  # what was opened is closed when a later step fails
         registry = ToolRegistry()
+        for tool, handler in tools:
+            registry.add(tool, handler)
         register_builtins(
             registry,
             root=root or settings.tools_root,
             commands=[*commands, *settings.tools_commands],
-            skills=skills or lazy(own_skills),
-            docs_search=docs_search
-            or (lambda args: search_docs(args, shared, settings)["results"]),
             policy=default_policy(settings),
         )
         for tool in load_imported(store):
@@ -135,3 +129,16 @@ def open_tools(
         resources.close()
         raise
     return Toolbox(registry, store, client, statuses, usage=usage, resources=resources)
+
+
+def open_tools(*args: Any, **kwargs: Any) -> Toolbox:
+    """Deprecated here: ``heron.agent.open_tools`` (the libraries' and skills' tools are
+    wired above ``heron.tools``); this name goes in the next release."""
+    warnings.warn(
+        "heron.tools.open_tools is deprecated: use heron.agent.open_tools; the old name "
+        "goes in the next release.",
+        DeprecationWarning,
+        stacklevel=2,
+    )
+    # Found by name when called: heron.tools imports nothing above it.
+    return importlib.import_module("heron.agent.wiring").open_tools(*args, **kwargs)

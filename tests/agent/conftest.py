@@ -44,7 +44,7 @@ def garden(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     for name, text in PAGES.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text, encoding="utf-8")
-    add_library("garden", str(root))
+    add_library("garden", str(root), Settings())
     return root
 
 

@@ -262,7 +262,7 @@ def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> No
 def test_a_tool_that_served_a_request_learns_it_as_an_example(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
-    from heron.tools import open_tools
+    from heron.agent import open_tools
 
     agent = make_agent()
     agent.ask("List the files in my workspace")

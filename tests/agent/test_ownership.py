@@ -21,8 +21,9 @@ def tool_threads() -> list[threading.Thread]:
 def test_closing_the_agent_leaves_the_store_it_was_given_open(
     home: Path, store: SQLiteStore
 ) -> None:
-    agent = open_agent(Settings(), store=store)
+    agent = open_agent(Settings(agent_tool_workers=3), store=store)
     assert agent.skills.store is store and agent.toolbox.store is store  # no second store
+    assert agent.executor.workers == 3  # HERON_AGENT_TOOL_WORKERS bounds the tool threads
     agent.close()
     # The store and its embedder still work: the agent closed only what it opened.
     store.upsert("notes", [Record("a", "water the tomatoes at the base")])

@@ -63,3 +63,13 @@ def test_a_failed_save_leaves_the_session_as_it_was(tmp_path: Path) -> None:
 def test_bad_session_ids_are_refused(bad: str) -> None:
     with pytest.raises(InputError, match="session id"):
         check_session_id(bad)
+
+
+def test_a_damaged_session_file_is_one_error_naming_it_and_the_fix(tmp_path: Path) -> None:
+    from heron.errors import DatabaseCorrupt
+
+    path = tmp_path / "agent.db"
+    path.write_bytes(b"not a database, " * 512)
+    with pytest.raises(DatabaseCorrupt, match="session database") as raised:
+        Sessions(path)
+    assert str(path) in str(raised.value) and "a new one starts" in str(raised.value)

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from heron.agent import job_runner
 from heron.errors import ConfigError
 from heron.jobs import JobInputError, JobRunner, Jobs, open_jobs, plan
 from heron.jobs.errors import IllegalTransition
@@ -26,7 +27,9 @@ SLOW_BUILD = "sh -c 'sleep 60 & echo $! > grandchild.pid; wait'"
 
 
 def run(jobs: Jobs) -> int:
-    return asyncio.run(JobRunner(jobs, concurrency=2).run_until_idle())
+    """Run the queue with the runner the CLI and the server build: its docs step searches
+    the libraries and a capable model writes its summary (``heron.agent.job_runner``)."""
+    return asyncio.run(job_runner(jobs, concurrency=2).run_until_idle())
 
 
 def kinds(jobs: Jobs, job_id: str) -> list[str]:
@@ -335,15 +338,17 @@ def test_docs_and_index_steps_use_the_real_libraries(
     jobs: Jobs, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from heron.libraries import add_library, index_library
+    from heron.settings import Settings
     from heron.store import open_store
 
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "pods.md").write_text("# Pods\n\nA Pod runs one or more containers together.\n")
-    add_library("k8s", str(docs))
-    store = open_store()
-    index_library("k8s", store)
+    settings = Settings()
+    add_library("k8s", str(docs), settings)
+    store = open_store(settings)
+    index_library("k8s", store, settings=settings)
     store.close()
     job = jobs.create("what do the docs say about pods, and what is in the index?")
     run(open_jobs())

@@ -65,3 +65,13 @@ def test_heron_docs_are_a_default_library(home: Path, monkeypatch: pytest.Monkey
     assert (Path(builtin.source) / "libraries.md").is_file()
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     assert read_libraries(Settings()) == []
+
+
+def test_settings_left_out_are_read_once_more_with_a_warning(
+    settings: Settings, tmp_path: Path
+) -> None:
+    # Library code takes the settings it is given; the old default stays one release.
+    (tmp_path / "pages").mkdir()
+    add_library("docs", str(tmp_path / "pages"), settings)
+    with pytest.warns(DeprecationWarning, match="read_libraries without settings is deprecated"):
+        assert [lib.name for lib in read_libraries()] == ["docs"]

@@ -13,6 +13,7 @@ import pytest
 from heron.libraries import add_library, index_library, remove_library, search
 from heron.libraries.config import get_library
 from heron.libraries.index import IndexBusy, LibraryRemoved, _exclusive
+from heron.libraries.state import page_states
 from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
 from heron.store import SQLiteStore
@@ -61,10 +62,7 @@ def test_deleted_and_renamed_pages_disappear_from_results(
     found = [r.page for r in search("undo a deployment rollout", store, settings=settings)]
     assert "tasks/rollback" not in found
     assert search("password token", store, settings=settings)[0].page == "concepts/credentials"
-    assert set(store.kv_items("lib", "page:")) == {
-        "page:concepts/pods",
-        "page:concepts/credentials",
-    }
+    assert set(page_states(store, "lib")) == {"concepts/pods", "concepts/credentials"}
 
 
 def test_bad_input_never_loses_the_existing_index(
@@ -143,7 +141,7 @@ def test_kill_9_during_indexing_then_a_clean_finish(
     deadline = time.monotonic() + 60
     written = 0
     while time.monotonic() < deadline and child.poll() is None:
-        written = len(store.kv_items("lib", "page:"))
+        written = len(page_states(store, "lib"))
         if written:  # some pages are done, others not yet
             break
         time.sleep(0.05)

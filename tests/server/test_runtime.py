@@ -105,3 +105,24 @@ def test_on_postgres_the_runtime_opens_one_pool_and_migrates_once(
     assert len(opened.embedders) == 1
     runtime.close()
     assert opened.closed_embedders == 1
+
+
+def test_the_runtime_holds_one_job_store_that_the_agent_shares(
+    opened: Opened, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from heron.jobs.sql import SQLJobStore
+
+    made: list[SQLJobStore] = []
+    real = SQLJobStore.__init__
+
+    def init(store: SQLJobStore, *args: Any, **kwargs: Any) -> None:
+        made.append(store)
+        real(store, *args, **kwargs)
+
+    monkeypatch.setattr(SQLJobStore, "__init__", init)
+    runtime = Runtime(Settings(tools_root=tmp_path))
+    open_everything(runtime)  # with a workspace, the agent gets delegate_job
+    queued = runtime.agent.toolbox.registry.call("delegate_job", {"prompt": "is main broken?"})
+    assert runtime.jobs.get(queued["id"]).state == "queued"
+    assert made == [runtime.jobs.store]  # the agent's tool and the server share one
+    runtime.close()

@@ -4,6 +4,7 @@ from pathlib import Path
 
 import pytest
 
+from heron.programs import load_policy
 from heron.tools import ToolRegistry
 from heron.tools.builtin import Workspace, register_builtins
 from heron.tools.errors import ToolCallError, ToolInputError
@@ -18,7 +19,8 @@ def registry(tmp_path: Path) -> ToolRegistry:
     (root / "escape").symlink_to(tmp_path / "secret.txt")
     (root / "outdir").symlink_to(tmp_path)
     registry = ToolRegistry()
-    register_builtins(registry, root=root, commands=["sleep", "echo"], timeout=2)
+    policy = load_policy(None)  # the built-in table
+    register_builtins(registry, root=root, commands=["sleep", "echo"], timeout=2, policy=policy)
     return registry
 
 
@@ -50,51 +52,32 @@ def test_run_command_allowlist_and_timeout(registry: ToolRegistry) -> None:
         registry.call("run_command", {"command": "sleep 5", "timeout": 0.5})
 
 
-def test_search_docs_searches_the_libraries(
-    registry: ToolRegistry, home: Path, tmp_path: Path
-) -> None:
-    assert "library" in registry.get("search_docs").parameters["properties"]
-    docs = tmp_path / "lib" / "guide"
-    docs.mkdir(parents=True)
-    (docs / "secrets.md").write_text(
-        "---\ntitle: Secrets\n---\n# Secrets\n\nKeep passwords in a Secret.\n"
-    )
-    from heron.libraries import add_library, index_library
-    from heron.store import open_store
-
-    add_library("mine", str(tmp_path / "lib"))
-    store = open_store()
-    index_library("mine", store)
-    store.close()
-    results = registry.call("search_docs", {"query": "where do passwords go", "library": "mine"})
-    assert results[0]["citation"] == "(mine, guide/secrets)"
-    wired = ToolRegistry()
-    register_builtins(wired, docs_search=lambda arguments: [arguments])
-    assert wired.call("search_docs", {"query": "x", "library": "k8s"}) == [
-        {"query": "x", "library": "k8s"}
+def test_builtins_are_the_workspace_tools_alone(registry: ToolRegistry) -> None:
+    # search_docs and the skill tools are the capabilities' own (heron.agent.open_tools).
+    assert [t.name for t in registry.tools()] == [
+        "list_files",
+        "read_file",
+        "run_command",
+        "write_file",
     ]
 
 
-def test_skill_tools_use_the_skill_index(tmp_path: Path, embedder) -> None:
-    from heron.skills import SkillDir, SkillIndex
-    from heron.store import SQLiteStore
-
-    skill = tmp_path / "skills" / "release-notes"
-    skill.mkdir(parents=True)
-    (skill / "SKILL.md").write_text(
-        "---\nname: release-notes\ndescription: Write release notes from merged changes.\n"
-        "---\n# Steps\nCollect the merged pull requests.\n"
-    )
-    index = SkillIndex(
-        SQLiteStore(tmp_path / "s.db", embedder), [SkillDir(tmp_path / "skills", "test")]
-    )
-    index.index()
+def test_the_old_skill_and_docs_arguments_still_work_with_a_warning(tmp_path: Path) -> None:
     registry = ToolRegistry()
-    register_builtins(registry, skills=lambda: index)
-    hits = registry.call("search_skills", {"query": "write the release notes", "top_k": 1})
-    assert hits[0]["name"] == "release-notes"
-    assert "merged pull requests" in registry.call("read_skill", {"name": "release-notes"})["body"]
-    index.close()
+    with pytest.warns(DeprecationWarning, match="heron.libraries.tool.docs_tool"):
+        register_builtins(registry, docs_search=lambda arguments: [arguments])
+    assert registry.call("search_docs", {"query": "x", "library": "k8s"}) == [
+        {"query": "x", "library": "k8s"}
+    ]
+    with pytest.warns(DeprecationWarning, match="heron.skills.tool.skill_tools"):
+        from heron.tools.builtin import skill_tools
+    from heron.skills.tool import skill_tools as moved
+
+    assert skill_tools is moved
+    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
+        import heron.tools.builtin as builtin
+
+        builtin.nonesuch  # noqa: B018
 
 
 def test_workspace_root_must_exist(tmp_path: Path) -> None:

@@ -5,12 +5,10 @@ from pathlib import Path
 import pytest
 
 import heron.tools
-from heron.embed import Embedder
-from heron.errors import HeronError, StoreError
+from heron.errors import StoreError
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
-from heron.store.sql import SQLStore
-from heron.tools import Toolbox, ToolRegistry, open_tools
+from heron.store import SQLiteStore
+from heron.tools import Toolbox, ToolRegistry, open_toolbox, open_tools
 
 
 def test_all_names_exist() -> None:
@@ -18,45 +16,27 @@ def test_all_names_exist() -> None:
         assert hasattr(heron.tools, name), name
 
 
-# -- ownership: the toolbox closes what open_tools opened, never the store it was handed ----
-
-
-def stores_made(monkeypatch: pytest.MonkeyPatch) -> list[SQLStore]:
-    made: list[SQLStore] = []
-    real = SQLStore.__init__
-
-    def init(store: SQLStore, embedder: Embedder) -> None:
-        made.append(store)
-        real(store, embedder)
-
-    monkeypatch.setattr(SQLStore, "__init__", init)
-    return made
-
-
-def test_a_toolbox_leaves_the_store_it_was_handed_open(
-    home: Path, store: SQLiteStore, monkeypatch: pytest.MonkeyPatch
+def test_open_tools_here_is_the_old_name_of_heron_agent_open_tools(
+    home: Path, store: SQLiteStore
 ) -> None:
-    made = stores_made(monkeypatch)
-    box = open_tools(Settings(), store=store, connect=False)
-    with pytest.raises(HeronError):  # no skills indexed: the skill tool still opens its index
-        box.registry.call("search_skills", {"query": "write a skill"})
+    with pytest.warns(DeprecationWarning, match="use heron.agent.open_tools"):
+        box = open_tools(Settings(), store=store, connect=False, learn=False)
+    assert "search_docs" in box.registry and "read_file" not in box.registry
     box.close()
-    assert made == []  # the skill tools searched the toolbox's store, not a second one
-    store.upsert("notes", [Record("a", "still open")])
-    assert store.count("notes") == 1
+    assert "open_tools" not in heron.tools.__all__
 
 
-def test_a_toolbox_closes_the_store_and_skill_index_it_opened(
-    home: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    made = stores_made(monkeypatch)
-    box = open_tools(Settings(), connect=False)
-    with pytest.raises(HeronError):
-        box.registry.call("search_skills", {"query": "write a skill"})
+def test_open_toolbox_holds_the_tools_it_is_handed(home: Path, store: SQLiteStore) -> None:
+    from heron.core.tools import Tool
+
+    echo = Tool("echo", "Say it back.")
+    box = open_toolbox(
+        Settings(), store, tools=[(echo, lambda a: a)], root=home.parent, connect=False
+    )
+    assert box.registry.call("echo", {"x": 1}) == {"x": 1}
+    assert "read_file" in box.registry  # the workspace tools, as root is given
     box.close()
-    assert made == [box.store]  # one store: the skill index was opened on it
-    with pytest.raises(StoreError, match="closed"):
-        box.store.count("notes")
+    assert store.namespaces() == []  # handed over open, left open: it still answers
 
 
 def test_owns_store_still_works_with_a_warning(home: Path, store: SQLiteStore) -> None:

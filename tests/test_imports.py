@@ -1,0 +1,178 @@
+"""The package import graph keeps its layers: a sideways or upward import fails here.
+
+Every module under ``heron/`` is parsed (nothing is imported), and every ``import`` in it
+counts: at the top, inside functions, under ``if TYPE_CHECKING:``. Each import is mapped
+from the module's subpackage to the imported one, and must go down the table:
+
+    interfaces   cli, server, web, ops           may import everything below
+    agent        agent                           wires the capabilities together
+    capabilities libraries, skills, tools, llm,  import none of each other
+                 jobs, interventions
+    foundation   store, embed, core, programs,   import no capability (nor anything above)
+                 settings, errors, ...
+
+``heron/ops`` (doctor, watchdog, metrics) sits with the interfaces: like the CLI it looks
+at every capability. A package may import itself; ``heron/__init__.py`` and
+``heron/__main__.py`` start the CLI and are left out.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+HERON = Path(__file__).resolve().parent.parent / "heron"
+
+INTERFACES = {"cli", "server", "web", "ops"}
+AGENT = {"agent"}
+CAPABILITIES = {"libraries", "skills", "tools", "llm", "jobs", "interventions"}
+FOUNDATION = {
+    "store",
+    "embed",
+    "core",
+    "programs",
+    "settings",
+    "errors",
+    "redact",
+    "notify",
+    "private",
+    "sqlite_errors",
+    "yamlsafe",
+    "_compat",
+    "deprecated",
+    "about",
+}
+#: ``heron.books`` is the old name of ``heron.libraries``, kept one release.
+ALIASES = {"books": "libraries"}
+LAYERS = {
+    **dict.fromkeys(INTERFACES, 3),
+    **dict.fromkeys(AGENT, 2),
+    **dict.fromkeys(CAPABILITIES, 1),
+    **dict.fromkeys(FOUNDATION, 0),
+}
+#: ``heron`` itself (its ``__version__``) may be imported from anywhere.
+ROOT = "heron"
+ENTRY_POINTS = {"__init__", "__main__"}
+
+
+def subpackage(parts: tuple[str, ...]) -> str:
+    """``("heron", "tools", "model")`` -> ``tools``; a module of ``heron/`` is its own."""
+    name = parts[1] if len(parts) > 1 else ROOT
+    return ALIASES.get(name, name)
+
+
+def module_parts(path: Path, root: Path = HERON) -> tuple[str, ...]:
+    """``heron/tools/model.py`` -> ``("heron", "tools", "model")``; a package's
+    ``__init__.py`` is the package."""
+    rel = path.relative_to(root.parent).with_suffix("")
+    return rel.parts[:-1] if rel.name == "__init__" else rel.parts
+
+
+def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every heron module ``path`` imports, wherever it stands;
+    a relative import is resolved against the module's package."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    parts = module_parts(path, root)
+    package = parts if path.name == "__init__.py" else parts[:-1]
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package[: len(package) - node.level + 1]
+                name = ".".join([*base, node.module] if node.module else base)
+            else:
+                name = node.module or ""
+            if name == ROOT:  # from heron import x: x is a subpackage, or __version__
+                found += [
+                    (node.lineno, f"{ROOT}.{a.name}" if _is_module(root, a.name) else ROOT)
+                    for a in node.names
+                ]
+            else:
+                found.append((node.lineno, name))
+    return [(line, name) for line, name in found if name.split(".")[0] == ROOT]
+
+
+def _is_module(root: Path, name: str) -> bool:
+    return (root / name).is_dir() or (root / f"{name}.py").is_file()
+
+
+def refused(source: str, target: str) -> str | None:
+    """Why ``source`` may not import ``target`` (subpackage names), or ``None``."""
+    if source == target or target == ROOT:
+        return None
+    if source not in LAYERS or target not in LAYERS:
+        unknown = source if source not in LAYERS else target
+        return f"heron/{unknown} is in no layer of tests/test_imports.py; add it to the table"
+    if LAYERS[target] > LAYERS[source]:
+        return "imports upward; hand it down as an object or a callable instead"
+    if LAYERS[source] == LAYERS[target] == LAYERS["jobs"]:
+        return "a capability imports another; wire them in heron/agent/wiring.py instead"
+    return None  # interfaces use one another, foundation modules build on one another
+
+
+def modules() -> list[Path]:
+    paths = sorted(HERON.rglob("*.py"))
+    return [p for p in paths if not (p.parent == HERON and p.stem in ENTRY_POINTS)]
+
+
+def violations() -> list[str]:
+    found = []
+    for path in modules():
+        source = subpackage(module_parts(path))
+        for line, name in imports(path):
+            target = subpackage(tuple(name.split(".")))
+            why = refused(source, target)
+            if why is not None:
+                rel = path.relative_to(HERON.parent)
+                found.append(f"{rel}:{line}: import {name} ({source} -> {target}): {why}")
+    return found
+
+
+def test_the_import_graph_keeps_its_layers() -> None:
+    problems = violations()
+    assert not problems, "\n" + "\n".join(problems)
+
+
+def test_every_subpackage_is_in_a_layer() -> None:
+    names = {subpackage(module_parts(p)) for p in modules()} - {ROOT}
+    assert not names - set(LAYERS), f"not in the table: {sorted(names - set(LAYERS))}"
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "allowed"),
+    [
+        ("cli", "agent", True),
+        ("ops", "jobs", True),
+        ("agent", "tools", True),
+        ("tools", "core", True),
+        ("store", "embed", True),
+        ("llm", "tools", False),
+        ("jobs", "libraries", False),
+        ("tools", "skills", False),
+        ("store", "libraries", False),
+        ("embed", "jobs", False),
+        ("core", "tools", False),
+        ("libraries", "agent", False),
+        ("agent", "server", False),
+    ],
+)
+def test_the_table_says_which_way_imports_go(source: str, target: str, allowed: bool) -> None:
+    assert (refused(source, target) is None) is allowed
+
+
+def test_a_sideways_import_is_found_with_its_line(tmp_path: Path) -> None:
+    module = tmp_path / "heron" / "jobs" / "bad.py"
+    module.parent.mkdir(parents=True)
+    module.write_text(
+        "from heron.core.tools import Tool\n\n\ndef f():\n    from heron.llm import Broker\n"
+    )
+    found = imports(module, tmp_path / "heron")
+    assert found == [(1, "heron.core.tools"), (5, "heron.llm")]
+    assert [refused("jobs", subpackage(tuple(n.split(".")))) is None for _, n in found] == [
+        True,
+        False,
+    ]
