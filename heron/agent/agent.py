@@ -69,15 +69,16 @@ from heron.agent.extractive import (
     tool_summary,
 )
 from heron.agent.guard import repeats
-from heron.agent.loop import Loop, Prompt, Turn
+from heron.agent.loop import Loop, Prompt, SearchHook, ToolHook, Turn, tell
 from heron.agent.prompt import lead_prompt, system_prompt
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, named, triage
+from heron.agent.wiring import open_tools
 from heron.errors import InputError, NotFound
-from heron.jobs import open_jobs
+from heron.jobs import Jobs, open_jobs
 from heron.jobs.tool import register_job_tools
 from heron.libraries import Reranker, Result, load_reranker, read_libraries, search
-from heron.libraries.index import STATE_PREFIX
+from heron.libraries.state import last_index, library_state
 from heron.llm import Broker, load_broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
@@ -85,7 +86,7 @@ from heron.llm.types import ChatRequest, Message, Sampling
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
-from heron.tools import SAFETY_LEVELS, RoutedTool, Tool, Toolbox, ToolRouter, open_tools
+from heron.tools import SAFETY_LEVELS, RoutedTool, Tool, Toolbox, ToolRouter
 
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tools offered per request: a small model reads every schema in its prompt.
@@ -120,12 +121,19 @@ class Agent:
         reranker: Reranker | None = None,
         resources: contextlib.ExitStack | None = None,
         tool_workers: int = TOOL_WORKERS,
+        on_tool_use: ToolHook | None = None,
+        on_search: SearchHook | None = None,
     ) -> None:
         """The parts are handed over open, and stay open when the agent closes (the
         ownership rule, ``heron.store.base``): ``resources`` holds what was opened for
         this agent alone (``open_agent`` fills it), and ``close()`` closes that. The
         agent owns its tool executor: at most ``tool_workers`` tool calls at once,
-        joined by ``close()``."""
+        joined by ``close()``.
+
+        Observers, told with the turn's ``user`` (the actor) and never failing a turn (a
+        ``HeronError`` they raise is logged): ``on_tool_use(actor, use)`` after each tool
+        call the agent ran, ``on_search(actor, message)`` after each grounding search of
+        the libraries. A server passes its interventions' detectors here."""
         self.settings = settings
         self.store = store
         self.skills = skills
@@ -133,10 +141,12 @@ class Agent:
         self.broker = broker
         self.sessions = sessions
         self.reranker = reranker
+        self.on_tool_use = on_tool_use
+        self.on_search = on_search
         self._resources = resources or contextlib.ExitStack()
         self.executor = ToolExecutor(tool_workers)
         self._routers: dict[tuple, ToolRouter] = {}
-        self._collections: dict[str, tuple[str, list[str]]] = {}
+        self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     # -- the public calls ----------------------------------------------------------------
 
@@ -153,6 +163,7 @@ class Agent:
         sampling: Sampling | None = None,
         client_tools: Sequence[Tool] = (),
         tool_choice: str = "auto",
+        user: str = "",
     ) -> Answer:
         """Answer ``message``. Without the keywords below, as before: a grounded answer
         in the model's default mode, the session's earlier turns as history.
@@ -185,13 +196,15 @@ class Agent:
         - ``tool_choice``: for the first model call: ``"auto"``, ``"none"`` (no tool at
           all, Heron's included), ``"required"`` or a client tool's name. ``"auto"``
           lets triage force Heron's best tool, as without client tools.
+        - ``user``: who asks (the API's ``user``), the actor ``on_tool_use`` and
+          ``on_search`` are told of; ``""`` for nobody in particular.
 
         Raises ``InputError`` for a bad message or hooks that do not fit together,
         ``NotFound`` for an unknown ``library``, the broker's ``ProviderError`` when no
         model answers.
         """
         request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice)  # fmt: skip
+                          sampling, client_tools, tool_choice, user)  # fmt: skip
         for event in self._run(request, streaming=False):
             if isinstance(event, Final):
                 return event.answer
@@ -210,6 +223,7 @@ class Agent:
         sampling: Sampling | None = None,
         client_tools: Sequence[Tool] = (),
         tool_choice: str = "auto",
+        user: str = "",
     ) -> Iterator[AgentEvent]:
         """``ask``, as events: ``Token`` and ``ToolUsed`` as they happen, then
         ``ClientToolCalls`` when the model called the client's tools, then ``Citations``,
@@ -219,7 +233,7 @@ class Agent:
         looping model: the tokens then go on with a line saying so and the extractive
         answer, which alone is ``Final.answer.answer``."""
         request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice)  # fmt: skip
+                          sampling, client_tools, tool_choice, user)  # fmt: skip
         events = self._run(request, streaming=True)
         first = next(events)  # runs the checks now, not at the caller's first read
         return _chain(first, events)
@@ -347,14 +361,12 @@ class Agent:
         names: list[str] = []
         for library in read_libraries(self.settings):
             # The page list changes only when the library is indexed again.
-            stamp = self.store.kv_get(library.name, "index:last")
-            if stamp is None:
+            stamp = last_index(self.store, library.name)
+            if not stamp:
                 continue
             cached = self._collections.get(library.name)
             if cached is None or cached[0] != stamp:
-                pages = self.store.kv_items(library.name, STATE_PREFIX)
-                found = {k.removeprefix(STATE_PREFIX).partition("/") for k in pages}
-                cached = (stamp, sorted(c for c, slash, _ in found if slash and c))
+                cached = (stamp, library_state(self.store, library.name).collections)
                 self._collections[library.name] = cached
             names += [library.name, *cached[1]]
         return [*names, *self.settings.agent_keywords]
@@ -451,6 +463,8 @@ class Agent:
             vector = self.store.embedder.embed([req.message])[0]
             scope = self.scope(req.message, req.library)
             results = self._search(req.message, scope, req.library)
+            if scope:
+                tell(self.on_search, req.user, req.message)
         with clock("routing"):
             routed = [] if req.tool_choice == "none" else self.route(req.message, req.model, vector)
             theirs = {t.name for t in req.client_tools}
@@ -660,12 +674,18 @@ def open_agent(
     store: Store | None = None,
     skills: SkillIndex | None = None,
     toolbox: Toolbox | None = None,
+    jobs: Jobs | None = None,
+    on_tool_use: ToolHook | None = None,
+    on_search: SearchHook | None = None,
 ) -> Agent:
     """The agent the settings describe: the store, libraries, skills, tools (with
     ``search_docs`` on this store), the model broker and the sessions, opened once.
-    Close it with ``close()``. A server passes the ``store``, ``skills`` and ``toolbox``
-    it already has open (the embedding model is then loaded once); they stay open when
-    the agent closes: it closes only what it opened here."""
+    Close it with ``close()``. A server passes the ``store``, ``skills``, ``toolbox`` and
+    ``jobs`` it already has open (the embedding model is then loaded once, the job store
+    opened once); they stay open when the agent closes: it closes only what it opened
+    here. With a workspace (``tools_root``) the model may hand long tasks to a job
+    (``delegate_job`` on ``jobs``, else on the settings' job store, opened here).
+    ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``)."""
     settings = settings or Settings()
     with contextlib.ExitStack() as opened:
         if store is None:
@@ -679,8 +699,9 @@ def open_agent(
             )
         if settings.tools_root is not None and "delegate_job" not in toolbox.registry:
             # Jobs run in the workspace: with one, the model may hand long tasks to a job.
-            jobs = open_jobs(settings)
-            opened.callback(jobs.store.close)
+            if jobs is None:
+                jobs = open_jobs(settings)
+                opened.callback(jobs.close)
             register_job_tools(toolbox.registry, jobs)
         broker = opened.enter_context(contextlib.closing(load_broker(settings)))
         sessions = opened.enter_context(contextlib.closing(Sessions(settings.home / "agent.db")))
@@ -694,4 +715,7 @@ def open_agent(
         sessions,
         reranker=load_reranker(settings),
         resources=resources,
+        tool_workers=settings.agent_tool_workers,
+        on_tool_use=on_tool_use,
+        on_search=on_search,
     )

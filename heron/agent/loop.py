@@ -9,16 +9,18 @@ penalties unset and the provider takes them; a forced call writes JSON and gets 
 
 from __future__ import annotations
 
+import logging
 import time
 from collections import Counter
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse, ToolUsed
 from heron.agent.execute import run_calls, tool_content
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
+from heron.errors import HeronError
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.llm.types import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
@@ -27,11 +29,31 @@ from heron.tools import Tool
 if TYPE_CHECKING:
     from heron.agent.agent import Agent
 
+T = TypeVar("T")
+
 #: Penalties on calls that write text (OpenAI's scale, -2 to 2): enough to break a
 #: small model's loops, too little to bend a good model's wording.
 PENALTIES = Sampling(frequency_penalty=0.5, presence_penalty=0.3)
 #: Providers whose API takes both penalties (Anthropic's refuses them).
 PENALTY_PROVIDERS = frozenset({"openai", "local"})
+
+log = logging.getLogger("heron.agent")
+
+#: ``on_tool_use(actor, use)``: told of each tool call the loop ran (``Agent``).
+ToolHook = Callable[[str, ToolUse], None]
+#: ``on_search(actor, query)``: told of each grounding search of the libraries (``Agent``).
+SearchHook = Callable[[str, str], None]
+
+
+def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
+    """``hook(actor, what)`` when there is a hook: an observer (the interventions'
+    detectors) that fails is logged and never fails the answer."""
+    if hook is None:
+        return
+    try:
+        hook(actor, what)
+    except HeronError as exc:
+        log.warning("an observer of the agent failed: %s", exc)
 
 
 @dataclass(frozen=True)
@@ -48,6 +70,7 @@ class Turn:
     sampling: Sampling = field(default_factory=Sampling)
     client_tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"
+    user: str = ""  # who asks: the actor the observers (``on_tool_use``) are told of
 
     @classmethod
     def of(
@@ -62,12 +85,13 @@ class Turn:
         sampling: Sampling | None,
         client_tools: Sequence[Tool],
         tool_choice: str,
+        user: str = "",
     ) -> Turn:
         """A turn from ``Agent.ask``'s keywords as a caller gives them."""
         return cls(
             message, session_id, library, model, answer, (instructions or "").strip(),
             None if history is None else tuple(history), sampling or Sampling(),
-            tuple(client_tools), tool_choice,
+            tuple(client_tools), tool_choice, user.strip(),
         )  # fmt: skip
 
     @property
@@ -258,6 +282,7 @@ class Loop:
             ]
             for use in shown:
                 self.tools.append(use)
+                tell(self.agent.on_tool_use, self.req.user, use)
                 yield ToolUsed(use)
             if self.extractive:
                 return  # the tools' results are the answer (``Agent._extract``)

@@ -12,22 +12,18 @@ connection of the pool.
 Times are Unix seconds as on SQLite; servers sharing a queue should keep their clocks in
 step (NTP), as the queue is ordered by ``created_at``.
 
-The algorithm is ``heron.jobs.sql``'s; this file is the driver: a connection pool, one
-transaction per call, psycopg's errors as one ``StoreError``, and the schema's migrations.
+The algorithm is ``heron.jobs.sql``'s; this file is the schema's migrations. The driver (a
+connection pool, one transaction per call, psycopg's errors as one ``StoreError``) is
+``heron.store.database.PostgresDatabase``, which the intervention store shares.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
+from typing import Any
 
-import psycopg
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
-
-from heron.errors import StoreError
 from heron.jobs.sql import Dialect, SQLJobStore
-from heron.store.pg_schema import open_pool, where
+from heron.store.database import PostgresDatabase
 
 MIGRATIONS: tuple[str, ...] = (
     """
@@ -84,37 +80,23 @@ class PostgresJobStore(SQLJobStore):
     def __init__(
         self, url: str, *, event_max_bytes: int = 16_000, pool_size: int = 4, timeout: float = 30
     ) -> None:
-        self.where = where(url)
-        super().__init__(f"the job store at {self.where}", event_max_bytes=event_max_bytes)
-        try:
-            self._pool = open_pool(
-                url,
-                name="heron-jobs",
-                size=pool_size,
-                timeout=timeout,
-                migrations=MIGRATIONS,
-                table="heron_job_migrations",
-                kwargs={"row_factory": dict_row},
-                check=ConnectionPool.check_connection,
-            )
-        except psycopg.Error as exc:
-            raise self._error(exc) from exc
-
-    def _error(self, exc: Exception) -> StoreError:
-        return StoreError(
-            f"The job store at {self.where} failed: {str(exc).strip()}. Check that PostgreSQL "
-            "runs and HERON_DATABASE_URL, then the job (heron jobs show ID) before retrying."
+        self._database = PostgresDatabase(
+            url,
+            what="the job store",
+            advice="then the job (heron jobs show ID) before retrying",
+            name="heron-jobs",
+            migrations=MIGRATIONS,
+            table="heron_job_migrations",
+            pool_size=pool_size,
+            timeout=timeout,
         )
+        self.where = self._database.where
+        super().__init__(f"the job store at {self.where}", event_max_bytes=event_max_bytes)
 
-    @contextmanager
-    def _connection(self, write: bool) -> Iterator[psycopg.Connection]:
+    def _connection(self, write: bool) -> AbstractContextManager[Any]:
         """One transaction, reads too. Not retried: an event append whose commit went
         unanswered might have landed, and a second one would duplicate it."""
-        try:
-            with self._pool.connection() as conn, conn.transaction():
-                yield conn
-        except (PoolTimeout, psycopg.Error) as exc:
-            raise self._error(exc) from exc
+        return self._database.connection(write)
 
     def _disconnect(self) -> None:
-        self._pool.close()
+        self._database.close()

@@ -4,21 +4,21 @@ A sibling file rather than tables in ``heron.db``: SQLite has one writer per fil
 index run holds the store's write lock for whole batches; job events (written every step,
 and by the CLI's ``abort`` while a worker runs) would queue behind it.
 
-The algorithm is ``heron.jobs.sql``'s; this file is the driver: one connection shared by
-the process's threads under a lock, writes in ``BEGIN IMMEDIATE`` transactions, and
-``sqlite3`` errors translated by ``heron.sqlite_errors.SQLiteFile``.
+The algorithm is ``heron.jobs.sql``'s; this file is the schema and the file's name in
+errors. The driver (one connection shared by the process's threads under a lock, writes
+in ``BEGIN IMMEDIATE`` transactions, ``sqlite3`` errors translated) is
+``heron.store.database.SQLiteDatabase``, which the intervention store shares.
 """
 
 from __future__ import annotations
 
 import sqlite3
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 from heron.jobs.sql import Dialect, SQLJobStore
 from heron.sqlite_errors import SQLiteFile
+from heron.store.database import SQLiteDatabase
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
@@ -68,29 +68,19 @@ class SQLiteJobStore(SQLJobStore):
     def __init__(self, path: Path, *, event_max_bytes: int = 16_000) -> None:
         self.path = Path(path)
         super().__init__(f"the job store {self.path}", event_max_bytes=event_max_bytes)
-        self._file = SQLiteFile(
-            self.path,
-            "the job store",
-            "a new, empty job store starts on the next use (the old jobs stay in the moved file)",
+        self._database = SQLiteDatabase(
+            SQLiteFile(
+                self.path,
+                "the job store",
+                "a new, empty job store starts on the next use (the old jobs stay in the moved "
+                "file)",
+            ),
+            schema=_SCHEMA,
+            closed=self._closed_error,
         )
-        self._lock = threading.RLock()
-        self._db = self._file.connect(
-            timeout=30, schema=_SCHEMA, pragmas=("synchronous=NORMAL", "foreign_keys=ON")
-        )
-        self._db.row_factory = sqlite3.Row
 
-    @contextmanager
-    def _connection(self, write: bool) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            if self._closed:  # closed by another thread while this one waited
-                raise self._closed_error()
-            if write:
-                with self._file.transaction(self._db) as db:
-                    yield db
-            else:
-                with self._file.errors():
-                    yield self._db
+    def _connection(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
+        return self._database.connection(write)
 
     def _disconnect(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._database.close()

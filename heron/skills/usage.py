@@ -150,6 +150,14 @@ class UsageLog:
             )
         return rank
 
+    def recent(self, limit: int = 1000) -> list[tuple[str, list[str]]]:
+        """The last ``limit`` queries, oldest first: each query and the names it returned."""
+        with self._log.use() as db:
+            rows = db.execute(
+                "SELECT query, returned FROM queries ORDER BY id DESC LIMIT ?", (limit,)
+            ).fetchall()
+        return [(query, json.loads(returned)) for query, returned in reversed(rows)]
+
     def stats(self) -> list[KindStats]:
         """Per kind of query: how many, how many reported, hit@k and hit@1 counts."""
         with self._log.use() as db:

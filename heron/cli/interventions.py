@@ -1,0 +1,167 @@
+"""``heron interventions``: raise, resolve, record outcomes, list and count interventions."""
+
+from __future__ import annotations
+
+import getpass
+import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from typing import Annotated, Any
+
+import typer
+from rich.markup import escape
+
+from heron.cli.output import console, print_json
+from heron.errors import InputError
+from heron.interventions import SEVERITIES, Intervention, Interventions, open_interventions
+from heron.settings import Settings
+
+interventions_app = typer.Typer(
+    help="Notices for detected conditions: cards, messages, voice; never nagging.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Room = Annotated[str, typer.Option("--room", help="The room: who shares the condition.")]
+Key = Annotated[str, typer.Argument(help="The condition's identity, e.g. collision:README.md.")]
+
+
+@contextmanager
+def _opened() -> Iterator[Interventions]:
+    service = open_interventions(Settings())
+    try:
+        yield service
+    finally:
+        service.close()  # waits for messages still being sent
+
+
+def _line(item: Intervention) -> str:
+    state = item.status if not item.delivered else ("resolved" if item.resolved_at else "active")
+    done = f" {item.outcome} by {item.outcome_by}" if item.outcome else ""
+    return escape(f"{item.id:>6} {state:<20} {item.room} {item.kind}: {item.text}{done}")
+
+
+def _print(item: Intervention, as_json: bool) -> None:
+    if as_json:
+        print_json(item.to_dict())
+        return
+    console.print(_line(item))
+    for d in item.deliveries:
+        outcome = "ok" if d.ok else f"failed ({d.error})"
+        console.print(escape(f"        {d.channel} {d.target}: {outcome}, {d.attempts} attempt(s)"))
+
+
+def _run(action: Callable[[Interventions], Intervention], as_json: bool) -> None:
+    with _opened() as service:
+        item = action(service)
+        service.wait()
+        item = service.get(item.id)
+    _print(item, as_json)
+
+
+@interventions_app.command("raise")
+def raise_(
+    kind: Annotated[str, typer.Argument(help="The kind: collision, notice, watchdog_incident...")],
+    key: Key,
+    room: Room = "default",
+    severity: Annotated[str, typer.Option(help=f"One of: {', '.join(SEVERITIES)}.")] = "warning",
+    fact: Annotated[
+        list[str] | None, typer.Option("--fact", help="NAME=VALUE (repeatable).")
+    ] = None,
+    facts_json: Annotated[
+        str | None, typer.Option("--facts", help='All facts as JSON: {"file": "a.py"}.')
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Raise a condition: sent if the room's cooldown and the key's guard allow it.
+
+    Example: heron interventions raise notice deploy --room team --fact message="Deploying"
+    """
+    facts: dict[str, Any] = {}
+    if facts_json:
+        try:
+            facts = json.loads(facts_json)
+        except json.JSONDecodeError as exc:
+            raise InputError(
+                f'--facts is not JSON ({exc.msg}); e.g. --facts \'{{"file": "a.py"}}\'.'
+            ) from exc
+    for item in fact or []:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise InputError(f"--fact takes NAME=VALUE, got {item!r}.")
+        facts[name.strip()] = value
+    who = getpass.getuser()
+    _run(lambda s: s.raise_(kind, key, room, severity, facts, actor=who), as_json)  # type: ignore[arg-type]
+
+
+@interventions_app.command("resolve")
+def resolve(key: Key, room: Room = "default", as_json: JsonFlag = False) -> None:
+    """End an active condition: its key re-arms.
+
+    Example: heron interventions resolve collision:README.md --room team
+    """
+    _run(lambda s: s.resolve(room, key), as_json)
+
+
+@interventions_app.command("outcome")
+def outcome(
+    intervention_id: Annotated[int, typer.Argument(help="The intervention's id.")],
+    decision: Annotated[str, typer.Argument(help="accept or dismiss.")],
+    by: Annotated[str | None, typer.Option(help="Who decided; default: your user name.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Record what a person did with an intervention, once.
+
+    Example: heron interventions outcome 42 accept --by alice
+    """
+    _run(lambda s: s.outcome(intervention_id, decision, by or getpass.getuser()), as_json)
+
+
+@interventions_app.command("list")
+def list_(
+    room: Annotated[str | None, typer.Option(help="Only this room's.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    active: Annotated[bool, typer.Option("--active", help="Only active ones.")] = False,
+    as_json: JsonFlag = False,
+) -> None:
+    """List interventions, newest first.
+
+    Example: heron interventions list --room team --active
+    """
+    with _opened() as service:
+        found = service.list(room, limit=limit, active_only=active)
+    if as_json:
+        print_json([item.to_dict() for item in found])
+        return
+    for item in found:
+        console.print(_line(item))
+    if not found:
+        console.print("No interventions yet; raise one with: heron interventions raise ...")
+
+
+@interventions_app.command("stats")
+def stats(as_json: JsonFlag = False) -> None:
+    """Per kind: raised, delivered, suppressed (cooldown, guard), accepted and dismissed.
+
+    Example: heron interventions stats --json
+    """
+    with _opened() as service:
+        rows = [s.to_dict() for s in service.stats()]
+    if as_json:
+        print_json(rows)
+        return
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{value:.0%}"
+
+    console.print("kind                 raised delivered cooldown guard accept dismiss")
+    for r in rows:
+        console.print(
+            escape(
+                f"{r['kind']:<20} {r['raised']:>6} {r['delivered']:>9} "
+                f"{r['suppressed_cooldown']:>8} {r['suppressed_guard']:>5} "
+                f"{pct(r['accept_rate']):>6} {pct(r['dismiss_rate']):>7}"
+            )
+        )
+    if not rows:
+        console.print("No interventions yet.")

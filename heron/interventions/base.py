@@ -1,0 +1,104 @@
+"""``InterventionStore``: where interventions, their deliveries and outcomes live.
+
+This Protocol is the specification; ``heron.interventions.sql.SQLInterventionStore`` is
+its one implementation in SQL, over which ``SQLiteInterventionStore`` (``sqlite.py``) and
+``PostgresInterventionStore`` (``postgres.py``) are a driver and a ``Dialect`` each. The
+tests of ``tests/interventions/test_contract.py`` hold every backend to it.
+
+Promises every method keeps (each method's docstring adds its own):
+
+- **One call, one transaction.** A call that raises has written nothing.
+- **The decision is the database's.** ``raise_`` reads the room's cooldown and the key's
+  active intervention, decides (``heron.interventions.guard.decide``) and writes the
+  intervention in one write transaction that holds the room: on PostgreSQL its row in
+  the rooms table is locked (``FOR UPDATE``), on SQLite the whole file is
+  (``BEGIN IMMEDIATE``). However many threads, processes or servers raise the same
+  condition at once, exactly one is ``delivered`` and every other is stored as
+  suppressed: none is lost, none is sent twice.
+- **Every condition is stored**, sent or not, with the words it was given, so that
+  ``stats`` counts what was held back.
+- **Ids** are integers that grow in the order of the transactions that hold a room, so a
+  stream of one room's cards resumes after the last id it gave (``cards``).
+- **Threads and processes.** One store may be shared by the threads of a process; any
+  number of stores may open one database at once.
+- **Errors.** An unknown id, an unknown room, or a key with nothing active raises
+  ``heron.errors.NotFound`` naming what to list; an outcome that cannot be given (twice,
+  or for an intervention that was never shown) ``heron.errors.InputError``. Everything
+  the database reports becomes a ``StoreError`` naming the database and what to do.
+- **Times** are Unix seconds (``time.time()`` of the writing process).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Protocol
+
+from heron.interventions.model import (
+    Condition,
+    Delivery,
+    Intervention,
+    KindStats,
+    Outcome,
+    Rendered,
+)
+
+
+class InterventionStore(Protocol):
+    def raise_(
+        self, condition: Condition, render: Callable[[int], Rendered], *, cooldown: float
+    ) -> Intervention:
+        """Store ``condition`` as an intervention, decided as ``guard.decide`` says.
+
+        ``render(seen_before)`` is called once inside the transaction with the number of
+        interventions of this key delivered in this room before, and gives its words.
+        A delivered one becomes the key's active intervention and, when ``cooldown`` is
+        above 0, starts the room's cooldown (0: a kind exempt from it). ``condition`` is
+        stored as given (``Interventions.raise_`` checks and redacts it first).
+        """
+        ...
+
+    def resolve(self, room: str, key: str) -> Intervention:
+        """End the active intervention of ``key`` in ``room``: it gets ``resolved_at``,
+        the key is re-armed, and if it started the room's cooldown the cooldown ends.
+        Returns it. ``NotFound`` for a room with no interventions, or a key with none
+        active there."""
+        ...
+
+    def deliver(
+        self, intervention_id: int, delivery: Delivery, *, audio_url: str | None = None
+    ) -> None:
+        """Record one channel's outcome (and the audio's URL when given). ``NotFound``
+        for an unknown id."""
+        ...
+
+    def outcome(self, intervention_id: int, outcome: Outcome, by: str) -> Intervention:
+        """Record what the person did with a delivered intervention, once, with who and
+        when. ``NotFound`` for an unknown id; ``InputError`` when it already has an
+        outcome (naming it) or was never delivered."""
+        ...
+
+    def get(self, intervention_id: int) -> Intervention:
+        """One intervention with its deliveries. ``NotFound`` if there is none."""
+        ...
+
+    def list(
+        self, room: str | None = None, *, limit: int = 100, active_only: bool = False
+    ) -> list[Intervention]:
+        """At most ``limit``, newest first (by id); only ``room``'s when given; only the
+        active ones (delivered, not resolved) with ``active_only``."""
+        ...
+
+    def cards(self, room: str, after: int = 0, limit: int = 1000) -> list[Intervention]:
+        """The delivered interventions of ``room`` with ``id > after``, oldest first: what
+        a stream resuming after ``after`` replays."""
+        ...
+
+    def stats(self) -> list[KindStats]:
+        """Per kind (sorted by name): raised, delivered, suppressed by cooldown and by the
+        guard, accepted and dismissed. SQL aggregates over an index."""
+        ...
+
+    def close(self) -> None:
+        """Release the connection or pool; idempotent. Afterwards every other method
+        raises ``StoreError``."""
+        ...

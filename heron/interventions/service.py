@@ -1,0 +1,270 @@
+"""``Interventions``: what the CLI, the server and Heron's detectors call.
+
+>>> interventions = open_interventions(settings)                  # doctest: +SKIP
+>>> sent = interventions.raise_("collision", "collision:README.md", "team",
+...     facts={"actors": ["alice", "bob"], "file": "README.md", "state": "unpushed"})
+>>> sent.status, sent.text                                        # doctest: +SKIP
+('delivered', 'Conflict: alice + bob both on README.md (unpushed).')
+>>> interventions.raise_("collision", "collision:README.md", "team", facts=...).status
+'suppressed_guard'                                                # doctest: +SKIP
+
+A raise is decided in the store (``heron.interventions.base``), then delivered by the
+policy's channels: voice first for a critical one (so its card carries the audio), the
+card to live subscribers, then a message to the alert channels in a background thread
+(apprise retries with backoff; a raise does not wait for a dead webhook). Every channel's
+outcome is recorded as a ``Delivery``; a failing one never stops the card.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+from heron.errors import InputError, NotFound
+from heron.interventions.base import InterventionStore
+from heron.interventions.model import (
+    OUTCOMES,
+    Condition,
+    Delivery,
+    Intervention,
+    KindStats,
+    Resolution,
+    Severity,
+)
+from heron.interventions.policy import Policy, load_policy
+from heron.interventions.sqlite import SQLiteInterventionStore
+from heron.interventions.templates import Templates, load_templates
+from heron.interventions.voice import EspeakVoice, SpeechVoice, Voice, VoiceError, audio_name
+from heron.notify import Channels
+from heron.redact import redact_value
+from heron.settings import Settings
+
+log = logging.getLogger("heron.interventions")
+
+#: Where the server serves the audio files (``heron.server.interventions``).
+AUDIO_URL = "/interventions/audio/"
+
+#: ``listener(event, intervention)``: ``"intervention"`` (a card went out), ``"resolved"``,
+#: ``"outcome"``.
+Listener = Callable[[str, Intervention], None]
+
+
+def interventions_db_path(settings: Settings) -> Path:
+    return settings.db_path.with_name("interventions.db")
+
+
+def audio_folder(settings: Settings) -> Path:
+    return settings.home / "interventions" / "audio"
+
+
+def default_voice(settings: Settings) -> Voice:
+    if settings.interventions_tts_url:
+        return SpeechVoice(audio_folder(settings), settings.interventions_tts_url)
+    return EspeakVoice(audio_folder(settings), settings.interventions_tts_program)
+
+
+def open_interventions(settings: Settings, **options: Any) -> Interventions:
+    """The interventions the settings point at: on PostgreSQL when ``HERON_DATABASE_URL``
+    names one (servers then share one history and one guard), else in
+    ``$HERON_HOME/interventions.db``. ``options`` go to ``Interventions``."""
+    store: InterventionStore
+    if settings.postgres_url:
+        from heron.interventions.postgres import PostgresInterventionStore
+
+        store = PostgresInterventionStore(settings.postgres_url)
+    else:
+        store = SQLiteInterventionStore(interventions_db_path(settings))
+    try:
+        return Interventions(store, settings, **options)
+    except BaseException:
+        store.close()
+        raise
+
+
+class Interventions:
+    """Raise, resolve and record interventions; thread-safe."""
+
+    def __init__(
+        self,
+        store: InterventionStore,
+        settings: Settings,
+        *,
+        templates: Templates | None = None,
+        policy: Policy | None = None,
+        channels: Channels | None = None,
+        voice: Voice | None = None,
+    ) -> None:
+        self.store = store
+        self.settings = settings
+        self.cooldown = settings.interventions_cooldown
+        self.templates = templates or load_templates(settings.home)
+        self.policy = policy or load_policy(settings.home)
+        self.channels = (
+            Channels.parse(u.get_secret_value() for u in settings.interventions_alert_urls)
+            if channels is None
+            else channels
+        )
+        self.voice = voice or default_voice(settings)
+        self._listeners: list[Listener] = []
+        self._lock = threading.Lock()
+        self._senders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="heron-alerts")
+        self._pending: set[Future[None]] = set()
+
+    # -- live subscribers ---------------------------------------------------------------
+
+    def subscribe(self, listener: Listener) -> Callable[[], None]:
+        """Call ``listener(event, intervention)`` for what happens in this process;
+        returns the unsubscribe function. Listeners run in the raising thread: they must
+        be quick (hand the value to a queue)."""
+        with self._lock:
+            self._listeners.append(listener)
+
+        def unsubscribe() -> None:
+            with self._lock:
+                self._listeners.remove(listener)
+
+        return unsubscribe
+
+    def _emit(self, event: str, intervention: Intervention) -> None:
+        with self._lock:
+            listeners = list(self._listeners)
+        for listener in listeners:
+            try:
+                listener(event, intervention)
+            except Exception:  # one broken subscriber must not stop the others
+                log.exception("intervention listener failed")
+
+    # -- conditions in ------------------------------------------------------------------
+
+    def raise_(
+        self,
+        kind: str,
+        key: str,
+        room: str,
+        severity: Severity = "warning",
+        facts: dict[str, Any] | None = None,
+        *,
+        actor: str = "",
+    ) -> Intervention:
+        """Raise a condition; returns its intervention, sent or suppressed.
+
+        ``InputError`` (nothing stored) for an unknown kind, a severity that is not
+        ``info``, ``warning`` or ``critical``, or facts lacking one the kind declares."""
+        return self.raise_condition(Condition(kind, key, room, severity, facts or {}, actor))
+
+    def raise_condition(self, condition: Condition) -> Intervention:
+        c = condition.checked()
+        c = replace(c, facts=redact_value(c.facts))  # a token in a fact stays out of the store
+        self.templates.check(c.kind, c.facts)
+        rule = self.policy.rule(c.kind)
+        intervention = self.store.raise_(
+            c,
+            lambda seen: self.templates.render(c.kind, c.facts, seen_before=seen),
+            cooldown=self.cooldown if rule.cooldown else 0.0,
+        )
+        if not intervention.delivered:
+            return intervention
+        channels = rule.channels(c.severity)
+        if "voice" in channels:
+            intervention = self._speak(intervention)
+        self._emit("intervention", intervention)
+        self.store.deliver(intervention.id, Delivery("card", f"room:{c.room}", True))
+        if "message" in channels and self.channels:
+            self._send_later(intervention)
+        return self.store.get(intervention.id)
+
+    def resolve(self, room: str, key: str) -> Intervention:
+        """End the active condition ``key`` in ``room``; ``NotFound`` names an unknown room
+        or a key with nothing active."""
+        resolved = self.store.resolve(room.strip(), key.strip())
+        self._emit("resolved", resolved)
+        return resolved
+
+    def apply(self, observations: Iterable[Condition | Resolution]) -> list[Intervention]:
+        """Raise or resolve what a detector saw. Resolving what is not active (a job that
+        never waited) is no error here: a detector reports ends it did not see begin."""
+        done = []
+        for seen in observations:
+            if isinstance(seen, Resolution):
+                try:
+                    done.append(self.resolve(seen.room, seen.key))
+                except NotFound:
+                    continue
+            else:
+                done.append(self.raise_condition(seen))
+        return done
+
+    # -- outcomes and history -----------------------------------------------------------
+
+    def outcome(self, intervention_id: int, outcome: str, by: str) -> Intervention:
+        """Record ``accept`` or ``dismiss`` by ``by``, once (``InputError`` the second
+        time; ``NotFound`` for an unknown id)."""
+        if outcome not in OUTCOMES:
+            raise InputError(f"Unknown outcome {outcome!r}. Choose from: {', '.join(OUTCOMES)}.")
+        done = self.store.outcome(intervention_id, outcome, by.strip() or "unknown")  # type: ignore[arg-type]
+        self._emit("outcome", done)
+        return done
+
+    def get(self, intervention_id: int) -> Intervention:
+        return self.store.get(intervention_id)
+
+    def list(
+        self, room: str | None = None, *, limit: int = 100, active_only: bool = False
+    ) -> list[Intervention]:
+        return self.store.list(room, limit=limit, active_only=active_only)
+
+    def cards(self, room: str, after: int = 0, limit: int = 1000) -> list[Intervention]:
+        return self.store.cards(room, after, limit)
+
+    def stats(self) -> list[KindStats]:
+        return self.store.stats()
+
+    # -- channels -----------------------------------------------------------------------
+
+    def _speak(self, intervention: Intervention) -> Intervention:
+        name = audio_name(intervention.id)
+        try:
+            path = self.voice.render(intervention.spoken, name)
+        except VoiceError as exc:
+            log.warning("intervention %s: no voice: %s", intervention.id, exc)
+            self.store.deliver(intervention.id, Delivery("voice", name, False, error=str(exc)))
+            return intervention
+        url = AUDIO_URL + path.name
+        self.store.deliver(intervention.id, Delivery("voice", path.name, True), audio_url=url)
+        return replace(intervention, audio_url=url)
+
+    def _send_later(self, intervention: Intervention) -> None:
+        future = self._senders.submit(self._message, intervention)
+        with self._lock:
+            self._pending.add(future)
+        future.add_done_callback(self._done)
+
+    def _done(self, future: Future[None]) -> None:
+        with self._lock:
+            self._pending.discard(future)
+        if future.exception() is not None:
+            log.error("sending an intervention failed", exc_info=future.exception())
+
+    def _message(self, intervention: Intervention) -> None:
+        title = f"Heron: {intervention.kind} in {intervention.room}"
+        for sent in self.channels.send(title, intervention.text, severity=intervention.severity):
+            self.store.deliver(
+                intervention.id,
+                Delivery("message", sent.channel, sent.ok, sent.attempts, sent.error),
+            )
+
+    def wait(self, timeout: float | None = None) -> None:
+        """Wait until the messages sent so far have been delivered or failed."""
+        with self._lock:
+            pending = list(self._pending)
+        wait(pending, timeout)
+
+    def close(self) -> None:
+        """Finish sending messages, then close the store."""
+        self._senders.shutdown(wait=True)
+        self.store.close()
