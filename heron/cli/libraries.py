@@ -41,7 +41,7 @@ def library_add(
 
     Example: heron library add kubernetes https://github.com/kubernetes/website.git
     """
-    library = add_library(name, source)
+    library = add_library(name, source, Settings())
     if as_json:
         print_json({"name": library.name, "source": library.source})
     else:
@@ -71,7 +71,7 @@ def library_list(as_json: JsonFlag = False) -> None:
 
     Example: heron library list --json
     """
-    libraries = read_libraries()
+    libraries = read_libraries(Settings())
     if as_json:
         print_json([{"name": x.name, "source": x.source, "builtin": x.builtin} for x in libraries])
         return
@@ -116,8 +116,8 @@ def index(
     names = [name] if name else [lib.name for lib in read_libraries(settings)]
     reports = []
     for library in names:
-        with progress_bar(f"indexing {library}", None) as advance:
-            report = index_library(library, store, settings=settings, progress=advance)
+        with progress_bar(f"indexing {library}") as tracker:  # pages, then chunks
+            report = index_library(library, store, settings=settings, stages=tracker.stage)
         reports.append(report)
         if not as_json:
             if report.error:
@@ -152,7 +152,8 @@ def search(
     Example: heron search "why do my service ports keep changing" --library kubernetes -k 3
     """
     batch = query_batch(query, queries)
-    store = open_store()
+    settings = Settings()
+    store = open_store(settings)
     results = search_many(
         [text for _, text in batch],
         store,
@@ -160,6 +161,7 @@ def search(
         collection=collection,
         top_k=top_k,
         mode=mode,  # checked by search_many against MODES
+        settings=settings,
     )
     if queries is not None:
         print_batch(batch, ([{"id": r.chunk, **r.to_dict()} for r in found] for found in results))

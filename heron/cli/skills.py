@@ -97,8 +97,8 @@ def index(as_json: JsonFlag = False) -> None:
     Example: heron skills index
     """
     skills = open_skills()
-    with progress_bar("indexing skills", None) as advance:
-        report = skills.index(progress=advance)
+    with progress_bar("indexing skills") as tracker:
+        report = skills.index(progress=tracker, on_total=lambda n: tracker.start("skills", n))
     if as_json:
         print_json(report.to_dict())
         return

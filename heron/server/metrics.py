@@ -1,94 +1,191 @@
-"""Counters and latency histograms in the Prometheus text format, written by hand.
+"""The server's Prometheus metrics, through ``prometheus_client``, one registry per app.
 
-``Metrics.observe("rpc", "search.query", 0.012, ok=True)`` counts one call and files its
-latency; ``render(gauges)`` gives the exposition (format 0.0.4, see
-https://prometheus.io/docs/instrumenting/exposition_formats/)::
+Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``)::
 
-    heron_requests_total{kind="rpc",name="search.query",outcome="ok"} 1
-    heron_request_seconds_bucket{kind="rpc",name="search.query",le="0.025"} 1
+    heron_http_requests_total{route,method,status}     route template, HTTP status code
+    heron_http_request_duration_seconds{route,method}  histogram
+    heron_rpc_calls_total{method,outcome}              JSON-RPC, outcome ok|error
+    heron_rpc_call_duration_seconds{method}
+    heron_model_answer_duration_seconds{model}         a whole chat answer
+    heron_model_tokens_total{model,direction}          direction in|out
+    heron_model_retries_total{model}, heron_model_fallbacks_total{model}
+    heron_tool_calls_total{tool,outcome}               outcome ok|error|refused
+    heron_answer_stage_duration_seconds{stage}         retrieval, routing, skills, model ...
+    heron_search_duration_seconds{mode}                search.query, by search mode
+    heron_index_records{namespace}, heron_jobs{state}  read at each scrape
+    heron_watchdog_check_status{check}                 1 passing, 0 failing (watchdog-latest.json)
+    heron_build_info{version,python,implementation}, process_*, python_info, python_gc_*
+
+A route is the template that matched (``/jobs/{id}/events/stream``), never the raw path,
+so no URL can grow the label set; a request no route took is ``route="unmatched"``.
 """
 
 from __future__ import annotations
 
-import bisect
-import threading
-from collections import defaultdict
-from dataclasses import dataclass, field
+import json
+import platform
+from collections.abc import Callable, Iterable, Iterator
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    GCCollector,
+    Histogram,
+    Info,
+    PlatformCollector,
+    ProcessCollector,
+    generate_latest,
+)
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
+
+from heron import __version__
+
+if TYPE_CHECKING:
+    from heron.agent.answer import Answer
 
 #: Upper bounds in seconds: retrieval lands in the first half, model calls in the second.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: Gauges read at scrape time: ``name -> ((labels, value), ...)``.
+Gauges = dict[str, list[tuple[dict[str, str], float]]]
 
 
-@dataclass
-class Histogram:
-    counts: list[int] = field(default_factory=lambda: [0] * (len(BUCKETS) + 1))
-    total: float = 0.0
+class _ScrapeCollector(Collector):
+    """Gauges whose values live elsewhere (the store, the job queue, a file), read when
+    Prometheus scrapes instead of kept up to date."""
 
-    def add(self, seconds: float) -> None:
-        self.counts[bisect.bisect_left(BUCKETS, seconds)] += 1
-        self.total += seconds
+    HELP: ClassVar[dict[str, str]] = {
+        "heron_index_records": "Records in each store namespace.",
+        "heron_jobs": "Jobs in each state.",
+        "heron_watchdog_check_status": "Last watchdog run: 1 if the check passed, else 0.",
+    }
 
-    def lines(self, metric: str, labels: str) -> list[str]:
-        out, running = [], 0
-        for bound, count in zip((*BUCKETS, float("inf")), self.counts, strict=True):
-            running += count
-            le = "+Inf" if bound == float("inf") else repr(bound)
-            out.append(f'{metric}_bucket{{{labels},le="{le}"}} {running}')
-        out.append(f"{metric}_sum{{{labels}}} {self.total:.6f}")
-        out.append(f"{metric}_count{{{labels}}} {running}")
-        return out
+    def __init__(self, read: Callable[[], Gauges]) -> None:
+        self.read = read
 
+    def collect(self) -> Iterator[Metric]:
+        for name, samples in self.read().items():
+            labels = sorted({key for sample, _ in samples for key in sample})
+            family = GaugeMetricFamily(name, self.HELP.get(name, name), labels=labels)
+            for sample, value in samples:
+                family.add_metric([sample.get(key, "") for key in labels], value)
+            yield family
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+    def describe(self) -> Iterable[Metric]:
+        return []  # values unknown until scraped: nothing to check at registration
 
 
 class Metrics:
-    """Thread-safe: handlers in the threadpool and on the event loop both report here."""
+    """Thread-safe (``prometheus_client`` locks each value): handlers in the threadpool
+    and on the event loop both report here."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._counts: dict[tuple[str, str, str], int] = defaultdict(int)
-        self._latency: dict[tuple[str, str], Histogram] = defaultdict(Histogram)
-        self._model: dict[str, Histogram] = defaultdict(Histogram)
+        self.registry = CollectorRegistry()
+        r = self.registry
+        ProcessCollector(registry=r)
+        PlatformCollector(registry=r)
+        GCCollector(registry=r)
+        Info("heron_build", "The running Heron.", registry=r).info(
+            {
+                "version": __version__,
+                "python": platform.python_version(),
+                "implementation": platform.python_implementation(),
+            }
+        )
+        # Names without _total: prometheus_client adds it to counters.
+        self.http = self._counter(
+            "heron_http_requests", "HTTP requests answered.", "route", "method", "status"
+        )
+        self.http_seconds = self._histogram(
+            "heron_http_request_duration_seconds",
+            "HTTP request latency, to the end of the response body.",
+            "route",
+            "method",
+        )
+        self.rpc = self._counter("heron_rpc_calls", "JSON-RPC calls.", "method", "outcome")
+        self.rpc_seconds = self._histogram(
+            "heron_rpc_call_duration_seconds", "JSON-RPC call latency.", "method"
+        )
+        self.answer_seconds = self._histogram(
+            "heron_model_answer_duration_seconds", "Chat answers, whole, by alias.", "model"
+        )
+        self.tokens = self._counter(
+            "heron_model_tokens",
+            "Model tokens, prompt (in) and answer (out).",
+            "model",
+            "direction",
+        )
+        self.retries = self._counter(
+            "heron_model_retries", "Model calls retried (429, 5xx, timeout).", "model"
+        )
+        self.fallbacks = self._counter(
+            "heron_model_fallbacks", "Models given up on for the next of their chain.", "model"
+        )
+        self.tools = self._counter(
+            "heron_tool_calls", "Tool calls by the agent.", "tool", "outcome"
+        )
+        self.stages = self._histogram(
+            "heron_answer_stage_duration_seconds", "Seconds per stage of a chat answer.", "stage"
+        )
+        self.search_seconds = self._histogram(
+            "heron_search_duration_seconds", "Library searches (search.query), by mode.", "mode"
+        )
+
+    def _counter(self, name: str, doc: str, *labels: str) -> Counter:
+        return Counter(name, doc, labels, registry=self.registry)
+
+    def _histogram(self, name: str, doc: str, *labels: str) -> Histogram:
+        return Histogram(name, doc, labels, buckets=BUCKETS, registry=self.registry)
+
+    def watch(self, gauges: Callable[[], Gauges]) -> None:
+        """Report ``gauges()`` at each scrape."""
+        self.registry.register(_ScrapeCollector(gauges))
+
+    def observe_http(self, route: str, method: str, status: int, seconds: float) -> None:
+        self.http.labels(route, method, str(status)).inc()
+        self.http_seconds.labels(route, method).observe(seconds)
 
     def observe(self, kind: str, name: str, seconds: float, *, ok: bool) -> None:
-        with self._lock:
-            self._counts[kind, name, "ok" if ok else "error"] += 1
-            self._latency[kind, name].add(seconds)
+        """One JSON-RPC call (``kind="rpc"``, the ``Registry`` observer's report)."""
+        if kind != "rpc":
+            raise ValueError(f"unknown call kind {kind!r}; use observe_http for HTTP")
+        self.rpc.labels(name, "ok" if ok else "error").inc()
+        self.rpc_seconds.labels(name).observe(seconds)
 
-    def observe_model(self, model: str, seconds: float) -> None:
-        with self._lock:
-            self._model[model].add(seconds)
+    def observe_answer(self, answer: Answer, seconds: float) -> None:
+        """A chat answer: its latency, tokens, tool calls and the agent's stage timings."""
+        model = answer.model or "unknown"
+        self.answer_seconds.labels(model).observe(seconds)
+        self.tokens.labels(model, "in").inc(answer.usage.prompt_tokens)
+        self.tokens.labels(model, "out").inc(answer.usage.completion_tokens)
+        for use in answer.tools:
+            outcome = "ok" if use.ok else ("refused" if use.refused else "error")
+            self.tools.labels(use.name, outcome).inc()
+        for stage, spent in answer.timings.items():
+            self.stages.labels(stage).observe(spent)
 
-    def render(self, gauges: dict[str, list[tuple[dict[str, str], float]]]) -> str:
-        """The exposition; ``gauges`` maps a metric name to ``(labels, value)`` samples."""
-        lines = [
-            "# HELP heron_requests_total Requests answered, by kind, name and outcome.",
-            "# TYPE heron_requests_total counter",
-        ]
-        with self._lock:
-            for (kind, name, outcome), count in sorted(self._counts.items()):
-                lines.append(
-                    f'heron_requests_total{{kind="{kind}",name="{_label(name)}",'
-                    f'outcome="{outcome}"}} {count}'
-                )
-            lines += [
-                "# HELP heron_request_seconds Request latency in seconds.",
-                "# TYPE heron_request_seconds histogram",
-            ]
-            for (kind, name), hist in sorted(self._latency.items()):
-                labels = f'kind="{kind}",name="{_label(name)}"'
-                lines += hist.lines("heron_request_seconds", labels)
-            lines += [
-                "# HELP heron_model_call_seconds Chat model calls, whole answer, in seconds.",
-                "# TYPE heron_model_call_seconds histogram",
-            ]
-            for model, hist in sorted(self._model.items()):
-                lines += hist.lines("heron_model_call_seconds", f'model="{_label(model)}"')
-        for metric, samples in gauges.items():
-            lines.append(f"# TYPE {metric} gauge")
-            for labels, value in samples:
-                text = ",".join(f'{k}="{_label(v)}"' for k, v in labels.items())
-                lines.append(f"{metric}{{{text}}} {value:g}")
-        return "\n".join(lines) + "\n"
+    def observe_broker(self, event: str, model: str) -> None:
+        """The broker's report (``Broker.observer``): ``retry`` or ``fallback`` of ``model``."""
+        (self.retries if event == "retry" else self.fallbacks).labels(model).inc()
+
+    def observe_search(self, mode: str, seconds: float) -> None:
+        self.search_seconds.labels(mode).observe(seconds)
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)
+
+
+def watchdog_gauges(path: Path) -> Gauges:
+    """``heron_watchdog_check_status`` from the watchdog's latest report, if one is there:
+    ``{"checks": [{"name": str, "ok": bool, ...}], ...}``. A file being rewritten or
+    unreadable is left out of this scrape rather than failing it."""
+    try:
+        report: Any = json.loads(path.read_text())
+        checks = report["checks"]
+        samples = [({"check": str(c["name"])}, 1.0 if c["ok"] else 0.0) for c in checks]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    return {"heron_watchdog_check_status": samples}

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from heron.embed.base import Embedder
+from heron.errors import StoreError
 from heron.sqlite_errors import SQLiteFile
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
@@ -36,7 +37,11 @@ REBUILD = (
     "namespaces you loaded yourself)"
 )
 
-_SCHEMA = """
+#: The store's schema as ordered migrations; ``PRAGMA user_version`` is how many are
+#: applied. Never edit one that has shipped: append the next. The first creates its tables
+#: only where missing, so a file made before versions existed (version 0) takes it as is.
+MIGRATIONS: tuple[str, ...] = (
+    """
 CREATE TABLE IF NOT EXISTS namespaces (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     name TEXT NOT NULL UNIQUE,
@@ -68,7 +73,8 @@ CREATE TABLE IF NOT EXISTS kv (
     value TEXT NOT NULL,
     PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID;
-"""
+""",
+)
 
 
 def _fts_query(text: str) -> str | None:
@@ -108,9 +114,12 @@ class SQLiteStore(SQLStore[_Scope]):
         self._side_db: sqlite3.Connection | None = None
         self._side_db_lock = threading.Lock()
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
-        self._db = self._file.connect(
-            timeout=60, schema=_SCHEMA, pragmas=("synchronous=NORMAL", "foreign_keys=ON")
-        )
+        self._db = self._file.connect(timeout=60, pragmas=("synchronous=NORMAL", "foreign_keys=ON"))
+        try:
+            self.schema_version = migrate(self._db, self._file)
+        except BaseException:
+            self._db.close()
+            raise
 
     def check(self) -> None:
         """Read every page of the file and raise ``DatabaseCorrupt`` if one is damaged,
@@ -424,6 +433,42 @@ class SQLiteStore(SQLStore[_Scope]):
                 self._side_db.close()
         with self._lock:
             self._db.close()
+
+
+def migrate(
+    db: sqlite3.Connection, file: SQLiteFile, migrations: Sequence[str] = MIGRATIONS
+) -> int:
+    """Apply the migrations the file lacks, each in its own write transaction with its
+    version number (SQLite's DDL is transactional: one interrupted leaves nothing), and
+    return the version. A file newer than this Heron is refused, untouched. A file that
+    is up to date is only read: opening takes no write lock."""
+    with file.errors():
+        found = _user_version(db)
+    for version, sql in enumerate(migrations, 1):
+        if found >= version:
+            continue
+        with file.transaction(db):
+            # Read under the write lock: a second process opening the file waits, then
+            # finds the migration applied.
+            if _user_version(db) >= version:
+                continue
+            for statement in sql.split(";"):  # no triggers: no ';' inside a statement
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {version}")
+        with file.errors():
+            found = _user_version(db)
+    if found > len(migrations):
+        raise StoreError(
+            f"{file.path} has store schema version {found}, newer than this Heron knows "
+            f"({len(migrations)}): a newer Heron wrote it. Upgrade Heron on this machine "
+            "(pip install -U heron), or restore a backup made by this version."
+        )
+    return found
+
+
+def _user_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:

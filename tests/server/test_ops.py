@@ -1,4 +1,5 @@
-"""``/health``, ``/ready``, ``/metrics`` and the request id, on the real server."""
+"""``/health``, ``/ready`` and the request id, on the real server (``/metrics``:
+``test_metrics.py``)."""
 
 from __future__ import annotations
 
@@ -31,19 +32,6 @@ def test_ready_checks_store_model_and_libraries(served: Served, tmp_path) -> Non
     assert "heron index later" in not_ready.json()["checks"]["libraries"]["fix"]
 
 
-def test_metrics_count_methods_and_report_index_sizes(served: Served) -> None:
-    served.rpc("search.query", {"query": "pods", "library": "tiny"})
-    served.rpc("search.query", {"query": "pods", "library": "nope"})
-    with served.client() as client:
-        text = client.get("/metrics").text
-    pattern = r'heron_requests_total\{kind="rpc",name="search.query",outcome="(\w+)"\} (\d+)'
-    counts = dict(re.findall(pattern, text))
-    assert int(counts["ok"]) >= 1 and int(counts["error"]) >= 1
-    assert 'heron_request_seconds_bucket{kind="rpc",name="search.query",le="+Inf"}' in text
-    assert re.search(r'heron_index_records\{namespace="tiny"\} \d+', text)
-    assert "# TYPE heron_model_call_seconds histogram" in text
-
-
 def test_request_id_is_echoed_or_made(served: Served) -> None:
     with served.client() as client:
         given = client.get("/health", headers={"x-request-id": "abc-123"})
@@ -52,9 +40,13 @@ def test_request_id_is_echoed_or_made(served: Served) -> None:
     assert re.fullmatch(r"[0-9a-f]{16}", made.headers["x-request-id"])
 
 
-def test_metric_labels_are_known_prefixes_only() -> None:
-    from heron.server.middleware import path_label
-
-    assert path_label("/jobs/abc123/events/stream") == "/jobs"
-    assert path_label("/v1/models/local") == "/v1/models"
-    assert path_label("/jobsfoo") == path_label("/etc/passwd") == "other"
+def test_the_watchdog_report_is_served_or_its_absence_explained(served: Served) -> None:
+    path = served.home / "watchdog-latest.json"
+    path.unlink(missing_ok=True)
+    missing = served.rpc("ops.watchdog")
+    assert "heron watchdog --once" in missing["error"]["message"]
+    path.write_text('{"ok": true, "checks": [{"name": "disk", "ok": true}]}')
+    try:
+        assert served.rpc("ops.watchdog")["result"]["checks"][0]["name"] == "disk"
+    finally:
+        path.unlink()

@@ -1,0 +1,9 @@
+"""Operations: diagnose (``doctor``), watch and repair (``watchdog``), back up and restore."""
+
+from __future__ import annotations
+
+from heron.ops.backup import BackupReport, backup, restore
+from heron.ops.checks import Check
+from heron.ops.doctor import CHECKS, Report, doctor
+
+__all__ = ["CHECKS", "BackupReport", "Check", "Report", "backup", "doctor", "restore"]

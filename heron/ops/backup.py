@@ -1,0 +1,221 @@
+"""``backup()`` and ``restore()`` of a whole ``HERON_HOME``.
+
+Every SQLite file (``heron.db``, ``embeddings.db``, ``jobs.db`` ...) is copied with
+SQLite's online backup API: the copy is one consistent snapshot even while a server
+writes, and it holds what the write-ahead log held, so no ``-wal``/``-shm`` file is
+copied. Every other file is copied as it is. Not copied: the vector index caches
+(``heron.db.vectors/``, rebuilt from the records on first search, and a cache saved after
+the snapshot would claim records the copy lacks) and sockets.
+
+A backup is a folder with ``heron-backup.json``: the Heron version, the time, the home it
+came from, and each file with its size (databases marked). ``restore()`` checks every
+database of the backup (``PRAGMA integrity_check``) before it touches the home, writes
+the copy beside the home and swaps it in with one rename; a non-empty home is only
+replaced with ``force``, and then moved aside, not deleted.
+
+On PostgreSQL the store and the jobs live in the database: back it up with ``pg_dump``
+(``POSTGRES_NOTE``); a backup here then holds the home's local files.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from heron import __version__
+from heron.errors import InputError, StoreError
+from heron.private import private_dir
+from heron.settings import Settings
+from heron.sqlite_errors import SQLiteFile
+
+MANIFEST = "heron-backup.json"
+SQLITE_MAGIC = b"SQLite format 3\x00"
+#: Left out of a backup: caches rebuilt on use, and SQLite's side files.
+SKIPPED_SUFFIXES = (".vectors", "-wal", "-shm", "-journal")
+POSTGRES_NOTE = (
+    "The store and the jobs are in PostgreSQL: back them up with pg_dump, e.g. "
+    'pg_dump --format=custom --file=heron.pgdump "$HERON_DATABASE_URL", and restore with '
+    'pg_restore --clean --dbname="$HERON_DATABASE_URL" heron.pgdump. This backup holds '
+    "the local files of HERON_HOME."
+)
+
+
+@dataclass
+class BackupReport:
+    source: Path
+    dest: Path
+    databases: list[str] = field(default_factory=list)
+    files: list[str] = field(default_factory=list)
+    bytes: int = 0
+    seconds: float = 0.0
+    notes: list[str] = field(default_factory=list)
+    moved_aside: Path | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "source": str(self.source),
+            "dest": str(self.dest),
+            "databases": self.databases,
+            "files": self.files,
+            "bytes": self.bytes,
+            "seconds": round(self.seconds, 3),
+            "notes": self.notes,
+            "moved_aside": str(self.moved_aside) if self.moved_aside else None,
+        }
+
+
+def is_sqlite(path: Path) -> bool:
+    with path.open("rb") as f:
+        return f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC
+
+
+def _files(root: Path) -> list[Path]:
+    """Regular files under ``root`` to copy, relative, sorted; links and caches left out."""
+    found = []
+    for folder, dirs, names in os.walk(root):
+        dirs[:] = sorted(d for d in dirs if not d.endswith(SKIPPED_SUFFIXES))
+        for name in sorted(names):
+            path = Path(folder, name)
+            skipped = name == MANIFEST or name.endswith(SKIPPED_SUFFIXES)
+            if not skipped and path.is_file() and not path.is_symlink():
+                found.append(path.relative_to(root))
+    return found
+
+
+def _copy_database(src: Path, dest: Path) -> None:
+    """One consistent snapshot of ``src`` into ``dest``, through SQLite's backup API."""
+    file = SQLiteFile(src, f"the database {src.name}", "restore it from another backup")
+    with file.errors():
+        # Read-write, though it only reads: a read-only connection to a WAL file that no
+        # one has open cannot make the -shm file it needs.
+        source = sqlite3.connect(src, timeout=60)
+        try:
+            target = sqlite3.connect(dest)
+            try:
+                source.backup(target)
+                # The snapshot is a plain file: no log for the restored home to replay.
+                target.execute("PRAGMA journal_mode=DELETE")
+            finally:
+                target.close()
+        finally:
+            source.close()
+
+
+def _empty(path: Path) -> bool:
+    return not path.exists() or (path.is_dir() and not any(path.iterdir()))
+
+
+def backup(dest: Path, settings: Settings | None = None) -> BackupReport:
+    """Copy the home into the new or empty folder ``dest`` (see the module docstring)."""
+    settings = settings or Settings()
+    home, dest = settings.home.resolve(), Path(dest).resolve()
+    if not home.is_dir():
+        raise InputError(f"HERON_HOME {home} does not exist: there is nothing to back up.")
+    if not _empty(dest):
+        raise InputError(f"{dest} is not empty. Back up into a new folder, e.g. {dest}-2.")
+    if dest == home or home in dest.parents:
+        raise InputError(f"{dest} is inside HERON_HOME {home}; back up to another folder.")
+    started = time.perf_counter()
+    report = BackupReport(home, dest)
+    private_dir(dest)  # the home holds keys and conversations: so does its copy
+    entries = []
+    for relative in _files(home):
+        src, target = home / relative, dest / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        database = is_sqlite(src)
+        if database:
+            _copy_database(src, target)
+            report.databases.append(str(relative))
+        else:
+            shutil.copy2(src, target)
+            report.files.append(str(relative))
+        size = target.stat().st_size
+        report.bytes += size
+        entries.append({"path": str(relative), "bytes": size, "database": database})
+    if settings.postgres_url:
+        report.notes.append(POSTGRES_NOTE)
+    manifest = {
+        "heron": __version__,
+        "created": time.time(),
+        "home": str(home),
+        "postgres": bool(settings.postgres_url),
+        "files": entries,
+    }
+    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    report.seconds = time.perf_counter() - started
+    return report
+
+
+def read_manifest(src: Path) -> dict[str, Any]:
+    try:
+        return json.loads((src / MANIFEST).read_text())
+    except FileNotFoundError:
+        raise InputError(
+            f"{src} is not a Heron backup (no {MANIFEST}); give the folder heron backup made."
+        ) from None
+    except (OSError, ValueError) as exc:
+        raise InputError(f"{src / MANIFEST} cannot be read ({exc}); is the backup whole?") from exc
+
+
+def check_database(path: Path) -> None:
+    """``PRAGMA integrity_check`` of a backed-up file; ``StoreError`` when damaged."""
+    file = SQLiteFile(path, f"the backed-up database {path.name}", "use another backup")
+    with file.errors():
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            rows = db.execute("PRAGMA integrity_check(1)").fetchall()
+        finally:
+            db.close()
+    if not rows or rows[0][0] != "ok":
+        problem = rows[0][0] if rows else "no answer"
+        raise StoreError(
+            f"The backup's {path.name} fails its integrity check ({problem}); nothing was "
+            "restored. Use another backup."
+        )
+
+
+def restore(src: Path, settings: Settings | None = None, *, force: bool = False) -> BackupReport:
+    """Put the backup ``src`` in place of the home. Stop ``heron serve`` first: a running
+    server keeps the old files open. A non-empty home needs ``force`` and is moved aside
+    to ``HOME.before-restore-<time>``."""
+    settings = settings or Settings()
+    src, home = Path(src).resolve(), settings.home.resolve()
+    manifest = read_manifest(src)
+    if not _empty(home) and not force:
+        raise InputError(
+            f"HERON_HOME {home} is not empty. Stop heron serve, then re-run with --force to "
+            "move it aside and restore, or set HERON_HOME to an empty folder."
+        )
+    started = time.perf_counter()
+    report = BackupReport(src, home)
+    for entry in manifest.get("files", []):
+        path = src / entry["path"]
+        if not path.is_file():
+            raise InputError(f"The backup lacks {entry['path']}, which its manifest lists.")
+        if entry.get("database"):
+            check_database(path)  # every file is checked before the home is touched
+            report.databases.append(entry["path"])
+        else:
+            report.files.append(entry["path"])
+        report.bytes += path.stat().st_size
+    staged = home.with_name(f".{home.name}.restoring")
+    shutil.rmtree(staged, ignore_errors=True)  # a restore that died half-way
+    shutil.copytree(src, staged, ignore=shutil.ignore_patterns(MANIFEST))
+    staged.chmod(0o700)
+    if home.exists():
+        if any(home.iterdir()):
+            report.moved_aside = home.with_name(f"{home.name}.before-restore-{int(time.time())}")
+            home.rename(report.moved_aside)
+        else:
+            home.rmdir()
+    staged.rename(home)
+    if manifest.get("postgres"):
+        report.notes.append(POSTGRES_NOTE)
+    report.seconds = time.perf_counter() - started
+    return report

@@ -1,0 +1,373 @@
+"""What one doctor check returns (``Check``), what checks share (``Context``), and the
+checks that need nothing but this machine: settings, store, embedder, libraries, tools,
+disk. The checks that talk to other things (MCP servers, models, skills, jobs) are in
+``heron.ops.checks_services``.
+
+A check is a function ``check(ctx) -> Check``. It may raise ``HeronError``: the doctor
+then reports it failed, with the error's message (which says what to do) as the detail.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import shutil
+import time
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from heron.errors import HeronError, StoreError
+from heron.settings import Settings, _config_file, _from_env, _new_name
+
+if TYPE_CHECKING:
+    from heron.embed.base import Embedder
+    from heron.store import Store
+    from heron.tools import ToolRegistry
+
+Status = Literal["ok", "warn", "fail", "skip"]
+#: Text embedded by the embedder check, searched by the library check when a library has
+#: no title to search for.
+CANARY = "heron doctor canary: how do I check that this installation works?"
+#: A library whose last sync is older than this is reported stale (a warning).
+STALE_SYNC = 7 * 24 * 3600.0
+#: Free space under HERON_HOME below which the disk check warns, then fails.
+DISK_WARN = 2 * 1024**3
+DISK_FAIL = 256 * 1024**2
+
+
+@dataclass
+class Check:
+    """One check's answer; ``fix`` is the command or step to run next (``None`` when
+    nothing is wrong). ``ok`` is false only for ``fail``: a warning or a skip passes."""
+
+    name: str
+    status: Status
+    detail: str
+    fix: str | None = None
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.status != "fail"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "ok": self.ok,
+            "status": self.status,
+            "detail": self.detail,
+            "fix": self.fix,
+            "seconds": round(self.seconds, 4),
+            "data": self.data,
+        }
+
+
+def passed(name: str, detail: str, **data: Any) -> Check:
+    return Check(name, "ok", detail, None, data=data)
+
+
+def warned(name: str, detail: str, fix: str, **data: Any) -> Check:
+    return Check(name, "warn", detail, fix, data=data)
+
+
+def failed(name: str, detail: str, fix: str, **data: Any) -> Check:
+    return Check(name, "fail", detail, fix, data=data)
+
+
+class Blocked(HeronError):
+    """A check could not run because one it needs failed before it (reported as skipped)."""
+
+
+class Context:
+    """What the checks of one doctor run share: the settings, whether to call models
+    (``offline``), and the store opened once (a server hands in its own, left open)."""
+
+    def __init__(self, settings: Settings, *, offline: bool, store: Store | None = None) -> None:
+        self.settings = settings
+        self.offline = offline
+        self._store = store
+        self._owns_store = store is None
+        self._store_error: str | None = None
+        #: Tools of the MCP servers, filled by the mcp check for the tools check; or, when
+        #: it did not reach them (offline), whether there are servers it left unlisted.
+        self.mcp_registry: ToolRegistry | None = None
+        self.mcp_unlisted = False
+
+    @property
+    def store(self) -> Store:
+        """The store, opened on first use. Once opening failed, later checks are skipped
+        (``Blocked``) rather than each repeat the store's error."""
+        if self._store is None:
+            from heron.store import open_store
+
+            if self._store_error is not None:
+                raise Blocked(f"skipped: the store did not open ({self._store_error})")
+            settings = self.settings
+            if not settings.postgres_url and not settings.db_path.exists():
+                # Opening would create an empty store; a check must not make what it checks.
+                self._store_error = "no store yet"
+                raise StoreError(
+                    f"No store at {settings.db_path} yet. Build it: heron index "
+                    "(and heron skills index)."
+                )
+            try:
+                self._store = open_store(settings)
+            except HeronError as exc:
+                self._store_error = type(exc).__name__
+                raise
+        return self._store
+
+    @property
+    def embedder(self) -> Embedder:
+        return self.store.embedder
+
+    def close(self) -> None:
+        if self._owns_store and self._store is not None:
+            self._store.close()
+        self._store = None
+
+
+# -- settings ------------------------------------------------------------------------------
+
+
+def _toml_keys(path: Path) -> set[str]:
+    try:
+        with path.open("rb") as f:
+            return {_new_name(key, "heron.toml key") for key in tomllib.load(f)}
+    except (OSError, tomllib.TOMLDecodeError):
+        return set()  # Settings() already refused a broken file; a missing one sets nothing
+
+
+def sources(settings: Settings) -> dict[str, str]:
+    """Where each setting's value came from: ``env``, ``heron.toml``, ``argument`` or
+    ``default``. A keyword argument overriding a variable is reported as ``env``."""
+    in_file = _toml_keys(_config_file())
+    found = {}
+    for name in Settings.model_fields:
+        if _from_env(name) is not None:
+            found[name] = "env"
+        elif name in in_file:
+            found[name] = "heron.toml"
+        elif name in settings.model_fields_set:
+            found[name] = "argument"
+        else:
+            found[name] = "default"
+    return found
+
+
+def check_settings(ctx: Context) -> Check:
+    where = sources(ctx.settings)
+    values = ctx.settings.public()
+    table = {name: {"value": values[name], "source": where[name]} for name in values}
+    counts = {s: sum(1 for v in where.values() if v == s) for s in sorted(set(where.values()))}
+    shown = ", ".join(f"{n} from {s}" for s, n in counts.items())
+    return passed(
+        "settings",
+        f"{len(table)} settings ({shown}); config file {_config_file()}",
+        config_file=str(_config_file()),
+        settings=table,
+    )
+
+
+# -- store ---------------------------------------------------------------------------------
+
+#: The key-value namespace the write check uses; it holds nothing once the check is done.
+SCRATCH = "heron.doctor"
+
+
+def check_store(ctx: Context) -> Check:
+    from heron.store import check_store as integrity
+
+    store = ctx.store
+    integrity(store)  # raises DatabaseCorrupt with the way out
+    stamp = str(time.time())
+    store.kv_set(SCRATCH, "write-check", stamp)
+    back = store.kv_get(SCRATCH, "write-check")
+    store.kv_delete(SCRATCH, "write-check")
+    if back != stamp:
+        return failed(
+            "store",
+            f"{store.where}: a value written was read back as {back!r}",
+            "Another process may be rewriting the store; stop it and run: heron doctor",
+        )
+    namespaces = store.namespaces()
+    data: dict[str, Any] = {
+        "backend": type(store).__name__,
+        "where": store.where,
+        "namespaces": {ns.name: ns.count for ns in namespaces},
+    }
+    if not ctx.settings.postgres_url:
+        data["bytes"] = ctx.settings.db_path.stat().st_size
+    return Check(
+        "store",
+        "ok",
+        f"{type(store).__name__} at {store.where} opens, takes a write and passes its "
+        f"integrity check; {len(namespaces)} namespaces",
+        data=data,
+    )
+
+
+# -- embedder ------------------------------------------------------------------------------
+
+
+def check_embedder(ctx: Context) -> Check:
+    embedder = ctx.embedder
+    model = getattr(embedder, "inner", embedder)  # past the cache: the model itself runs
+    started = time.perf_counter()
+    vector = model.embed([CANARY])[0]
+    seconds = time.perf_counter() - started
+    norm = math.sqrt(float((vector * vector).sum()))
+    data = {"model": embedder.model_id, "dim": embedder.dim, "canary_seconds": round(seconds, 4)}
+    if len(vector) != embedder.dim or not math.isfinite(norm) or norm == 0:
+        return failed(
+            "embedder",
+            f"{embedder.model_id} gave a broken vector ({len(vector)} values, norm {norm})",
+            "Fetch the model again: heron embedder fetch",
+            **data,
+        )
+    return passed("embedder", f"{embedder.model_id} embeds ({embedder.dim} dims)", **data)
+
+
+# -- libraries -----------------------------------------------------------------------------
+
+
+def _age(seconds: float) -> str:
+    for unit, size in (("d", 86400), ("h", 3600), ("min", 60)):
+        if seconds >= size:
+            return f"{seconds / size:.0f} {unit}"
+    return f"{seconds:.0f} s"
+
+
+def _canary(store: Store, name: str) -> str:
+    """A title the library holds, so a working index must find its page."""
+    ids = store.ids(name)
+    if not ids:
+        return CANARY
+    record = store.get(name, ids[len(ids) // 2])
+    return str(record.metadata.get("title") or record.text[:80] or CANARY)
+
+
+def check_libraries(ctx: Context) -> Check:
+    from heron.libraries import read_libraries, search_many
+    from heron.libraries.library import library_status
+
+    store, settings = ctx.store, ctx.settings
+    libraries = read_libraries(settings)
+    if not libraries:
+        return warned(
+            "libraries",
+            "no libraries configured",
+            "Add one: heron library add docs ./docs && heron index docs",
+        )
+    now = time.time()
+    rows, problems, fixes, stale = {}, [], [], []
+    for library in libraries:
+        status = library_status(library, store)
+        row: dict[str, Any] = {
+            "indexed": status.indexed,
+            "pages": status.pages,
+            "chunks": status.chunks,
+            "last_sync": status.last_sync,
+            "last_error": status.last_error,
+        }
+        rows[library.name] = row
+        if not status.indexed or status.chunks == 0:
+            problems.append(f"{library.name} is not indexed")
+            fixes.append(f"heron index {library.name}")
+            continue
+        if status.last_error and (status.last_error_at or 0) > (status.last_sync or 0):
+            problems.append(f"{library.name}: last sync failed: {status.last_error}")
+            fixes.append(f"heron index {library.name}")
+        elif status.last_sync and now - status.last_sync > STALE_SYNC:
+            stale.append(f"{library.name} last synced {_age(now - status.last_sync)} ago")
+        query = _canary(store, library.name)
+        found = search_many(
+            [query], store, library=library.name, top_k=1, mode="hybrid", settings=settings
+        )[0]
+        row["canary"] = {"query": query, "citation": found[0].citation if found else None}
+        if not found or not found[0].citation:
+            problems.append(f"{library.name} found nothing for {query!r}")
+            fixes.append(f"heron index {library.name}")
+    names = ", ".join(rows)
+    if problems:
+        return failed(
+            "libraries", "; ".join(problems), "run: " + " && ".join(fixes), libraries=rows
+        )
+    if stale:
+        return warned(
+            "libraries", "; ".join(stale), "re-sync: heron index (or its timer)", libraries=rows
+        )
+    return passed("libraries", f"{names}: indexed, searchable, cited", libraries=rows)
+
+
+# -- tools ---------------------------------------------------------------------------------
+
+
+def check_tools(ctx: Context) -> Check:
+    from heron.agent import open_tools
+    from heron.tools.router import DEFAULT_MODE, stored_hash, tools_hash
+
+    box = open_tools(ctx.settings, store=ctx.store, connect=False)
+    try:
+        tools = box.registry.tools()
+        if ctx.mcp_registry is not None:  # the mcp check listed the servers' tools
+            tools += [t for t in ctx.mcp_registry.tools() if t.name not in box.registry]
+    finally:
+        box.close()
+    tools = sorted(tools, key=lambda t: t.name)
+    want = tools_hash(ctx.embedder.model_id, tools)
+    have = stored_hash(ctx.store)
+    data = {"tools": len(tools), "mode": DEFAULT_MODE, "hash": have, "current": want == have}
+    if ctx.mcp_unlisted:  # the index covers tools the offline run did not list
+        return passed(
+            "tools",
+            f"{len(tools)} tools besides the MCP servers' (not listed offline), routing "
+            f"{DEFAULT_MODE}; index hash not compared",
+            **data | {"current": None},
+        )
+    if have is None:
+        return warned(
+            "tools",
+            f"{len(tools)} tools, no tool index yet (it is built on first use)",
+            "build it now: heron tools route 'test'",
+            **data,
+        )
+    if have != want:
+        return warned(
+            "tools",
+            f"{len(tools)} tools; the tool index is out of date (rebuilt on next use)",
+            "rebuild it now: heron tools route 'test'",
+            **data,
+        )
+    return passed("tools", f"{len(tools)} tools, index current, routing {DEFAULT_MODE}", **data)
+
+
+# -- disk ----------------------------------------------------------------------------------
+
+
+def _gib(size: float) -> str:
+    return f"{size / 1024**3:.1f} GiB"
+
+
+def check_disk(ctx: Context) -> Check:
+    home = ctx.settings.home
+    if not home.exists():
+        return warned("disk", f"{home} does not exist yet", "make it, with the store: heron index")
+    usage = shutil.disk_usage(home)
+    files = {
+        entry.name: entry.stat().st_size
+        for entry in os.scandir(home)
+        if entry.is_file(follow_symlinks=False) and entry.name.endswith((".db", "-wal"))
+    }
+    data = {"free": usage.free, "total": usage.total, "files": files}
+    detail = f"{_gib(usage.free)} free of {_gib(usage.total)} under {home}"
+    if not os.access(home, os.W_OK):
+        return failed("disk", f"{home} is not writable", f"ls -ld {home}; fix its owner", **data)
+    if usage.free < DISK_FAIL:
+        return failed("disk", detail, "free some space now: Heron cannot write", **data)
+    if usage.free < DISK_WARN:
+        return warned("disk", detail, "free some space before the store fills it", **data)
+    return passed("disk", detail, **data)

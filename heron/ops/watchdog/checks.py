@@ -1,0 +1,264 @@
+"""Running one check: each kind of ``heron.ops.watchdog.config`` has one function here.
+
+The contract, for every kind: ``run(spec, context) -> Outcome``; it never raises for
+what it observes (a refused connection, a dead process, a full disk is a failed
+``Outcome`` whose ``detail`` says what was seen), only for a bug. ``Outcome.data`` holds
+what a report or a condition may want (status, milliseconds, free bytes ...).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from heron.ops.watchdog import config as cfg
+from heron.ops.watchdog.conditions import Condition
+from heron.ops.watchdog.programs import environment, heron_argv, run_program
+from heron.redact import redact
+from heron.settings import Settings
+
+
+@dataclass
+class Outcome:
+    ok: bool
+    detail: str
+    seconds: float = 0.0
+    data: dict[str, Any] = field(default_factory=dict)
+    #: What the check itself did (a deploy's steps), recorded like remedies.
+    actions: list[dict[str, Any]] = field(default_factory=list)
+
+
+@dataclass
+class Context:
+    """What a check may use besides its spec: ``memory`` is this check's own persisted
+    dict (a deploy remembers a commit it rolled back); ``run_named`` runs other checks of
+    the config by name, now (a deploy's strict checks)."""
+
+    settings: Settings
+    memory: dict[str, Any]
+    run_named: Callable[[list[str]], list[tuple[str, Outcome]]]
+
+
+def run(spec: Any, context: Context) -> Outcome:
+    """``spec`` run by its kind's function, timed."""
+    started = time.monotonic()
+    outcome = KINDS[spec.kind](spec, context)
+    outcome.seconds = round(time.monotonic() - started, 4)
+    return outcome
+
+
+def _conditions(conditions: list[Condition], seen: dict[str, Any]) -> tuple[bool, str]:
+    failed, passed = [], []
+    for condition in conditions:
+        holds, detail = condition.evaluate(seen)
+        (passed if holds else failed).append(detail)
+    if failed:
+        return False, "failed: " + "; ".join(failed)
+    return True, "; ".join(passed) or "no conditions"
+
+
+def _token(name: str | None, settings: Settings) -> str | None:
+    if not name:
+        return None
+    token = os.environ.get(name)
+    if token is None and name == "HERON_API_TOKEN" and settings.api_token is not None:
+        token = settings.api_token.get_secret_value()
+    return token or None
+
+
+def _request(
+    method: str,
+    url: str,
+    timeout: float,
+    headers: dict[str, str],
+    token: str | None,
+    **kwargs: Any,
+) -> dict[str, Any]:
+    """What an HTTP exchange showed, as the placeholders conditions read."""
+    if token:
+        headers = {**headers, "authorization": f"Bearer {token}"}
+    started = time.monotonic()
+    try:
+        response = httpx.request(method, url, headers=headers, timeout=timeout, **kwargs)
+    except httpx.HTTPError as exc:
+        return {"CONNECTED": False, "error": redact(f"{type(exc).__name__}: {exc}")}
+    millis = round((time.monotonic() - started) * 1000, 1)
+    try:
+        body: Any = response.json()
+    except ValueError:
+        body = response.text
+    return {"CONNECTED": True, "STATUS": response.status_code, "RESPONSE_TIME": millis,
+            "BODY": body}  # fmt: skip
+
+
+def _exchange(seen: dict[str, Any], conditions: list[Condition], url: str) -> Outcome:
+    data = {k.lower(): seen[k] for k in ("STATUS", "RESPONSE_TIME") if k in seen}
+    if not seen["CONNECTED"]:
+        # [CONNECTED] == false may be what is wanted (a port that must stay closed).
+        ok, detail = _conditions(conditions, seen)
+        return Outcome(ok, f"{url}: cannot connect ({seen['error']}); {detail}", data=data)
+    ok, detail = _conditions(conditions, seen)
+    return Outcome(ok, f"{url}: {detail}", data=data)
+
+
+def http(spec: cfg.HttpCheck, context: Context) -> Outcome:
+    token = _token(spec.token_env, context.settings)
+    seen = _request(spec.method, spec.url, spec.timeout, dict(spec.headers), token,
+                    content=spec.body)  # fmt: skip
+    return _exchange(seen, spec.conditions, spec.url)
+
+
+def rpc(spec: cfg.RpcCheck, context: Context) -> Outcome:
+    call: dict[str, Any] = {"jsonrpc": "2.0", "id": 1, "method": spec.method}
+    if spec.params is not None:
+        call["params"] = spec.params
+    token = _token(spec.token_env, context.settings)
+    seen = _request("POST", spec.url, spec.timeout, {}, token, json=call)
+    body = seen.get("BODY")
+    if isinstance(body, dict):
+        seen["RESULT"] = body.get("result")
+        seen["ERROR"] = body.get("error")
+    return _exchange(seen, spec.conditions, f"{spec.url} {spec.method}")
+
+
+def doctor(spec: cfg.DoctorCheck, context: Context) -> Outcome:
+    argv = heron_argv("doctor", "--json", "--offline")
+    for name in spec.checks:
+        argv += ["--check", name]
+    ran = run_program(argv, timeout=spec.timeout, env=environment(heron=True))
+    try:
+        report = json.loads(ran.stdout)
+        checks = report["checks"]
+    except (ValueError, KeyError, TypeError):
+        return Outcome(False, f"heron doctor gave no report: {ran.summary()}")
+    failed = [c for c in checks if not c.get("ok")]
+    said = [f"{c.get('name')}: {c.get('detail')} (fix: {c.get('fix')})" for c in failed]
+    detail = "; ".join(said) if said else f"{len(checks)} checks passed"
+    data = {"checks": {c.get("name"): c.get("status") for c in checks},
+            "doctor_seconds": report.get("seconds")}  # fmt: skip
+    return Outcome(bool(report.get("ok")) and not failed, detail, data=data)
+
+
+def process(spec: cfg.ProcessCheck, context: Context) -> Outcome:
+    if spec.pid_file is not None:
+        try:
+            pid = int(spec.pid_file.read_text().strip())
+        except (OSError, ValueError) as exc:
+            return Outcome(False, f"no pid in {spec.pid_file}: {exc}")
+        alive = _alive(pid)
+        state = "running" if alive else "not running"
+        return Outcome(alive, f"pid {pid} (from {spec.pid_file}) is {state}", data={"pid": pid})
+    pids = [pid for pid in _pids() if _named(pid, spec.process or "") and _alive(pid)]
+    if pids:
+        return Outcome(True, f"{spec.process}: running (pid {pids[0]})", data={"pids": pids})
+    return Outcome(False, f"no process named {spec.process} is running")
+
+
+def _pids() -> list[int]:
+    return [int(p.name) for p in Path("/proc").iterdir() if p.name.isdigit()]
+
+
+def _named(pid: int, name: str) -> bool:
+    try:
+        comm = Path(f"/proc/{pid}/comm").read_text().strip()
+        argv0 = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")[0].decode()
+    except OSError:
+        return False
+    return name in (comm, os.path.basename(argv0))
+
+
+def _alive(pid: int) -> bool:
+    """Running, and not a zombie (killed but not yet reaped by its parent)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass  # another user's process: alive
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True  # no /proc (macOS): the signal's answer stands
+    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
+
+
+def systemd_available() -> str | None:
+    """Why systemd cannot be asked here, or None when it can."""
+    if shutil.which("systemctl") is None:
+        return "systemd not available: systemctl is not installed"
+    if not Path("/run/systemd/system").is_dir():
+        return "systemd not available: it is not running on this machine (PID 1 is not systemd)"
+    return None
+
+
+def systemd(spec: cfg.SystemdCheck, context: Context) -> Outcome:
+    missing = systemd_available()
+    if missing:
+        return Outcome(False, f"{spec.unit}: {missing}", data={"state": "unknown"})
+    ran = run_program(["systemctl", "is-active", "--", spec.unit], timeout=spec.timeout)
+    state = ran.stdout.strip() or "unknown"
+    return Outcome(state == "active", f"{spec.unit} is {state}", data={"state": state})
+
+
+def disk(spec: cfg.DiskCheck, context: Context) -> Outcome:
+    path = spec.path or context.settings.home
+    while not path.exists() and path != path.parent:
+        path = path.parent  # HERON_HOME not made yet: the disk it will be on
+    usage = shutil.disk_usage(path)
+    percent = round(100 * usage.free / usage.total, 2) if usage.total else 0.0
+    data = {"path": str(path), "free_bytes": usage.free, "free_percent": percent}
+    short = []
+    if spec.min_free is not None and usage.free < spec.min_free:
+        short.append(f"under {_gib(spec.min_free)} free")
+    if spec.min_free_percent is not None and percent < spec.min_free_percent:
+        short.append(f"under {spec.min_free_percent:g}% free")
+    detail = f"{path}: {_gib(usage.free)} free ({percent:g}%)"
+    if short:
+        detail += f", {' and '.join(short)}; free space or grow the disk"
+    return Outcome(not short, detail, data=data)
+
+
+def _gib(size: float) -> str:
+    return f"{size / 1024**3:.2f} GiB"
+
+
+def command(spec: cfg.CommandCheck, context: Context) -> Outcome:
+    ran = run_program(spec.argv, timeout=spec.timeout, env=environment(spec.environment),
+                      cwd=spec.cwd)  # fmt: skip
+    data = {"exit": ran.returncode, "seconds": round(ran.seconds, 3)}
+    if ran.returncode is None:
+        return Outcome(False, ran.summary(), data=data)
+    ok = ran.returncode == spec.exit_code
+    detail = f"exit status {ran.returncode} (wanted {spec.exit_code})"
+    if spec.conditions:
+        seen = {"EXIT": ran.returncode, "OUTPUT": ran.stdout}
+        holds, said = _conditions(spec.conditions, seen)
+        ok, detail = ok and holds, f"{detail}; {said}"
+    tail = ran.tail()
+    return Outcome(ok, f"{detail}: {tail}" if tail and not ok else detail, data=data)
+
+
+def deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
+    from heron.ops.watchdog.deploy import sync_deploy
+
+    return sync_deploy(spec, context)
+
+
+KINDS: dict[str, Callable[[Any, Context], Outcome]] = {
+    "http": http,
+    "rpc": rpc,
+    "doctor": doctor,
+    "process": process,
+    "systemd": systemd,
+    "disk": disk,
+    "command": command,
+    "deploy": deploy,
+}

@@ -1,0 +1,185 @@
+"""``Reloader``: a running server picks up edits to ``mcp.json`` and ``models.yml``.
+
+A reload happens when either file changes (``watchfiles`` watches their folders, so a
+file created, replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on
+the JSON-RPC method ``ops.reload``. Each file is read and checked whole first; only a
+valid one replaces what the server runs:
+
+- ``models.yml``: the agent gets a new ``Broker`` over the new table; answers already
+  running finish on the old one (closed at shutdown).
+- ``mcp.json``: the servers are listed again into the toolbox's registry (tools of
+  servers no longer configured are removed), and cached routers are dropped.
+
+An invalid file changes nothing: the old configuration stays, the error is logged and
+``/ready`` shows it under ``checks.config`` (not ready until the file is fixed, so an
+operator's probe sees it)::
+
+    "config": {"ok": false, "models": {"ok": false, "path": ".../models.yml",
+               "error": "...models.yml, line 3: not valid YAML (...). Fix the file.",
+               "aliases": ["gpt", "local"], "loaded_at": 1764590000.0}, "mcp": {...}}
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import signal
+import threading
+import time
+from collections.abc import AsyncIterator, Iterable
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from starlette.concurrency import run_in_threadpool
+
+from heron.errors import HeronError
+
+if TYPE_CHECKING:
+    from heron.llm import Broker
+    from heron.server.runtime import Runtime
+
+log = logging.getLogger("heron.server.reload")
+
+FILES = ("models", "mcp")
+
+
+class Reloader:
+    """Reloads the runtime's ``models.yml`` and ``mcp.json``; ``status`` says how the last
+    reload of each went."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.status: dict[str, dict[str, Any]] = {}
+        self._retired: list[Broker] = []
+        self._lock = threading.Lock()  # the watcher, SIGHUP and ops.reload may race
+
+    def paths(self) -> dict[str, Path]:
+        from heron.llm.config import models_file
+        from heron.tools.toolbox import MCP_CONFIG
+
+        settings = self.rt.settings
+        return {
+            "models": models_file(settings),
+            "mcp": settings.mcp_config or settings.home / MCP_CONFIG,
+        }
+
+    def check(self) -> None:
+        """Read both files as they are at start, so ``/ready`` reports a bad one."""
+        self.reload(apply=False)
+
+    def reload(self, names: Iterable[str] = FILES, *, apply: bool = True) -> dict[str, Any]:
+        """Reload ``names`` (``models``, ``mcp``); returns ``status``. ``apply=False``
+        only checks the files."""
+        with self._lock:
+            for name in names:
+                path = self.paths()[name]
+                try:
+                    loaded = getattr(self, f"_{name}")(path, apply)
+                except HeronError as exc:
+                    log.error("kept the old %s: %s", path.name, exc)
+                    old = self.status.get(name, {})
+                    self.status[name] = {**old, "ok": False, "path": str(path), "error": str(exc)}
+                    continue
+                if apply:
+                    log.info("reloaded %s", path)
+                self.status[name] = {
+                    "ok": True,
+                    "path": str(path),
+                    "error": None,
+                    "loaded_at": time.time(),
+                    **loaded,
+                }
+            return self.status
+
+    def _models(self, path: Path, apply: bool) -> dict[str, Any]:
+        from heron.llm import Broker, load_table
+
+        table = load_table(self.rt.settings)
+        if apply and self.rt.opened("agent"):
+            agent = self.rt.agent
+            broker = Broker(table, self.rt.settings)
+            broker.observer = self.rt.metrics.observe_broker
+            self._retired.append(agent.broker)
+            agent.broker = broker
+        return {"aliases": list(table.models), "default": table.default}
+
+    def _mcp(self, path: Path, apply: bool) -> dict[str, Any]:
+        from heron.tools import MCPClient, load_config
+
+        settings = self.rt.settings
+        if settings.mcp_config is None and not path.exists():
+            servers = []
+        else:
+            servers = load_config(path, timeout=settings.mcp_timeout)
+        names = [s.name for s in servers]
+        if not (apply and self.rt.opened("toolbox")):
+            return {"servers": names}
+        box = self.rt.toolbox
+        client = MCPClient(servers)
+        gone = set(box.client.servers if box.client else ()) - set(names)
+        for name in gone:
+            box.registry.remove_source(f"mcp:{name}")
+        box.statuses = client.discover(box.registry)
+        box.client = client
+        self.rt.forget("router:")
+        return {"servers": names, "tools": {s.name: s.tools for s in box.statuses}}
+
+    def ready(self) -> dict[str, Any]:
+        """The ``config`` check of ``/ready``."""
+        # No lock: a reload holds it while it lists MCP servers (seconds), and /ready must
+        # not wait for that; each file's status is replaced whole, never edited in place.
+        files = {name: dict(state) for name, state in list(self.status.items())}
+        return {"ok": all(state["ok"] for state in files.values()), **files}
+
+    async def watch(self, stop: asyncio.Event) -> None:
+        """Reload on every change to either file until ``stop`` is set."""
+        from watchfiles import awatch
+
+        paths = self.paths()
+        by_path = {str(path.resolve()): name for name, path in paths.items()}
+        # A folder that does not exist holds no file to reload (SIGHUP still works).
+        folders = sorted({str(p.resolve().parent) for p in paths.values() if p.parent.is_dir()})
+        if not folders:
+            return
+
+        def wanted(_change: object, changed: str) -> bool:
+            return changed in by_path
+
+        # Not recursive: the home also holds library checkouts, which change often.
+        changes_of = awatch(
+            *folders, watch_filter=wanted, stop_event=stop, recursive=False, debounce=300
+        )
+        try:
+            async for changes in changes_of:
+                names = sorted({by_path[changed] for _, changed in changes})
+                await run_in_threadpool(self.reload, names)
+        except Exception:  # the server runs on without reloads; SIGHUP and ops.reload work
+            log.exception("stopped watching %s", ", ".join(folders))
+
+    @asynccontextmanager
+    async def watching(self) -> AsyncIterator[None]:
+        """While the server runs: check both files, reload on change and on ``SIGHUP``
+        (where signals can be handled: the main thread of ``heron serve``)."""
+        await run_in_threadpool(self.check)
+        loop = asyncio.get_running_loop()
+        stop = asyncio.Event()
+        task = asyncio.create_task(self.watch(stop))
+        try:
+            loop.add_signal_handler(signal.SIGHUP, lambda: loop.run_in_executor(None, self.reload))
+            hup = True
+        except (RuntimeError, ValueError, NotImplementedError):
+            hup = False
+        try:
+            yield
+        finally:
+            if hup:
+                loop.remove_signal_handler(signal.SIGHUP)
+            stop.set()
+            await task
+            await run_in_threadpool(self.close)
+
+    def close(self) -> None:
+        for broker in self._retired:
+            broker.close()
+        self._retired.clear()

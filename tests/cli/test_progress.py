@@ -1,0 +1,95 @@
+"""Progress of long commands: a rich bar on a terminal, else a line every few seconds on
+stderr; ``heron index`` (pages, then chunks), ``skills index`` and ``store load``."""
+
+from __future__ import annotations
+
+import io
+import json
+import re
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+from rich.progress import Progress
+
+from heron.cli.output import BarTracker, LineTracker, bar_columns
+from tests.libraries.conftest import PAGES, write_pages
+from tests.run_heron import run_heron
+
+SKILL = "---\nname: tidy\ndescription: Tidy a workspace before a release.\n---\n1. Clean.\n"
+
+
+def test_lines_give_done_total_rate_and_time_left() -> None:
+    out = io.StringIO()
+    lines = LineTracker("indexing docs", out, every=0.0)
+    lines.start("pages", 4)
+    lines(1)
+    lines(3)
+    lines.start("chunks", 10)  # the pages stage has said its last line already
+    lines(5)
+    lines.finish()
+    lines.finish()  # once only
+    text = out.getvalue().splitlines()
+    assert text[0].startswith("indexing docs: pages 1/4 (25%), ") and text[0].endswith(" s left")
+    assert text[1].startswith("indexing docs: pages 4/4 (100%), ")
+    assert text[2].startswith("indexing docs: chunks 5/10 (50%), ")
+    assert len(text) == 3
+    assert re.search(r", [\d,.]+/s", text[0])
+
+
+def test_lines_are_rate_limited() -> None:
+    out = io.StringIO()
+    lines = LineTracker("loading", out, every=3600)
+    lines.start("items", 1000)
+    for _ in range(1000):
+        lines(1)
+    lines.finish()
+    assert out.getvalue().count("\n") == 1  # only the stage's last line
+    assert "items 1,000/1,000 (100%)" in out.getvalue()
+
+
+def test_the_bar_shows_the_stage_count_and_rate() -> None:
+    buffer = io.StringIO()
+    console = Console(file=buffer, force_terminal=True, width=120)
+    with Progress(*bar_columns(), console=console) as bar:
+        tracker = BarTracker(bar, "indexing docs")
+        advance = tracker.stage("chunks", 30)
+        for _ in range(3):
+            time.sleep(0.05)
+            advance(10)
+    text = buffer.getvalue()
+    assert "indexing docs: chunks" in text and "30/30" in text
+    assert re.search(r"[\d.]+/s", text)
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    from tests.server.conftest import heron_env
+
+    for name, value in heron_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("HERON_CONFIG", raising=False)
+    return tmp_path
+
+
+def test_commands_print_progress_lines_without_a_terminal(env: Path) -> None:
+    docs = write_pages(env / "docs", PAGES)
+    run_heron("library", "add", "tiny", str(docs))
+    err = run_heron("index", "tiny").stderr  # stderr is a pipe here, not a terminal
+    assert "indexing tiny: pages 3/3 (100%)" in err
+    chunks = re.search(r"indexing tiny: chunks (\d+)/(\d+) \(100%\)", err)
+    assert chunks and chunks.group(1) == chunks.group(2) != "0"
+
+    skill = env / "skills" / "tidy" / "SKILL.md"
+    skill.parent.mkdir(parents=True)
+    skill.write_text(SKILL)
+    assert "indexing skills: skills 1/1 (100%)" in run_heron("skills", "index").stderr
+
+    records = env / "records.jsonl"
+    rows = [{"id": str(i), "text": f"note {i}"} for i in range(3)]
+    records.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert (
+        "loading notes: items 3/3 (100%)"
+        in run_heron("store", "load", "notes", str(records)).stderr
+    )

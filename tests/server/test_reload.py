@@ -1,0 +1,129 @@
+"""A running server reloads ``models.yml`` and ``mcp.json``: on change (watchfiles), on
+``ops.reload`` and on ``SIGHUP``; an invalid file keeps the old one and ``/ready`` says why."""
+
+from __future__ import annotations
+
+import json
+import signal
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from heron.server import create_app
+from heron.settings import Settings
+from tests.jobs.conftest import wait_for
+from tests.llm_servers import KEY, ChatServer, serve
+from tests.server.conftest import free_socket, heron_env, running, start_heron, wait_healthy
+
+MCP_SCRIPT = Path(__file__).parents[1] / "tools" / "test_mcp_client.py"
+MODEL = """  {alias}:
+    provider: openai
+    model: {alias}-test
+    base_url: {url}/v1
+    api_key_env: TEST_OPENAI_KEY
+"""
+
+
+def models_yml(url: str, *aliases: str) -> str:
+    return "models:\n" + "".join(MODEL.format(alias=a, url=url) for a in aliases)
+
+
+@pytest.fixture(scope="module")
+def replay() -> Iterator[ChatServer]:
+    with pytest.MonkeyPatch.context() as mp, serve() as server:
+        mp.setenv("TEST_OPENAI_KEY", KEY)
+        yield server
+
+
+def chat(client: httpx.Client, model: str) -> httpx.Response:
+    body = {"model": model, "messages": [{"role": "user", "content": "hi"}], "max_tokens": 4}
+    return client.post("/v1/chat/completions", json=body)
+
+
+def rpc(client: httpx.Client, method: str) -> Any:
+    answer = client.post("/rpc", json={"jsonrpc": "2.0", "id": 1, "method": method}).json()
+    return answer["result"]
+
+
+def test_models_yml_edits_reach_the_running_agent_and_a_bad_one_is_kept_out(
+    heron_home: Path, replay: ChatServer, tmp_path: Path
+) -> None:
+    models = tmp_path / "models.yml"
+    models.write_text(models_yml(replay.url, "gpt"))
+    settings = Settings(models_file=models, llm_retries=0)
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+        assert chat(c, "gpt").status_code == 200  # the agent is open, on the first table
+        assert chat(c, "gpt3").status_code != 200
+
+        models.write_text(models_yml(replay.url, "gpt", "gpt3"))
+        ready = wait_for(
+            lambda: "gpt3" in c.get("/ready").json()["checks"]["config"]["models"]["aliases"]
+        )
+        assert ready
+        assert chat(c, "gpt3").status_code == 200, "the running agent took the new table"
+
+        models.write_text("models:\n  gpt: [not, a, mapping\n")
+        broken = wait_for(lambda: c.get("/ready").json()["checks"]["config"]["models"]["error"])
+        assert "not valid YAML" in broken
+        page = c.get("/ready")
+        assert page.status_code == 503
+        config = page.json()["checks"]["config"]
+        assert config["ok"] is False and "gpt3" in config["models"]["aliases"]  # the old one
+        assert chat(c, "gpt3").status_code == 200  # and it still serves
+
+        models.write_text(models_yml(replay.url, "gpt"))
+        assert rpc(c, "ops.reload")["models"]["ok"] is True  # the method, at once
+        assert c.get("/ready").json()["checks"]["config"]["ok"] is True
+
+
+def test_mcp_json_edits_add_and_remove_a_servers_tools(heron_home: Path, tmp_path: Path) -> None:
+    config = tmp_path / "mcp.json"
+    config.write_text(json.dumps({"mcpServers": {}}))
+    settings = Settings(mcp_config=config)
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+
+        def names() -> set[str]:
+            return {tool["name"] for tool in rpc(c, "tools.list")["tools"]}
+
+        assert not any(n.startswith("osis.") for n in names())  # the toolbox is open now
+        server = {"command": sys.executable, "args": [str(MCP_SCRIPT), "serve"]}
+        config.write_text(json.dumps({"mcpServers": {"osis": server}}))
+        wait_for(lambda: "osis.contact.create" in names())
+        status = c.get("/ready").json()["checks"]["config"]["mcp"]
+        assert status["servers"] == ["osis"] and status["tools"] == {"osis": 150}
+
+        config.write_text('{"mcpServers": {"osis": {"command": 7}}}')  # invalid: kept out
+        wait_for(lambda: c.get("/ready").json()["checks"]["config"]["mcp"]["error"])
+        assert "osis.contact.create" in names()
+
+        config.write_text(json.dumps({"mcpServers": {}}))
+        wait_for(lambda: not any(n.startswith("osis.") for n in names()))
+
+
+def test_sighup_reloads_heron_serve(heron_home: Path, replay: ChatServer, tmp_path: Path) -> None:
+    models = tmp_path / "models.yml"
+    models.write_text(models_yml(replay.url, "gpt"))
+    sock = free_socket()
+    port = sock.getsockname()[1]
+    sock.close()
+    env = {**heron_env(heron_home), "HERON_MODELS_FILE": str(models)}
+    proc = start_heron(["serve", "--port", str(port)], env)
+    url = f"http://127.0.0.1:{port}"
+    try:
+        wait_healthy(url, proc)
+
+        def loaded() -> float:
+            return httpx.get(f"{url}/ready").json()["checks"]["config"]["models"]["loaded_at"]
+
+        before = loaded()
+        proc.send_signal(signal.SIGHUP)  # nothing changed on disk: only the signal reloads
+        assert wait_for(lambda: loaded() > before)
+        assert proc.poll() is None
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=60)
+    assert "reloaded" in err
