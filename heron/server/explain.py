@@ -1,0 +1,237 @@
+"""JSON-RPC methods that show what Heron holds and how it decides, for any client (the web
+page is one): a library's pages and one cited passage, a re-index whose progress can be
+watched, a conversation's turns, skill usage hit-rates and provider-safe tool names.
+
+``library.reindex`` starts indexing in a thread and answers at once with a task id;
+``library.progress`` says how far it got (``done`` of ``total`` changed pages), then the
+report. At most ``KEEP_TASKS`` finished tasks are remembered.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import Field
+
+from heron.errors import InputError, NotFound
+from heron.libraries import index_library, read_libraries
+from heron.libraries.index import page_of
+from heron.libraries.search import source_location
+from heron.libraries.state import last_sync
+from heron.server.methods import LibraryName, Params
+from heron.server.rpc import Registry
+from heron.server.runtime import Runtime
+from heron.tools.names import NameCodec
+
+#: Finished re-index tasks kept for ``library.progress``.
+KEEP_TASKS = 32
+
+
+class PagesParams(LibraryName):
+    limit: int = Field(default=500, ge=1, le=10_000, description="Pages to list at most.")
+
+
+class PassageParams(Params):
+    library: str = Field(min_length=1)
+    page: str = Field(min_length=1, description="The page id a citation names.")
+    first: int = Field(default=1, ge=1, description="First line cited.")
+    last: int = Field(default=1_000_000, ge=1, description="Last line cited.")
+
+
+class TaskParams(Params):
+    task: str = Field(min_length=1, description="The id library.reindex answered.")
+
+
+class SessionParams(Params):
+    session_id: str = Field(min_length=1)
+
+
+class ProfileParams(Params):
+    profile: str = Field(default="openai", description="Provider naming rules: openai, ...")
+
+
+@dataclass
+class IndexTask:
+    """One re-index running in a thread; ``to_dict`` is what ``library.progress`` answers."""
+
+    id: str
+    name: str
+    state: str = "running"  # running, done, failed
+    done: int = 0
+    total: int | None = None
+    report: dict[str, Any] | None = None
+    error: str | None = None
+    started: float = field(default_factory=time.time)
+    finished: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "task": self.id,
+            "name": self.name,
+            "state": self.state,
+            "done": self.done,
+            "total": self.total,
+            "report": self.report,
+            "error": self.error,
+            "started": self.started,
+            "finished": self.finished,
+        }
+
+
+class IndexTasks:
+    """The re-index tasks of one server."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.tasks: dict[str, IndexTask] = {}
+        self.lock = threading.Lock()
+
+    def start(self, name: str) -> IndexTask:
+        if not any(lib.name == name for lib in read_libraries(self.rt.settings)):
+            raise NotFound(f"No library named {name!r}; library.list names them.")
+        task = IndexTask(uuid.uuid4().hex[:16], name)
+        with self.lock:
+            finished = sorted(
+                (t for t in self.tasks.values() if t.finished is not None), key=lambda t: t.started
+            )
+            for old in finished[: max(0, len(finished) - KEEP_TASKS)]:
+                del self.tasks[old.id]
+            self.tasks[task.id] = task
+        threading.Thread(target=self._run, args=(task,), daemon=True).start()
+        return task
+
+    def _run(self, task: IndexTask) -> None:
+        def progress(n: int) -> None:
+            task.done += n
+
+        def on_total(n: int) -> None:
+            task.total = n
+
+        try:
+            report = index_library(
+                task.name,
+                self.rt.store,
+                settings=self.rt.settings,
+                progress=progress,
+                on_total=on_total,
+            )
+            task.report = report.to_dict()
+            task.error = report.error
+            task.state = "failed" if report.error else "done"
+        except Exception as exc:  # reported to whoever polls; the server goes on
+            task.error, task.state = str(exc), "failed"
+        task.finished = time.time()
+
+    def get(self, task_id: str) -> IndexTask:
+        task = self.tasks.get(task_id)
+        if task is None:
+            raise NotFound(f"No re-index task {task_id!r}: start one with library.reindex.")
+        return task
+
+
+def pages(rt: Runtime, p: PagesParams) -> list[dict[str, Any]]:
+    """Each indexed page of library ``p.name``: its id, title, path, collection, chunks."""
+    store = rt.store
+    if not any(info.name == p.name for info in store.namespaces()):
+        raise NotFound(f"Library {p.name!r} is not indexed; run library.index first.")
+    chunks: dict[str, list[str]] = {}
+    for record_id in store.ids(p.name):
+        if not record_id.rsplit("#", 1)[-1].startswith("q"):
+            chunks.setdefault(page_of(record_id), []).append(record_id)
+    out = []
+    for page, ids in sorted(chunks.items())[: p.limit]:
+        meta = store.get(p.name, ids[0]).metadata
+        out.append(
+            {
+                "page": page,
+                "title": meta.get("title", ""),
+                "path": meta.get("path", ""),
+                "collection": meta.get("collection", ""),
+                "chunks": len(ids),
+            }
+        )
+    return out
+
+
+def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
+    """The chunks of page ``p.page`` that overlap lines ``first``-``last``, joined: the
+    passage a citation names, with a link to its source at those lines."""
+    if p.last < p.first:
+        raise InputError(f"last ({p.last}) is before first ({p.first}); give first <= last.")
+    store = rt.store
+    try:
+        ids = [i for i in store.ids(p.library) if page_of(i) == p.page]
+    except NotFound:
+        raise NotFound(f"Library {p.library!r} is not indexed.") from None
+    records = [store.get(p.library, i) for i in ids if "#q" not in i]
+    cited = [
+        r
+        for r in records
+        if (r.metadata.get("lines") or [1, 1])[0] <= p.last
+        and (r.metadata.get("lines") or [1, 1])[1] >= p.first
+    ]
+    if not cited:
+        raise NotFound(f"No passage of {p.library}/{p.page} covers lines {p.first}-{p.last}.")
+    cited.sort(key=lambda r: r.metadata["lines"][0])
+    meta = cited[0].metadata
+    lines = (cited[0].metadata["lines"][0], cited[-1].metadata["lines"][1])
+    sync = last_sync(store, p.library)
+    return {
+        "library": p.library,
+        "collection": meta.get("collection", ""),
+        "page": p.page,
+        "title": meta.get("title", ""),
+        "heading": meta.get("heading", ""),
+        "path": meta.get("path", ""),
+        "lines": list(lines),
+        "text": "\n\n".join(r.text for r in cited),
+        "source": source_location(sync, meta.get("path", ""), lines),
+    }
+
+
+def register(registry: Registry, rt: Runtime) -> None:
+    """Add the methods of this module, bound to ``rt``."""
+    tasks = IndexTasks(rt)
+
+    def tool_names(p: ProfileParams) -> list[dict[str, Any]]:
+        tools = rt.toolbox.registry.tools()
+        codec = NameCodec([t.name for t in tools], p.profile)
+        return [{"name": t.name, "encoded": codec.encode(t.name)} for t in tools]
+
+    add = registry.add
+    add("library.pages", lambda p: pages(rt, p), PagesParams, summary="A library's pages.")
+    add(
+        "library.passage",
+        lambda p: passage(rt, p),
+        PassageParams,
+        summary="The passage a citation names, with its source link.",
+    )
+    add(
+        "library.reindex",
+        lambda p: tasks.start(p.name).to_dict(),
+        LibraryName,
+        summary="Start indexing a library; watch it with library.progress.",
+    )
+    add(
+        "library.progress",
+        lambda p: tasks.get(p.task).to_dict(),
+        TaskParams,
+        summary="How far a library.reindex task got, then its report.",
+    )
+    add(
+        "agent.history",
+        lambda p: rt.agent.history(p.session_id),
+        SessionParams,
+        summary="A conversation's turns, oldest first.",
+    )
+    add(
+        "skills.usage",
+        lambda _: [s.to_dict() for s in rt.skills.stats()],
+        Params,
+        summary="Skill search hit-rates per query kind (usage log).",
+    )
+    add("tools.names", tool_names, ProfileParams, summary="Each tool's provider-safe name.")
