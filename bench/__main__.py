@@ -1,9 +1,9 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
-answers, jobs, server, parity, pgvector, pgjobs. No name runs them all (several hours on 2
-cores: the 1M-record graphs of SQLite and pgvector, the Kubernetes index and the local model's
-answers dominate).
+answers, jobs, server, parity, pgvector, pgjobs, e5, multilingual, interventions, web, ops.
+No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
+Kubernetes index and the local model's answers dominate).
 """
 
 from __future__ import annotations
@@ -15,9 +15,13 @@ from bench import (
     agent,
     answers,
     cache_calls,
+    e5,
     embed_throughput,
+    interventions,
     jobs,
     libraries,
+    multilingual,
+    ops,
     parity,
     pgjobs,
     pgvector,
@@ -27,6 +31,7 @@ from bench import (
     skills,
     tools,
     vector_index,
+    web,
 )
 from bench.common import WORK, machine
 
@@ -47,6 +52,11 @@ BENCHMARKS = {
     "parity": parity.run,
     "pgvector": pgvector.run,
     "pgjobs": pgjobs.run,
+    "e5": e5.run,
+    "multilingual": multilingual.run,
+    "interventions": interventions.run,
+    "web": web.run,
+    "ops": ops.run,
 }
 
 

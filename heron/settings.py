@@ -71,9 +71,14 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="Store location; default: SQLite at $HERON_HOME/heron.db."
     )
-    embedder: Literal["minilm", "remote"] = "minilm"
+    embedder: Literal["minilm", "e5", "remote"] = Field(
+        default="minilm",
+        description="Embedding profile: minilm (bundled, fastest, English), e5 "
+        "(multilingual-e5-small, int8; ~1.5x the CPU), remote. A namespace keeps its "
+        "model: switching means re-indexing.",
+    )
     embed_batch_size: int = Field(default=32, ge=1)
-    embed_threads: int = Field(default=0, ge=0, description="ONNX threads; 0 = all cores.")
+    embed_threads: int = Field(default=0, ge=0, description="Model threads; 0 = all cores.")
     embed_cache: bool = True
     remote_embed_url: str | None = Field(
         default=None,
@@ -164,6 +169,9 @@ class Settings(BaseSettings):
     )
     agent_max_steps: int = Field(default=4, ge=1, description="Model calls per answer, at most.")
     agent_tool_timeout: float = Field(default=30.0, gt=0, description="Seconds per tool call.")
+    agent_tool_workers: int = Field(
+        default=8, ge=1, description="Tool calls an agent runs at once; more wait their turn."
+    )
     agent_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read", description="Most harmful tool the agent may call unasked."
     )
@@ -204,6 +212,38 @@ class Settings(BaseSettings):
     )
     jobs_command_timeout: float = Field(
         default=600.0, gt=0, description="Seconds before a job's command is killed."
+    )
+
+    # -- interventions (heron.interventions) --
+    interventions_cooldown: float = Field(
+        default=180.0, ge=0, description="Seconds a room waits between two interventions."
+    )
+    interventions_alert_urls: list[SecretStr] = Field(
+        default_factory=list, description="apprise URLs that warning and critical ones go to."
+    )
+    interventions_tts_program: str = Field(
+        default="espeak-ng", description="Program that speaks critical interventions."
+    )
+    interventions_tts_url: str | None = Field(
+        default=None, description="OpenAI-compatible /v1/audio/speech base URL, over the program."
+    )
+    interventions_room: str = Field(
+        default="default", description="The room of the cards Heron raises itself (jobs)."
+    )
+    interventions_scan_interval: float = Field(
+        default=60.0, gt=0, description="Seconds between scans of library health and skill misses."
+    )
+
+    # -- watchdog (heron.ops.watchdog) --
+    watchdog_config: Path | None = Field(
+        default=None, description="The watchdog's checks (YAML); default: HOME/watchdog.yml."
+    )
+    watchdog_alert_urls: list[SecretStr] = Field(
+        default_factory=list,
+        description='apprise URLs alerts go to, besides watchdog.yml\'s, e.g. ["ntfy://ops"].',
+    )
+    watchdog_interval: float = Field(
+        default=300.0, gt=0, description="Seconds between runs of a looping heron watchdog."
     )
 
     def __init__(self, **values: Any) -> None:

@@ -20,14 +20,17 @@ import typer
 
 from heron.about import about
 from heron.cli.agent import register_agent
+from heron.cli.interventions import interventions_app
 from heron.cli.jobs import jobs_app
 from heron.cli.libraries import register_libraries
 from heron.cli.llm import models_app
+from heron.cli.ops import register_ops
 from heron.cli.output import console, print_json
 from heron.cli.server import register_server
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.cli.tools import tools_app
+from heron.cli.watchdog import watchdog_app
 from heron.errors import HeronError
 from heron.redact import redact
 from heron.settings import Settings
@@ -71,10 +74,13 @@ app.add_typer(store_app, name="store")
 register_libraries(app)
 register_agent(app)
 register_server(app)
+register_ops(app)
 app.add_typer(skills_app, name="skills")
 app.add_typer(tools_app, name="tools")
 app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(interventions_app, name="interventions")
+app.add_typer(watchdog_app, name="watchdog")
 embedder_app = typer.Typer(
     help="Manage the bundled embedding model (chat models: heron models).", no_args_is_help=True
 )

@@ -25,8 +25,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from heron import web
 from heron.errors import ConfigError
-from heron.server import embeddings, jobs, methods, openai, ops, sse
+from heron.server import embeddings, explain, jobs, methods, openai, ops, sse
+from heron.server import interventions as interventions_api
 from heron.server.bodies import BodyMiddleware
 from heron.server.mcp import build_server, http_routes
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
@@ -67,6 +69,9 @@ def create_app(
     registry = Registry(observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok))
     methods.register(registry, rt)
     jobs.register(registry, rt)
+    interventions_api.register(registry, rt)
+    explain.register(registry, rt)
+    ops.register(registry, rt)
     mcp_server = build_server(rt)
     streams = sse.StreamHub(rt.settings.server_stream_ttl)
     max_batch = rt.settings.server_max_batch
@@ -81,7 +86,12 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await run_in_threadpool(rt.start)
         try:
-            async with mcp_server.session_manager.run(), jobs.lifespan(rt):
+            async with (
+                mcp_server.session_manager.run(),
+                jobs.lifespan(rt),
+                interventions_api.lifespan(rt),
+                rt.reloader.watching(),
+            ):
                 yield
                 await streams.close()
         finally:
@@ -96,6 +106,8 @@ def create_app(
             *sse.routes,
             *http_routes(mcp_server, max_body=rt.settings.server_max_body),
             *jobs.routes(rt),
+            *interventions_api.routes(rt),
+            *web.routes(api_token(rt.settings)),  # the page at / (heron.web)
         ],
         middleware=edge(rt, host or rt.settings.server_host, unix_socket=unix_socket),
         exception_handlers={HTTPException: http_error, Exception: internal_error},

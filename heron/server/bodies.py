@@ -1,8 +1,10 @@
 """``BodyMiddleware``: what a request may carry, for every route at once.
 
-- **JSON routes take JSON only.** ``POST /rpc``, ``POST /v1/*`` and ``POST /chat/stream``
-  need ``Content-Type: application/json`` (``; charset=utf-8`` allowed); anything else
-  (``text/plain``, forms, none) is 415. A web page can send ``text/plain`` or a form to
+- **POST takes JSON only.** Every ``POST`` (``/rpc``, ``/v1/*``, ``/chat/stream``,
+  ``/interventions/{id}/outcome``, and any route added later) needs ``Content-Type:
+  application/json`` (``; charset=utf-8`` allowed); anything else (``text/plain``, forms,
+  none) is 415. The exceptions are named: the web page's sign-in and sign-out forms, and
+  ``/mcp``, whose SDK checks its own content types. A web page can send ``text/plain`` or a form to
   any address without asking (no CORS preflight), but not ``application/json``: this is
   the second lock on cross-site requests, beside the Origin check.
 - **Bodies are bounded** (``HERON_SERVER_MAX_BODY``). A ``Content-Length`` over the limit
@@ -19,13 +21,15 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.server.replies import for_path
 
-#: ``POST`` to these takes a JSON body: exact paths, and prefixes ending in ``/``.
-JSON_ROUTES = ("/rpc", "/v1/", "/chat/stream")
+#: ``POST`` to these may carry another body: exact paths, and prefixes ending in ``/``.
+#: A new route is JSON-only unless it is listed here (refusing is the safe default).
+NOT_JSON_ROUTES = ("/signin", "/signout", "/mcp", "/mcp/")
 
 
 def takes_json(method: str, path: str) -> bool:
-    return method == "POST" and any(
-        path.startswith(route) if route.endswith("/") else path == route for route in JSON_ROUTES
+    return method == "POST" and not any(
+        path.startswith(route) if route.endswith("/") else path == route
+        for route in NOT_JSON_ROUTES
     )
 
 

@@ -30,6 +30,9 @@ class ChatParams(Params):
         description="extractive: quoted from the passages, no model call; generative: "
         "written by the model. Default: the model's (answers: in models.yml).",
     )
+    user: str = Field(
+        default="", max_length=200, description="Who asks: the actor interventions see."
+    )
 
 
 class SearchParams(Params):
@@ -78,7 +81,12 @@ class ToolCall(Params):
 def chat(rt: Runtime, p: ChatParams) -> Any:
     """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
     return rt.agent.ask(
-        p.message, session_id=p.session_id, library=p.library, model=p.model, answer=p.answer
+        p.message,
+        session_id=p.session_id,
+        library=p.library,
+        model=p.model,
+        answer=p.answer,
+        user=p.user,
     )
 
 

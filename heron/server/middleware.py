@@ -21,19 +21,23 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from heron.server.logs import request_id
 from heron.server.metrics import Metrics
 from heron.server.replies import for_path
+from heron.web import auth as web_auth
 
 log = logging.getLogger("heron.server.access")
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 #: Paths reachable without the token: liveness probes carry no secrets.
 OPEN_PATHS = frozenset({"/health"})
-#: Metric labels: a known path prefix, so unknown URLs cannot grow the label set.
-KNOWN = ("/rpc", "/v1/chat/completions", "/v1/embeddings", "/v1/models", "/chat/stream",
-         "/mcp", "/jobs", "/health", "/ready", "/metrics")  # fmt: skip
+#: The metrics' route of a request no route took (refused before routing, or a 404).
+UNMATCHED = "unmatched"
+#: Methods counted by name; any other is ``OTHER``, so no client can grow the label set.
+METHODS = frozenset({"GET", "POST", "PUT", "DELETE", "PATCH", "HEAD", "OPTIONS"})
 
 
-def path_label(path: str) -> str:
-    return next((k for k in KNOWN if path == k or path.startswith(k + "/")), "other")
+def route_label(scope: Scope) -> str:
+    """The template of the route that took the request (``/chat/stream/{stream_id}``),
+    which Starlette's router leaves in ``scope["route"]``; ``UNMATCHED`` when none did."""
+    return getattr(scope.get("route"), "path", None) or UNMATCHED
 
 
 class RequestMiddleware:
@@ -62,8 +66,8 @@ class RequestMiddleware:
             await self.app(scope, receive, send_with_id)
         finally:
             seconds = time.perf_counter() - start
-            label = path_label(scope["path"])
-            self.metrics.observe("http", label, seconds, ok=status < 500)
+            method = scope["method"] if scope["method"] in METHODS else "OTHER"
+            self.metrics.observe_http(route_label(scope), method, status, seconds)
             log.info(
                 "request",
                 extra={
@@ -85,15 +89,22 @@ class TokenMiddleware:
         self.token = token.encode() if token else None
 
     def authorized(self, scope: Scope) -> bool:
-        if self.token is None or scope["path"] in OPEN_PATHS:
+        if self.token is None or scope["path"] in OPEN_PATHS or web_auth.is_open(scope["path"]):
             return True
         headers = dict(scope["headers"])
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        return scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token)
+        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
+            return True
+        # The web page's sign-in cookie, with its CSRF header for unsafe methods.
+        return web_auth.cookie_authorized(scope, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.authorized(scope):
             await self.app(scope, receive, send)
+            return
+        page = web_auth.refusal(scope)  # a browser asking for a page: the sign-in form
+        if page is not None:
+            await page(scope, receive, send)
             return
         message = (
             "Missing or wrong bearer token: send 'Authorization: Bearer $HERON_API_TOKEN' "

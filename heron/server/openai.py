@@ -140,6 +140,7 @@ class CompletionRequest(BaseModel):
     logit_bias: dict[str, float] | None = None
     functions: list[Any] | None = None
     function_call: Any = None
+    user: str | None = Field(default=None, max_length=200)  # the actor interventions see
     # Heron's own, sent as extra_body.
     session_id: str | None = None
     library: str | None = None
@@ -315,6 +316,7 @@ def agent_options(req: CompletionRequest) -> dict[str, Any]:
         "sampling": options,
         "client_tools": tools,
         "tool_choice": choice,
+        "user": req.user or "",
     }
 
 
@@ -450,7 +452,7 @@ async def _stream(
                     yield chunk({"tool_calls": [{"index": index, **call}]})
             elif isinstance(event, Final):
                 data = event.answer.to_dict()
-                rt.metrics.observe_model(data["model"], time.perf_counter() - start)
+                rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
                 tail = {
                     "model": data["model"],
                     "usage": await run_in_threadpool(usage, rt, event.answer, sent),
@@ -498,7 +500,7 @@ async def chat_completions(request: Request) -> Response:
         used = await run_in_threadpool(usage, rt, answer, sent)
     except HeronError as exc:
         return heron_error(exc)
-    rt.metrics.observe_model(answer.model, time.perf_counter() - start)
+    rt.metrics.observe_answer(answer, time.perf_counter() - start)
     return StrictJSONResponse(completion(answer, used, cid, created))
 
 

@@ -5,25 +5,30 @@ toolbox and the agent open on first use, because a server that only searches sho
 pay for them. The runtime holds exactly one store, and with it one embedder (and on
 PostgreSQL one connection pool, migrated once): the skill index, the toolbox and the
 agent are handed that store, and leave it open when they close (the ownership rule,
-``heron.store.base``). One store serves every threadpool worker: ``SQLiteStore``
-serialises its connection with a lock, the embedding cache its own. ``close()`` closes
-what the runtime opened, the store last.
+``heron.store.base``). Likewise one job store (``jobs``): the job workers, the ``jobs.*``
+methods and the agent's ``delegate_job`` share it. One store serves every threadpool
+worker: ``SQLiteStore`` serialises its connection with a lock, the embedding cache its
+own. ``close()`` closes what the runtime opened, the store last.
 """
 
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
 from heron.libraries.tool import search_docs
 from heron.server.metrics import Metrics
+from heron.server.reload import Reloader
 from heron.settings import Settings
 from heron.store import Store, open_store
 
 if TYPE_CHECKING:
     from heron.agent import Agent
+    from heron.interventions import Interventions
+    from heron.jobs import Jobs
     from heron.skills import SkillIndex
     from heron.tools import Toolbox, ToolRouter
 
@@ -36,6 +41,7 @@ class Runtime:
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.metrics = Metrics()
+        self.reloader = Reloader(self)  # mcp.json and models.yml, re-read when they change
         self.extras: dict[str, Any] = {}  # resources other modules (jobs) attach
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
@@ -71,7 +77,7 @@ class Runtime:
 
     @property
     def toolbox(self) -> Toolbox:
-        from heron.tools import open_tools
+        from heron.agent import open_tools
 
         return self._get(
             "toolbox",
@@ -86,13 +92,39 @@ class Runtime:
     @property
     def agent(self) -> Agent:
         from heron.agent import open_agent
+        from heron.server.interventions import observe_search, observe_tool_use
 
-        return self._get(
-            "agent",
-            lambda: open_agent(
-                self.settings, store=self.store, skills=self.skills, toolbox=self.toolbox
-            ),
-        )
+        def open_() -> Agent:
+            agent = open_agent(
+                self.settings,
+                store=self.store,
+                skills=self.skills,
+                toolbox=self.toolbox,
+                # Only an agent with a workspace delegates jobs; without one, none is opened.
+                jobs=self.jobs if self.settings.tools_root is not None else None,
+                # Who writes and searches what: collisions and research overlaps.
+                on_tool_use=lambda actor, use: observe_tool_use(
+                    self, actor, use.name, use.arguments, use.ok
+                ),
+                on_search=lambda actor, query: observe_search(self, actor, query),
+            )
+            agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
+            return agent
+
+        return self._get("agent", open_)
+
+    @property
+    def jobs(self) -> Jobs:
+        """The one job store (a second PostgreSQL pool, not one per user of it)."""
+        from heron.jobs import open_jobs
+
+        return self._get("jobs", lambda: open_jobs(self.settings))
+
+    @property
+    def interventions(self) -> Interventions:
+        from heron.interventions import open_interventions
+
+        return self._get("interventions", lambda: open_interventions(self.settings))
 
     def router(self, **options: Any) -> ToolRouter:
         """``toolbox.router(**options)``, built once per distinct options: building one
@@ -103,17 +135,26 @@ class Runtime:
             return self.toolbox.router(**options)  # callers may vary options without end
         return self._get(key, lambda: self.toolbox.router(**options))
 
+    def forget(self, prefix: str) -> None:
+        """Drop the cached resources whose name starts with ``prefix`` (``router:`` once
+        the tools changed); they hold nothing to close."""
+        with self._lock:
+            self._opened = {k: v for k, v in self._opened.items() if not k.startswith(prefix)}
+
     def search(self, query: str, **options: Any) -> list[Any]:
         """``heron.libraries.search`` on the shared store, settings and reranker."""
         mode = options.get("mode", "full")
         reranker = self.reranker if mode == "full" else None
-        return search_many(
+        started = time.perf_counter()
+        found = search_many(
             [query],
             self.store,
             reranker=reranker,
             settings=self.settings,
             **options,
         )[0]
+        self.metrics.observe_search(mode, time.perf_counter() - started)
+        return found
 
     def docs_tool(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
         """``search_docs`` (the agent tool) on the shared store."""
@@ -126,7 +167,7 @@ class Runtime:
     def close(self) -> None:
         with self._lock:
             opened, self._opened = self._opened, {}
-        for name in ("agent", "toolbox", "skills", "store"):
+        for name in ("interventions", "agent", "toolbox", "skills", "jobs", "store"):
             resource = opened.get(name)
             if resource is not None:
                 resource.close()

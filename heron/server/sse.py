@@ -126,7 +126,7 @@ class StreamHub:
             async for event in iterate_in_threadpool(events):
                 name, data = event_data(event)
                 if name == "final":
-                    rt.metrics.observe_model(data["model"], time.perf_counter() - start)
+                    rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
                 await stream.add(name, data, last=name == "final")
         except Exception as exc:
             if not isinstance(exc, HeronError):
@@ -209,6 +209,7 @@ def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
         library=params.library,
         model=params.model,
         answer=params.answer,
+        user=params.user,
     )
 
 

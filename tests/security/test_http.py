@@ -130,7 +130,9 @@ def test_a_web_page_cannot_write_through_rpc(
     assert not (workspace / "pwned.txt").exists()
 
 
-@pytest.mark.parametrize("path", ["/v1/chat/completions", "/chat/stream"])
+@pytest.mark.parametrize(
+    "path", ["/v1/chat/completions", "/chat/stream", "/interventions/1/outcome", "/rpc", "/later"]
+)
 def test_json_routes_refuse_text_plain(edge: str, path: str) -> None:
     body = '{"model": "local", "messages": [{"role": "user", "content": "hi"}], "message": "hi"}'
     plain = httpx.post(f"{edge}{path}", content=body, headers={"content-type": "text/plain"})
