@@ -432,9 +432,157 @@ def query_latency(store: SQLiteStore, texts: list[str]) -> tuple[float, float]:
     return percentiles([timed(lambda t=t: full_search_pages(store, [t]))[1] for t in texts])
 
 
+#: Requests that no skill, Kubernetes page or MetaTool tool is for (written for this
+#: bench, never tuned on): the other side of each threshold.
+OFF_TOPIC = (
+    "what is the capital of Australia",
+    "tell me a joke about cats",
+    "how many legs does a spider have",
+    "who wrote Pride and Prejudice",
+    "what is a good name for a golden retriever puppy",
+    "how long should I boil an egg",
+    "what year did the Berlin Wall fall",
+    "why is the sky blue",
+    "how do I get red wine out of a carpet",
+    "what rhymes with orange",
+    "is a tomato a fruit or a vegetable",
+    "how far is the moon from the earth",
+    "what is the difference between a crocodile and an alligator",
+    "how do I tie a bowline knot",
+    "who painted the Mona Lisa",
+    "what do pandas eat",
+    "how many minutes are in a week",
+    "should I water cactus plants in winter",
+    "what is the offside rule in football",
+    "how do I fold a fitted sheet",
+)
+
+
+def shares(values: np.ndarray, on: int, threshold: float) -> tuple[float, float]:
+    """(on-topic requests let through, off-topic ones stopped) at ``threshold``; the
+    first ``on`` values are the on-topic requests'."""
+    return float((values[:on] >= threshold).mean()), float((values[on:] < threshold).mean())
+
+
+def matched(minilm: np.ndarray, e5: np.ndarray, on: int, threshold: float) -> float:
+    """The e5 cosine (a multiple of 0.01) that falls least short of MiniLM's ``threshold``
+    on the two sides together: on-topic requests let through and off-topic ones stopped.
+    Doing better than MiniLM on a side costs nothing (MiniLM's misses are not copied);
+    a tie goes to the lower cosine, which lets more through."""
+    want = shares(minilm, on, threshold)
+
+    def shortfall(cosine: float) -> float:
+        got = shares(e5, on, cosine)
+        return sum(max(0.0, w - g) for w, g in zip(want, got, strict=True))
+
+    return min((round(c, 2) for c in np.arange(0.5, 1.0, 0.01)), key=shortfall)
+
+
+def _best_hits(store: SQLiteStore, namespace: str, texts: list[str]) -> np.ndarray:
+    """Each request's best cosine in ``namespace`` (queries in their role: the store's)."""
+    hits = store.search_many(namespace, texts, mode="dense", top_k=1)
+    return np.array([h[0].dense_score for h in hits])
+
+
+def _best_tools(store: SQLiteStore, texts: list[str]) -> np.ndarray:
+    from bench.tools import metatool
+    from heron.tools import ToolRouter
+
+    router = ToolRouter(metatool()[1], store, profile="anthropic", threshold=float("-inf"))
+    return np.array([r.tools[0].dense_score for r in router.route_many(texts, mode="semantic")])
+
+
+def threshold_scores() -> dict[str, tuple[int, dict[str, np.ndarray]]]:
+    """``{set: (on-topic count, {model: best cosine per request})}``, on-topic requests
+    first, then ``OFF_TOPIC``: skills (the 64 skill requests), docs (the Kubernetes test
+    questions), tools (the first 40 MetaTool requests of ``bench.multilingual``)."""
+    import tempfile
+    from pathlib import Path
+
+    from bench.multilingual import translated
+    from bench.skills import QUERIES, SKILLS
+    from heron.skills import SkillDir, SkillIndex
+
+    skills = [q["text"] for q in read_jsonl(QUERIES)]
+    docs = [q["question"] for q in read_jsonl(K8S / "questions.jsonl") if q["split"] == "test"]
+    tools = [q["text"] for q in translated("metatool")["en"]]
+    out: dict[str, tuple[int, dict[str, np.ndarray]]] = {
+        name: (len(texts), {})
+        for name, texts in (("skills", skills), ("docs", docs), ("tools", tools))
+    }
+    off = list(OFF_TOPIC)
+    minilm_k8s, (e5_k8s, _) = k8s_store(), k8s_e5_store()
+    with tempfile.TemporaryDirectory() as tmp:
+        for model, embedder, k8s in (
+            ("MiniLM", minilm_cache(Settings()), minilm_k8s),
+            ("e5", e5_cache(), e5_k8s),
+        ):
+            store = SQLiteStore(Path(tmp) / f"{model}.db", embedder)
+            index = SkillIndex(store, [SkillDir(SKILLS, "shared")], namespace="skills")
+            index.index()
+            out["skills"][1][model] = _best_hits(store, "skills", skills + off)
+            out["docs"][1][model] = _best_hits(k8s, LIBRARY, docs + off)
+            out["tools"][1][model] = _best_tools(store, tools + off)
+            index.close()
+            store.close()
+            embedder.close()
+            k8s.close()
+    return out
+
+
+def thresholds() -> str:
+    """Each MiniLM threshold, the e5 cosine ``matched`` finds for it, and what each model
+    lets through at its own (``heron.embed.calibration``)."""
+    from heron.embed.calibration import E5, MINILM
+
+    scores = threshold_scores()
+    sets = {"skill": "skills", "weak": "docs", "docs": "docs", "tool": "tools", "route": "tools"}
+    rows = []
+    for name, data in sets.items():
+        on, by_model = scores[data]
+        at, e5_at = getattr(MINILM, name), getattr(E5, name)
+        found = matched(by_model["MiniLM"], by_model["e5"], on, at)
+        rows.append(
+            (
+                name,
+                data,
+                at,
+                *shares(by_model["MiniLM"], on, at),
+                found,
+                e5_at,
+                *shares(by_model["e5"], on, e5_at),
+            )
+        )
+    for data, (on, by_model) in scores.items():
+        for model, values in by_model.items():
+            print(
+                f"{data} {model}: on-topic min/median {values[:on].min():.3f}/"
+                f"{np.median(values[:on]):.3f}, off-topic median/max "
+                f"{np.median(values[on:]):.3f}/{values[on:].max():.3f}",
+                flush=True,
+            )
+    return table(
+        f"Thresholds per profile: on-topic requests let through, off-topic ({len(OFF_TOPIC)}) "
+        "stopped",
+        [
+            "threshold",
+            "requests",
+            "MiniLM",
+            "on passes",
+            "off stopped",
+            "e5 matched",
+            "e5 (calibration)",
+            "on passes",
+            "off stopped",
+        ],
+        rows,
+    )
+
+
 def run() -> str:
     return "\n".join(
-        part() for part in (throughput, scifact, scifact_full, kubernetes, kubernetes_e5)
+        part()
+        for part in (throughput, scifact, scifact_full, kubernetes, kubernetes_e5, thresholds)
     )
 
 
@@ -447,6 +595,7 @@ if __name__ == "__main__":
         "scifact_full": scifact_full,
         "kubernetes": kubernetes,
         "kubernetes_e5": kubernetes_e5,
+        "thresholds": thresholds,
     }
     for name in sys.argv[1:] or list(parts):
         parts[name]()

@@ -158,11 +158,15 @@ class Settings(BaseSettings):
     llm_max_wait: float = Field(
         default=30.0, ge=0, description="Cap on one retry wait, retry-after included."
     )
-    agent_docs_threshold: float = Field(
-        default=0.45, description="Best library cosine from which passages join the prompt."
+    agent_docs_threshold: float | None = Field(
+        default=None,
+        description="Best library cosine from which passages join the prompt; default: the "
+        "embedder profile's (heron.embed.calibration; MiniLM 0.45).",
     )
-    agent_tool_threshold: float = Field(
-        default=0.5, description="Top tool cosine from which the first turn forces that tool."
+    agent_tool_threshold: float | None = Field(
+        default=None,
+        description="Top tool cosine from which the first turn forces that tool; default: the "
+        "embedder profile's (heron.embed.calibration; MiniLM 0.5).",
     )
     agent_keywords: list[str] = Field(
         default_factory=list, description='Words that send a message to the docs, e.g. ["acme"].'

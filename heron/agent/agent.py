@@ -74,6 +74,7 @@ from heron.agent.prompt import lead_prompt, system_prompt
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, named, triage
 from heron.agent.wiring import open_tools
+from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError, NotFound
 from heron.jobs import Jobs, open_jobs
 from heron.jobs.tool import register_job_tools
@@ -91,16 +92,9 @@ from heron.tools import SAFETY_LEVELS, RoutedTool, Tool, Toolbox, ToolRouter
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tools offered per request: a small model reads every schema in its prompt.
 TOOLS_OFFERED = 5
-#: Skills are injected only when the best one's cosine reaches this (MiniLM: unrelated
-#: texts score 0.1 to 0.3); ``context_for`` alone always returns its best, fitting or not.
-SKILL_FLOOR = 0.45
 #: Passages an extractive answer may quote from (and cites): no prompt limits them, and
 #: the gold page is among the first five for 92% of the Kubernetes questions.
 EXTRACTIVE_PASSAGES = 5
-#: Below the docs threshold, an extractive answer still quotes the closest passages (with
-#: a note) when the best reaches this cosine; under it they are unrelated (MiniLM:
-#: unrelated texts score 0.1 to 0.3) and grounding found nothing.
-WEAK_FLOOR = 0.3
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
 TOOL_CHOICES = ("auto", "none", "required")
@@ -146,6 +140,14 @@ class Agent:
         self._resources = resources or contextlib.ExitStack()
         self.executor = ToolExecutor(tool_workers)
         self._routers: dict[tuple, ToolRouter] = {}
+        # Cosine thresholds on the embedder's scale (MiniLM's are no use under e5): skills
+        # join the prompt from ``skill`` (``context_for`` alone returns its best, fitting or
+        # not); below the docs threshold an extractive answer still quotes the closest
+        # passages, with a note, from ``weak`` (under it they are unrelated).
+        self.thresholds = calibration_of(store.embedder)
+        docs, tool = settings.agent_docs_threshold, settings.agent_tool_threshold
+        self.docs_threshold = self.thresholds.docs if docs is None else docs
+        self.tool_threshold = self.thresholds.tool if tool is None else tool
         self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
 
     # -- the public calls ----------------------------------------------------------------
@@ -351,7 +353,7 @@ class Agent:
             context = self.skills.context_for(message)
         except NotFound:  # no skills indexed
             return None
-        if not context.skills or context.skills[0].dense_score < SKILL_FLOOR:
+        if not context.skills or context.skills[0].dense_score < self.thresholds.skill:
             return None
         return context
 
@@ -460,7 +462,7 @@ class Agent:
         notes: list[str] = []
 
         with clock("retrieval"):
-            vector = self.store.embedder.embed([req.message])[0]
+            vector = embed_queries(self.store.embedder, [req.message])[0]
             scope = self.scope(req.message, req.library)
             results = self._search(req.message, scope, req.library)
             if scope:
@@ -478,18 +480,19 @@ class Agent:
                 routed,
                 names=self.names(),
                 library=req.library,
-                docs_threshold=self.settings.agent_docs_threshold,
-                tool_threshold=self.settings.agent_tool_threshold,
+                docs_threshold=self.docs_threshold,
+                tool_threshold=self.tool_threshold,
             )
             count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
             passages = results[:count] if decision.kind == "docs" else []
-            weak = decision.kind == "knowledge" and (decision.docs_score or 0) >= WEAK_FLOOR
+            related = (decision.docs_score or 0) >= self.thresholds.weak
+            weak = decision.kind == "knowledge" and related
             if mode == "extractive" and weak:
                 # Quoting the closest passages invents nothing; saying they fit would.
                 passages = results[:count]
                 notes.append(
                     f"no passage fits closely (best match {decision.docs_score:.2f} < "
-                    f"{self.settings.agent_docs_threshold}); these are the closest"
+                    f"{self.docs_threshold}); these are the closest"
                 )
             # The client's explicit choice, or a turn it continues, outranks triage's.
             confident = decision.kind == "tools" and decision.confident

@@ -124,8 +124,12 @@ def route(
     mode: Annotated[str, typer.Option(help=f"One of: {', '.join(ROUTE_MODES)}.")] = DEFAULT_MODE,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Tools per query.")] = DEFAULT_TOP_K,
     threshold: Annotated[
-        float, typer.Option(help="Minimum cosine (semantic; hybrid unless words match).")
-    ] = DEFAULT_THRESHOLD,
+        float | None,
+        typer.Option(
+            help="Minimum cosine (semantic; hybrid unless words match); default: the "
+            f"embedder profile's (MiniLM {DEFAULT_THRESHOLD})."
+        ),
+    ] = None,
     profile: Annotated[
         str, typer.Option(help=f"Provider rules for names and limits: {', '.join(PROFILES)}.")
     ] = "strict",

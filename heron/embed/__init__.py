@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from heron.embed.base import Embedder, embed_queries, normalize
 from heron.embed.cache import CachedEmbedder
+from heron.embed.calibration import E5, MINILM, Calibration, calibration_of
 from heron.embed.e5 import E5Embedder
 from heron.embed.e5_onnx import E5OnnxEmbedder, ensure_graph
 from heron.embed.minilm import MiniLMEmbedder
@@ -11,12 +12,16 @@ from heron.embed.remote import RemoteEmbedder
 from heron.settings import Settings
 
 __all__ = [
+    "E5",
+    "MINILM",
     "CachedEmbedder",
+    "Calibration",
     "E5Embedder",
     "E5OnnxEmbedder",
     "Embedder",
     "MiniLMEmbedder",
     "RemoteEmbedder",
+    "calibration_of",
     "embed_queries",
     "load_embedder",
     "normalize",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 import numpy as np
@@ -26,7 +26,9 @@ class Embedder(Protocol):
     ``/v1/embeddings`` server) and ``CachedEmbedder`` (any of them behind a SQLite cache);
     ``load_embedder()`` builds the one the settings name. A model with separate query and
     passage roles also has ``embed_queries``: call ``embed_queries(embedder, texts)`` below
-    for the query side of a search.
+    for the query side of a search. A model whose cosines are not on MiniLM's scale also
+    has ``calibration`` (``heron.embed.calibration``): read thresholds through
+    ``calibration_of(embedder)``, never as bare numbers.
 
     Example usage::
 
@@ -105,6 +107,26 @@ def clean_texts(texts: Sequence[str]) -> list[str]:
         # Lone surrogates (from os.fsdecode or broken JSON) cannot be encoded as UTF-8.
         cleaned.append(text.encode("utf-8", "replace").decode("utf-8"))
     return cleaned
+
+
+def run_by_length(
+    tokens: Sequence[list[int]],
+    dim: int,
+    batch_size: int,
+    run: Callable[[list[list[int]]], np.ndarray],
+) -> np.ndarray:
+    """``run`` over batches of texts of similar token counts; rows back in input order.
+
+    A batch is padded to its longest member, and padding is compute thrown away: sorted
+    by token count, a batch holds texts of similar length. ``run`` takes a batch's token
+    ids and gives its ``(len(batch), dim)`` vectors.
+    """
+    out = np.empty((len(tokens), dim), dtype=np.float32)
+    order = sorted(range(len(tokens)), key=lambda i: len(tokens[i]))
+    for start in range(0, len(tokens), batch_size):
+        rows = order[start : start + batch_size]
+        out[rows] = run([tokens[i] for i in rows])
+    return out
 
 
 def normalize(vectors: np.ndarray) -> np.ndarray:

@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 
 from heron.embed.base import Embedder, clean_texts
+from heron.embed.calibration import calibration_of
 from heron.errors import ModelError
 from heron.sqlite_errors import SQLiteFile
 
@@ -52,6 +53,7 @@ class CachedEmbedder:
         self.close_inner = close_inner
         self.model_id = inner.model_id
         self.dim = inner.dim
+        self.calibration = calibration_of(inner)
         self.misses = 0
         self._file = SQLiteFile(
             path,

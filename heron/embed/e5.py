@@ -17,6 +17,7 @@ import numpy as np
 
 from heron import _compat
 from heron.embed.base import checked_output, clean_texts
+from heron.embed.calibration import E5
 from heron.errors import ModelError
 
 MODEL_ID = "multilingual-e5-small-q4"
@@ -38,6 +39,7 @@ class E5Embedder:
 
     dim = 384
     model_id = MODEL_ID
+    calibration = E5
     max_tokens = MAX_TOKENS
 
     def __init__(self, *, threads: int = 0) -> None:

@@ -19,7 +19,8 @@ from pathlib import Path
 
 import numpy as np
 
-from heron.embed.base import checked_output, clean_texts
+from heron.embed.base import checked_output, clean_texts, run_by_length
+from heron.embed.calibration import E5
 from heron.embed.e5 import MAX_TOKENS, MODEL_ID, PASSAGE_PREFIX, QUERY_PREFIX, REINSTALL
 from heron.embed.minilm import create_session, mean_pool
 from heron.errors import ModelError
@@ -280,6 +281,7 @@ class E5OnnxEmbedder:
 
     dim = 384
     max_tokens = MAX_TOKENS
+    calibration = E5
 
     def __init__(self, graph: Path, *, batch_size: int = 16, threads: int = 0) -> None:
         from tokenizers import Tokenizer, models, pre_tokenizers
@@ -316,11 +318,7 @@ class E5OnnxEmbedder:
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         texts = clean_texts(texts)
         tokens = [self.tokens(prefix + t.replace("\0", " ")) for t in texts]
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([tokens[i] for i in rows])
+        out = run_by_length(tokens, self.dim, self.batch_size, self._run)
         return checked_output(out, self.dim, self.model_id)
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:

@@ -9,7 +9,8 @@ from pathlib import Path
 import numpy as np
 
 from heron.embed import assets
-from heron.embed.base import checked_output, clean_texts
+from heron.embed.base import checked_output, clean_texts, run_by_length
+from heron.embed.calibration import MINILM
 from heron.errors import ModelError
 
 MAX_TOKENS = 256  # what all-MiniLM-L6-v2 was trained on; longer inputs only add cost
@@ -54,6 +55,7 @@ class MiniLMEmbedder:
     """
 
     dim = 384
+    calibration = MINILM
 
     def __init__(
         self,
@@ -84,11 +86,7 @@ class MiniLMEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = clean_texts(texts)
         tokens = [e.ids for e in self.tokenizer.encode_batch(texts)]
-        out = np.empty((len(texts), self.dim), dtype=np.float32)
-        order = sorted(range(len(texts)), key=lambda i: len(tokens[i]))
-        for start in range(0, len(texts), self.batch_size):
-            rows = order[start : start + self.batch_size]
-            out[rows] = self._run([tokens[i] for i in rows])
+        out = run_by_length(tokens, self.dim, self.batch_size, self._run)
         return checked_output(out, self.dim, self.model_id)
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:

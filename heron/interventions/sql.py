@@ -2,8 +2,9 @@
 
 It keeps the ``InterventionStore`` contract (``heron.interventions.base``) over a
 ``heron.store.database`` driver (``SQLiteDatabase``, ``PostgresDatabase``: one
-transaction per call) and a ``Dialect``. A backend is one file that builds its database
-(schema or migrations) and names its dialect.
+transaction per call) and a ``Dialect``. A backend is one file that names its dialect
+and builds its database from ``SCHEMA`` in that dialect (SQLite's schema, run on every
+open; PostgreSQL's first migration).
 
 Tables (``{p}`` is the dialect's prefix): ``{p}interventions`` (one row per condition
 raised, sent or not), ``{p}intervention_deliveries`` (one row per channel tried),
@@ -16,12 +17,11 @@ from __future__ import annotations
 import functools
 import json
 import time
-from collections.abc import Callable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, ClassVar, Literal, Protocol
 
-from heron.errors import InputError, NotFound, StoreError
+from heron.errors import InputError, NotFound
 from heron.interventions.guard import decide
 from heron.interventions.model import (
     Action,
@@ -32,6 +32,7 @@ from heron.interventions.model import (
     Outcome,
     Rendered,
 )
+from heron.store.database import Database, DatabaseStore
 
 FIELDS = (
     "id", "kind", "key", "room", "severity", "facts", "actor", "status", "text", "spoken",
@@ -41,16 +42,74 @@ FIELDS = (
 COLUMNS = ", ".join(FIELDS)
 
 
+#: ``SCHEMA``'s words on SQLite and on PostgreSQL: the key column, floating-point seconds, a
+#: row id that refers to another, a truth value; ``IF NOT EXISTS`` where the schema runs on
+#: every open (SQLite; PostgreSQL's is a migration, run once); after a table keyed by text
+#: alone, what has SQLite store its rows in the key's b-tree.
+WORDS = {
+    "serial": ("INTEGER PRIMARY KEY AUTOINCREMENT", "bigserial PRIMARY KEY"),
+    "real": ("REAL", "double precision"),
+    "bigint": ("INTEGER", "bigint"),
+    "boolean": ("INTEGER", "boolean"),
+    "new": ("IF NOT EXISTS ", ""),
+    "keyed": (" WITHOUT ROWID", ""),
+}
+#: The tables, written once for both backends. PostgreSQL applied this as migration 1 and
+#: records it by number, so an edit here reaches new databases only: a new column is a new
+#: migration there (``heron.interventions.postgres``) and an ``ALTER TABLE`` on SQLite.
+SCHEMA = """
+CREATE TABLE {new}{p}interventions (
+    id {serial},
+    kind text NOT NULL,
+    key text NOT NULL,
+    room text NOT NULL,
+    severity text NOT NULL CHECK (severity IN ('info', 'warning', 'critical')),
+    facts text NOT NULL,
+    actor text NOT NULL DEFAULT '',
+    status text NOT NULL
+        CHECK (status IN ('delivered', 'suppressed_cooldown', 'suppressed_guard')),
+    text text NOT NULL,
+    spoken text NOT NULL,
+    actions text NOT NULL,
+    seen_before integer NOT NULL,
+    created_at {real} NOT NULL,
+    resolved_at {real},
+    audio_url text,
+    outcome text CHECK (outcome IN ('accept', 'dismiss')),
+    outcome_by text,
+    outcome_at {real}
+);
+CREATE INDEX {new}{p}interventions_by_room ON {p}interventions (room, status, id);
+CREATE INDEX {new}{p}interventions_by_key ON {p}interventions (room, key, status);
+CREATE INDEX {new}{p}interventions_by_kind ON {p}interventions (kind, status, outcome);
+CREATE TABLE {new}{p}intervention_deliveries (
+    id {serial},
+    intervention_id {bigint} NOT NULL REFERENCES {p}interventions (id) ON DELETE CASCADE,
+    channel text NOT NULL,
+    target text NOT NULL,
+    ok {boolean} NOT NULL,
+    attempts integer NOT NULL,
+    error text,
+    at {real} NOT NULL
+);
+CREATE INDEX {new}{p}intervention_deliveries_of ON {p}intervention_deliveries (intervention_id);
+CREATE TABLE {new}{p}intervention_rooms (
+    room text PRIMARY KEY,
+    last_id {bigint},
+    last_delivered_at {real},
+    last_severity text
+){keyed};
+CREATE TABLE {new}{p}intervention_active (
+    room text NOT NULL,
+    key text NOT NULL,
+    intervention_id {bigint} NOT NULL REFERENCES {p}interventions (id),
+    PRIMARY KEY (room, key)
+){keyed};
+"""
+
+
 class Connection(Protocol):
     def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
-
-
-class Database(Protocol):
-    """What the algorithm needs of a driver (``heron.store.database``)."""
-
-    def connection(self, write: bool) -> AbstractContextManager[Connection]: ...
-
-    def close(self) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -62,10 +121,18 @@ class Dialect:
     #: After a SELECT whose row the change then writes: ``FOR UPDATE`` where the
     #: transaction does not already hold the whole database.
     lock_row: str = ""
+    #: Whose words ``SCHEMA`` is written in (``WORDS``).
+    backend: Literal["sqlite", "postgresql"] = "sqlite"
 
     def sql(self, text: str) -> str:
         """``text`` with ``{p}``, ``{columns}`` and ``{lock}`` filled, ``?`` the driver's."""
         return _render(self, text)
+
+    def schema(self) -> str:
+        """``SCHEMA`` in this dialect's words."""
+        column = 1 if self.backend == "postgresql" else 0
+        words = {name: pair[column] for name, pair in WORDS.items()}
+        return SCHEMA.format(p=self.prefix, **words)
 
 
 @functools.lru_cache(maxsize=128)
@@ -112,34 +179,14 @@ def _delivery(row: Any) -> Delivery:
     )
 
 
-class SQLInterventionStore:
-    """The ``InterventionStore`` algorithm over a driver and a ``Dialect``."""
+class SQLInterventionStore(DatabaseStore):
+    """The ``InterventionStore`` algorithm over a driver and a ``Dialect``; ``what`` names
+    the database in errors: "the intervention store /srv/x.db"."""
 
     dialect: ClassVar[Dialect]
 
     def __init__(self, database: Database, what: str) -> None:
-        """``what`` names the database in errors: "the intervention store /srv/x.db"."""
-        self._database = database
-        self._what = what
-        self._closed = False
-
-    def closed_error(self) -> StoreError:
-        return StoreError(
-            f"{self._what[:1].upper()}{self._what[1:]} was closed, and a closed store cannot "
-            "be used again: open a new one (heron.interventions.open_interventions())."
-        )
-
-    @contextmanager
-    def _tx(self, *, write: bool = False) -> Iterator[Connection]:
-        if self._closed:
-            raise self.closed_error()
-        with self._database.connection(write) as db:
-            yield db
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._database.close()
+        super().__init__(database, what, reopen="heron.interventions.open_interventions()")
 
     def _run(self, db: Connection, sql: str, args: tuple[Any, ...] = ()) -> Any:
         return db.execute(self.dialect.sql(sql), args)

@@ -19,9 +19,6 @@ connection pool, one transaction per call, psycopg's errors as one ``StoreError`
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
-from typing import Any
-
 from heron.jobs.sql import Dialect, SQLJobStore
 from heron.store.database import PostgresDatabase
 
@@ -80,23 +77,15 @@ class PostgresJobStore(SQLJobStore):
     def __init__(
         self, url: str, *, event_max_bytes: int = 16_000, pool_size: int = 4, timeout: float = 30
     ) -> None:
-        self._database = PostgresDatabase(
+        database = PostgresDatabase(
             url,
-            what="the job store",
+            "job",
+            MIGRATIONS,
             advice="then the job (heron jobs show ID) before retrying",
-            name="heron-jobs",
-            migrations=MIGRATIONS,
-            table="heron_job_migrations",
             pool_size=pool_size,
             timeout=timeout,
         )
-        self.where = self._database.where
-        super().__init__(f"the job store at {self.where}", event_max_bytes=event_max_bytes)
-
-    def _connection(self, write: bool) -> AbstractContextManager[Any]:
-        """One transaction, reads too. Not retried: an event append whose commit went
-        unanswered might have landed, and a second one would duplicate it."""
-        return self._database.connection(write)
-
-    def _disconnect(self) -> None:
-        self._database.close()
+        self.where = database.where
+        # One transaction per call, reads too. Not retried: an event append whose commit
+        # went unanswered might have landed, and a second one would duplicate it.
+        super().__init__(database, database.what, event_max_bytes=event_max_bytes)

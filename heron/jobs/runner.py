@@ -47,6 +47,7 @@ from heron.jobs.model import Job
 from heron.jobs.service import Jobs, open_workspace
 from heron.jobs.steps import Step, plan
 from heron.jobs.summary import ChatBroker, facts, written
+from heron.programs.processes import alive
 from heron.redact import redact_then_cut
 
 if TYPE_CHECKING:
@@ -410,7 +411,7 @@ class JobRunner:
         ):
             return
         pid = int(started[-1].payload["pid"])
-        if _alive(pid) or _group_alive(pid):
+        if alive(pid) or _group_alive(pid):
             _kill(pid)
             self.jobs.store.append(
                 job.id,
@@ -438,21 +439,11 @@ def _group_alive(pgid: int) -> bool:
 def _orphaned(job: Job) -> str | None:
     host, _, rest = (job.worker or "").partition(":")
     pid = rest.partition(":")[0]
-    if host == socket.gethostname() and pid.isdigit() and not _alive(int(pid)):
+    if host == socket.gethostname() and pid.isdigit() and not alive(int(pid)):
         return f"its worker (process {pid} on {host}) is gone"
     if job.heartbeat_at is None or time.time() - job.heartbeat_at > STALE_AFTER:
         return f"its worker {job.worker} sent no heartbeat for over {STALE_AFTER:g} s"
     return None
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _kill(pgid: int) -> None:

@@ -1,15 +1,11 @@
 """The job store's algorithm, written once in SQL: ``SQLJobStore``.
 
-``SQLJobStore`` keeps the ``JobStore`` contract (``heron.jobs.base``) on any database whose
-driver gives it a connection and whose ``Dialect`` says how its SQL differs. A backend is
-one file, a subclass that:
-
-- sets ``dialect`` (placeholder, table names, locking clauses);
-- creates its tables when it opens;
-- implements ``_connection(write)``: one transaction, committed when the block ends and
-  rolled back when it raises, with the driver's errors raised as ``StoreError``, and
-  rows read by column name (``sqlite3.Row``, psycopg's ``dict_row``);
-- implements ``_disconnect()``.
+``SQLJobStore`` keeps the ``JobStore`` contract (``heron.jobs.base``) over a
+``heron.store.database`` driver (``SQLiteDatabase``, ``PostgresDatabase``: one transaction
+per call, driver errors raised as ``StoreError``, rows read by column name) and a
+``Dialect`` that says how its SQL differs. A backend is one file, a subclass that sets
+``dialect`` (placeholder, table names, locking clauses) and opens its database with its
+tables (schema or migrations).
 
 JSON is text that Python encodes and times are ``time.time()`` of the writing process, on
 every backend alike, so neither needs a dialect (and servers sharing PostgreSQL order the
@@ -23,13 +19,10 @@ import functools
 import json
 import secrets
 import time
-from abc import ABC, abstractmethod
-from collections.abc import Iterable, Iterator
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol
 
-from heron.errors import StoreError
 from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
 from heron.jobs.model import (
@@ -41,6 +34,7 @@ from heron.jobs.model import (
     check_states,
     check_transition,
 )
+from heron.store.database import Database, DatabaseStore
 
 #: The columns a ``Job`` is read from: its fields (``created_by`` is stored, not read).
 FIELDS = tuple(field.name for field in dataclasses.fields(Job))
@@ -127,45 +121,15 @@ def _event(row: Any) -> JobEvent:
     return JobEvent(row["job_id"], row["seq"], row["time"], row["kind"], json.loads(row["payload"]))
 
 
-class SQLJobStore(ABC):
-    """The ``JobStore`` algorithm over a driver (``_connection``) and a ``Dialect``."""
+class SQLJobStore(DatabaseStore):
+    """The ``JobStore`` algorithm over a driver and a ``Dialect``; ``what`` names the
+    database in errors: "the job store /srv/heron/jobs.db"."""
 
     dialect: ClassVar[Dialect]
 
-    def __init__(self, what: str, *, event_max_bytes: int) -> None:
-        """``what`` names the database in errors: "the job store /srv/heron/jobs.db"."""
+    def __init__(self, database: Database, what: str, *, event_max_bytes: int) -> None:
+        super().__init__(database, what, reopen="heron.jobs.open_jobs()")
         self.event_max_bytes = event_max_bytes
-        self._what = what
-        self._closed = False
-
-    # -- the driver ---------------------------------------------------------------------
-
-    @abstractmethod
-    def _connection(self, write: bool) -> AbstractContextManager[Connection]:
-        """A connection in one transaction (``write``: one that will write, which SQLite
-        takes its write lock for up front); driver errors raised as ``StoreError``."""
-
-    @abstractmethod
-    def _disconnect(self) -> None:
-        """Close the connection or pool; called once."""
-
-    def _closed_error(self) -> StoreError:
-        return StoreError(
-            f"{self._what[:1].upper()}{self._what[1:]} was closed, and a closed store cannot "
-            "be used again: open a new one (heron.jobs.open_jobs())."
-        )
-
-    @contextmanager
-    def _tx(self, *, write: bool = False) -> Iterator[Connection]:
-        if self._closed:
-            raise self._closed_error()
-        with self._connection(write) as db:
-            yield db
-
-    def close(self) -> None:
-        if not self._closed:
-            self._closed = True
-            self._disconnect()
 
     # -- the algorithm ------------------------------------------------------------------
 

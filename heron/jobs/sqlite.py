@@ -12,8 +12,6 @@ in ``BEGIN IMMEDIATE`` transactions, ``sqlite3`` errors translated) is
 
 from __future__ import annotations
 
-import sqlite3
-from contextlib import AbstractContextManager
 from pathlib import Path
 
 from heron.jobs.sql import Dialect, SQLJobStore
@@ -67,20 +65,13 @@ class SQLiteJobStore(SQLJobStore):
 
     def __init__(self, path: Path, *, event_max_bytes: int = 16_000) -> None:
         self.path = Path(path)
-        super().__init__(f"the job store {self.path}", event_max_bytes=event_max_bytes)
-        self._database = SQLiteDatabase(
-            SQLiteFile(
-                self.path,
-                "the job store",
-                "a new, empty job store starts on the next use (the old jobs stay in the moved "
-                "file)",
-            ),
-            schema=_SCHEMA,
-            closed=self._closed_error,
+        file = SQLiteFile(
+            self.path,
+            "the job store",
+            "a new, empty job store starts on the next use (the old jobs stay in the moved file)",
         )
-
-    def _connection(self, write: bool) -> AbstractContextManager[sqlite3.Connection]:
-        return self._database.connection(write)
-
-    def _disconnect(self) -> None:
-        self._database.close()
+        super().__init__(
+            SQLiteDatabase(file, schema=_SCHEMA, closed=lambda: self.closed_error()),
+            f"the job store {self.path}",
+            event_max_bytes=event_max_bytes,
+        )

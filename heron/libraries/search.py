@@ -18,6 +18,7 @@ from typing import Any, Literal
 import numpy as np
 
 from heron.deprecated import settings_or_default
+from heron.embed import embed_queries
 from heron.errors import InputError, NotFound
 from heron.libraries.config import read_libraries
 from heron.libraries.rerank import Reranker, load_reranker
@@ -178,7 +179,7 @@ def search_many(
     if mode == "full" and reranker is None:
         reranker = load_reranker(settings)
     names = _library_names(store, library, settings)
-    vectors = store.embedder.embed(list(queries)) if mode != "lexical" else None
+    vectors = embed_queries(store.embedder, list(queries)) if mode != "lexical" else None
     filters = {"collection": collection} if collection else None
     store_mode = "hybrid" if mode == "full" else mode
     merged: list[list[Result]] = [[] for _ in queries]

@@ -30,7 +30,8 @@ from typing import Any
 
 from heron import __version__
 from heron.errors import InputError, StoreError
-from heron.private import private_dir
+from heron.ops.jsonfile import read_json
+from heron.private import private_dir, private_file
 from heron.settings import Settings
 from heron.sqlite_errors import SQLiteFile
 
@@ -88,9 +89,22 @@ def _files(root: Path) -> list[Path]:
     return found
 
 
+def _copy_file(src: Path, dest: Path) -> None:
+    """``src``'s bytes and times into the new file ``dest``, made 0600 before a byte is in
+    it (``shutil.copy2`` would give it the umask's mode while it writes, then ``src``'s)."""
+    fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    with os.fdopen(fd, "wb") as out, src.open("rb") as data:
+        shutil.copyfileobj(data, out)
+    stat = src.stat()
+    os.utime(dest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+
+
 def _copy_database(src: Path, dest: Path) -> None:
     """One consistent snapshot of ``src`` into ``dest``, through SQLite's backup API."""
     file = SQLiteFile(src, f"the database {src.name}", "restore it from another backup")
+    # SQLite would make ``dest`` with the umask's mode; its journal takes the mode of
+    # the file it finds.
+    private_file(dest)
     with file.errors():
         # Read-write, though it only reads: a read-only connection to a WAL file that no
         # one has open cannot make the -shm file it needs.
@@ -123,17 +137,19 @@ def backup(dest: Path, settings: Settings | None = None) -> BackupReport:
         raise InputError(f"{dest} is inside HERON_HOME {home}; back up to another folder.")
     started = time.perf_counter()
     report = BackupReport(home, dest)
-    private_dir(dest)  # the home holds keys and conversations: so does its copy
+    # The home holds keys and conversations: so does its copy, an empty folder made
+    # beforehand included (its mode was the umask's, not a choice to share it).
+    private_dir(dest).chmod(0o700)
     entries = []
     for relative in _files(home):
         src, target = home / relative, dest / relative
-        target.parent.mkdir(parents=True, exist_ok=True)
+        private_dir(target.parent)
         database = is_sqlite(src)
         if database:
             _copy_database(src, target)
             report.databases.append(str(relative))
         else:
-            shutil.copy2(src, target)
+            _copy_file(src, target)
             report.files.append(str(relative))
         size = target.stat().st_size
         report.bytes += size
@@ -147,20 +163,21 @@ def backup(dest: Path, settings: Settings | None = None) -> BackupReport:
         "postgres": bool(settings.postgres_url),
         "files": entries,
     }
-    (dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
+    private_file(dest / MANIFEST).write_text(json.dumps(manifest, indent=1) + "\n")
     report.seconds = time.perf_counter() - started
     return report
 
 
 def read_manifest(src: Path) -> dict[str, Any]:
-    try:
-        return json.loads((src / MANIFEST).read_text())
-    except FileNotFoundError:
-        raise InputError(
+    return read_json(
+        src / MANIFEST,
+        missing=InputError(
             f"{src} is not a Heron backup (no {MANIFEST}); give the folder heron backup made."
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise InputError(f"{src / MANIFEST} cannot be read ({exc}); is the backup whole?") from exc
+        ),
+        bad=lambda why: InputError(
+            f"{src / MANIFEST} cannot be read ({why}); is the backup whole?"
+        ),
+    )
 
 
 def check_database(path: Path) -> None:
@@ -206,8 +223,10 @@ def restore(src: Path, settings: Settings | None = None, *, force: bool = False)
         report.bytes += path.stat().st_size
     staged = home.with_name(f".{home.name}.restoring")
     shutil.rmtree(staged, ignore_errors=True)  # a restore that died half-way
-    shutil.copytree(src, staged, ignore=shutil.ignore_patterns(MANIFEST))
-    staged.chmod(0o700)
+    private_dir(staged).chmod(0o700)
+    for relative in _files(src):  # private from the first byte, as the home should be
+        private_dir((staged / relative).parent)
+        _copy_file(src / relative, staged / relative)
     if home.exists():
         if any(home.iterdir()):
             report.moved_aside = home.with_name(f"{home.name}.before-restore-{int(time.time())}")

@@ -34,6 +34,11 @@ class ChatParams(Params):
         default="", max_length=200, description="Who asks: the actor interventions see."
     )
 
+    def agent_options(self) -> dict[str, Any]:
+        """The keyword arguments of ``Agent.ask`` and ``Agent.stream`` after the message:
+        every other field is one of theirs, by the same name."""
+        return self.model_dump(exclude={"message"})
+
 
 class SearchParams(Params):
     query: str = Field(min_length=1, description="A question or keywords.")
@@ -80,14 +85,7 @@ class ToolCall(Params):
 
 def chat(rt: Runtime, p: ChatParams) -> Any:
     """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
-    return rt.agent.ask(
-        p.message,
-        session_id=p.session_id,
-        library=p.library,
-        model=p.model,
-        answer=p.answer,
-        user=p.user,
-    )
+    return rt.agent.ask(p.message, **p.agent_options())
 
 
 def register(registry: Registry, rt: Runtime) -> None:

@@ -203,14 +203,7 @@ async def chat_stream(request: Request) -> Response:
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
-    return rt.agent.stream(
-        params.message,
-        session_id=params.session_id,
-        library=params.library,
-        model=params.model,
-        answer=params.answer,
-        user=params.user,
-    )
+    return rt.agent.stream(params.message, **params.agent_options())
 
 
 def http_status(exc: HeronError) -> int:

@@ -97,6 +97,7 @@ def check_model(name: str, model_id: str, dim: int, embedder: Embedder) -> None:
     if (model_id, dim) != (embedder.model_id, embedder.dim):
         raise NamespaceMismatch(
             f"Namespace {name!r} was built with {model_id} ({dim} dims) but the embedder is "
-            f"{embedder.model_id} ({embedder.dim} dims). Re-index it: "
+            f"{embedder.model_id} ({embedder.dim} dims). Set HERON_EMBEDDER (minilm, e5 "
+            f"or remote) back to the profile it was built with, or re-index it: "
             f"heron store drop {name}, then index it again."
         )

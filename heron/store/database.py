@@ -12,7 +12,8 @@ write their algorithm once in SQL over a connection that these two classes hand 
   ``StoreError`` naming the database and the advice its owner gives.
 
 Neither retries: a write whose commit went unanswered may have landed, and a second try
-would repeat it.
+would repeat it. ``DatabaseStore`` is what a store over either does alike: it refuses
+use once closed, and closes its database once.
 """
 
 from __future__ import annotations
@@ -20,8 +21,8 @@ from __future__ import annotations
 import sqlite3
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
-from typing import Any
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any, Protocol
 
 from heron.errors import StoreError
 from heron.sqlite_errors import SQLiteFile
@@ -69,9 +70,10 @@ class SQLiteDatabase:
 
 
 class PostgresDatabase:
-    """A pool on ``url`` with ``migrations`` applied (recorded in ``table``).
+    """A pool on ``url`` for the ``noun`` store ("job": the pool ``heron-jobs``), with
+    ``migrations`` applied and recorded in ``heron_{noun}_migrations``.
 
-    ``what`` names the component in errors ("the job store"); ``advice`` ends them
+    ``what`` names it in errors ("the job store at db:5432/heron"); ``advice`` ends them
     ("then the job (heron jobs show ID) before retrying"). Raises ``StoreError`` when the
     server cannot be reached or a migration cannot be applied.
     """
@@ -79,12 +81,10 @@ class PostgresDatabase:
     def __init__(
         self,
         url: str,
-        *,
-        what: str,
-        advice: str,
-        name: str,
+        noun: str,
         migrations: Sequence[str],
-        table: str,
+        *,
+        advice: str,
         pool_size: int = 4,
         timeout: float = 30,
     ) -> None:
@@ -95,17 +95,17 @@ class PostgresDatabase:
         from heron.store.pg_schema import open_pool, where
 
         self.where = where(url)
-        self._what = what
+        self.what = f"the {noun} store at {self.where}"
         self._advice = advice
         self._errors: tuple[type[Exception], ...] = (PoolTimeout, psycopg.Error)
         try:
             self._pool = open_pool(
                 url,
-                name=name,
+                name=f"heron-{noun}s",
                 size=pool_size,
                 timeout=timeout,
                 migrations=migrations,
-                table=table,
+                table=f"heron_{noun}_migrations",
                 kwargs={"row_factory": dict_row},
                 check=ConnectionPool.check_connection,
             )
@@ -114,7 +114,7 @@ class PostgresDatabase:
 
     def error(self, exc: Exception) -> StoreError:
         return StoreError(
-            f"{self._what[:1].upper()}{self._what[1:]} at {self.where} failed: "
+            f"{_capital(self.what)} failed: "
             f"{str(exc).strip()}. Check that PostgreSQL runs and HERON_DATABASE_URL, "
             f"{self._advice}."
         )
@@ -131,3 +131,48 @@ class PostgresDatabase:
 
     def close(self) -> None:
         self._pool.close()
+
+
+class Database(Protocol):
+    """What a store needs of a driver: ``SQLiteDatabase`` or ``PostgresDatabase``."""
+
+    def connection(self, write: bool) -> AbstractContextManager[Any]: ...
+
+    def close(self) -> None: ...
+
+
+class DatabaseStore:
+    """A store over a ``Database``: ``what`` names it in errors ("the job store
+    /srv/jobs.db"), ``reopen`` is how to open another once it was closed
+    ("heron.jobs.open_jobs()")."""
+
+    def __init__(self, database: Database, what: str, *, reopen: str) -> None:
+        self._database = database
+        self._what = what
+        self._reopen = reopen
+        self._closed = False
+
+    def closed_error(self) -> StoreError:
+        return StoreError(
+            f"{_capital(self._what)} was closed, and a closed store cannot be used again: "
+            f"open a new one ({self._reopen})."
+        )
+
+    @contextmanager
+    def _tx(self, *, write: bool = False) -> Iterator[Any]:
+        """One transaction (``write``: one that will write, which SQLite takes its write
+        lock for up front)."""
+        if self._closed:
+            raise self.closed_error()
+        with self._database.connection(write) as db:
+            yield db
+
+    def close(self) -> None:
+        """Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._database.close()
+
+
+def _capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

@@ -34,7 +34,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from heron.embed.base import Embedder, check_vectors
+from heron.embed.base import Embedder, check_vectors, embed_queries
 from heron.errors import InputError, NotFound, StoreError
 from heron.store.base import Filters, Hit, Progress, Record, SearchMode, Store, UpsertResult
 from heron.store.checks import (
@@ -266,7 +266,7 @@ class SQLStore(Store, ABC, Generic[ScopeT]):
             vectors = self._query_vectors(vectors, queries)
         scope = self._scope(namespace, terms, dense=dense)
         if dense and vectors is None:  # embedded once the namespace is known to exist
-            vectors = self._query_vectors(self.embedder.embed(queries), queries)
+            vectors = self._query_vectors(embed_queries(self.embedder, queries), queries)
         results = []
         for i, query in enumerate(queries):
             if mode == "dense":

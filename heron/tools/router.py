@@ -9,6 +9,9 @@ Modes:
 - ``hybrid`` (default): cosine and BM25 fused, the ``top_k`` best; a tool below
   ``threshold`` is dropped unless the query shares a word with it.
 
+``threshold`` is a cosine on the embedder's scale: unset, it is the model's
+(``heron.embed.calibration``: MiniLM 0.25, e5 0.83).
+
 ``always_include`` tools are kept in every mode and count towards ``top_k`` and the limit.
 
 Fusion is a convex combination of z-scores, as in ``heron.store.fusion``, but over *every*
@@ -43,7 +46,8 @@ import numpy as np
 from heron.core.errors import ToolInputError
 from heron.core.names import NameCodec, NameProfile, get_profile
 from heron.core.tools import Tool
-from heron.embed.base import Embedder
+from heron.embed.base import Embedder, embed_queries
+from heron.embed.calibration import MINILM, calibration_of
 from heron.errors import NotFound
 from heron.store.base import Record, Store
 from heron.tools.lexical import BM25
@@ -54,7 +58,9 @@ RouteMode = Literal["pattern", "semantic", "hybrid"]
 ROUTE_MODES: tuple[RouteMode, ...] = ("pattern", "semantic", "hybrid")
 DEFAULT_MODE: RouteMode = "hybrid"
 DEFAULT_TOP_K = 10
-DEFAULT_THRESHOLD = 0.25
+#: MiniLM's routing threshold (the bundled model's); ``ToolRouter`` left without one reads
+#: its embedder's (``calibration_of(embedder).route``).
+DEFAULT_THRESHOLD = MINILM.route
 #: Weight of the cosine side in hybrid routing (tuned on MetaTool, outside its test sample).
 ALPHA = 0.8
 NAMESPACE = "tools"
@@ -216,7 +222,7 @@ class ToolRouter:
         profile: str | NameProfile = "strict",
         mode: RouteMode = DEFAULT_MODE,
         top_k: int = DEFAULT_TOP_K,
-        threshold: float = DEFAULT_THRESHOLD,
+        threshold: float | None = None,
         always_include: Iterable[str] = (),
         alpha: float = ALPHA,
         namespace: str = NAMESPACE,
@@ -235,7 +241,7 @@ class ToolRouter:
         self.profile = get_profile(profile)
         self.mode = _check_mode(mode)
         self.top_k = top_k
-        self.threshold = threshold
+        self.threshold = calibration_of(found).route if threshold is None else threshold
         self.alpha = alpha
         self.namespace = namespace
         self.always_include = list(dict.fromkeys(always_include))
@@ -311,7 +317,7 @@ class ToolRouter:
     # -- routing -------------------------------------------------------------------------
 
     def embed_queries(self, queries: Sequence[str]) -> np.ndarray:
-        return self.embedder.embed(list(queries))
+        return embed_queries(self.embedder, list(queries))
 
     def route(
         self,

@@ -146,3 +146,34 @@ def test_cli_backup_and_restore(env: Path, tmp_path: Path, monkeypatch) -> None:
     assert "integrity checked" in text
     again = run_heron("restore", str(tmp_path / "b"), ok=False)
     assert again.returncode == 1 and "--force" in again.stderr
+
+
+def not_private(root: Path) -> dict[str, str]:
+    """Every folder (``root`` too) not 0700 and every file not 0600 under ``root``."""
+    wrong = {}
+    for path in [root, *root.rglob("*")]:
+        mode = path.stat().st_mode & 0o777
+        if mode != (0o700 if path.is_dir() else 0o600):
+            wrong[str(path.relative_to(root))] = oct(mode)
+    return wrong
+
+
+def test_a_backup_and_its_restore_are_private(env: Path, tmp_path: Path) -> None:
+    (env / "notes").mkdir(mode=0o755)
+    (env / "notes" / "todo.txt").write_text("mine")
+    (env / "notes").chmod(0o755)
+    (env / "notes" / "todo.txt").chmod(0o644)
+    dest = tmp_path / "b"
+    dest.mkdir()
+    dest.chmod(0o755)  # an empty folder made beforehand, as the umask would have it
+    backup(dest, Settings())
+    assert {"heron.db", MANIFEST, "notes/todo.txt"} <= {
+        str(p.relative_to(dest)) for p in dest.rglob("*")
+    }
+    assert not_private(dest) == {}
+    fresh = Settings(home=tmp_path / "restored")
+    restore(dest, fresh)
+    assert (fresh.home / "heron.db").is_file() and (fresh.home / "notes" / "todo.txt").is_file()
+    assert not_private(fresh.home) == {}
+    assert finds_pods(fresh)
+    assert not_private(fresh.home) == {}  # the files SQLite adds on use, too

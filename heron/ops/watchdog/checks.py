@@ -22,6 +22,7 @@ import httpx
 from heron.ops.watchdog import config as cfg
 from heron.ops.watchdog.conditions import Condition
 from heron.ops.watchdog.programs import environment, heron_argv, run_program
+from heron.programs.processes import alive
 from heron.redact import redact
 from heron.settings import Settings
 
@@ -153,10 +154,10 @@ def process(spec: cfg.ProcessCheck, context: Context) -> Outcome:
             pid = int(spec.pid_file.read_text().strip())
         except (OSError, ValueError) as exc:
             return Outcome(False, f"no pid in {spec.pid_file}: {exc}")
-        alive = _alive(pid)
-        state = "running" if alive else "not running"
-        return Outcome(alive, f"pid {pid} (from {spec.pid_file}) is {state}", data={"pid": pid})
-    pids = [pid for pid in _pids() if _named(pid, spec.process or "") and _alive(pid)]
+        running = alive(pid)
+        state = "running" if running else "not running"
+        return Outcome(running, f"pid {pid} (from {spec.pid_file}) is {state}", data={"pid": pid})
+    pids = [pid for pid in _pids() if _named(pid, spec.process or "") and alive(pid)]
     if pids:
         return Outcome(True, f"{spec.process}: running (pid {pids[0]})", data={"pids": pids})
     return Outcome(False, f"no process named {spec.process} is running")
@@ -173,21 +174,6 @@ def _named(pid: int, name: str) -> bool:
     except OSError:
         return False
     return name in (comm, os.path.basename(argv0))
-
-
-def _alive(pid: int) -> bool:
-    """Running, and not a zombie (killed but not yet reaped by its parent)."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass  # another user's process: alive
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True  # no /proc (macOS): the signal's answer stands
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def systemd_available() -> str | None:

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.errors import ConfigError
+from heron.ops.jsonfile import read_json
 from heron.private import private_dir
 
 
@@ -59,11 +60,10 @@ def rotate(path: Path, keep: int) -> None:
 
 
 def read_latest(path: Path) -> dict[str, Any]:
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise ConfigError(
+    return read_json(
+        path,
+        missing=ConfigError(
             f"No watchdog report yet ({path} does not exist); run: heron watchdog --once"
-        ) from None
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"Cannot read {path}: {exc}; run heron watchdog --once again.") from exc
+        ),
+        bad=lambda why: ConfigError(f"Cannot read {path}: {why}; run heron watchdog --once again."),
+    )

@@ -2,8 +2,7 @@
 // the conversation kept per session (session_id in this tab's sessionStorage).
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
   const log = $("log"), form = $("ask"), message = $("message"), stop = $("stop"), send = $("send");
   const KEY = "heron.session";
   let controller = null;

@@ -1,9 +1,11 @@
 // Shared by every pane: JSON-RPC calls, a Server-Sent Events reader for fetch bodies,
-// DOM building with textContent only (data never becomes markup), common notes.
+// DOM building with textContent only (data never becomes markup), common notes, and
+// $(id), the element of that id.
 "use strict";
 (function () {
   const csrf = document.querySelector('meta[name="heron-csrf"]').content;
   const NOT_FOUND = -32601;
+  const $ = (id) => document.getElementById(id);
   let nextId = 1;
 
   function headers() {
@@ -154,8 +156,8 @@
 
   // The passage a citation names, shown in the page's <aside id="passage">.
   async function showPassage(cite) {
-    const aside = document.getElementById("passage");
-    const body = document.getElementById("passage-body");
+    const aside = $("passage");
+    const body = $("passage-body");
     aside.hidden = false;
     body.replaceChildren(el("p", { class: "muted", text: "Loading…" }));
     const lines = cite.line_range || cite.lines || [1, 1];
@@ -174,13 +176,13 @@
         el("dt", { text: "Source" }), el("dd", { class: "p-source" }, where)),
       el("pre", { class: "p-text", text: p.text }));
     });
-    document.getElementById("passage-h").focus();
+    $("passage-h").focus();
   }
 
-  const close = document.getElementById("passage-close");
+  const close = $("passage-close");
   if (close) {
-    close.addEventListener("click", () => { document.getElementById("passage").hidden = true; });
+    close.addEventListener("click", () => { $("passage").hidden = true; });
   }
 
-  window.Heron = { rpc, stream, el, table, num, when, note, fail, guard, methods, showPassage, isWebUrl };
+  window.Heron = { $, rpc, stream, el, table, num, when, note, fail, guard, methods, showPassage, isWebUrl };
 })();

@@ -2,8 +2,7 @@
 // dismiss with interventions.outcome; play a card's audio when it has some.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
   const cards = $("cards");
   let watch = null;
 

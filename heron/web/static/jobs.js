@@ -1,8 +1,7 @@
 // Jobs: create, list, one job's detail with its events arriving live; confirm, deny, abort.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
   const FINAL = new Set(["completed", "aborted", "failed"]);
   let current = null, follow = null;
 

@@ -1,8 +1,7 @@
 // Libraries: status, pages, add, re-index with live progress, search with scores.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
 
   async function load() {
     await H.guard($("libs"), "Library status", async () => {

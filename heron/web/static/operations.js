@@ -1,8 +1,7 @@
 // Operations: the doctor's checks (ops.doctor) and the latest watchdog report.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
   // The watchdog's method, whichever name this server gives it.
   const STATUS = { ok: "ok", warn: "warn", skip: "muted", fail: "bad", failed: "bad" };
   const WATCHDOG = ["ops.watchdog", "watchdog.report", "watchdog.latest", "ops.watchdog_report"];

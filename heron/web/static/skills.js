@@ -1,8 +1,7 @@
 // Skills: directories in precedence order, diagnostics, shadowed and orphans, usage, search.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
 
   function list(title, items, text) {
     return [H.el("h3", { text: `${title} (${items.length})` }),

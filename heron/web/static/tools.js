@@ -1,8 +1,7 @@
 // Tools: every tool with its source, safety and provider-safe name; routing explained.
 "use strict";
 (function () {
-  const H = window.Heron;
-  const $ = (id) => document.getElementById(id);
+  const H = window.Heron, { $ } = H;
 
   async function load() {
     await H.guard($("tools"), "The tool list", async () => {

@@ -1,0 +1,50 @@
+"""The cosines at which a match counts, per embedding profile.
+
+A cosine means something only on its model's scale: unrelated texts score 0.1 to 0.3
+under all-MiniLM-L6-v2 but 0.7 to 0.85 under multilingual-e5-small, whose cosines are
+compressed near the top. So a threshold chosen on MiniLM (a skill fits from 0.45) lets
+every off-topic request through under e5. Each embedder carries its ``Calibration``
+(``calibration_of(embedder)``) and the capabilities read their thresholds from it.
+
+The e5 figures were measured, not scaled: ``python -m bench.e5 thresholds`` puts the same
+requests (on-topic ones from the bench sets and off-topic ones) through both models and
+takes, for each threshold, the e5 cosine that lets through as many requests as MiniLM's
+does (docs/benchmarks.md, "Embedding profiles (e5)").
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """One model's thresholds, as cosines between a query and what it is compared with.
+
+    ``skill``: the best skill's cosine from which skills join the agent's prompt.
+    ``weak``: the best passage's cosine from which an extractive answer still quotes the
+    closest passages (below it they are unrelated). ``docs``: the best passage's cosine
+    from which passages join the prompt (``agent_docs_threshold`` when unset).
+    ``tool``: the best tool's cosine from which the first turn is forced to call it
+    (``agent_tool_threshold`` when unset). ``route``: the cosine from which the tool
+    router offers a tool (``ToolRouter``'s ``threshold`` when unset).
+    """
+
+    skill: float
+    weak: float
+    docs: float
+    tool: float
+    route: float
+
+
+#: all-MiniLM-L6-v2, where the thresholds were first chosen (and the default for a model
+#: that says nothing, such as a remote one).
+MINILM = Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25)
+#: multilingual-e5-small (either runtime): queries in the ``query: `` role.
+E5 = Calibration(skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83)
+
+
+def calibration_of(embedder: object) -> Calibration:
+    """The thresholds of ``embedder``'s model: its ``calibration``, else MiniLM's."""
+    found = getattr(embedder, "calibration", None)
+    return found if isinstance(found, Calibration) else MINILM
