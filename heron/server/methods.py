@@ -73,7 +73,11 @@ class ToolRoute(Params):
     query: str = Field(min_length=1, description="The request to find tools for.")
     mode: RouteMode = DEFAULT_MODE
     top_k: int = Field(default=DEFAULT_TOP_K, ge=1, le=128)
-    threshold: float = DEFAULT_THRESHOLD
+    threshold: float | None = Field(
+        default=None,
+        description="Lowest cosine offered; default: the embedding profile's "
+        f"(MiniLM: {DEFAULT_THRESHOLD}).",
+    )
     profile: str = Field(default="strict", description="Provider naming rules, e.g. openai.")
     always_include: list[str] = Field(default_factory=list)
 

@@ -141,7 +141,7 @@ def test_the_profile_setting_and_a_namespace_built_with_another(
     minilm_store.upsert("notes", [Record("a", ANSWER, {})])
     minilm_store.close()
     e5_store = SQLiteStore(settings.db_path, loaded)
-    with pytest.raises(NamespaceMismatch, match="HERON_EMBEDDER .* re-index it"):
+    with pytest.raises(NamespaceMismatch, match=r"HERON_EMBEDDER .* re-index it"):
         e5_store.search("notes", QUESTION)
     e5_store.close()
     loaded.close()

@@ -30,7 +30,7 @@ from heron.store import Record, SQLiteStore
 from heron.tools import Tool, ToolRouter
 
 #: Unlike either real profile's, so that a threshold read from the wrong place shows.
-ROLES = Calibration(skill=0.61, weak=0.32, docs=0.43, tool=0.54, route=0.15)
+ROLES = Calibration(skill=0.61, weak=0.32, docs=0.43, tool=0.54, route=0.15, overlap=0.2)
 QUESTION = "How often should I water my tomato plants?"
 
 
@@ -80,7 +80,9 @@ def test_minilm_has_no_roles_and_keeps_its_thresholds(
     assert cache.misses == 2  # a query of a model without roles is the same cached vector
     cache.close()
     # The numbers Heron chose on MiniLM, unmoved; a model that says nothing gets them.
-    assert Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25) == MINILM
+    assert (
+        Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25, overlap=0.25) == MINILM
+    )
     remote = RemoteEmbedder("http://127.0.0.1:9/v1", "any", dim=384)
     for each in (embedder, cache, remote):
         assert calibration_of(each) is MINILM
