@@ -25,7 +25,7 @@ def serve(
     ] = "600",
     log_level: Annotated[str, typer.Option(help="debug, info, warning or error.")] = "info",
 ) -> None:
-    """Serve Heron over HTTP: /rpc, /v1 (OpenAI), /mcp, /chat/stream, /health, /metrics.
+    """Serve Heron over HTTP: the web page at /, /rpc, /v1 (OpenAI), /mcp, SSE, /metrics.
 
     Off loopback it refuses to start without HERON_API_TOKEN, sent as a Bearer token.
 

@@ -1,9 +1,11 @@
 """``create_app()``: the ASGI app, and ``serve()``: run it under uvicorn.
 
 Routes: ``POST /rpc`` (JSON-RPC 2.0), ``/v1/*`` (OpenAI), ``/chat/stream`` (SSE),
-``/mcp`` (MCP streamable HTTP), ``/health``, ``/ready``, ``/metrics``, and whatever
-``heron.server.jobs`` adds. One ``Runtime`` holds what requests share; it opens at
-startup and closes at shutdown, after in-flight requests and streams have finished.
+``/mcp`` (MCP streamable HTTP), ``/health``, ``/ready``, ``/metrics``, ``/doctor``, the
+web page (``heron.web``: ``/``, its panes, ``/signin``, ``/static/*``), and what
+``heron.server.jobs`` and ``heron.server.interventions`` add (docs/server.md lists all).
+One ``Runtime`` holds what requests share; it opens at startup and closes at shutdown,
+after in-flight requests and streams have finished.
 """
 
 from __future__ import annotations
