@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import sys
 import time
+from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -39,16 +40,16 @@ def print_json(value: Any) -> None:
 LINE_EVERY = 5.0
 
 
-class Tracker:
+class Tracker(ABC):
     """Where a long command reports how far it is: ``start(stage, total)`` as each stage
     begins (``pages``, then ``chunks``), then ``tracker(n)`` as ``n`` more of its units are
     done. Callable, so it can be passed where a plain ``progress(n)`` is taken."""
 
-    def start(self, stage: str, total: int | None) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def start(self, stage: str, total: int | None) -> None: ...
 
-    def __call__(self, n: int = 1) -> None:
-        raise NotImplementedError
+    @abstractmethod
+    def __call__(self, n: int = 1) -> None: ...
 
     def stage(self, stage: str, total: int | None) -> Callable[[int], None]:
         """``start`` as a callback that returns the advance of that stage (the shape
