@@ -24,7 +24,7 @@ import numpy as np
 from bench.common import read_jsonl, table
 from bench.e5 import LABELS, e5_cache, hits_at, k8s_store, minilm_cache, two_stage_pages
 from bench.skills import SKILLS, WEIGHTS, hit_rates
-from heron.embed import Embedder, embed_queries
+from heron.embed import Embedder, calibration_of, embed_queries
 from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex
 from heron.skills.index import DEFAULT_TOP_K
@@ -55,7 +55,7 @@ def _skill_rankings(store: SQLiteStore, embedder: Embedder, texts: list[str]) ->
     out = {"dense only": [[h.id for h in pool] for pool in pools]}
     for weight in WEIGHTS:
         out[weight] = [
-            [h.name for h in rerank(t, pool, DEFAULT_TOP_K, weight)]
+            [h.name for h in rerank(t, pool, DEFAULT_TOP_K, weight, calibration_of(embedder))]
             for t, pool in zip(texts, pools, strict=True)
         ]
     return out

@@ -31,6 +31,11 @@ class Calibration:
     cosine between a search and a file's topic (its path and headings) from which the
     interventions see a research overlap (``tests/interventions/overlap_pairs.jsonl``: 40
     labelled pairs, no false overlap at this value on either model).
+    ``spread``: how far apart "fits" and "unrelated" lie on this model's scale, the median
+    best skill cosine of on-topic requests minus that of off-topic ones (``python -m
+    bench.e5 thresholds``, the 64 skill requests and 20 off-topic ones: MiniLM 0.4843 -
+    0.1896, e5 0.8674 - 0.8066); ``heron.skills`` adds its word bonus in these units.
+    MiniLM's for a model that says nothing.
     """
 
     skill: float
@@ -39,13 +44,18 @@ class Calibration:
     tool: float
     route: float
     overlap: float
+    spread: float = 0.295
 
 
 #: all-MiniLM-L6-v2, where the thresholds were first chosen (and the default for a model
 #: that says nothing, such as a remote one).
-MINILM = Calibration(skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25, overlap=0.25)
+MINILM = Calibration(
+    skill=0.45, weak=0.3, docs=0.45, tool=0.5, route=0.25, overlap=0.25, spread=0.295
+)
 #: multilingual-e5-small (either runtime): queries in the ``query: `` role.
-E5 = Calibration(skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83, overlap=0.86)
+E5 = Calibration(
+    skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83, overlap=0.86, spread=0.061
+)
 
 
 def calibration_of(embedder: object) -> Calibration:

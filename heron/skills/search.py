@@ -14,10 +14,15 @@ So the dense ranking stays the base and words only re-order its candidates:
        lex = 0.6 * |Q & N| / |Q| + 0.4 * |Q & D| / |Q| + (0.3 if Q's terms appear in N, in order)
 
    so ``0 <= lex <= 1.3``.
-3. ``score = dense_score + LEX_WEIGHT * lex`` with ``dense_score`` the cosine similarity and
-   ``LEX_WEIGHT = 0.3``: a full name match is worth about as much as the cosine gap between
-   a good and a mediocre candidate (0.2 to 0.4 for MiniLM), so words settle close calls
-   and never lift a candidate dense search did not find. Ties go to the name, A to Z.
+3. ``score = dense_score + LEX_WEIGHT * spread / 0.295 * lex`` with ``dense_score`` the
+   cosine similarity, ``LEX_WEIGHT = 0.3`` and ``spread`` the embedder's
+   (``heron.embed.calibration``: the gap between on- and off-topic requests' best skill
+   cosines, 0.295 for MiniLM, 0.061 for e5). With MiniLM that is ``cosine + 0.3 * lex``:
+   a full name match is worth about as much as the cosine gap between a good and a
+   mediocre candidate (0.2 to 0.4), so words settle close calls and never lift a
+   candidate dense search did not find. e5 packs the same gaps into a fifth of the range
+   (everything scores 0.8 to 0.9), where a bare 0.3 would let words override the model,
+   so the bonus shrinks with the spread (``bonus_weight``). Ties go to the name, A to Z.
 
 Results whose file has gone since indexing are dropped (``heron skills prune`` removes
 them for good). ``context_for`` keeps the skills with ``score >= min_rel * top score``.
@@ -32,6 +37,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from heron.embed.calibration import MINILM, Calibration, calibration_of
 from heron.store import Hit, Store
 from heron.store.analysis import analyze
 
@@ -131,18 +137,36 @@ def lex_score(query: str, name: str, description: str, tags: Sequence[str] = ())
     return score
 
 
+def bonus_weight(calibration: Calibration = MINILM, weight: float = LEX_WEIGHT) -> float:
+    """The word overlap's weight on ``calibration``'s cosine scale: ``weight`` is on
+    MiniLM's, where it was chosen, and shrinks or grows with the model's ``spread``.
+
+    >>> from heron.embed.calibration import E5
+    >>> bonus_weight(MINILM), round(bonus_weight(E5), 3)
+    (0.3, 0.062)
+    """
+    return weight * (calibration.spread / MINILM.spread)  # exactly weight for MiniLM
+
+
 def combine(dense_score: float, lexical_score: float, weight: float = LEX_WEIGHT) -> float:
-    """The final score: the cosine similarity plus ``weight`` times the word overlap."""
+    """The final score: the cosine similarity plus ``weight`` (a ``bonus_weight``) times
+    the word overlap."""
     return dense_score + weight * lexical_score
 
 
 def rerank(
-    query: str, hits: Sequence[Hit], top_k: int, weight: float = LEX_WEIGHT
+    query: str,
+    hits: Sequence[Hit],
+    top_k: int,
+    weight: float = LEX_WEIGHT,
+    calibration: Calibration = MINILM,
 ) -> list[SkillHit]:
     """Re-order dense hits by ``combine``; drop hits whose file is gone; keep ``top_k``.
 
-    ``weight`` is there for the benchmark's sensitivity sweep; keep the default.
+    ``calibration``: that of the embedder the hits' cosines come from. ``weight`` (on
+    MiniLM's scale) is there for the benchmark's sensitivity sweep; keep the default.
     """
+    weight = bonus_weight(calibration, weight)
     scored = []
     for hit in hits:
         meta = hit.metadata
@@ -169,7 +193,11 @@ def search_skills(
 ) -> list[list[SkillHit]]:
     """The ``top_k`` skills for each query; the queries are embedded in one batch."""
     pools = store.search_many(namespace, list(queries), mode="dense", top_k=pool_size(top_k))
-    return [rerank(q, hits, top_k) for q, hits in zip(queries, pools, strict=True)]
+    calibration = calibration_of(store.embedder)
+    return [
+        rerank(q, hits, top_k, calibration=calibration)
+        for q, hits in zip(queries, pools, strict=True)
+    ]
 
 
 def relevant(hits: Sequence[SkillHit], min_rel: float) -> list[SkillHit]:
