@@ -1,7 +1,8 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
-answers, jobs, server, parity, pgvector, pgjobs, e5, multilingual, interventions, web, ops.
+answers, jobs, server, parity, pgvector, pgjobs, e5, multilingual, interventions, web, ops,
+heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never tuned on).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -17,6 +18,9 @@ from bench import (
     cache_calls,
     e5,
     embed_throughput,
+    heldout_libraries,
+    heldout_skills,
+    heldout_tools,
     interventions,
     jobs,
     libraries,
@@ -57,6 +61,9 @@ BENCHMARKS = {
     "interventions": interventions.run,
     "web": web.run,
     "ops": ops.run,
+    "heldout-tools": heldout_tools.run,
+    "heldout-libraries": heldout_libraries.run,
+    "heldout-skills": heldout_skills.run,
 }
 
 
