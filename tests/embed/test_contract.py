@@ -1,6 +1,6 @@
 """The ``Embedder`` contract (``heron/embed/base.py``), run on every embedder: the bundled
-model, a remote one against a local OpenAI-compatible server, and the cache in front of
-the bundled model."""
+model, the e5 profile's converted graph, a remote one against a local OpenAI-compatible
+server, and the cache in front of the bundled model."""
 
 from __future__ import annotations
 
@@ -11,12 +11,20 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.embed import CachedEmbedder, Embedder, MiniLMEmbedder, RemoteEmbedder, load_embedder
+from heron.embed import (
+    CachedEmbedder,
+    E5OnnxEmbedder,
+    Embedder,
+    MiniLMEmbedder,
+    RemoteEmbedder,
+    load_embedder,
+)
+from heron.embed.e5_onnx import ensure_graph
 from heron.errors import InputError, ModelError
 from heron.settings import Settings
 from tests.openai_server import serve
 
-KINDS = ["minilm", "remote", "cached"]
+KINDS = ["minilm", "e5", "remote", "cached"]
 TEXTS = [f"note {i}: a pod runs {i} containers" for i in range(40)]
 
 
@@ -29,6 +37,10 @@ def kind(request: pytest.FixtureRequest) -> str:
 def any_embedder(kind: str, embedder: MiniLMEmbedder, tmp_path: Path) -> Iterator[Embedder]:
     if kind == "minilm":
         yield embedder
+    elif kind == "e5":  # the graph scripts/setup converted (converted here if missing)
+        e5 = E5OnnxEmbedder(ensure_graph(Settings().models_dir), threads=1)
+        yield e5
+        e5.close()
     elif kind == "remote":
         with serve(dim=8) as (url, _):
             remote = RemoteEmbedder(url, "m", batch_size=8)
@@ -71,7 +83,7 @@ def test_close_is_idempotent_and_a_closed_embedder_says_so(
 ) -> None:
     any_embedder.close()
     any_embedder.close()
-    if kind == "minilm":  # holds nothing to release: it keeps working
+    if kind in ("minilm", "e5"):  # hold nothing to release: they keep working
         assert any_embedder.embed(["still here"]).shape == (1, 384)
         return
     with pytest.raises(ModelError, match=r"was closed; load (it|the embedder) again"):
