@@ -77,7 +77,9 @@ class Settings(BaseSettings):
         "(multilingual-e5-small, int8; ~1.5x the CPU), remote. A namespace keeps its "
         "model: switching means re-indexing.",
     )
-    embed_batch_size: int = Field(default=32, ge=1)
+    embed_batch_size: int = Field(
+        default=8, ge=1, description="Texts per model run (MiniLM; e5 runs one at a time)."
+    )
     embed_threads: int = Field(default=0, ge=0, description="Model threads; 0 = all cores.")
     embed_cache: bool = True
     remote_embed_url: str | None = Field(

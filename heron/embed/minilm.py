@@ -52,6 +52,11 @@ class MiniLMEmbedder:
     longest member) holds texts of similar length: padding is compute thrown away, and
     characters are a poor proxy for tokens (code and URLs have many more per character;
     on the Kubernetes docs, character order padded 1.67M real tokens to 2.31M).
+
+    Batches of 8 by default: on this 2-core CPU, 300 Kubernetes chunks embed at 39.5 a
+    second in batches of 8 against 30.6 in batches of 32 (a batch's activations outgrow
+    the caches), and 600 short requests at 316 against 324 (a batch of one pays the call
+    overhead: 179). The model's vectors do not depend on the batch.
     """
 
     dim = 384
@@ -61,7 +66,7 @@ class MiniLMEmbedder:
         self,
         models_dir: Path,
         *,
-        batch_size: int = 32,
+        batch_size: int = 8,
         threads: int = 0,
         model_path: Path | None = None,
     ) -> None:
