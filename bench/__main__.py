@@ -1,8 +1,9 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
-answers, jobs, server, parity, pgvector, pgjobs, e5, multilingual, interventions, web, ops,
-heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never tuned on).
+answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
+web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
+tuned on).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -17,6 +18,7 @@ from bench import (
     answers,
     cache_calls,
     e5,
+    e5_fusion,
     embed_throughput,
     heldout_libraries,
     heldout_skills,
@@ -57,6 +59,7 @@ BENCHMARKS = {
     "pgvector": pgvector.run,
     "pgjobs": pgjobs.run,
     "e5": e5.run,
+    "e5-fusion": e5_fusion.run,
     "multilingual": multilingual.run,
     "interventions": interventions.run,
     "web": web.run,

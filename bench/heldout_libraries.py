@@ -42,6 +42,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import WORK, percentiles, read_jsonl, table
+from bench.libraries import timed_index
 from bench.packages import npm
 from heron.embed import load_embedder
 from heron.libraries import add_library, index_library, load_reranker, search_many
@@ -108,17 +109,8 @@ def built(model: str, root: Path) -> tuple[SQLiteStore, dict]:
         add_library(LIBRARY, str(root), settings)
         store = SQLiteStore(settings.db_path, load_embedder(settings))
         load = os.getloadavg()[0]
-        start = time.perf_counter()
-        report = index_library(LIBRARY, store, settings=settings)
-        figures = {
-            "seconds": time.perf_counter() - start,
-            "pages": report.pages,
-            "records": report.records,
-            "embedded": report.embedded,
-            "load_before": load,
-            "load_after": os.getloadavg()[0],
-            "digest": digest(root),
-        }
+        figures = timed_index(LIBRARY, store, settings)
+        figures.update(load_before=load, load_after=os.getloadavg()[0], digest=digest(root))
         timing.write_text(json.dumps(figures))
         return store, figures
     store = SQLiteStore(settings.db_path, load_embedder(settings))
