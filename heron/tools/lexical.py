@@ -80,6 +80,10 @@ class BM25:
                 out[self.rows[start:end]] += self.weights[start:end]
         return out
 
+    def known(self, terms: Sequence[str]) -> int:
+        """How many of the analysed ``terms`` occur in some indexed text."""
+        return sum(term in self._index for term in terms)
+
     def dumps(self) -> str:
         def enc(a: np.ndarray) -> str:
             return base64.b64encode(a.tobytes()).decode("ascii")

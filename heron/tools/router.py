@@ -293,7 +293,6 @@ class ToolRouter:
                 saved = None  # someone deleted records under us: rebuild below
             if saved is not None:
                 self._bm25 = BM25.loads(saved)
-                self._vocabulary = frozenset(self._bm25.terms)
                 return SyncReport(len(self.tools), 0, 0, True)
         records = []
         for tool in self.tools:
@@ -313,7 +312,6 @@ class ToolRouter:
             self.store.delete(self.namespace, stale)
         self._vectors = self._load_vectors()
         self._bm25 = BM25.build(self._texts)
-        self._vocabulary = frozenset(self._bm25.terms)
         # The BM25 postings first: a reader that sees the new hash must find them too.
         self.store.kv_set(NAMESPACE, bm25_key, self._bm25.dumps())
         self.store.kv_set(NAMESPACE, key, digest)
@@ -387,7 +385,7 @@ class ToolRouter:
         """How much of ``query`` BM25 can read (see module doc): ``min(1, known / unknown)``
         over its analysed terms, 1.0 when every term (or none) is in the index."""
         terms = query_terms(query)
-        known = sum(term in self._vocabulary for term in terms)
+        known = self._bm25.known(terms)
         unknown = len(terms) - known
         return 1.0 if known >= unknown else known / unknown
 
