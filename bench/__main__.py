@@ -3,7 +3,7 @@
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
 answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
 web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
-tuned on).
+tuned on), realuse (three libraries at once, follow-ups, extractive answers).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -31,6 +31,7 @@ from bench import (
     parity,
     pgjobs,
     pgvector,
+    realuse,
     scifact,
     search_latency,
     server,
@@ -67,6 +68,7 @@ BENCHMARKS = {
     "heldout-tools": heldout_tools.run,
     "heldout-libraries": heldout_libraries.run,
     "heldout-skills": heldout_skills.run,
+    "realuse": realuse.run,
 }
 
 

@@ -207,6 +207,11 @@ class Settings(BaseSettings):
     server_max_batch: int = Field(
         default=100, ge=1, description="Calls in one JSON-RPC batch, at most."
     )
+    openai_tool_safety: Literal["read", "write", "execute"] = Field(
+        default="read",
+        description="Most harmful of Heron's own tools a /v1 request may run (it replaces "
+        "agent_tool_safety there): read never writes a file, creates a job or runs a program.",
+    )
 
     # -- jobs (heron.jobs) --
     jobs_concurrency: int = Field(default=2, ge=1, description="Jobs run at once per server.")

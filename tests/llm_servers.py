@@ -90,6 +90,8 @@ class ChatServer:
         self.failures: dict[str, list[tuple[int | str, dict[str, str]]]] = {}
         self.delay = 0.0
         self.url = ""
+        #: Texts to answer with, in order, instead of the echo (a scripted model turn).
+        self.replies: list[str] = []
 
     def fail(self, model: str, status: int | str, times: int = 1, **headers: str) -> None:
         self.failures.setdefault(model, []).extend([(status, headers)] * times)
@@ -411,6 +413,8 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self._json(exc.status, exc.body, exc.headers)
                 return
             text, calls = _answer(body, openai)
+            if server.replies and not calls:
+                text = server.replies.pop(0)
             text, finish = _limit(body, text, openai)
             if body.get("stream"):
                 stream = _openai_stream if openai else _anthropic_stream

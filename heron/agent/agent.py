@@ -9,8 +9,9 @@ One ``ask`` runs, in order:
 2. retrieval: the libraries' search (``heron.libraries.search``) on the message; Heron's own
    docs (the built-in ``heron`` library) only when the message names Heron or the caller
    chose that library;
-3. routing: the tools that fit (``heron.tools``), those above ``agent_tool_safety`` or
-   without a handler left out;
+3. routing: the tools that fit (``heron.tools``), those above ``agent_tool_safety`` (the
+   turn's ``tool_safety``) or without a handler left out; none when the client sent its
+   own tools;
 4. skills: ``SkillIndex.context_for``, kept when the best skill fits at all (generated
    answers only: an extractive answer has no prompt to put them in);
 5. triage (``heron.agent.triage``): ``docs`` keeps the passages with their citations;
@@ -25,10 +26,11 @@ One ``ask`` runs, in order:
    - ``generative``: the prompt cut to the model's context window (``_Prompt.fit``),
      then the loop: a model call; its tool calls run in parallel
      (``heron.agent.execute``) and their results go back to the model; until it answers
-     without calls or ``agent_max_steps`` calls are made (the last one is offered no
-     tools, so it answers). Text is streamed through ``heron.agent.guard``: when it
-     starts to loop the call is stopped and the extractive answer is given instead
-     (``fallback: "degenerate"``). Calls that write text get repeat penalties
+     without calls or ``agent_max_steps`` calls are made (the last one is offered none
+     of Heron's tools, so it answers). Text is streamed through ``heron.agent.guard``:
+     when it starts to loop the call is stopped and the extractive answer is given
+     instead (``fallback: "degenerate"``; ``finish_reason`` stays OpenAI's, ``stop``,
+     and ``finish_detail`` says ``degenerate``). Calls that write text get repeat penalties
      (``PENALTIES``) unless the caller set its own;
 7. the turn is saved to the session.
 
@@ -57,8 +59,11 @@ from heron.agent.answer import (
     Citations,
     ClientToolCalls,
     Final,
+    Grounding,
+    Related,
     Token,
     ToolUse,
+    finish,
 )
 from heron.agent.execute import TOOL_WORKERS, ToolExecutor
 from heron.agent.extractive import (
@@ -68,17 +73,27 @@ from heron.agent.extractive import (
     passage_body,
     tool_summary,
 )
+from heron.agent.followup import (
+    CONTEXT_TURNS,
+    REWRITE_TURNS,
+    contextual,
+    earlier_questions,
+    refers_back,
+    rewrite_request,
+    standalone,
+)
 from heron.agent.guard import repeats
-from heron.agent.loop import Loop, Prompt, SearchHook, ToolHook, Turn, tell
+from heron.agent.loop import Loop, Prompt, SearchHook, Surface, ToolHook, Turn, tell
 from heron.agent.prompt import lead_prompt, system_prompt
+from heron.agent.sentences import sentences
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
-from heron.agent.triage import DOCS_TAG, Triage, named, triage
+from heron.agent.triage import DOCS_TAG, Triage, best_dense, triage
 from heron.agent.wiring import open_tools
 from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError, NotFound
 from heron.jobs import Jobs, open_jobs
 from heron.jobs.tool import register_job_tools
-from heron.libraries import Reranker, Result, load_reranker, read_libraries, search
+from heron.libraries import Reranker, Result, load_reranker, read_libraries, scopes, search_many
 from heron.libraries.state import last_index, library_state
 from heron.llm import Broker, load_broker
 from heron.llm.errors import ProviderError
@@ -87,7 +102,7 @@ from heron.llm.types import ChatRequest, Message, Sampling
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
-from heron.tools import SAFETY_LEVELS, RoutedTool, Tool, Toolbox, ToolRouter
+from heron.tools import SAFETY_LEVELS, RoutedTool, Safety, Tool, Toolbox, ToolRouter
 
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tools offered per request: a small model reads every schema in its prompt.
@@ -98,6 +113,9 @@ EXTRACTIVE_PASSAGES = 5
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
 TOOL_CHOICES = ("auto", "none", "required")
+#: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
+#: costs one call).
+REWRITE_CACHE = 256
 
 
 class Agent:
@@ -149,6 +167,7 @@ class Agent:
         self.docs_threshold = self.thresholds.docs if docs is None else docs
         self.tool_threshold = self.thresholds.tool if tool is None else tool
         self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        self._rewrites: dict[tuple, str | None] = {}  # follow-ups a model made standalone
 
     # -- the public calls ----------------------------------------------------------------
 
@@ -166,6 +185,8 @@ class Agent:
         client_tools: Sequence[Tool] = (),
         tool_choice: str = "auto",
         user: str = "",
+        tool_safety: Safety | None = None,
+        surface: Surface = "cli",
     ) -> Answer:
         """Answer ``message``. Without the keywords below, as before: a grounded answer
         in the model's default mode, the session's earlier turns as history.
@@ -190,23 +211,30 @@ class Agent:
           honour a field refuses the call naming it); ``sampling.max_tokens`` caps the
           answer (and the length of an extractive one, at about 4 characters a token).
           Penalties left unset get ``PENALTIES`` on calls that write text.
-        - ``client_tools``: tools the client runs, offered beside Heron's routed tools
-          (a Heron tool with the same name is left out: the client's wins). When the
-          model calls one, the turn ends: ``Answer.tool_calls`` holds the calls, unrun,
-          and ``finish_reason`` is ``"tool_calls"`` (Heron's own calls of that model
-          answer are dropped, with a note).
+        - ``client_tools``: tools the client runs. When they are sent, the model is
+          offered those alone, none of Heron's: the client decides what may happen, and
+          a call of Heron's would run here, unasked by it. When the model calls one,
+          the turn ends: ``Answer.tool_calls`` holds the calls, unrun, and
+          ``finish_reason`` is ``"tool_calls"``.
         - ``tool_choice``: for the first model call: ``"auto"``, ``"none"`` (no tool at
-          all, Heron's included), ``"required"`` or a client tool's name. ``"auto"``
-          lets triage force Heron's best tool, as without client tools.
+          all, Heron's included), ``"required"`` or a client tool's name. Without client
+          tools, ``"auto"`` lets triage force Heron's best tool. ``"required"`` and a
+          name make the first call one of the client's tools (the local model is held to
+          them by a grammar); a model that answers otherwise is a ``ProviderError``.
         - ``user``: who asks (the API's ``user``), the actor ``on_tool_use`` and
           ``on_search`` are told of; ``""`` for nobody in particular.
+        - ``tool_safety``: the most harmful of Heron's tools offered (``SAFETY_LEVELS``);
+          ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
+        - ``surface``: who reads the messages: ``"cli"`` (hints name flags, ``--model``)
+          or ``"api"`` (they name the request's fields, ``model``).
 
         Raises ``InputError`` for a bad message or hooks that do not fit together,
         ``NotFound`` for an unknown ``library``, the broker's ``ProviderError`` when no
         model answers.
         """
         request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice, user)  # fmt: skip
+                          sampling, client_tools, tool_choice, user, tool_safety,
+                          surface)  # fmt: skip
         for event in self._run(request, streaming=False):
             if isinstance(event, Final):
                 return event.answer
@@ -226,6 +254,8 @@ class Agent:
         client_tools: Sequence[Tool] = (),
         tool_choice: str = "auto",
         user: str = "",
+        tool_safety: Safety | None = None,
+        surface: Surface = "cli",
     ) -> Iterator[AgentEvent]:
         """``ask``, as events: ``Token`` and ``ToolUsed`` as they happen, then
         ``ClientToolCalls`` when the model called the client's tools, then ``Citations``,
@@ -235,7 +265,8 @@ class Agent:
         looping model: the tokens then go on with a line saying so and the extractive
         answer, which alone is ``Final.answer.answer``."""
         request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice, user)  # fmt: skip
+                          sampling, client_tools, tool_choice, user, tool_safety,
+                          surface)  # fmt: skip
         events = self._run(request, streaming=True)
         first = next(events)  # runs the checks now, not at the caller's first read
         return _chain(first, events)
@@ -258,6 +289,7 @@ class Agent:
         *,
         instructions: str = "",
         max_tokens: int | None = None,
+        surface: Surface = "cli",
     ) -> None:
         """Refuse a message no model call should be made for (``InputError``)."""
         if not isinstance(message, str) or not message.strip():
@@ -276,7 +308,8 @@ class Agent:
             raise InputError(
                 f"The message is about {tokens:,} tokens; model {model or 'default'!r} takes "
                 f"{window:,} with {answer:,} kept for the answer. "
-                "Shorten it, or choose a model with a larger context window (--model)."
+                "Shorten it, or choose a model with a larger context window "
+                + ("(--model)." if surface == "cli" else "(the request's model).")
             )
 
     def _room(self, model: str | None, max_tokens: int | None = None) -> int:
@@ -286,49 +319,99 @@ class Agent:
 
     def scope(self, message: str, library: str | None = None) -> list[str]:
         """The indexed libraries ``message`` is searched in: ``library`` alone when
-        given. Heron's own docs (the built-in ``heron``) alone when the message names
-        them: the question is about Heron. Else every indexed library but those: a
-        user's question about Pods is not answered from Heron's manual."""
-        if library is not None:
-            return [library]
-        indexed = {info.name for info in self.store.namespaces()}
-        libraries = [lib for lib in read_libraries(self.settings) if lib.name in indexed]
-        about = [lib.name for lib in libraries if lib.builtin and named(message, [lib.name])]
-        return about or [lib.name for lib in libraries if not lib.builtin]
-
-    def retrieve(self, message: str, library: str | None = None) -> list[Result]:
-        """The library passages for ``message`` from its ``scope``; none when no library
-        is indexed (a ``library`` named but missing is an error)."""
-        return self._search(message, self.scope(message, library), library)
-
-    def _search(self, message: str, names: list[str], library: str | None) -> list[Result]:
-        if not names:
-            return []
-        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
-        options: dict[str, Any] = {
-            "top_k": top_k,
-            "settings": self.settings,
-            "reranker": self.reranker,
-        }
+        given, else ``heron.libraries.scope_of`` (the user's libraries; Heron's own docs
+        when the message names Heron or they are all there is); none when no library is
+        indexed (a ``library`` named but missing is an error)."""
         try:
-            if library is not None or len(names) == 1:
-                return search(message, self.store, library=names[0], **options)
-            indexed = {info.name for info in self.store.namespaces()}
-            if set(names) >= {lib.name for lib in read_libraries(self.settings)} & indexed:
-                return search(message, self.store, **options)  # all of them, in one call
-            found = [
-                r for name in names for r in search(message, self.store, library=name, **options)
-            ]
+            return scopes([message], self.store, self.settings, library)[0]
         except NotFound:
             if library is not None:
                 raise
             return []
-        return sorted(found, key=lambda r: -r.score)[:top_k]
+
+    def retrieve(
+        self, message: str, library: str | None = None, vector: np.ndarray | None = None
+    ) -> list[Result]:
+        """The library passages for ``message`` (searched with ``vector`` when given)
+        from its ``scope``; none when no library is indexed."""
+        if not self.scope(message, library):
+            return []
+        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
+        return search_many(
+            [message],
+            self.store,
+            settings=self.settings,
+            library=library,
+            top_k=top_k,
+            reranker=self.reranker,
+            vectors=None if vector is None else np.reshape(vector, (1, -1)),
+        )[0]
+
+    def ground(
+        self,
+        message: str,
+        vector: np.ndarray,
+        history: Sequence[Message],
+        *,
+        library: str | None = None,
+        model: str | None = None,
+    ) -> tuple[Grounding, list[Result], np.ndarray]:
+        """What a turn is searched with (``heron.agent.followup``) and what it found:
+        ``(grounding, results, the query's vector)``. Without earlier questions, the
+        message as it is. A capable model rewrites a follow-up first; else the message
+        alone, and the conversation's context when that grounds poorly or the message
+        points back."""
+        earlier = earlier_questions(history)
+        if earlier and self.mode(model) == "generative":
+            rewritten = self._rewrite(message, history, model)
+            if rewritten is not None:
+                query_vector = embed_queries(self.store.embedder, [rewritten])[0]
+                return self._grounded(rewritten, query_vector, library, "model")
+        grounding, results, vector = self._grounded(message, vector, library, "message")
+        if not earlier or not grounding.libraries:
+            return grounding, results, vector
+        poor = (best_dense(results) or 0.0) < self.docs_threshold
+        if not (poor or refers_back(message)):
+            return grounding, results, vector
+        recent = earlier[-CONTEXT_TURNS:]
+        text, blended = contextual(
+            message, vector, recent, embed_queries(self.store.embedder, recent)
+        )
+        return self._grounded(text, blended, library, "context")
+
+    def _grounded(
+        self, query: str, vector: np.ndarray, library: str | None, how: str
+    ) -> tuple[Grounding, list[Result], np.ndarray]:
+        libraries = tuple(self.scope(query, library))
+        results = self.retrieve(query, library, vector) if libraries else []
+        return Grounding(query, libraries, how), results, vector  # type: ignore[arg-type]
+
+    def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
+        """A capable model's standalone form of ``message``, once per conversation and
+        turn (cached); ``None`` when the call fails or its reply is no question."""
+        key = (model, message, tuple((m.role, m.content) for m in history[-REWRITE_TURNS:]))
+        if key in self._rewrites:
+            return self._rewrites[key]
+        try:
+            reply = self.broker.complete(rewrite_request(message, history), model=model).text
+        except ProviderError:
+            return None  # the deterministic form stands in; nothing is cached
+        rewritten = standalone(reply, message, earlier_questions(history))
+        self._rewrites[key] = rewritten
+        while len(self._rewrites) > REWRITE_CACHE:
+            self._rewrites.pop(next(iter(self._rewrites)))
+        return rewritten
 
     def route(
-        self, message: str, model: str | None = None, vector: np.ndarray | None = None
+        self,
+        message: str,
+        model: str | None = None,
+        vector: np.ndarray | None = None,
+        *,
+        safety: Safety | None = None,
     ) -> list[RoutedTool]:
-        """The tools to offer, best first: routed, callable here, safe enough."""
+        """The tools to offer, best first: routed, callable here, no more harmful than
+        ``safety`` (default ``agent_tool_safety``)."""
         caps = self.broker.capabilities(model)
         if not caps.tool_calling:
             return []
@@ -340,7 +423,7 @@ class Agent:
             limit = min(TOOLS_OFFERED, caps.max_tools or TOOLS_OFFERED)
             router = self.toolbox.router(profile=caps.name_profile, top_k=limit)
             self._routers = {key: router}
-        most = SAFETY_LEVELS.index(self.settings.agent_tool_safety)
+        most = SAFETY_LEVELS.index(safety or self.settings.agent_tool_safety)
         return [
             routed
             for routed in router.route(message, vector=vector).tools
@@ -378,9 +461,21 @@ class Agent:
         if result.via_question:
             return f"{result.title}\nQ: {result.via_question}\nA: {result.snippet}"
         try:
-            return self.store.get(result.library, result.chunk).text
+            record = self.store.get(result.library, result.chunk)
         except NotFound:  # re-indexed since the search
             return result.snippet
+        if sentences(passage_body(record.text)):
+            return record.text
+        # A section's first chunk may be all code or table (a command block under its
+        # heading); the prose that explains it is in the next chunk of the same section.
+        page, _, number = result.chunk.rpartition("#")
+        try:
+            following = self.store.get(result.library, f"{page}#{int(number) + 1}")
+        except (NotFound, ValueError):
+            return record.text
+        if following.metadata.get("heading") != record.metadata.get("heading"):
+            return record.text
+        return f"{record.text}\n\n{passage_body(following.text)}"
 
     def mode(self, model: str | None = None) -> AnswerMode:
         """How ``model``'s answers are made when the request does not say."""
@@ -426,6 +521,7 @@ class Agent:
             req.model,
             instructions=req.instructions,
             max_tokens=req.sampling.max_tokens,
+            surface=req.surface,
         )
 
     def _mode(self, req: Turn) -> AnswerMode:
@@ -462,15 +558,20 @@ class Agent:
         notes: list[str] = []
 
         with clock("retrieval"):
+            before, after = self._history(req, session_id)
             vector = embed_queries(self.store.embedder, [req.message])[0]
-            scope = self.scope(req.message, req.library)
-            results = self._search(req.message, scope, req.library)
+            grounding, results, query_vector = self.ground(
+                req.message, vector, before, library=req.library, model=req.model
+            )
+            scope = list(grounding.libraries)
             if scope:
                 tell(self.on_search, req.user, req.message)
         with clock("routing"):
-            routed = [] if req.tool_choice == "none" else self.route(req.message, req.model, vector)
-            theirs = {t.name for t in req.client_tools}
-            routed = [r for r in routed if r.tool.name not in theirs]  # the client's win
+            # A client that sends tools gets its own offered, none of Heron's: the client
+            # decides what may happen, and Heron's would run here, unasked by it.
+            routed: list[RoutedTool] = []
+            if req.tool_choice != "none" and not req.client_tools:
+                routed = self.route(req.message, req.model, vector, safety=req.tool_safety)
         with clock("skills"):
             skills = self.skills_for(req.message) if mode == "generative" else None
         with clock("prompt"):
@@ -498,7 +599,6 @@ class Agent:
             confident = decision.kind == "tools" and decision.confident
             forced = decision.tool if confident and req.tool_choice == "auto" else None
             forced = None if req.continues else forced
-            before, after = self._history(req, session_id)
             prompt = Prompt(
                 req.message,
                 [(Citation.from_result(r.to_dict()), self.passage(r)) for r in passages],
@@ -524,9 +624,11 @@ class Agent:
             notes.append(f"the model went {loop.degenerate}; stopped, and quoted instead")
         if mode == "extractive" or fallback:
             with clock("extractive"):
-                text, quoted = self._extract(
-                    req, vector, prompt.passages, loop.tools, scope, decision
-                )
+                text, quoted, used = self._extract(
+                    req, grounding.query, query_vector, prompt.passages, loop.tools, scope,
+                    decision,
+                )  # fmt: skip
+                citations = [prompt.passages[i][0] for i in used]  # the passages quoted
             if fallback and streaming:
                 yield Token(f"\n\n[Heron stopped the model: it kept repeating itself.]\n\n{text}")
             elif not fallback:
@@ -546,6 +648,11 @@ class Agent:
         for use in loop.tools:
             citations += _cited(use, offered)
         citations = list(dict.fromkeys(citations))
+        related = [
+            Related(c, round(r.score, 4))
+            for r in results[:EXTRACTIVE_PASSAGES]
+            if (c := Citation.from_result(r.to_dict())) not in citations
+        ]
         total = time.perf_counter() - started
         timings["total"] = round(total, 4)
         timings["overhead"] = round(total - loop.model_seconds, 4)
@@ -563,8 +670,11 @@ class Agent:
             notes=notes,
             mode="extractive" if fallback else mode,
             fallback=fallback,
-            finish_reason=loop.finish_reason,
+            # OpenAI's reason; Heron's own (a fallback, a loop guard) is the detail.
+            **_finished(loop, fallback),
             tool_calls=list(loop.client_calls),
+            grounding=grounding,
+            related=related,
         )
         self.sessions.save(session_id, req.message, answer.to_dict())
         for use in loop.tools:
@@ -581,24 +691,25 @@ class Agent:
     def _extract(
         self,
         req: Turn,
+        query: str,
         vector: np.ndarray,
         passages: Sequence[tuple[Citation, str]],
         uses: Sequence[ToolUse],
         scope: list[str],
         decision: Triage,
-    ) -> tuple[str, list[str]]:
-        """The extractive answer: quotes from ``passages``, what the tools returned, or
-        what grounding found when there is neither; and the quotes alone."""
-        parts, quotes = [], []
+    ) -> tuple[str, list[str], tuple[int, ...]]:
+        """The extractive answer to ``query`` (what was searched; ``vector`` its
+        vector): quotes from ``passages``, what the tools returned, or what grounding
+        found when there is neither; the quotes alone; the passages quoted, in the
+        order of their markers."""
+        parts, quotes, used = [], [], ()
         if passages:
             tokens = req.sampling.max_tokens
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
             headings = [c.heading for c, _ in passages]
-            quoted = compose(
-                req.message, vector, bodies, self.store.embedder, limits, headings=headings
-            )
-            quotes = [q.text for q in quoted.quotes]
+            quoted = compose(query, vector, bodies, self.store.embedder, limits, headings=headings)
+            quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(
                 quoted.text
                 or "The passages found hold code or tables, not sentences to quote; "
@@ -608,9 +719,15 @@ class Agent:
             parts.append(tool_summary(uses))
         if not parts:
             parts.append(
-                nothing_found(scope, self._indexed(), decision.docs_score, generated=False)
+                nothing_found(
+                    scope,
+                    self._indexed(),
+                    decision.docs_score,
+                    generated=False,
+                    surface=req.surface,
+                )
             )
-        return "\n\n".join(parts), quotes
+        return "\n\n".join(parts), quotes, used
 
     def _lead(self, req: Turn, quotes: list[str], loop: Loop) -> str:
         """A capable model's one line above an extractive answer ('' for a weak model,
@@ -651,6 +768,14 @@ class _Clock:
         finally:
             spent = time.perf_counter() - start
             self.timings[stage] = round(self.timings.get(stage, 0.0) + spent, 4)
+
+
+def _finished(loop: Loop, fallback: str | None) -> dict[str, str | None]:
+    """``finish_reason`` and ``finish_detail`` of the answer: a fallback's text is whole
+    (``stop``) whatever ended the model's call."""
+    reason = "stop" if fallback else loop.finish_reason
+    reason, detail = finish(reason, fallback or loop.finish_detail)
+    return {"finish_reason": reason, "finish_detail": detail}
 
 
 def _cited(use: ToolUse, offered: dict[str, Tool]) -> list[Citation]:

@@ -13,9 +13,27 @@ from heron.llm.types import ToolCall, Usage
 #: How an answer's text was made: quoted from the passages, or written by the model.
 AnswerMode = Literal["extractive", "generative"]
 ANSWER_MODES: tuple[AnswerMode, ...] = ("extractive", "generative")
+#: Why an answer ended, in OpenAI's words (Chat Completions' ``finish_reason``).
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
+#: Other reasons providers give, as OpenAI's (Anthropic's ``refusal``: a safety stop).
+_AS_OPENAI = {"function_call": "tool_calls", "refusal": "content_filter"}
 
 #: The line suffix ``heron.libraries.search.source_location`` puts on a source.
 _LINES = re.compile(r"(#L\d+-L\d+|:\d+-\d+)$")
+
+
+def finish(reason: str | None, detail: str | None = None) -> tuple[str, str | None]:
+    """``(finish_reason, finish_detail)``: ``reason`` as one of OpenAI's
+    ``FINISH_REASONS``, and Heron's own reason beside it: ``detail`` when given (a loop
+    guard, a fallback), else the provider's reason when OpenAI has no word for it.
+
+    >>> finish("length"), finish("degenerate"), finish("stop", "degenerate")
+    (('length', None), ('stop', 'degenerate'), ('stop', 'degenerate'))
+    """
+    reason = reason or "stop"
+    if reason in FINISH_REASONS:
+        return reason, detail
+    return _AS_OPENAI.get(reason, "stop"), detail or reason
 
 
 @dataclass(frozen=True)
@@ -60,6 +78,33 @@ class Citation:
 
 
 @dataclass(frozen=True)
+class Grounding:
+    """What retrieval did for a turn: the ``query`` actually searched, the
+    ``libraries`` it was searched in, and ``how`` the query was made: ``"message"`` (the
+    message as sent), ``"context"`` (the message with the earlier questions' terms and a
+    blended vector: a follow-up that grounds poorly alone) or ``"model"`` (the model
+    rewrote the follow-up into a standalone question)."""
+
+    query: str = ""
+    libraries: tuple[str, ...] = ()
+    how: Literal["message", "context", "model"] = "message"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"query": self.query, "libraries": list(self.libraries), "how": self.how}
+
+
+@dataclass(frozen=True)
+class Related:
+    """A passage retrieval found and the answer did not quote: "also relevant"."""
+
+    citation: Citation
+    score: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {**self.citation.to_dict(), "score": self.score}
+
+
+@dataclass(frozen=True)
 class ToolUse:
     """One tool call and its outcome. ``result`` is what the tool returned (JSON-able),
     ``error`` what went wrong instead; the model saw one of them as the tool result.
@@ -96,7 +141,11 @@ class Answer:
     made; ``fallback``: ``"degenerate"`` when the model's text looped and the extractive
     answer replaced it. ``finish_reason``: ``stop``, ``length`` (``max_tokens`` reached)
     or ``tool_calls``: the model called the client's tools, which are in ``tool_calls``,
-    not run (the client runs them and continues the turn with their results)."""
+    not run (the client runs them and continues the turn with their results), or
+    ``content_filter``: always one of ``FINISH_REASONS``. Heron's own reason, when
+    there is one, is ``finish_detail`` (``finish``).
+    ``citations`` are numbered as the answer's ``[n]`` markers (``citations[n - 1]``);
+    ``grounding`` says what was searched where."""
 
     answer: str
     citations: list[Citation]
@@ -112,12 +161,18 @@ class Answer:
     mode: AnswerMode = "generative"
     fallback: str | None = None
     finish_reason: str = "stop"
+    finish_detail: str | None = None
     tool_calls: list[ToolCall] = field(default_factory=list)
+    grounding: Grounding = field(default_factory=Grounding)
+    #: Passages found and not quoted (an extractive answer cites only what it quotes).
+    related: list[Related] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return {
             "answer": self.answer,
             "citations": [c.to_dict() for c in self.citations],
+            "related": [r.to_dict() for r in self.related],
+            "grounding": self.grounding.to_dict(),
             "tools": [t.to_dict() for t in self.tools],
             "skills": self.skills,
             "usage": {
@@ -133,6 +188,7 @@ class Answer:
             "mode": self.mode,
             "fallback": self.fallback,
             "finish_reason": self.finish_reason,
+            "finish_detail": self.finish_detail,
             "tool_calls": [
                 {"id": c.id, "name": c.name, "arguments": c.arguments} for c in self.tool_calls
             ],

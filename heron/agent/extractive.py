@@ -24,14 +24,19 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    under a "What's next" or "See also" heading: those point elsewhere, they do not
    answer.
 6. **Selection**, best first: a sentence shorter than ``MIN_WORDS`` words, a question,
-   one that quotes the question itself (a page listing example questions), one nearly the
-   same as one already chosen (cosine >= ``DUPLICATE``), one below the candidates' mean
-   after the first, or one that would make the answer repeat itself
+   a ``fragment`` (a sentence's tail, or one cut mid-clause), one that quotes the
+   question itself (a page listing example questions), one nearly the same as one
+   already chosen (cosine >= ``DUPLICATE``), one below the candidates' mean after the
+   first, one whose cosine with the question is under ``RELATIVE`` times the best
+   chosen one's (off the question beside the sentence that answers it;
+   ``NEIGHBOUR_RELATIVE`` for the sentence next to a chosen one), or one that
+   would make the answer repeat itself
    (``heron.agent.guard``) is left out; at most ``Limits.sentences`` sentences and
    ``Limits.words`` words (and ``Limits.chars`` characters, from a ``max_tokens``).
 7. **Order**: passages in the order of their best chosen sentence; within a passage, its
-   reading order. Each sentence is followed by its marker ``[n]``, ``n`` the passage's
-   number among the citations (``passages[n - 1]``).
+   reading order. Each sentence is followed by its marker ``[n]``: the passages quoted
+   are numbered 1, 2, ... in order of first use (``Extract.used[n - 1]`` is the passage),
+   so the citations are exactly the passages quoted.
 
 >>> compose("How often do I water tomatoes?", vector, ["Water tomatoes twice a week."],
 ...         embedder).text                                            # doctest: +SKIP
@@ -43,9 +48,9 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import Literal
 
 import numpy as np
 
@@ -53,7 +58,7 @@ from heron.agent.answer import ToolUse
 from heron.agent.guard import repeated_ngram
 from heron.agent.sentences import Sentence, sentences
 from heron.embed import Embedder
-from heron.store.analysis import analyze, query_terms
+from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
 
 #: How to add a library, in every "found nothing" answer.
@@ -62,8 +67,12 @@ ADD_LIBRARY = "heron library add NAME PATH && heron index NAME"
 #: 250 tokens for MiniLM, which takes about 40 ms on 2 cores.
 CANDIDATES = 8
 EMBED_WORDS = 32
-#: Fused score taken off per rank of the sentence's passage (z-score units).
-RANK_PENALTY = 0.15
+#: Fused score taken off per rank of the sentence's passage (z-score units): retrieval
+#: ranked the passages on more evidence than one sentence has, so a lower passage's
+#: sentence must beat the best passage's clearly (0.15, 0.4, 0.8 tried on 60 Kubernetes
+#: dev questions over three libraries: the gold page's share of the quoted sentences
+#: 0.47, 0.59, 0.61, the gold page quoted as often; docs/benchmarks.md, "Real use").
+RANK_PENALTY = 0.8
 LINK_PENALTY = 1.0
 NAVIGATION_PENALTY = 1.0
 #: Headings of sections that point to other pages (compared lowercased, last level).
@@ -74,11 +83,21 @@ NAVIGATION = frozenset(
 DUPLICATE = 0.9
 #: Fewer words is a fragment ("Pods that run a single container."), not an answer.
 MIN_WORDS = 4
+#: Fewer words without closing punctuation is a list entry, not a statement.
+STATEMENT_WORDS = 8
 #: Characters a marker takes beside its sentence: `` [n]`` and the space after it.
 MARKER_CHARS = 5
 _WORD = re.compile(r"\w+")
-BM25_K1 = 1.2
-BM25_B = 0.75
+_DANGLING = re.compile(r"\b(and|or|but|the|a|an|to|of|with)$", re.IGNORECASE)
+#: After the best sentence, one is kept only when its cosine with the question is at
+#: least this share of the best one's: a quote that says less about the question than
+#: the best does is not part of the answer (tuned on the Kubernetes dev questions and
+#: Heron's own; docs/benchmarks.md, "Real use").
+RELATIVE = 0.8
+#: The same for the sentence right before or after a chosen one in its paragraph: it
+#: often goes on about the same thing in words of its own ("In a heat wave water them
+#: every day." after the watering rule), which the question's vector does not see.
+NEIGHBOUR_RELATIVE = 0.5
 
 
 @dataclass(frozen=True)
@@ -102,10 +121,13 @@ class Quote:
 
 @dataclass(frozen=True)
 class Extract:
-    """The answer text (quotes with their markers) and the quotes in that order."""
+    """The answer text (quotes with their markers) and the quotes in that order;
+    ``used``: the passages quoted (0-based, as given), in order of first use: marker
+    ``[n]`` is ``passages[used[n - 1]]``."""
 
     text: str
     quotes: tuple[Quote, ...]
+    used: tuple[int, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -115,45 +137,41 @@ class _Unit:
     terms: tuple[str, ...]
 
 
-def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> np.ndarray:
-    """BM25 of each of ``documents`` (analysed terms) for the ``query`` terms, IDF over
-    ``documents`` (see the module doc); ``float32``, one score each.
-
-    >>> bm25(["pod"], [["pod", "run"], ["servic"]]).round(3).tolist()
-    [0.693, 0.0]
-    """
-    scores = np.zeros(len(documents), dtype=np.float32)
-    if not documents or not query:
-        return scores
-    n = len(documents)
-    average = sum(len(d) for d in documents) / n or 1.0
-    counts = [Counter(d) for d in documents]
-    for term in dict.fromkeys(query):
-        df = sum(1 for c in counts if term in c)
-        if not df:
-            continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
-        for i, c in enumerate(counts):
-            tf = c.get(term, 0)
-            if tf:
-                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(documents[i]) / average)
-                scores[i] += idf * tf * (BM25_K1 + 1) / (tf + norm)
-    return scores
-
-
 def _words(text: str) -> str:
     return " ".join(_WORD.findall(text.lower()))
 
 
+def fragment(text: str) -> bool:
+    """Whether ``text`` is a piece of a sentence rather than one: it starts in lowercase
+    (the tail of a sentence a chunk or a list cut: "folder, a shell on login."), ends
+    mid-clause (a comma, a semicolon, a dash, "and" / "or"), or is a short entry with no
+    closing punctuation.
+
+    >>> fragment("folder, a shell on login."), fragment("`kubectl` lists them.")
+    (True, False)
+    """
+    start = text.lstrip("\"'([*_ ")
+    if start[:1].islower():
+        return True
+    end = text.rstrip()
+    if end.endswith((",", ";", "-", "\u2013")) or _DANGLING.search(end):
+        return True
+    # A short line with no closing punctuation is a list entry or a heading's words
+    # ("Review pull requests and provide binding feedback"), not a statement.
+    return len(end.split()) < STATEMENT_WORDS and not end.endswith((".", "!", "`", ")", '"'))
+
+
 def _units(question: str, passages: Sequence[str]) -> list[_Unit]:
-    """The sentences that may answer: long enough, not a question (a list of the
-    questions a page answers is not their answer), and not a quote of the question."""
+    """The sentences that may answer: long enough, whole (not a ``fragment``), not a
+    question (a list of the questions a page answers is not their answer), and not a
+    quote of the question."""
     asked = _words(question)
     return [
         _Unit(rank, s, tuple(analyze(s.text)))
         for rank, text in enumerate(passages)
         for s in sentences(text)
         if len(s.text.split()) >= MIN_WORDS
+        and not fragment(s.text)
         and not s.text.rstrip("\"')").endswith("?")
         and not (asked and asked in _words(s.text))
     ]
@@ -245,11 +263,16 @@ def compose(
     score_of = {key: score for score, key in scored}
     chosen: list[tuple[int, str]] = []  # (unit index, text)
     picked: list[np.ndarray] = []
+    best = -math.inf
     for score, key in scored:
         if len(chosen) >= limits.sentences or (chosen and score < 0):
             break
         text = units[key].sentence.text
         vec = vectors[row[key]]
+        cosine = float(cosines[row[key]])
+        share = NEIGHBOUR_RELATIVE if _beside(units, key, chosen) else RELATIVE
+        if chosen and cosine < share * best:
+            continue
         if any(float(vec @ other) >= DUPLICATE for other in picked):
             continue
         if not chosen and not _fits([], text, limits):
@@ -263,8 +286,23 @@ def compose(
             continue
         chosen.append((key, text))
         picked.append(vec)
+        best = max(best, cosine)
     quotes = _quotes(units, chosen, score_of)
-    return Extract(render(quotes), tuple(quotes))
+    used = tuple(dict.fromkeys(q.number - 1 for q in quotes))
+    number = {passage: n for n, passage in enumerate(used, 1)}
+    quotes = [replace(q, number=number[q.number - 1]) for q in quotes]
+    return Extract(render(quotes), tuple(quotes), used)
+
+
+def _beside(units: list[_Unit], key: int, chosen: list[tuple[int, str]]) -> bool:
+    """Whether sentence ``key`` is next to a chosen one in the same paragraph."""
+    unit = units[key]
+    return any(
+        units[k].passage == unit.passage
+        and units[k].sentence.block == unit.sentence.block
+        and abs(units[k].sentence.position - unit.sentence.position) == 1
+        for k, _ in chosen
+    )
 
 
 def _quotes(
@@ -315,25 +353,26 @@ def tool_summary(uses: Sequence[ToolUse]) -> str:
 
 
 def nothing_found(
-    scope: Sequence[str], indexed: Sequence[str], best: float | None, *, generated: bool
+    scope: Sequence[str],
+    indexed: Sequence[str],
+    best: float | None,
+    *,
+    generated: bool,
+    surface: Literal["cli", "api"] = "cli",
 ) -> str:
     """What grounding found, said plainly, with how to add a library: ``scope`` the
     libraries searched, ``indexed`` those indexed, ``best`` the best passage's cosine;
-    ``generated``: said under a model's answer rather than as the answer."""
+    ``generated``: said under a model's answer rather than as the answer; ``surface``:
+    who reads it, so the hint names a flag (``cli``) or the request's field (``api``)."""
     own = "this answer is the model's own, from no library" if generated else "nothing to quote"
     if not indexed:
         return (
             f"Grounding found nothing: no library is indexed yet, so {own}. "
             f"Add your documentation with: {ADD_LIBRARY}"
         )
-    if not scope:
-        return (
-            f"Grounding found nothing: the only library indexed is Heron's own documentation "
-            f"({', '.join(indexed)}), searched when a question names Heron, so {own}. "
-            f"Add your documentation with: {ADD_LIBRARY}"
-        )
     score = f" (best match {best:.2f})" if best is not None else ""
-    tail = "" if generated else ", or ask for the model's own answer (--answer generative)"
+    option = "--answer generative" if surface == "cli" else 'send "answer": "generative"'
+    tail = "" if generated else f", or ask for the model's own answer ({option})"
     return (
         f"Grounding found nothing for this question in {', '.join(scope)}{score}: no passage "
         f"fits it, so {own}. Add a library that covers it with: {ADD_LIBRARY}{tail}."

@@ -14,17 +14,17 @@ import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, TypeVar
+from typing import TYPE_CHECKING, Literal, TypeVar
 
 from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse, ToolUsed
 from heron.agent.execute import run_calls, tool_content
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
-from heron.errors import HeronError
+from heron.errors import HeronError, InputError
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.llm.types import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
-from heron.tools import Tool
+from heron.tools import Safety, Tool
 
 if TYPE_CHECKING:
     from heron.agent.agent import Agent
@@ -43,6 +43,9 @@ log = logging.getLogger("heron.agent")
 ToolHook = Callable[[str, ToolUse], None]
 #: ``on_search(actor, query)``: told of each grounding search of the libraries (``Agent``).
 SearchHook = Callable[[str, str], None]
+#: Who reads what a turn says: ``cli`` (a hint names a flag, ``--answer generative``) or
+#: ``api`` (it names the request's field, ``"answer": "generative"``).
+Surface = Literal["cli", "api"]
 
 
 def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
@@ -71,6 +74,8 @@ class Turn:
     client_tools: tuple[Tool, ...] = ()
     tool_choice: str = "auto"
     user: str = ""  # who asks: the actor the observers (``on_tool_use``) are told of
+    tool_safety: Safety | None = None  # the most harmful Heron tool offered; None: the setting's
+    surface: Surface = "cli"
 
     @classmethod
     def of(
@@ -86,12 +91,14 @@ class Turn:
         client_tools: Sequence[Tool],
         tool_choice: str,
         user: str = "",
+        tool_safety: Safety | None = None,
+        surface: Surface = "cli",
     ) -> Turn:
         """A turn from ``Agent.ask``'s keywords as a caller gives them."""
         return cls(
             message, session_id, library, model, answer, (instructions or "").strip(),
             None if history is None else tuple(history), sampling or Sampling(),
-            tuple(client_tools), tool_choice, user.strip(),
+            tuple(client_tools), tool_choice, user.strip(), tool_safety, surface,
         )  # fmt: skip
 
     @property
@@ -194,6 +201,7 @@ class Loop:
         self.tool_seconds = 0.0
         self.steps = 0
         self.finish_reason = "stop"
+        self.finish_detail: str | None = None  # Heron's own reason: a loop guard's
         self.degenerate: str | None = None  # what repeated, when the guard stopped a call
         self.room = agent._room(req.model, req.sampling.max_tokens)
         spec = agent.broker.table.spec(req.model)
@@ -218,20 +226,67 @@ class Loop:
             )
         return sampling
 
-    def _choice(self, step: int) -> str:
+    def _choice(self, step: int, tools: Sequence[Tool]) -> str:
         # Forcing on later turns too would make the model call the tool forever.
         if step > 1:
             return "auto"
-        if self.forced:
-            return self.forced
-        return self.req.tool_choice
+        choice = self.forced or self.req.tool_choice
+        if choice in ("auto", "required") or any(t.name == choice for t in tools):
+            return choice
+        return "auto"  # a forced Heron tool, on a last call that offers only the client's
+
+    def _forces_client(self, choice: str) -> bool:
+        """The call must be one of the client's tools (``required`` or one by name)."""
+        return choice in self.client or (choice == "required" and bool(self.client))
+
+    def _check_called(self, choice: str, completion: Completion, cap: int | None) -> None:
+        """Raise when the model did not make the call the client's ``tool_choice`` asked
+        for: never text, nor another tool's call, in its place. ``InputError`` (a 400)
+        when the request's own ``max_tokens`` (``cap``) cut the call short; else
+        ``ProviderError`` (a 502): the model ran past Heron's budget
+        (``agent_max_tokens``) or did not follow ``tool_choice`` (the local model cannot
+        ignore it: a grammar holds it to the tools)."""
+        calls = completion.tool_calls
+        if any(c.name in self.client and c.error is None for c in calls):
+            return
+        wanted = ", ".join(self.client) if choice == "required" else choice
+        wanted = f"one of {wanted}" if choice == "required" and len(self.client) > 1 else wanted
+        alias = completion.model or self.agent.broker.table.spec(self.model_alias).alias
+        cut = completion.finish_reason == "length" or (
+            cap is not None and completion.usage.completion_tokens >= cap
+        )
+        if calls and cut and self.req.sampling.max_tokens is not None:
+            raise InputError(
+                f"max_tokens ({cap}) cut the model's call of {wanted} before its arguments "
+                "were whole; send a larger max_tokens, or leave it out."
+            )
+        if calls and cut:
+            raise ProviderError(
+                alias,
+                f"its call of {wanted} ran past the {cap}-token budget "
+                "(HERON_AGENT_MAX_TOKENS) before its arguments were whole. Send the request "
+                "again, or a max_tokens large enough for the arguments.",
+            )
+        made = "in text"
+        if calls:
+            made = "with a call it could not make: " + "; ".join(
+                c.error or f"{c.name!r} is not a tool sent" for c in calls
+            )
+        raise ProviderError(
+            alias,
+            f"did not call {wanted}, which tool_choice asked for, and answered {made}. "
+            "Send the request again, or choose a model that follows tool_choice.",
+        )
 
     def run(self) -> Iterator[AgentEvent]:
         most = self.agent.settings.agent_max_steps
         for step in range(1, most + 1):
             self.steps = step
-            if self.tools_sent and step < most and self.req.tool_choice != "none":
-                choice, tools = self._choice(step), self.tools_sent
+            # A Heron tool's result needs one more call to be read, so the last call is
+            # offered none of Heron's; a call of the client's ends the turn, so theirs stay.
+            tools = self.tools_sent if step < most else tuple(self.client.values())
+            if tools and self.req.tool_choice != "none":
+                choice = self._choice(step, tools)
             else:
                 choice, tools = "none", ()
             text_call = choice in ("auto", "none")
@@ -244,10 +299,16 @@ class Loop:
                 temperature=sampling.temperature,
                 sampling=sampling,
             )
-            completion = yield from self._call(request, guarded=self.guard and text_call)
+            # A forced call's text is streamed once the call is known good (below).
+            guarded = self.guard and text_call
+            completion = yield from self._call(request, guarded=guarded, shown=text_call)
             self.model_seconds += completion.seconds
             self.usage = self.usage + completion.usage
             self.model = completion.model or self.model
+            if self._forces_client(choice):
+                self._check_called(choice, completion, sampling.max_tokens)
+            if self.streaming and not text_call and completion.text:
+                yield Token(completion.text)
             if self.degenerate is not None or not completion.tool_calls:
                 self.text = completion.text
                 self.finish_reason = completion.finish_reason
@@ -287,6 +348,7 @@ class Loop:
             if self.extractive:
                 return  # the tools' results are the answer (``Agent._extract``)
         # Only a model that calls tools when offered none gets here.
+        self.finish_detail = "max_steps"
         self.notes.append(f"stopped after {most} model calls (HERON_AGENT_MAX_STEPS)")
 
     def _run_calls(self, calls: Sequence[ToolCall], forced: str | None) -> list[ToolUse]:
@@ -323,11 +385,11 @@ class Loop:
         return tuple(fixed), answered, shown
 
     def _call(
-        self, request: ChatRequest, *, guarded: bool
+        self, request: ChatRequest, *, guarded: bool, shown: bool = True
     ) -> Generator[AgentEvent, None, Completion]:
         """One model call, always streamed so that the guard can stop a loop early (an
         ``ask`` included: a looping small model would otherwise run to ``max_tokens``);
-        tokens are yielded only when the caller streams."""
+        tokens are yielded only when the caller streams and ``shown``."""
         broker = self.agent.broker
         guard = RepetitionGuard() if guarded else None
         pieces: list[str] = []
@@ -343,7 +405,7 @@ class Loop:
                     break
                 else:
                     pieces.append(event.text)
-                    if self.streaming:
+                    if self.streaming and shown:
                         yield Token(event.text)
         except ProviderError:
             if self.streaming or not pieces:

@@ -19,12 +19,11 @@ is never grounded. The rules, first match wins:
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from heron.libraries.search import Result
+from heron.libraries.search import Result, named
 from heron.tools.router import RoutedTool
 
 Kind = Literal["knowledge", "docs", "tools"]
@@ -50,18 +49,6 @@ class Triage:
             "tool": self.tool,
             "tool_score": self.tool_score,
         }
-
-
-def named(message: str, names: Iterable[str]) -> str | None:
-    """The first of ``names`` that ``message`` contains as a whole word, any case.
-
-    >>> named("How do Kubernetes services work?", ["heron", "kubernetes"])
-    'kubernetes'
-    """
-    for name in names:
-        if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", message, re.IGNORECASE):
-            return name
-    return None
 
 
 def best_dense(results: Sequence[Result]) -> float | None:

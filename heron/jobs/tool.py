@@ -35,9 +35,12 @@ DELEGATE_JOB = Tool(
         },
         "required": ["prompt"],
     },
-    # Queuing changes nothing: what the job may do is bounded by its risk level, the
-    # command allowlist and the confirmation gate, so the agent may offer it unasked.
-    safety="read",
+    # Not ``read``: the call writes a job to the job store, and the job then runs programs
+    # in the workspace (git always, the test command when asked). Its risk level, the
+    # command allowlist and the confirmation gate bound what it does, not that it runs:
+    # the agent offers it only where ``agent_tool_safety`` (``openai_tool_safety`` for
+    # /v1) is ``execute``.
+    safety="execute",
     tags=("jobs",),
 )
 

@@ -17,7 +17,7 @@ from heron.libraries.config import Library, add_library, read_libraries, remove_
 from heron.libraries.enrich import QA, Enricher
 from heron.libraries.index import LibraryIndexReport, index_library
 from heron.libraries.rerank import FeatureReranker, Reranker, load_reranker
-from heron.libraries.search import MODES, Result, search, search_many
+from heron.libraries.search import MODES, Result, named, scope_of, scopes, search, search_many
 from heron.libraries.state import LibraryState, library_state
 
 __all__ = [
@@ -34,8 +34,11 @@ __all__ = [
     "index_library",
     "library_state",
     "load_reranker",
+    "named",
     "read_libraries",
     "remove_library",
+    "scope_of",
+    "scopes",
     "search",
     "search_many",
 ]

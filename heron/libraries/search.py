@@ -11,25 +11,31 @@ citation, ``(library, collection/page)``, and its source with the line range.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 import numpy as np
 
-from heron.deprecated import settings_or_default
 from heron.embed import embed_queries
 from heron.errors import InputError, NotFound
-from heron.libraries.config import read_libraries
+from heron.libraries.config import Library, read_libraries
 from heron.libraries.rerank import Reranker, load_reranker
 from heron.libraries.state import last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
+from heron.store.analysis import analyze, bm25, query_terms
+from heron.store.fusion import fuse
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("full", "hybrid", "dense", "lexical")
 #: Weight of a page's other matching chunks in its score (tuned on the Kubernetes dev set).
 PAGE_BONUS = 0.05
+#: Weight of the cosine when several libraries' candidates are fused on one scale
+#: (``pool``): chosen on the Kubernetes dev questions searched beside two other libraries
+#: (0.5, 0.65, 0.8 tried; docs/benchmarks.md, "Real use"). The store's own second pass
+#: leans on the dense side as much (``heron.store.fusion.FEEDBACK_ALPHA``).
+POOL_ALPHA = 0.8
 SNIPPET_CHARS = 300
 _WEB_GIT = re.compile(r"^https://(github\.com|gitlab\.com|codeberg\.org)/")
 
@@ -54,6 +60,8 @@ class Result:
     chunk: str
     matches: int = 1  # the page's chunks among the candidates
     via_question: str | None = None  # the indexed question that matched, if one did
+    #: The same page in other libraries (equal ``content_hash``): citation and source.
+    also_in: list[dict[str, str]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -112,16 +120,18 @@ def _result(hit: Hit, score: float, rerank: float | None, sync: dict[str, Any]) 
 def group_by_page(
     hits: Sequence[Hit],
     scores: np.ndarray,
-    sync: dict[str, Any],
+    syncs: Mapping[str, dict[str, Any]],
     *,
     reranked: bool = False,
     bonus: float = 0.0,
 ) -> list[Result]:
     """Best chunk per page, page score = best + ``bonus`` * sum of the others' positive
-    scores; sorted best first."""
-    pages: dict[str, list] = {}  # page -> [best hit, its score, others' sum, matches]
+    scores; sorted best first. ``syncs``: each library's last sync (for source links).
+    A page is ``(library, page)``: two libraries may both have an ``overview``."""
+    pages: dict[tuple[str, str], list] = {}  # -> [best hit, its score, others' sum, matches]
     for i in np.argsort(-scores, kind="stable").tolist():
-        page = hits[i].metadata.get("page", hits[i].id)
+        meta = hits[i].metadata
+        page = (meta.get("library", ""), meta.get("page", hits[i].id))
         if page in pages:
             pages[page][2] += max(float(scores[i]), 0.0)
             pages[page][3] += 1
@@ -129,6 +139,7 @@ def group_by_page(
             pages[page] = [hits[i], float(scores[i]), 0.0, 1]
     results = []
     for hit, score, others, matches in pages.values():
+        sync = syncs.get(hit.metadata.get("library", ""), {})
         result = _result(hit, score + bonus * others, score if reranked else None, sync)
         result.matches = matches
         results.append(result)
@@ -136,75 +147,176 @@ def group_by_page(
     return results
 
 
-def _library_names(store: Store, library: str | None, settings: Settings) -> list[str]:
-    configured = [lib.name for lib in read_libraries(settings)]
+def merge_copies(results: Sequence[Result]) -> list[Result]:
+    """One result per page text: a page indexed twice (equal ``content_hash``, e.g. a
+    copy of the same docs in two libraries) is listed once, at its best place, with the
+    other copies' citations and sources in ``also_in``."""
+    kept: dict[str, Result] = {}
+    merged = []
+    for result in results:
+        first = kept.get(result.content_hash) if result.content_hash else None
+        if first is None:
+            kept[result.content_hash] = result
+            merged.append(result)
+        else:
+            first.also_in.append({"citation": result.citation, "source": result.source})
+    return merged
+
+
+def named(text: str, names: Iterable[str]) -> str | None:
+    """The first of ``names`` that ``text`` contains as a whole word, any case.
+
+    >>> named("How do Kubernetes services work?", ["heron", "kubernetes"])
+    'kubernetes'
+    """
+    for name in names:
+        if name and re.search(rf"(?<!\w){re.escape(name)}(?!\w)", text, re.IGNORECASE):
+            return name
+    return None
+
+
+def scope_of(query: str, libraries: Sequence[Library]) -> list[str]:
+    """The libraries a search for ``query`` reads when none is chosen, from the indexed
+    ``libraries``: the user's own, never mixed with Heron's built-in docs; those alone
+    when the query names them (it is about Heron) or when they are all there is. One
+    rule for every door: ``heron search``, ``heron ask``, ``agent.chat``, ``/v1``, MCP
+    and the web page."""
+    builtin = [lib.name for lib in libraries if lib.builtin]
+    own = [lib.name for lib in libraries if not lib.builtin]
+    if builtin and (not own or named(query, builtin)):
+        return builtin
+    return own
+
+
+def _indexed(store: Store, settings: Settings) -> list[Library]:
     indexed = {info.name for info in store.namespaces()}
+    return [lib for lib in read_libraries(settings) if lib.name in indexed]
+
+
+def _check_library(store: Store, library: str, settings: Settings) -> None:
+    configured = [lib.name for lib in read_libraries(settings)]
+    if library not in configured:
+        raise NotFound(
+            f"No library {library!r} (libraries: {', '.join(configured) or 'none yet'})."
+        )
+    if library not in {info.name for info in store.namespaces()}:
+        raise NotFound(f"Library {library!r} is not indexed yet; run: heron index {library}")
+
+
+def scopes(
+    queries: Sequence[str], store: Store, settings: Settings, library: str | None = None
+) -> list[list[str]]:
+    """The libraries each query is searched in (``scope_of``; ``library`` alone when
+    given). Raises ``NotFound`` for an unknown or unindexed ``library``, or when no
+    library is indexed."""
     if library is not None:
-        if library not in configured:
-            raise NotFound(
-                f"No library {library!r} (libraries: {', '.join(configured) or 'none yet'})."
-            )
-        if library not in indexed:
-            raise NotFound(f"Library {library!r} is not indexed yet; run: heron index {library}")
-        return [library]
-    names = [name for name in configured if name in indexed]
-    if not names:
+        _check_library(store, library, settings)
+        return [[library] for _ in queries]
+    libraries = _indexed(store, settings)
+    if not libraries:
         raise NotFound(
             "No indexed libraries yet; run: heron library add docs ./docs && heron index docs"
         )
-    return names
+    return [scope_of(query, libraries) for query in queries]
+
+
+def pool(query: str, hits: Sequence[Hit], alpha: float = POOL_ALPHA) -> list[Hit]:
+    """The candidates of several libraries on one scale, for one query.
+
+    Each library's store scores its candidates against its own candidates (z-scores)
+    and its own BM25 statistics (a term rare in a small library weighs less there), so
+    their scores cannot be compared: the best passage of a ten-page library would lose
+    to the fifth of a thousand-page one. Here the pooled candidates are scored as if
+    they were one library: the cosine as it is (the same embedder everywhere), BM25
+    again with the IDF of the pool, and the same z-score fusion over the union
+    (``heron.store.fusion``). The hits come back with these scores, ready for the
+    reranker."""
+    if not hits:
+        return []
+    terms = query_terms(query)
+    lexical = bm25(terms, [analyze(h.text) for h in hits]).astype(np.float64)
+    dense = np.array([h.dense_score or 0.0 for h in hits], dtype=np.float64)
+    keys = np.arange(len(hits), dtype=np.int64)
+    by_dense = np.argsort(-dense, kind="stable")
+    by_lexical = np.argsort(-lexical, kind="stable")
+    fused = fuse(
+        keys[by_dense], dense[by_dense], keys[by_lexical], lexical[by_lexical],
+        top_k=len(hits), alpha=alpha,
+    )  # fmt: skip
+    if all(h.dense_score is None for h in hits):  # lexical search: BM25 alone orders
+        fused = sorted(fused, key=lambda f: (-lexical[f.key], f.key))
+        fused = [replace(f, score=float(lexical[f.key])) for f in fused]
+    dense_rank, lexical_rank = np.empty_like(keys), np.empty_like(keys)
+    dense_rank[by_dense] = keys + 1
+    lexical_rank[by_lexical] = keys + 1
+    return [
+        replace(
+            hits[f.key],
+            score=f.score,
+            lexical_score=float(lexical[f.key]),
+            rank=rank,
+            dense_rank=int(dense_rank[f.key]),
+            lexical_rank=int(lexical_rank[f.key]),
+        )
+        for rank, f in enumerate(fused, 1)
+    ]
 
 
 def search_many(
     queries: Sequence[str],
     store: Store,
     *,
+    settings: Settings,
     library: str | None = None,
     collection: str | None = None,
     top_k: int = 10,
     mode: Mode = "full",
     reranker: Reranker | None = None,
-    settings: Settings | None = None,
+    vectors: np.ndarray | None = None,
 ) -> list[list[Result]]:
-    """``search`` for many queries; the queries are embedded in one batch.
-
-    ``settings``: the caller's (made once; omitting them is deprecated). A long-lived
-    caller (a server) passes the ``reranker`` once made too.
-    """
+    """``search`` for many queries; the queries are embedded in one batch (``vectors``,
+    one row per query, skips that). A long-lived caller (a server) passes the
+    ``reranker`` once made."""
     if mode not in MODES:
         raise InputError(f"Unknown search mode {mode!r}. Choose from: {', '.join(MODES)}.")
     if top_k < 1:
         raise InputError(f"top_k must be at least 1, got {top_k}.")
-    settings = settings_or_default(settings, "heron.libraries.search")
     if mode == "full" and reranker is None:
         reranker = load_reranker(settings)
-    names = _library_names(store, library, settings)
-    vectors = embed_queries(store.embedder, list(queries)) if mode != "lexical" else None
+    names = scopes(queries, store, settings, library)
+    if vectors is None and mode != "lexical":
+        vectors = embed_queries(store.embedder, list(queries))
     filters = {"collection": collection} if collection else None
     store_mode = "hybrid" if mode == "full" else mode
-    merged: list[list[Result]] = [[] for _ in queries]
-    for name in names:
-        sync = last_sync(store, name)
+    found: list[list[Hit]] = [[] for _ in queries]
+    syncs: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(n for scope in names for n in scope):
+        asked = [i for i, scope in enumerate(names) if name in scope]
+        syncs[name] = last_sync(store, name)
         per_query = store.search_many(
             name,
-            list(queries),
+            [queries[i] for i in asked],
             mode=store_mode,
             top_k=max(settings.library_candidates, top_k),
             filters=filters,
-            vectors=vectors,
+            vectors=None if vectors is None else vectors[asked],
         )
-        for i, hits in enumerate(per_query):
-            if not hits:
-                continue
-            use = mode == "full" and reranker is not None
-            scores = (
-                reranker.rerank(queries[i], hits)
-                if use
-                else np.array([h.score for h in hits], dtype=np.float32)
-            )
-            bonus = PAGE_BONUS if mode == "full" else 0.0
-            merged[i] += group_by_page(hits, scores, sync, reranked=use, bonus=bonus)
-    return [sorted(results, key=lambda r: -r.score)[:top_k] for results in merged]
+        for i, hits in zip(asked, per_query, strict=True):
+            found[i] += hits
+    results = []
+    for query, scope, hits in zip(queries, names, found, strict=True):
+        if len(scope) > 1 and mode != "dense":
+            hits = pool(query, hits)  # a cosine means the same in every library
+        use = mode == "full" and reranker is not None and bool(hits)
+        scores = (
+            reranker.rerank(query, hits)
+            if use
+            else np.array([h.score for h in hits], dtype=np.float32)
+        )
+        bonus = PAGE_BONUS if mode == "full" else 0.0
+        pages = group_by_page(hits, scores, syncs, reranked=use, bonus=bonus)
+        results.append(merge_copies(pages)[:top_k])
+    return results
 
 
 def search(query: str, store: Store, **options: Any) -> list[Result]:

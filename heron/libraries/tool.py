@@ -56,9 +56,7 @@ def docs_tool(search: DocsSearch) -> tuple[Tool, Handler]:
     return tool, handler
 
 
-def search_docs(
-    arguments: dict[str, Any], store: Store, settings: Settings | None = None
-) -> dict[str, Any]:
+def search_docs(arguments: dict[str, Any], store: Store, settings: Settings) -> dict[str, Any]:
     """Run the tool: ``{"query": "..."}`` -> ``{"results": [{...}, ...]}``."""
     unknown = set(arguments) - set(SEARCH_DOCS["input_schema"]["properties"])
     if unknown:

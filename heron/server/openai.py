@@ -14,18 +14,28 @@ What a request says reaches the agent (``Agent.ask`` / ``Agent.stream``):
   goes to the model as ``heron.llm.Sampling``; a provider that cannot honour one refuses
   it, and that is a 400 naming it. ``n`` above 1, ``logprobs``, ``logit_bias`` and the
   legacy ``functions`` are refused (400) rather than silently dropped.
-- ``tools`` / ``tool_choice`` are the client's: offered to the model beside Heron's
-  grounding; a call to one ends the turn and comes back as OpenAI ``tool_calls``
-  (``finish_reason: "tool_calls"``) for the client to run. The next request, whose
-  messages end with the ``tool`` results, continues the turn.
+- ``tools`` / ``tool_choice`` are the client's: offered to the model alone, beside
+  Heron's grounding (the passages) and none of Heron's tools; a call to one ends the
+  turn and comes back as OpenAI ``tool_calls`` (``finish_reason: "tool_calls"``) for
+  the client to run. ``required`` and a named function always come back as such calls
+  (the local model is held to the tools by a grammar), or as an error saying why. The
+  next request, whose messages end with the ``tool`` results, continues the turn.
+- Heron's own tools run for a request without ``tools`` only up to
+  ``openai_tool_safety`` (``HERON_OPENAI_TOOL_SAFETY``, default ``read``): by default
+  no request here creates a job, writes a file or runs a program.
 - Heron's own fields ride in the body (``extra_body`` in the OpenAI SDK): ``library``
   (search only it), ``session_id`` (a server-side conversation), ``answer``
   (``extractive`` or ``generative``; by default the model's ``answers`` capability, and
   generated for a request with tools, tool results or a JSON ``response_format``, which
   only a model can act on).
 
-Answers carry ``citations`` beside ``choices``, a field standard clients ignore; in a
-stream it arrives on the last chunk before ``data: [DONE]``. Unknown fields are ignored,
+Answers carry ``citations`` beside ``choices``, a field standard clients ignore, with
+``session_id``, ``mode`` and ``finish_detail``; in a stream they arrive on the last chunk
+before ``data: [DONE]``. ``finish_reason`` is always one of OpenAI's (``stop``,
+``length``, ``tool_calls``, ``content_filter``); Heron's own reason, when there is one,
+is ``finish_detail``: ``degenerate`` (the model looped and was replaced by the
+extractive answer), ``max_steps`` (the tool loop's guard), or a provider's reason OpenAI
+has no word for; else ``null``. Unknown fields are ignored,
 as OpenAI's API does.
 """
 
@@ -52,6 +62,7 @@ from heron.server.replies import openai_error
 from heron.server.runtime import Runtime
 from heron.server.sse import http_status
 from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+from heron.settings import Settings
 from heron.tools.model import Tool, parse_tool
 
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
@@ -290,8 +301,10 @@ def client_tools(req: CompletionRequest) -> tuple[list[Tool], str]:
     return tools, choice or "auto"
 
 
-def agent_options(req: CompletionRequest) -> dict[str, Any]:
-    """The keyword arguments of ``Agent.ask`` / ``Agent.stream`` for this request."""
+def agent_options(req: CompletionRequest, settings: Settings) -> dict[str, Any]:
+    """The keyword arguments of ``Agent.ask`` / ``Agent.stream`` for this request: its
+    messages, sampling and tools, Heron's tools held to ``openai_tool_safety``, and
+    hints that name the request's fields (``surface="api"``)."""
     refused_fields(req)
     talk = conversation(req.messages)
     tools, choice = client_tools(req)
@@ -317,6 +330,8 @@ def agent_options(req: CompletionRequest) -> dict[str, Any]:
         "client_tools": tools,
         "tool_choice": choice,
         "user": req.user or "",
+        "tool_safety": settings.openai_tool_safety,
+        "surface": "api",
     }
 
 
@@ -378,7 +393,16 @@ def _calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
 
 
 def _finish(answer: Answer) -> str:
-    return "tool_calls" if answer.tool_calls else answer.finish_reason or "stop"
+    """OpenAI's ``finish_reason`` (the agent's already is one; Heron's own reason is
+    ``finish_detail``, an extra field)."""
+    return "tool_calls" if answer.tool_calls else answer.finish_reason
+
+
+def _extras(data: dict[str, Any]) -> dict[str, Any]:
+    """Heron's fields beside ``choices``: the same in a completion and a stream's last
+    chunk."""
+    keys = ("citations", "related", "grounding", "session_id", "mode", "finish_detail")
+    return {key: data[key] for key in keys}
 
 
 def completion(answer: Answer, used: dict[str, int], cid: str, created: int) -> dict[str, Any]:
@@ -395,9 +419,7 @@ def completion(answer: Answer, used: dict[str, int], cid: str, created: int) -> 
             {"index": 0, "message": message, "finish_reason": _finish(answer), "logprobs": None}
         ],
         "usage": used,
-        "citations": data["citations"],
-        "session_id": data["session_id"],
-        "mode": data["mode"],
+        **_extras(data),
     }
 
 
@@ -456,9 +478,7 @@ async def _stream(
                 tail = {
                     "model": data["model"],
                     "usage": await run_in_threadpool(usage, rt, event.answer, sent),
-                    "citations": data["citations"],
-                    "session_id": data["session_id"],
-                    "mode": data["mode"],
+                    **_extras(data),
                 }
                 finish = _finish(event.answer)
                 if include_usage:
@@ -478,7 +498,7 @@ async def chat_completions(request: Request) -> Response:
     if isinstance(req, Response):
         return req
     try:
-        options = agent_options(req)
+        options = agent_options(req, rt.settings)
     except InputError as exc:
         return invalid(str(exc))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())

@@ -11,9 +11,13 @@ gives both backends the same terms.
 
 from __future__ import annotations
 
+import math
 import re
+from collections import Counter
+from collections.abc import Sequence
 from functools import lru_cache
 
+import numpy as np
 import Stemmer
 
 # Lucene's EnglishAnalyzer stop set, also bm25s's STOPWORDS_EN.
@@ -75,3 +79,38 @@ def query_terms(text: str) -> list[str]:
     ['run', 'pod']
     """
     return list(dict.fromkeys(analyze(text)))
+
+
+#: BM25's term saturation and length normalisation (the usual values, as FTS5's).
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+
+def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> np.ndarray:
+    """BM25 of each of ``documents`` (analysed terms) for the ``query`` terms, with the
+    IDF of ``documents`` themselves; ``float32``, one score each. For scoring a small set
+    on its own scale (a passage's sentences, several libraries' candidates), where the
+    engines' BM25 would bring each index's statistics. Robertson & Zaragoza, "The
+    Probabilistic Relevance Framework: BM25 and Beyond" (2009), with Lucene's IDF
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
+
+    >>> bm25(["pod"], [["pod", "run"], ["servic"]]).round(3).tolist()
+    [0.693, 0.0]
+    """
+    scores = np.zeros(len(documents), dtype=np.float32)
+    if not documents or not query:
+        return scores
+    n = len(documents)
+    average = sum(len(d) for d in documents) / n or 1.0
+    counts = [Counter(d) for d in documents]
+    for term in dict.fromkeys(query):
+        df = sum(1 for c in counts if term in c)
+        if not df:
+            continue
+        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        for i, c in enumerate(counts):
+            tf = c.get(term, 0)
+            if tf:
+                norm = BM25_K1 * (1 - BM25_B + BM25_B * len(documents[i]) / average)
+                scores[i] += idf * tf * (BM25_K1 + 1) / (tf + norm)
+    return scores

@@ -249,7 +249,7 @@ def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> No
     from heron.jobs import open_jobs
 
     tool = agent.toolbox.registry.get("delegate_job")
-    assert tool.safety == "read"  # offered under the default HERON_AGENT_TOOL_SAFETY
+    assert tool.safety == "execute"  # its job runs programs: see the test below
     queued = agent.toolbox.registry.call("delegate_job", {"prompt": "is main broken?"})
     jobs = open_jobs(agent.settings)
     try:
@@ -257,6 +257,36 @@ def test_with_a_workspace_the_agent_can_hand_a_task_to_a_job(agent: Agent) -> No
         assert (job.state, job.prompt, job.risk_level) == ("queued", "is main broken?", "read_only")
     finally:
         jobs.store.close()
+
+
+#: Every tool an agent with a workspace has, and the harm a call can do: a new tool fails
+#: this test until its level is chosen here.
+SAFETY = {
+    "list_files": "read",
+    "read_file": "read",
+    "search_docs": "read",
+    "search_skills": "read",
+    "read_skill": "read",
+    "write_file": "write",
+    "run_command": "execute",
+    "delegate_job": "execute",  # writes a job, which runs git and the test command
+}
+
+
+def test_every_tool_reports_its_real_safety(agent: Agent) -> None:
+    assert {t.name: t.safety for t in agent.toolbox.registry.tools()} == SAFETY
+
+
+def test_delegate_job_is_offered_only_where_running_programs_is_allowed(agent: Agent) -> None:
+    message = "Hand this to a background job: check whether main builds"
+
+    def offered(**options: Any) -> set[str]:
+        return {r.tool.name for r in agent.route(message, **options)}
+
+    assert "delegate_job" not in offered()  # HERON_AGENT_TOOL_SAFETY's default, read
+    assert offered() <= {name for name, level in SAFETY.items() if level == "read"}
+    assert "delegate_job" not in offered(safety="write")
+    assert "delegate_job" in offered(safety="execute")
 
 
 def test_a_tool_that_served_a_request_learns_it_as_an_example(

@@ -62,8 +62,9 @@ def test_golden_the_sentences_that_answer_with_their_markers(embedder: MiniLMEmb
         "Water tomato plants deeply twice a week, at the base, early in the morning. [1] "
         "In a heat wave water them every day. [1]"
     )
+    # Numbered by use: the one passage quoted is [1], whatever its place among them.
     assert quote(embedder, "When should I prune roses?", [WATERING, PRUNING]) == (
-        "Prune roses in late winter, just before the buds open. [2]"
+        "Prune roses in late winter, just before the buds open. [1]"
     )
 
 
@@ -76,12 +77,13 @@ def test_sentences_keep_reading_order_and_passages_their_numbers(
         "volume. When a Pod is removed from a node, the data in the emptyDir volume is "
         "deleted for good."
     )
-    answer = quote(embedder, "When is the data of an emptyDir volume deleted?", [PRUNING, volume])
+    answer = quote(embedder, "When is the data of an emptyDir volume deleted?", [volume, PRUNING])
     # The last sentence answers best, yet comes after the first: reading order, not score.
     assert answer == (
         "An emptyDir volume is first created when a Pod is assigned to a node, and starts "
-        "empty. [2] When a Pod is removed from a node, the data in the emptyDir volume is "
-        "deleted for good. [2]"
+        "empty. [1] Containers in the Pod can all read and write the same files in the emptyDir "
+        "volume. [1] When a Pod is removed from a node, the data in the emptyDir volume is "
+        "deleted for good. [1]"
     )
 
 
@@ -285,15 +287,13 @@ def test_heron_docs_answer_questions_about_heron_only(
     assert {c.library for c in chosen.citations} == {"heron"}
 
 
-def test_with_only_heron_docs_indexed_other_questions_find_nothing(
+def test_with_only_heron_docs_indexed_every_question_searches_them(
     with_heron_docs: Callable[[bool], Agent],
 ) -> None:
     agent = with_heron_docs(False)
     answer = agent.ask("How do I prune water tools?")
-    assert answer.answer.startswith(
-        "Grounding found nothing: the only library indexed is Heron's own documentation"
-    )
-    assert answer.citations == []
+    assert answer.grounding.libraries == ("heron",)
+    assert [c.library for c in answer.citations] == ["heron"]
 
 
 # -- a capable model asked for an extractive answer writes its lead line --------------------

@@ -123,6 +123,8 @@ def test_a_looping_answer_falls_back_to_the_extractive_one(
     assert "Heron. Tools." not in answer.answer and repeats(answer.answer) is None
     assert any("repeating" in note for note in answer.notes)
     assert answer.to_dict()["fallback"] == "degenerate"
+    # The text is whole: OpenAI's "stop"; Heron's own reason rides beside it.
+    assert (answer.finish_reason, answer.finish_detail) == ("stop", "degenerate")
 
 
 def test_a_looping_stream_is_cut_short_and_says_so(

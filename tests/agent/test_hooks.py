@@ -12,8 +12,10 @@ import pytest
 from heron.agent import Agent, ClientToolCalls, Final
 from heron.agent.prompt import RULES
 from heron.errors import InputError
+from heron.llm.errors import ProviderError
 from heron.llm.types import Message, Sampling, ToolCall
 from heron.tools import Tool
+from tests import llm_servers
 from tests.llm_servers import ChatServer
 
 WEATHER = Tool(
@@ -117,11 +119,48 @@ def test_a_client_tool_wins_a_name_clash_with_herons(make_agent: Make, chat: Cha
         "List the files in my workspace", client_tools=[theirs], tool_choice="list_files"
     )
     (request,) = posted(chat)
-    named = [t["function"] for t in request["tools"] if t["function"]["name"] == "list_files"]
-    assert named == [
-        {"name": "list_files", "description": theirs.description, "parameters": {}}
-    ] or (len(named) == 1 and named[0]["description"] == theirs.description)
+    (named,) = [t["function"] for t in request["tools"]]
+    assert named["name"] == "list_files" and named["description"] == theirs.description
     assert answer.tools == [] and answer.tool_calls[0].name == "list_files"  # not run here
+
+
+@pytest.mark.parametrize("choice", ["auto", "required", "get_weather"])
+def test_with_client_tools_the_model_is_offered_theirs_alone(
+    make_agent: Make, chat: ChatServer, choice: str
+) -> None:
+    # list_files' own request, which triage forces without client tools; every tool of
+    # Heron's allowed, so only the client's tools keep Heron's out.
+    agent = make_agent(agent_tool_safety="execute")
+    answer = agent.ask("List the files in my workspace", client_tools=[WEATHER], tool_choice=choice)
+    (request,) = posted(chat)
+    assert [t["function"]["name"] for t in request["tools"]] == ["get_weather"]
+    assert answer.tools == []
+    if choice == "auto":  # the replay answers auto in text
+        assert (answer.finish_reason, answer.tool_calls) == ("stop", [])
+    else:
+        assert answer.finish_reason == "tool_calls"
+        assert [c.name for c in answer.tool_calls] == ["get_weather"]
+
+
+def test_a_required_call_is_made_on_the_last_step_too(make_agent: Make, chat: ChatServer) -> None:
+    # One model call in all: it is the last, and a client's call ends the turn anyway.
+    answer = make_agent(agent_max_steps=1).ask(
+        WATERING, client_tools=[WEATHER], tool_choice="required"
+    )
+    (request,) = posted(chat)
+    assert request["tool_choice"] == "required"
+    assert answer.finish_reason == "tool_calls" and answer.tool_calls[0].name == "get_weather"
+
+
+def test_a_model_that_ignores_the_clients_tool_choice_is_an_error(
+    make_agent: Make, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(llm_servers, "_answer", lambda body, openai: ("It is sunny.", []))
+    agent = make_agent()
+    with pytest.raises(ProviderError, match=r"did not call get_weather.*answered in text"):
+        agent.ask(WATERING, client_tools=[WEATHER], tool_choice="get_weather")
+    with pytest.raises(ProviderError, match="did not call get_weather"):
+        agent.stream(WATERING, client_tools=[WEATHER], tool_choice="required")
 
 
 def test_tool_choice_none_offers_no_tool_at_all(make_agent: Make, chat: ChatServer) -> None:

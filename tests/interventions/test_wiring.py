@@ -40,12 +40,14 @@ def replayed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> Path:
     """Settings in the environment (a server started now sees them): the replay model, the
-    agent allowed to write in the workspace unasked, no cooldown, no Heron docs."""
+    agent allowed to write in the workspace unasked (over /v1 too: the operator's opt-in),
+    no cooldown, no Heron docs."""
     models = tmp_path / "models.yml"
     models.write_text(ONE_MODEL.format(url=chat.url))
     for name, value in {
         "HERON_MODELS_FILE": str(models),
         "HERON_AGENT_TOOL_SAFETY": "write",
+        "HERON_OPENAI_TOOL_SAFETY": "write",
         "HERON_INTERVENTIONS_COOLDOWN": "0",
         "HERON_LIBRARY_DEFAULT_DOCS": "false",
         "HERON_LLM_RETRIES": "0",

@@ -64,8 +64,9 @@ def test_modes_filters_and_libraries(
     assert {r.library for r in search("undo", store, settings=settings, library="other")} == {
         "other"
     }
-    batch = search_many(["password", "rollback"], store, settings=settings, top_k=1)
-    assert [r[0].page for r in batch] == ["concepts/secrets", "tasks/rollback"]
+    queries = ["password", "kubectl rollout undo", "init containers"]
+    batch = search_many(queries, store, settings=settings, top_k=3)
+    assert batch == [search(q, store, settings=settings, top_k=3) for q in queries]
 
 
 def test_errors_name_the_fix(indexed: Path, store: SQLiteStore, settings: Settings) -> None:

@@ -22,6 +22,7 @@ import pytest
 from heron.agent.prompt import RULES
 from heron.server import create_app
 from heron.settings import Settings
+from tests import llm_servers
 from tests.llm_servers import KEY, ChatServer, serve
 from tests.server.conftest import Served, running
 
@@ -167,7 +168,9 @@ def test_the_whole_conversation_reaches_the_model(client: openai.OpenAI, chat: C
             },
         ],
     )
-    (body,) = sent(chat)
+    rewrite, body = sent(chat)  # a capable model first makes the turn standalone
+    assert "standalone question" in rewrite["messages"][0]["content"]
+    assert done.model_extra["grounding"]["libraries"] == ["tiny"]
     roles = [m["role"] for m in body["messages"]]
     assert roles == ["system", "user", "assistant", "user"]
     system, first, reply, last = body["messages"]
@@ -429,6 +432,32 @@ def test_tool_calls_stream_as_deltas(client: openai.OpenAI) -> None:
     assert (call.index, call.type, call.function.name) == (0, "function", "get_weather")
     assert json.loads(call.function.arguments) == {"city": "text"}
     assert chunks[-1].choices[0].finish_reason == "tool_calls"
+
+
+def test_herons_own_finish_reasons_ride_beside_openais(
+    client: openai.OpenAI, chat: ChatServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert ask(client).model_extra["finish_detail"] is None
+    answer_for = llm_servers._answer
+
+    def loop(body: dict[str, Any], openai: bool) -> tuple[str, list]:
+        text, calls = answer_for(body, openai)
+        return ("Heron. Tools. " * 200, []) if text else (text, calls)
+
+    monkeypatch.setattr(llm_servers, "_answer", loop)  # the replay's model loops
+    done = ask(client)
+    assert done.choices[0].finish_reason == "stop"  # the extractive answer, whole
+    assert done.model_extra["finish_detail"] == "degenerate"
+    *_, last = ask(client, stream=True)
+    assert last.choices[0].finish_reason == "stop"
+    assert last.model_extra["finish_detail"] == "degenerate"
+
+
+def test_hints_to_api_clients_name_the_field_not_a_flag(client: openai.OpenAI) -> None:
+    done = ask(client, model="local", question="What is the capital of Mongolia?")
+    text = done.choices[0].message.content
+    assert text.startswith("Grounding found nothing"), text
+    assert 'send "answer": "generative"' in text and "--" not in text
 
 
 # -- usage ---------------------------------------------------------------------------------

@@ -1,0 +1,127 @@
+"""Follow-up questions: retrieval reads the conversation, not only the last message."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from heron.agent import Agent
+from heron.agent.followup import contextual, refers_back, standalone
+from heron.core.chat import Message
+from tests.llm_servers import ChatServer
+
+FIRST = "When should I prune roses?"
+FOLLOW_UP = "What should I remove first?"
+
+
+def test_refers_back_in_english_portuguese_and_spanish() -> None:
+    for message in (
+        "Where do I request a new one?",
+        "And how long does it take?",
+        "What about on weekends?",
+        "Onde eu peço isso?",
+        "E quanto custa?",
+        "¿Y cuánto tarda eso?",
+    ):
+        assert refers_back(message), message
+    for message in ("What is a Pod?", "How do I rotate the VPN password on my laptop?"):
+        assert not refers_back(message), message
+    long = "Can you tell me how the scheduler decides where it places a Pod in a large cluster?"
+    assert not refers_back(long)  # a long message says what it means
+
+
+def test_contextual_query_weighs_the_latest_turn_most() -> None:
+    unit = np.eye(3, dtype=np.float32)
+    text, vector = contextual("and then?", unit[0], ["first q", "second q"], unit[1:])
+    assert text == "and then? second q first q"
+    assert np.isclose(np.linalg.norm(vector), 1.0)
+    assert vector[0] > vector[2] > vector[1] > 0  # now, then the latest, then the one before
+
+
+def test_standalone_takes_one_question_or_none() -> None:
+    earlier = ["How do I prune roses?"]
+    assert standalone('"When do I prune roses?"\n', "and when?", earlier) == (
+        "When do I prune roses?"
+    )
+    assert standalone("Question: Where are the roses?", "where?", earlier) == (
+        "Where are the roses?"
+    )
+    assert standalone("", "x", earlier) is None
+    assert standalone("roses " * 200, "short?", earlier) is None
+    assert standalone("Tell me about the weather.", "and when?", earlier) is None
+
+
+def test_a_follow_up_is_searched_with_the_earlier_question(agent: Agent) -> None:
+    alone = agent.ask(FOLLOW_UP)
+    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+    follow = agent.ask(FOLLOW_UP, history=history)
+    assert follow.grounding.how == "context"
+    assert follow.grounding.query.startswith(FOLLOW_UP) and FIRST in follow.grounding.query
+    assert follow.citations[0].page == "garden/pruning"
+    assert "dead canes" in follow.answer
+    assert alone.grounding.how == "message"  # no conversation: the message as it is
+
+
+def test_a_session_gives_the_follow_up_its_context(agent: Agent) -> None:
+    first = agent.ask(FIRST)
+    follow = agent.ask(FOLLOW_UP, session_id=first.session_id)
+    assert follow.grounding.how == "context"
+    assert follow.citations[0].page == "garden/pruning"
+
+
+def test_a_standalone_question_after_another_keeps_its_own_words(agent: Agent) -> None:
+    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+    answer = agent.ask("How often should I water my tomato plants?", history=history)
+    assert answer.grounding.how == "message"
+    assert answer.citations[0].page == "garden/watering"
+
+
+def test_a_capable_model_rewrites_the_follow_up_once(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    agent = make_agent()
+    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    rewrites = [
+        r
+        for r in chat.posted("/v1/chat/completions")
+        if "standalone" in r["messages"][0]["content"]
+    ]
+    assert len(rewrites) == 1
+    prompt = rewrites[0]["messages"][-1]["content"]
+    assert FIRST in prompt and prompt.rstrip().endswith("Question:") and FOLLOW_UP in prompt
+    # The replay server echoes the prompt: a reply sharing no word with the conversation
+    # is no rewrite, so the deterministic query stands in (and is cached as such).
+    assert answer.grounding.how == "context"
+    assert answer.citations[0].page == "garden/pruning"
+    agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    again = [
+        r
+        for r in chat.posted("/v1/chat/completions")
+        if "standalone" in r["messages"][0]["content"]
+    ]
+    assert len(again) == 1  # cached per conversation and turn
+
+
+def test_a_rewritten_question_is_what_is_searched(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    agent = make_agent()
+    chat.replies.append("What should I remove first when I prune roses?")
+    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    assert answer.grounding.how == "model"
+    assert answer.grounding.query == "What should I remove first when I prune roses?"
+    assert answer.citations[0].page == "garden/pruning"
+
+
+def test_when_the_rewrite_fails_the_deterministic_query_stands_in(
+    make_agent: Callable[..., Agent], chat: ChatServer
+) -> None:
+    agent = make_agent()
+    chat.fail("gpt-test", 500, times=10)
+    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    assert answer.grounding.how == "context"
+    assert answer.citations[0].page == "garden/pruning"

@@ -1,0 +1,94 @@
+"""Many libraries at once: one scale for every library's passages, a page indexed twice
+listed once, and one rule for Heron's own docs."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from heron.libraries import add_library, index_library, scope_of, search
+from heron.libraries.config import Library
+from heron.settings import Settings
+from heron.store import SQLiteStore
+
+# A big library about something else entirely. Scored against its own candidates, its
+# best passage still stands out (a z-score says "best of these", not "relevant"), and a
+# ten-chunk library's best cannot stand out as far: on separate scales the cookbook wins.
+BIG = {
+    f"recipes/dish{i}.md": (
+        f"# Dish {i}\n\n"
+        f"Bake dish {i} at {150 + i} degrees for {20 + i % 7} minutes, then let it rest. "
+        f"Serve it with {['rice', 'bread', 'salad', 'potatoes'][i % 4]} and a green sauce.\n\n"
+        f"## Storing dish {i}\n\nKeep it covered in the fridge for up to {1 + i % 4} days.\n"
+    )
+    for i in range(60)
+}
+NOTES = {
+    "it/vpn.md": (
+        "# Remote access\n\nThe credentials for the remote-access tunnel change every "
+        "90 days; you get an email a week before. Request new ones on the IT portal.\n"
+    ),
+    "hr/leave.md": "# Leave\n\nYou have 25 days of paid leave a year, booked in the HR tool.\n",
+}
+
+
+@pytest.fixture
+def two(settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]) -> SQLiteStore:
+    add_library("big", str(make_library(BIG, "big")), settings)
+    add_library("notes", str(make_library(NOTES, "notes")), settings)
+    for name in ("big", "notes"):
+        index_library(name, store, settings=settings)
+    return store
+
+
+def test_a_small_librarys_answer_is_not_outranked_by_a_big_librarys_neighbours(
+    two: SQLiteStore, settings: Settings
+) -> None:
+    for question in ("How often does the VPN password rotate?", "how many days of leave"):
+        for mode in ("full", "hybrid"):
+            alone = search(question, two, settings=settings, library="notes", mode=mode)
+            every = search(question, two, settings=settings, mode=mode, top_k=4)
+            assert (every[0].library, every[0].page) == ("notes", alone[0].page), mode
+            # On one scale the notes' own order holds among the cookbook's pages.
+            ours = [r.page for r in every if r.library == "notes"]
+            assert ours == [r.page for r in alone][: len(ours)], mode
+
+
+def test_every_mode_ranks_across_libraries(two: SQLiteStore, settings: Settings) -> None:
+    for mode in ("full", "hybrid", "dense", "lexical"):
+        found = search(
+            "remote access tunnel credentials", two, settings=settings, mode=mode, top_k=3
+        )
+        assert found[0].page == "it/vpn", mode
+
+
+def test_a_page_indexed_twice_is_listed_once_with_both_sources(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    add_library("notes", str(make_library(NOTES, "notes")), settings)
+    add_library("copy", str(make_library(NOTES, "copy")), settings)
+    for name in ("notes", "copy"):
+        index_library(name, store, settings=settings)
+    found = search("How often does the VPN password rotate?", store, settings=settings)
+    pages = [r.page for r in found]
+    assert pages.count("it/vpn") == 1
+    best = found[0]
+    other = "copy" if best.library == "notes" else "notes"
+    assert [c["citation"] for c in best.also_in] == [f"({other}, it/vpn)"]
+    assert best.also_in[0]["source"].endswith("it/vpn.md:" + best.source.rsplit(":", 1)[1])
+
+
+def test_heron_docs_join_only_when_named_or_alone() -> None:
+    heron = Library("heron", "/docs", builtin=True)
+    notes, k8s = Library("notes", "/n"), Library("kubernetes", "/k")
+    assert scope_of("How do I restore the database?", [notes, k8s, heron]) == [
+        "notes",
+        "kubernetes",
+    ]
+    assert scope_of("How does Heron restore a backup?", [notes, heron]) == ["heron"]
+    assert scope_of("how does HERON pick tools", [notes, heron]) == ["heron"]
+    assert scope_of("herons are birds", [notes, heron]) == ["notes"]
+    assert scope_of("How do I restore the database?", [heron]) == ["heron"]
+    assert scope_of("anything", [notes]) == ["notes"]
