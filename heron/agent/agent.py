@@ -78,6 +78,7 @@ from heron.agent.followup import (
     REWRITE_TURNS,
     contextual,
     earlier_questions,
+    last_reply,
     refers_back,
     rewrite_request,
     standalone,
@@ -374,8 +375,10 @@ class Agent:
         if not (poor or refers_back(message)):
             return grounding, results, vector
         recent = earlier[-CONTEXT_TURNS:]
+        reply = last_reply(history)
+        rows = embed_queries(self.store.embedder, [*recent, reply] if reply else recent)
         text, blended = contextual(
-            message, vector, recent, embed_queries(self.store.embedder, recent)
+            message, vector, recent, rows[: len(recent)], rows[len(recent)] if reply else None
         )
         return self._grounded(text, blended, library, "context")
 

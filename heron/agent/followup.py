@@ -12,8 +12,8 @@ searchable, the first that applies:
    (``refers_back``: a short message with a word that points back, or one that starts
    like "and ..." / "what about ..."): ``contextual`` searches the message's text plus
    the earlier questions' (the lexical side gets their terms) with a vector blended
-   towards the latest turn: ``unit(q + DECAY * q_1 + DECAY**2 * q_2)``, ``q_1`` the
-   previous question's vector.
+   towards the latest turn: ``unit(q + DECAY * (q_1 + a_1) + DECAY**2 * q_2)``, ``q_1``
+   the previous question's vector and ``a_1`` the previous answer's.
 """
 
 from __future__ import annotations
@@ -29,6 +29,9 @@ from heron.store.analysis import analyze
 #: Earlier questions a follow-up borrows from, latest first, and their weights' decay.
 CONTEXT_TURNS = 2
 DECAY = 0.5
+#: Words of the last answer that join the blended vector (a quoted answer says what the
+#: conversation is about in the library's own words).
+REPLY_WORDS = 64
 #: A follow-up is short: a longer message says what it means.
 FOLLOW_UP_WORDS = 12
 #: Words that point back to something said before (English, Portuguese, Spanish).
@@ -76,17 +79,34 @@ def refers_back(message: str) -> bool:
     return bool(_CONTINUES.match(message)) or any(w in REFERRING for w in words)
 
 
+def last_reply(history: Sequence[Message]) -> str:
+    """The start of the last assistant message (``REPLY_WORDS`` words): what the
+    follow-up most likely goes on about."""
+    for m in reversed(history):
+        if m.role == "assistant" and m.content.strip():
+            return " ".join(m.content.split()[:REPLY_WORDS])
+    return ""
+
+
 def contextual(
-    message: str, vector: np.ndarray, earlier: Sequence[str], earlier_vectors: np.ndarray
+    message: str,
+    vector: np.ndarray,
+    earlier: Sequence[str],
+    earlier_vectors: np.ndarray,
+    reply_vector: np.ndarray | None = None,
 ) -> tuple[str, np.ndarray]:
     """The deterministic standalone query: ``message`` followed by the last
     ``CONTEXT_TURNS`` questions (latest first), and the blended vector (module doc).
-    ``earlier_vectors``: one row per question of ``earlier[-CONTEXT_TURNS:]``."""
+    ``earlier_vectors``: one row per question of ``earlier[-CONTEXT_TURNS:]``;
+    ``reply_vector``: the last answer's (``last_reply``), weighed as the latest
+    question."""
     recent = list(earlier[-CONTEXT_TURNS:])[::-1]
     rows = np.asarray(earlier_vectors, dtype=np.float32).reshape(len(recent), -1)[::-1]
     blended = np.asarray(vector, dtype=np.float32).copy()
     for k, row in enumerate(rows, 1):
         blended += DECAY**k * row
+    if reply_vector is not None:
+        blended += DECAY * np.asarray(reply_vector, dtype=np.float32).reshape(-1)
     norm = float(np.linalg.norm(blended))
     text = " ".join([message, *recent])
     return text, (blended / norm if norm > 0 else blended)

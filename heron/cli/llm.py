@@ -7,9 +7,8 @@ from typing import Annotated
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
-from heron.cli.output import console, print_json
+from heron.cli.output import console, print_json, table, working
 from heron.llm import load_broker
 from heron.llm.config import models_file
 from heron.settings import Settings
@@ -43,14 +42,16 @@ def list_(as_json: JsonFlag = False) -> None:
         print_json({"source": str(broker.table.source or ""), "models": rows, "notes": notes})
         return
     source = broker.table.source or f"built-in (no {models_file(settings)})"
-    table = Table(title=f"models from {escape(str(source))}", caption="* default")
-    for column in ("alias", "provider", "model", "key", "tools", "profile", "context", "fallbacks"):
-        table.add_column(column)
+    grid = table(
+        *("alias", "provider", "model", "key", "tools", "profile", "context", "fallbacks"),
+        title=f"models from {escape(str(source))}",
+        caption="* default",
+    )
     for row in rows:
         key = row["api_key_env"] or "-"
         if row["key_set"] is False:
             key = f"[red]{key} (not set)[/]"
-        table.add_row(
+        grid.add_row(
             row["alias"] + (" *" if row["default"] else ""),
             row["provider"],
             escape(row["model"]),
@@ -60,7 +61,7 @@ def list_(as_json: JsonFlag = False) -> None:
             str(row["context_window"]),
             ", ".join(row["fallbacks"]) or "-",
         )
-    console.print(table)
+    console.print(grid)
     for note in broker.table.notes:  # what a LiteLLM file held that Heron does not use
         console.print(f"[dim]note: {escape(note)}[/]")
 
@@ -76,7 +77,10 @@ def check(
     """
     broker = load_broker()
     aliases = [alias] if alias else [spec.alias for spec in broker.models()]
-    results = [broker.check(a) for a in aliases]
+    results = []
+    for name in aliases:
+        with working(f"checking {name}"):  # a model may take seconds to load or answer
+            results.append(broker.check(name))
     broker.close()
     if as_json:
         print_json(results)

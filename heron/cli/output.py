@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+import threading
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator
@@ -12,7 +13,8 @@ from pathlib import Path
 from typing import Annotated, Any, TextIO
 
 import typer
-from rich.console import Console
+from rich.console import Console, ConsoleDimensions
+from rich.markup import escape
 from rich.progress import (
     BarColumn,
     MofNCompleteColumn,
@@ -23,13 +25,54 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.table import Table
 from rich.text import Text
 
 from heron.errors import InputError
 from heron.store.jsonl import read_queries
 
-console = Console()
-errors = Console(stderr=True)
+#: The width rich is told when the output is not a terminal: longer than any line.
+UNWRAPPED = 1_000_000
+
+
+class HeronConsole(Console):
+    """A rich console that wraps only on a terminal.
+
+    Not a terminal (a pipe, a file, a test's capture) and no ``width`` set in code: a
+    line is as long as its content and a table as wide as its cells, as if the screen
+    had no edge. Rich would otherwise wrap at ``$COLUMNS``, at the size of a terminal it
+    finds on another stream, or at 80 columns: ``heron search | grep`` would miss a
+    citation broken in two. ``$COLUMNS`` describes a terminal, so a pipe ignores it."""
+
+    def __init__(self, *args: Any, width: int | None = None, **kwargs: Any) -> None:
+        super().__init__(*args, width=width, **kwargs)
+        self._guessed_width = self._width if width is None else None  # from $COLUMNS
+
+    def _unbounded(self) -> bool:
+        return not self.is_terminal and self._width == self._guessed_width
+
+    @property
+    def size(self) -> ConsoleDimensions:
+        size = Console.size.fget(self)
+        return ConsoleDimensions(UNWRAPPED, size.height) if self._unbounded() else size
+
+    @size.setter
+    def size(self, new_size: tuple[int, int]) -> None:
+        Console.size.fset(self, new_size)
+
+
+console = HeronConsole()
+errors = HeronConsole(stderr=True)
+
+
+def table(*columns: str, **options: Any) -> Table:
+    """A rich table whose cells are never cut: a value too long for its column on a
+    terminal folds onto the next line (rich's default would end it in "…"); off a
+    terminal the columns are as wide as their longest value."""
+    grid = Table(**options)
+    for column in columns:
+        grid.add_column(column, overflow="fold")
+    return grid
 
 
 def print_json(value: Any) -> None:
@@ -38,12 +81,16 @@ def print_json(value: Any) -> None:
 
 #: Seconds between two progress lines when stderr is not a terminal (a log, a journal).
 LINE_EVERY = 5.0
+#: A stage still running this many seconds after it began says so, even before any of
+#: its units is done: a long command says what it does within a second.
+FIRST_LINE = 1.0
 
 
 class Tracker(ABC):
     """Where a long command reports how far it is: ``start(stage, total)`` as each stage
-    begins (``pages``, then ``chunks``), then ``tracker(n)`` as ``n`` more of its units are
-    done. Callable, so it can be passed where a plain ``progress(n)`` is taken."""
+    begins (``pages``, then ``chunks``; ``total`` None when unknown), then ``tracker(n)``
+    as ``n`` more of its units are done. Callable, so it can be passed where a plain
+    ``progress(n)`` is taken."""
 
     @abstractmethod
     def start(self, stage: str, total: int | None) -> None: ...
@@ -84,48 +131,92 @@ class BarTracker(Tracker):
 
 
 class LineTracker(Tracker):
-    """No terminal: one line to ``stream`` at most every ``every`` seconds, and one as each
-    stage ends, e.g. ``indexing heron: chunks 512/1,830 (28%), 96.0/s, 14 s left``."""
+    """No terminal: lines on ``stream``, e.g. ``indexing heron: chunks 512/1,830 (28%),
+    96.0/s, 14 s left``. A stage's first line comes ``first`` seconds after it began if
+    it is still running, the next ones at most every ``every`` seconds, and a last one
+    as it ends; a stage that did nothing and said nothing stays silent.
 
-    def __init__(self, label: str, stream: TextIO, every: float = LINE_EVERY) -> None:
+    Lines are written as units are done; ``tick()`` writes one that is due although
+    nothing moved (a model still loading, one long batch), and ``ticking()`` calls it
+    from a thread while a command runs."""
+
+    def __init__(
+        self, label: str, stream: TextIO, every: float = LINE_EVERY, first: float = FIRST_LINE
+    ) -> None:
         self.label = label
         self.stream = stream
         self.every = every
+        self.first = first
         self.stage_name: str | None = None
+        self.lock = threading.RLock()  # the ticking thread and the command both write
 
     def start(self, stage: str, total: int | None) -> None:
-        self.finish()
-        self.stage_name, self.total, self.done, self.shown = stage, total, 0, -1
-        self.started = self.last = time.monotonic()
+        with self.lock:
+            self.finish()
+            self.stage_name, self.total, self.done, self.shown = stage, total, 0, 0
+            self.said = False  # anything written for this stage yet
+            self.started = self.last = time.monotonic()
 
     def __call__(self, n: int = 1) -> None:
-        if self.stage_name is None:
-            self.start("items", None)
-        self.done += n
-        now = time.monotonic()
-        if now - self.last >= self.every:
-            self.last = now
-            self._line(now)
+        with self.lock:
+            if self.stage_name is None:
+                self.start("items", None)
+            self.done += n
+            self._line_if_due()
+
+    def tick(self) -> None:
+        """Write the line that is due, if one is, whether or not anything was done."""
+        with self.lock:
+            if self.stage_name is not None:
+                self._line_if_due()
 
     def finish(self) -> None:
         """The stage's last line, unless the last line said it all."""
-        if self.stage_name is not None and self.shown != self.done:
-            self._line(time.monotonic())
-        self.stage_name = None
+        with self.lock:
+            if self.stage_name is not None and self.done != self.shown:
+                self._line(time.monotonic())
+            self.stage_name = None
+
+    @contextmanager
+    def ticking(self, interval: float = 0.25) -> Iterator[LineTracker]:
+        """``tick()`` every ``interval`` seconds from a thread until the block ends, then
+        ``finish()``."""
+        stop = threading.Event()
+
+        def run() -> None:
+            while not stop.wait(interval):
+                self.tick()
+
+        thread = threading.Thread(target=run, name="heron-progress", daemon=True)
+        thread.start()
+        try:
+            yield self
+        finally:
+            stop.set()
+            thread.join()
+            self.finish()
+
+    def _line_if_due(self) -> None:
+        now = time.monotonic()
+        if now - self.last >= (self.every if self.said else self.first):
+            self._line(now)  # also when nothing moved: the stage still runs
 
     def _line(self, now: float) -> None:
         spent = max(now - self.started, 1e-9)
         rate = self.done / spent
-        line = f"{self.label}: {self.stage_name} {self.done:,}"
+        line = f"{self.label}: {self.stage_name}"
+        if self.done or self.total is not None:
+            line += f" {self.done:,}"
         if self.total:
             line += f"/{self.total:,} ({100 * self.done / self.total:.0f}%)"
-        line += f", {rate:,.1f}/s"
+        if self.done:
+            line += f", {rate:,.1f}/s"
         if self.total and rate > 0 and self.done < self.total:
             line += f", {(self.total - self.done) / rate:,.0f} s left"
-        elif self.done:
+        else:
             line += f", {spent:,.1f} s"
         print(line, file=self.stream, flush=True)
-        self.shown = self.done
+        self.shown, self.said, self.last = self.done, True, now
 
 
 def bar_columns() -> list[ProgressColumn]:
@@ -143,21 +234,35 @@ def bar_columns() -> list[ProgressColumn]:
 @contextmanager
 def progress_bar(label: str, total: int | None = None) -> Iterator[Tracker]:
     """Progress on stderr, as a ``Tracker`` (also a plain ``advance(n)``): a bar on a
-    terminal, else a line every ``LINE_EVERY`` seconds. ``total`` starts a first stage."""
+    terminal, else lines (see ``LineTracker``). The first stage is ``items`` of
+    ``total``, or ``starting`` until the command starts its own."""
+    first = "items" if total is not None else "starting"
     if not errors.is_terminal:
         lines = LineTracker(label, sys.stderr)
-        if total is not None:
-            lines.start("items", total)
-        try:
+        lines.start(first, total)
+        with lines.ticking():
             yield lines
-        finally:
-            lines.finish()
         return
     with Progress(*bar_columns(), console=errors, transient=True) as bar:
         tracker = BarTracker(bar, label)
-        if total is not None:
-            tracker.start("items", total)
+        tracker.start(first, total)
         yield tracker
+
+
+@contextmanager
+def working(doing: str) -> Iterator[None]:
+    """Say on stderr what a long step does, as it begins: a spinner on a terminal
+    (gone when the step ends), else one line, ``doing ...``. stdout stays the command's
+    output (``--json`` included).
+
+    Example: ``with working("loading the models"): agent = open_agent()``
+    """
+    if errors.is_terminal:
+        with errors.status(escape(doing)):
+            yield
+        return
+    print(f"{doing} ...", file=sys.stderr, flush=True)
+    yield
 
 
 #: The ``--queries`` option every search-like command takes.

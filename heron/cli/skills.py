@@ -98,6 +98,7 @@ def index(as_json: JsonFlag = False) -> None:
     """
     skills = open_skills()
     with progress_bar("indexing skills") as tracker:
+        tracker.start("scanning", None)
         report = skills.index(progress=tracker, on_total=lambda n: tracker.start("skills", n))
     if as_json:
         print_json(report.to_dict())

@@ -14,6 +14,7 @@ from heron.cli.output import (
     print_json,
     progress_bar,
     query_batch,
+    working,
 )
 from heron.errors import InputError
 from heron.store import SEARCH_MODES, Hit, open_store
@@ -143,7 +144,8 @@ def parity_command(
     one = SQLiteStore(sqlite or settings.home / "heron.db", embedder)
     other = PostgresStore(url, embedder)
     try:
-        report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)
+        with working(f"running {len(batch)} queries on both stores"):
+            report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)
     finally:
         one.close()
         other.close()

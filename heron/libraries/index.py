@@ -53,6 +53,7 @@ from heron.libraries.sync import SyncError, checkout_dir, sync
 from heron.private import private_dir
 from heron.settings import Settings
 from heron.store import Record, Store, check_store
+from heron.store.sql import embed_in_steps
 
 #: Bump when chunking or record layout changes: every page is then re-indexed.
 INDEX_VERSION = "1"
@@ -60,7 +61,7 @@ INDEX_VERSION = "1"
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
 #: ``stages(name, total) -> advance``: see ``index_library``.
-Stages = Callable[[str, int], Callable[[int], None]]
+Stages = Callable[[str, int | None], Callable[[int], None]]
 
 
 class LibraryRemoved(HeronError):
@@ -209,6 +210,7 @@ class _Indexer:
         return self._counter(texts)
 
     def run(self) -> LibraryIndexReport:
+        self._stage("sync", None)
         try:
             checkout = sync(self.library, self.settings, timeout=self.settings.library_git_timeout)
         except SyncError as exc:
@@ -296,7 +298,7 @@ class _Indexer:
         if group:
             yield group
 
-    def _stage(self, name: str, total: int) -> Callable[[int], None]:
+    def _stage(self, name: str, total: int | None) -> Callable[[int], None]:
         return self.stages(name, total) if self.stages else lambda n: None
 
     def _write(self, work: list[_Work], stored: dict[str, list[str]]) -> None:
@@ -306,9 +308,9 @@ class _Indexer:
         before = _misses(self.store.embedder)
         for group in self._groups(work):
             self._check_configured()
-            self._embed(group)
+            embedded = self._embed(group, advance)
             records = [r for w in group for r in w.records]
-            self.store.upsert(self.ns, records)
+            self.store.upsert(self.ns, records)  # embeds the questions (no dense text)
             self._check_configured()  # removed meanwhile: drop what this group re-created
             stale = []
             for item in group:
@@ -320,24 +322,28 @@ class _Indexer:
                 save_page(self.store, self.ns, item.page.id, item.state)
             if self.progress:
                 self.progress(len(group))
-            advance(len(records))
+            if len(records) > embedded:  # the questions, and texts repeated in the group
+                advance(len(records) - embedded)
         after = _misses(self.store.embedder)
         if before is not None and after is not None:
             self.report.embedded += after - before
 
-    def _embed(self, group: list[_Work]) -> None:
-        """Vectors of the chunks' dense texts, each distinct text embedded once, in one
-        call so the embedder can batch the whole group by token count."""
+    def _embed(self, group: list[_Work], advance: Callable[[int], None]) -> int:
+        """Vectors of the chunks' dense texts, each distinct text embedded once, sorted
+        by length across the whole group and told to ``advance`` step by step as they
+        embed (``embed_in_steps``). Returns how many texts that was."""
         texts = list(dict.fromkeys(t for w in group for t in w.dense if t is not None))
         if not texts:
-            return
+            return 0
         if _misses(self.store.embedder) is None:
             self.report.embedded += len(texts)
-        vectors = dict(zip(texts, self.store.embedder.embed(texts), strict=True))
+        embedded = embed_in_steps(self.store.embedder, texts, advance)
+        vectors = dict(zip(texts, embedded, strict=True))
         for item in group:
             for record, text in zip(item.records, item.dense, strict=True):
                 if text is not None:
                     record.vector = vectors[text]
+        return len(texts)
 
     def _remove(self, pages: list[str], stored: dict[str, list[str]]) -> None:
         if not pages:
@@ -370,8 +376,10 @@ def index_library(
 ) -> LibraryIndexReport:
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages. ``stages(name,
-    total)`` as each stage begins (``pages`` to read, then ``chunks`` to embed and write)
-    returns the ``advance(n)`` told as ``n`` more of its units are done.
+    total)`` as each stage begins (``sync``, total None; ``pages`` to read; then
+    ``chunks`` to embed and write) returns the ``advance(n)`` told as ``n`` more of its
+    units are done: chunks as they embed, every second or so, not only as a group of
+    pages is written.
 
     A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
     store raises ``DatabaseCorrupt`` before anything is read or written.

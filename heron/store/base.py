@@ -190,7 +190,15 @@ class Store(Protocol):
         given, is used instead of embedding its text (scaled to unit length).
         ``metadata["title"]``, when present, is indexed as its own lexical field, weighted
         4 against the text's 1. Within one batch a repeated id counts once: the last
-        record of that id wins. ``progress(n)`` is called after each batch with its size.
+        record of that id wins.
+
+        ``progress(n)`` says ``n`` more records are done, so a bar can move while a
+        batch embeds: it is called as records of the batch are embedded, in steps (the
+        first of ``heron.store.sql.FIRST_STEP`` records, the next ones about a second's
+        work each), then once the batch is written with the rest of it (records skipped
+        as unchanged, records with their own vector). The ``n`` of one batch add up to
+        its size, and of the whole call to the number of records read. A record counted
+        as embedded is written when its batch's transaction commits, right after.
 
         Returns ``UpsertResult(added, updated, unchanged)``: records new to the namespace,
         records that replaced one of the same id, and records skipped (unchanged, or an

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import json
 import threading
+import time
 from abc import ABC, abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -50,6 +51,10 @@ from heron.store.fusion import Fused, fuse_with_feedback
 
 #: Records per write transaction.
 BATCH = 256
+#: While records embed, ``progress`` hears of them about this often (seconds), and its
+#: first step is this many texts (see ``embed_in_steps``).
+STEP_SECONDS = 1.0
+FIRST_STEP = 8
 #: Each side of a hybrid search contributes this many candidates to the fusion.
 CANDIDATES = 200
 #: BM25 weights of the lexical fields (title, body); a title match says more (tuned on
@@ -92,13 +97,48 @@ def batched(items: Iterable[Record], size: int) -> Iterator[list[Record]]:
         yield batch
 
 
-def record_vectors(embedder: Embedder, records: list[Record]) -> np.ndarray:
-    """Unit vectors of ``records``: their own ``vector`` if given, else the embedder's."""
+def embed_in_steps(
+    embedder: Embedder, texts: Sequence[str], progress: Progress | None = None
+) -> np.ndarray:
+    """``embedder.embed(texts)``, telling ``progress(n)`` as each ``n`` more are embedded.
+
+    Without ``progress`` it is one call. With it, the texts go longest first in steps:
+    ``FIRST_STEP`` texts, then each step as many as the rate so far embeds in about
+    ``STEP_SECONDS`` (at most four times the last step), so a bar moves every second or
+    so on a slow CPU, while a fast model or an embedding server gets few, large calls.
+    Longest first, because a step then holds texts of similar length, as the embedder's
+    own batches would, and a later step is never slower per text than the estimate.
+    Rows come back in input order.
+    """
+    if progress is None or len(texts) <= FIRST_STEP:
+        vectors = embedder.embed(texts)
+        if progress is not None and len(texts):
+            progress(len(texts))
+        return vectors
+    order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
+    out = np.empty((len(texts), embedder.dim), dtype=np.float32)
+    start, step = 0, FIRST_STEP
+    while start < len(order):
+        rows = order[start : start + step]
+        began = time.perf_counter()
+        out[rows] = embedder.embed([texts[i] for i in rows])
+        rate = len(rows) / max(time.perf_counter() - began, 1e-6)
+        progress(len(rows))
+        start += len(rows)
+        step = max(FIRST_STEP, min(int(rate * STEP_SECONDS), 4 * len(rows)))
+    return out
+
+
+def record_vectors(
+    embedder: Embedder, records: list[Record], progress: Progress | None = None
+) -> np.ndarray:
+    """Unit vectors of ``records``: their own ``vector`` if given, else the embedder's
+    (``progress(n)`` told as ``n`` more are embedded, see ``embed_in_steps``)."""
     dim = embedder.dim
     out = np.empty((len(records), dim), dtype=np.float32)
     missing = [i for i, r in enumerate(records) if r.vector is None]
     if missing:
-        out[missing] = embedder.embed([records[i].text for i in missing])
+        out[missing] = embed_in_steps(embedder, [records[i].text for i in missing], progress)
     for i, record in enumerate(records):
         if record.vector is not None:
             vector = check_vectors(np.reshape(record.vector, (1, -1)), dim, f"record {record.id!r}")
@@ -210,29 +250,35 @@ class SQLStore(Store, ABC, Generic[ScopeT]):
         """Add or replace records by id, in transactions of ``BATCH`` records.
 
         Records whose content hash is unchanged are skipped before embedding, so
-        loading the same file twice embeds nothing the second time.
+        loading the same file twice embeds nothing the second time. ``progress`` hears
+        of a batch's records as they embed, then of the rest once the batch is written.
         """
         check_namespace_name(namespace)
         self._ensure_namespace(namespace)
         added = updated = unchanged = 0
         for batch in batched(records, BATCH):
-            a, u, n = self._upsert_batch(namespace, batch)
+            a, u, n, embedded = self._upsert_batch(namespace, batch, progress)
             added, updated, unchanged = added + a, updated + u, unchanged + n
-            if progress:
-                progress(len(batch))
+            if progress and len(batch) > embedded:
+                progress(len(batch) - embedded)  # the rest: unchanged, or their own vector
         return UpsertResult(added, updated, unchanged)
 
-    def _upsert_batch(self, namespace: str, batch: list[Record]) -> tuple[int, int, int]:
+    def _upsert_batch(
+        self, namespace: str, batch: list[Record], progress: Progress | None
+    ) -> tuple[int, int, int, int]:
+        """One batch, one transaction: ``(added, updated, unchanged, embedded)``;
+        ``progress`` hears of the ``embedded`` records as they embed."""
         rows = {r.id: r for r in map(Row.of, batch)}  # a repeated id: the last one wins
         for row in rows.values():
             self._check_row(row)
         stored = self._stored_hashes(namespace, list(rows))
         todo = [row for rid, row in rows.items() if stored.get(rid) != row.hash]
         if not todo:
-            return 0, 0, len(batch)
-        vectors = record_vectors(self.embedder, [row.record for row in todo])
+            return 0, 0, len(batch), 0
+        vectors = record_vectors(self.embedder, [row.record for row in todo], progress)
         updated = self._write_rows(namespace, todo, vectors)
-        return len(todo) - updated, updated, len(batch) - len(todo)
+        embedded = sum(row.record.vector is None for row in todo)
+        return len(todo) - updated, updated, len(batch) - len(todo), embedded
 
     def get(self, namespace: str, id: str) -> Record:
         found = self._fetch(namespace, id)

@@ -79,7 +79,8 @@ def test_ask_on_an_empty_home_says_grounding_found_nothing(home: Path) -> None:
 def test_ask_refuses_an_empty_message_or_an_unknown_mode_with_a_clear_error(home: Path) -> None:
     done = run_heron("ask", "  ", ok=False)
     assert done.returncode == 1
-    assert done.stderr.startswith("error: The message is empty")
+    # the status lines ("opening the libraries ...") come first, the error last
+    assert done.stderr.splitlines()[-1].startswith("error: The message is empty")
     done = run_heron("ask", "What is a Pod?", "--answer", "poetic", ok=False)
     assert done.returncode == 1 and "Unknown answer mode 'poetic'" in done.stderr
     assert "Traceback" not in done.stderr

@@ -7,6 +7,7 @@ import io
 import json
 import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,12 @@ from rich.console import Console
 from rich.progress import Progress
 
 from heron.cli.output import BarTracker, LineTracker, bar_columns
+from heron.embed import MiniLMEmbedder
+from heron.errors import NotFound
+from heron.libraries import add_library, index_library
+from heron.settings import Settings
+from heron.store import SQLiteStore
+from heron.store.sql import FIRST_STEP
 from tests.libraries.conftest import PAGES, write_pages
 from tests.run_heron import run_heron
 
@@ -22,7 +29,7 @@ SKILL = "---\nname: tidy\ndescription: Tidy a workspace before a release.\n---\n
 
 def test_lines_give_done_total_rate_and_time_left() -> None:
     out = io.StringIO()
-    lines = LineTracker("indexing docs", out, every=0.0)
+    lines = LineTracker("indexing docs", out, every=0.0, first=0.0)
     lines.start("pages", 4)
     lines(1)
     lines(3)
@@ -40,13 +47,40 @@ def test_lines_give_done_total_rate_and_time_left() -> None:
 
 def test_lines_are_rate_limited() -> None:
     out = io.StringIO()
-    lines = LineTracker("loading", out, every=3600)
+    lines = LineTracker("loading", out, every=3600, first=3600)
     lines.start("items", 1000)
     for _ in range(1000):
         lines(1)
     lines.finish()
     assert out.getvalue().count("\n") == 1  # only the stage's last line
     assert "items 1,000/1,000 (100%)" in out.getvalue()
+
+
+def test_a_stage_that_runs_says_so_within_a_second_though_nothing_moved() -> None:
+    out = io.StringIO()
+    lines = LineTracker("indexing docs", out, every=3600, first=0.3)
+    lines.start("starting", None)
+    lines.start("chunks", 40)  # "starting" did nothing and said nothing: no line
+    lines.tick()
+    assert out.getvalue() == ""  # not yet due
+    time.sleep(0.35)
+    lines.tick()
+    assert re.fullmatch(r"indexing docs: chunks 0/40 \(0%\), [\d.]+ s\n", out.getvalue())
+    lines.tick()
+    lines(8)  # the next line is due in an hour; the last one comes as the stage ends
+    lines.finish()
+    text = out.getvalue().splitlines()
+    assert len(text) == 2 and text[1].startswith("indexing docs: chunks 8/40 (20%), ")
+
+
+def test_ticking_writes_the_due_line_from_a_thread() -> None:
+    out = io.StringIO()
+    lines = LineTracker("loading models", out, every=3600, first=0.05)
+    lines.start("starting", None)
+    with lines.ticking(interval=0.01):
+        time.sleep(0.3)  # one long step: nothing is done, the thread still says it runs
+        assert re.fullmatch(r"loading models: starting, [\d.]+ s\n", out.getvalue())
+    assert out.getvalue().count("\n") == 1
 
 
 def test_the_bar_shows_the_stage_count_and_rate() -> None:
@@ -93,3 +127,40 @@ def test_commands_print_progress_lines_without_a_terminal(env: Path) -> None:
         "loading notes: items 3/3 (100%)"
         in run_heron("store", "load", "notes", str(records)).stderr
     )
+
+
+def test_the_chunks_stage_moves_while_chunks_embed(
+    home: Path, tmp_path: Path, embedder: MiniLMEmbedder, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """One group of pages (fewer than GROUP_PAGES, GROUP_RECORDS) is one store write, yet
+    its chunks are told as they embed, step by step, before anything is written."""
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
+    settings = Settings()
+    sections = "\n\n".join(
+        f"## {topic.title()}\n\n" + f"How the {topic} works for new staff. " * 12
+        for topic in ("laptops", "vpn", "badges", "payroll", "holidays", "expenses")
+    )
+    pages = {f"handbook/team{i}.md": f"# Team {i}\n\n{sections}\n" for i in range(4)}
+    add_library("handbook", str(write_pages(tmp_path / "handbook", pages)), settings)
+    store = SQLiteStore(settings.db_path, embedder)
+    seen: dict[str, list[tuple[int, int]]] = {}
+
+    def stored() -> int:
+        try:
+            return store.count("handbook")
+        except NotFound:
+            return 0
+
+    def stages(name: str, total: int | None) -> Callable[[int], None]:
+        seen[name] = []
+        return lambda n: seen[name].append((n, stored()))
+
+    try:
+        report = index_library("handbook", store, settings=settings, stages=stages)
+    finally:
+        store.close()
+    assert list(seen) == ["sync", "pages", "chunks"]
+    chunks = seen["chunks"]
+    assert report.records == sum(n for n, _ in chunks) > FIRST_STEP
+    assert len(chunks) > 1 and chunks[0] == (FIRST_STEP, 0)  # told before the write
+    assert all(n > 0 for n, _ in chunks)

@@ -33,6 +33,7 @@ from heron.store import (
     UpsertResult,
     check_store,
 )
+from heron.store.sql import FIRST_STEP
 from tests.openai_server import serve
 from tests.postgres import pg_server, pg_url  # noqa: F401
 
@@ -160,6 +161,21 @@ def test_progress_is_called_after_each_batch(store: Store) -> None:
     records = (Record(f"r{i}", f"record {i}", {}, vector=v) for i, v in enumerate(vectors))
     assert store.upsert("many", records, progress=seen.append).added == 300
     assert seen == [256, 44]
+
+
+def test_progress_is_told_as_records_embed(store: Store) -> None:
+    """A bar moves within a batch: the records it embeds are told in steps, before the
+    batch's one write; the unchanged ones once it is written."""
+    records = [Record(f"r{i}", f"Note {i}: rotate the VPN password.") for i in range(40)]
+    seen: list[int] = []
+    assert store.upsert("notes", records, progress=seen.append).added == 40
+    assert len(seen) > 1 and sum(seen) == 40 and seen[0] == FIRST_STEP
+    edited = [
+        Record(r.id, r.text + " Ask the helpdesk.") if i % 2 else r for i, r in enumerate(records)
+    ]
+    seen.clear()
+    assert store.upsert("notes", edited, progress=seen.append) == UpsertResult(0, 20, 20)
+    assert len(seen) > 2 and sum(seen) == 40 and seen[-1] == 20  # the unchanged, last
 
 
 def test_given_vectors_skip_the_embedder(store: Store, embedder: MiniLMEmbedder) -> None:
