@@ -36,8 +36,9 @@ class ChatParams(Params):
 
     def agent_options(self) -> dict[str, Any]:
         """The keyword arguments of ``Agent.ask`` and ``Agent.stream`` after the message:
-        every other field is one of theirs, by the same name."""
-        return self.model_dump(exclude={"message"})
+        every other field is one of theirs, by the same name; hints name the request's
+        fields, not the CLI's flags (``surface="api"``)."""
+        return {**self.model_dump(exclude={"message"}), "surface": "api"}
 
 
 class SearchParams(Params):

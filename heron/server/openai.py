@@ -30,7 +30,9 @@ What a request says reaches the agent (``Agent.ask`` / ``Agent.stream``):
   only a model can act on).
 
 Answers carry ``citations`` beside ``choices``, a field standard clients ignore, with
-``session_id``, ``mode`` and ``finish_detail``; in a stream they arrive on the last chunk
+``related`` (passages found, not quoted), ``grounding`` (the query searched, the libraries
+it was searched in, and how a follow-up was made standalone), ``session_id``, ``mode`` and
+``finish_detail``; in a stream they arrive on the last chunk
 before ``data: [DONE]``. ``finish_reason`` is always one of OpenAI's (``stop``,
 ``length``, ``tool_calls``, ``content_filter``); Heron's own reason, when there is one,
 is ``finish_detail``: ``degenerate`` (the model looped and was replaced by the
