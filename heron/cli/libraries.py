@@ -16,7 +16,14 @@ from heron.cli.output import (
     progress_bar,
     query_batch,
 )
-from heron.libraries import MODES, add_library, index_library, read_libraries, search_many
+from heron.libraries import (
+    MODES,
+    add_library,
+    index_library,
+    read_libraries,
+    scopes,
+    search_many,
+)
 from heron.libraries.library import forget_library, statuses
 from heron.settings import Settings
 from heron.store import open_store
@@ -177,6 +184,10 @@ def search(
         console.print(f"{rank:>3}. [bold]{r.title}[/]{where}  {r.citation}  {r.score:.3f}")
         console.print(f"     {r.snippet}", markup=False, highlight=False)
         console.print(f"     {r.source}", style="dim", markup=False, highlight=False)
+        for copy in r.also_in:  # the same page in another library
+            console.print(f"     also {copy['citation']}", style="dim", markup=False)
+    searched = scopes([batch[0][1]], store, settings, library)[0]
+    console.print(f"searched {', '.join(searched)}", style="dim", markup=False)
 
 
 def register_libraries(app: typer.Typer) -> None:

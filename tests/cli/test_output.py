@@ -80,7 +80,8 @@ def test_piped_commands_print_whole_lines(env: Path) -> None:
     assert summary[0].endswith(" s") and " embedded, " in summary[0]
 
     found = run_heron("search", "how often does the VPN password rotate", "-k", "1").stdout
-    title, snippet, source = found.splitlines()
+    title, snippet, source, searched = found.splitlines()
+    assert searched == f"searched {LONG_NAME}"  # which libraries, on one line too
     assert title.startswith("  1. VPN access for remote staff") and title.endswith(
         tuple("0123456789")
     )
