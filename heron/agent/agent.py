@@ -335,18 +335,21 @@ class Agent:
     ) -> list[Result]:
         """The library passages for ``message`` (searched with ``vector`` when given)
         from its ``scope``; none when no library is indexed."""
-        if not self.scope(message, library):
-            return []
         top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
-        return search_many(
-            [message],
-            self.store,
-            settings=self.settings,
-            library=library,
-            top_k=top_k,
-            reranker=self.reranker,
-            vectors=None if vector is None else np.reshape(vector, (1, -1)),
-        )[0]
+        try:
+            return search_many(
+                [message],
+                self.store,
+                settings=self.settings,
+                library=library,
+                top_k=top_k,
+                reranker=self.reranker,
+                vectors=None if vector is None else np.reshape(vector, (1, -1)),
+            )[0]
+        except NotFound:  # no library indexed (a library named but missing is an error)
+            if library is not None:
+                raise
+            return []
 
     def ground(
         self,
