@@ -130,6 +130,10 @@ LOCAL_SPEC = ModelSpec(
 )
 
 
+#: The model name that means "the table's default" unless an alias is called so.
+DEFAULT_NAME = "default"
+
+
 @dataclass(frozen=True)
 class RoutingTable:
     """Aliases in file order, the default alias, where they came from, and ``notes``:
@@ -141,7 +145,11 @@ class RoutingTable:
     notes: tuple[str, ...] = ()
 
     def spec(self, alias: str | None = None) -> ModelSpec:
+        """The alias's spec; ``None``, or ``"default"`` when no alias is called that
+        (what OpenAI clients send when a person picked no model), is the default's."""
         name = alias or self.default
+        if name == DEFAULT_NAME and name not in self.models:
+            name = self.default
         try:
             return self.models[name]
         except KeyError:

@@ -49,6 +49,7 @@ def test_models_yml_in_home(home: Path, monkeypatch: pytest.MonkeyPatch) -> None
     assert claude.api_key_env == "ANTHROPIC_API_KEY"
     assert claude.capabilities.max_tools == 64 and claude.capabilities.name_profile == "anthropic"
     assert groq.capabilities.context_window == 32768
+    assert table.spec("default") == table.spec() == fast  # what clients send for "no pick"
     monkeypatch.setenv("HERON_MODEL", "groq")
     assert load_table(Settings()).default == "groq"
     monkeypatch.setenv("HERON_MODEL", "nope")
