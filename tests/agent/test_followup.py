@@ -13,6 +13,13 @@ from tests.llm_servers import ChatServer
 
 FIRST = "When should I prune roses?"
 FOLLOW_UP = "What should I remove first?"
+HISTORY = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
+
+
+def rewrites(chat: ChatServer) -> list[dict]:
+    """The calls that asked the model to make a turn standalone."""
+    posted = chat.posted("/v1/chat/completions")
+    return [r for r in posted if "standalone" in r["messages"][0]["content"]]
 
 
 def test_refers_back_in_english_portuguese_and_spanish() -> None:
@@ -54,8 +61,7 @@ def test_standalone_takes_one_question_or_none() -> None:
 
 def test_a_follow_up_is_searched_with_the_earlier_question(agent: Agent) -> None:
     alone = agent.ask(FOLLOW_UP)
-    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
-    follow = agent.ask(FOLLOW_UP, history=history)
+    follow = agent.ask(FOLLOW_UP, history=HISTORY)
     assert follow.grounding.how == "context"
     assert follow.grounding.query.startswith(FOLLOW_UP) and FIRST in follow.grounding.query
     assert follow.citations[0].page == "garden/pruning"
@@ -71,8 +77,7 @@ def test_a_session_gives_the_follow_up_its_context(agent: Agent) -> None:
 
 
 def test_a_standalone_question_after_another_keeps_its_own_words(agent: Agent) -> None:
-    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
-    answer = agent.ask("How often should I water my tomato plants?", history=history)
+    answer = agent.ask("How often should I water my tomato plants?", history=HISTORY)
     assert answer.grounding.how == "message"
     assert answer.citations[0].page == "garden/watering"
 
@@ -81,27 +86,16 @@ def test_a_capable_model_rewrites_the_follow_up_once(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
     agent = make_agent()
-    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
-    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
-    rewrites = [
-        r
-        for r in chat.posted("/v1/chat/completions")
-        if "standalone" in r["messages"][0]["content"]
-    ]
-    assert len(rewrites) == 1
-    prompt = rewrites[0]["messages"][-1]["content"]
+    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    (call,) = rewrites(chat)
+    prompt = call["messages"][-1]["content"]
     assert FIRST in prompt and prompt.rstrip().endswith("Question:") and FOLLOW_UP in prompt
     # The replay server echoes the prompt: a reply sharing no word with the conversation
     # is no rewrite, so the deterministic query stands in (and is cached as such).
     assert answer.grounding.how == "context"
     assert answer.citations[0].page == "garden/pruning"
-    agent.ask(FOLLOW_UP, history=history, answer="extractive")
-    again = [
-        r
-        for r in chat.posted("/v1/chat/completions")
-        if "standalone" in r["messages"][0]["content"]
-    ]
-    assert len(again) == 1  # cached per conversation and turn
+    agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    assert len(rewrites(chat)) == 1  # cached per conversation and turn
 
 
 def test_a_rewritten_question_is_what_is_searched(
@@ -109,8 +103,7 @@ def test_a_rewritten_question_is_what_is_searched(
 ) -> None:
     agent = make_agent()
     chat.replies.append("What should I remove first when I prune roses?")
-    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
-    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
     assert answer.grounding.how == "model"
     assert answer.grounding.query == "What should I remove first when I prune roses?"
     assert answer.citations[0].page == "garden/pruning"
@@ -121,7 +114,6 @@ def test_when_the_rewrite_fails_the_deterministic_query_stands_in(
 ) -> None:
     agent = make_agent()
     chat.fail("gpt-test", 500, times=10)
-    history = [Message("user", FIRST), Message("assistant", "Prune roses in late winter.")]
-    answer = agent.ask(FOLLOW_UP, history=history, answer="extractive")
+    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
     assert answer.grounding.how == "context"
     assert answer.citations[0].page == "garden/pruning"

