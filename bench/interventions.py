@@ -34,9 +34,16 @@ import numpy as np
 from bench.common import table
 from bench.parity import postgres_url
 from bench.server import start_server
-from heron.interventions import Condition, EspeakVoice, InterventionStore, Rendered
-from heron.interventions.postgres import PostgresInterventionStore
-from heron.interventions.sqlite import SQLiteInterventionStore
+from heron.db import SQLiteDatabase
+from heron.db.postgres import PostgresDatabase
+from heron.interventions import (
+    INTERVENTIONS,
+    Condition,
+    EspeakVoice,
+    InterventionStore,
+    Rendered,
+    SQLInterventionStore,
+)
 
 CARDS = 300
 STORM = 1000
@@ -148,8 +155,12 @@ def run() -> str:
 
         pg = postgres_url(f"interventions_{os.getpid()}")
         backends = {
-            "SQLite": lambda: SQLiteInterventionStore(root / "storm.db"),
-            "PostgreSQL": lambda: PostgresInterventionStore(pg, pool_size=10),
+            "SQLite": lambda: SQLInterventionStore(
+                SQLiteDatabase(root / "storm.db", INTERVENTIONS)
+            ),
+            "PostgreSQL": lambda: SQLInterventionStore(
+                PostgresDatabase(pg, INTERVENTIONS, pool_size=10)
+            ),
         }
         for name, open_store in backends.items():
             pair = [open_store(), open_store()]
@@ -168,7 +179,7 @@ def run() -> str:
         rows.append(
             ("voice, 20-word line (espeak-ng)", f"{_voice(root / 'audio'):.3f} s", "<= 2 s")
         )
-        store = SQLiteInterventionStore(root / "stats.db")
+        store = SQLInterventionStore(SQLiteDatabase(root / "stats.db", INTERVENTIONS))
         try:
             median, worst = _stats(store)
         finally:

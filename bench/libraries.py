@@ -28,6 +28,9 @@ from bench.common import SHARED, WORK, percentiles, read_jsonl, table, timed
 from bench.embed_throughput import plain_onnxruntime
 from heron.embed import load_embedder
 from heron.libraries import add_library, index_library, load_reranker, search_many
+from heron.libraries.markdown import outline
+from heron.libraries.parse import parse_page
+from heron.libraries.scan import read_text, scan
 from heron.libraries.search import group_by_page
 from heron.settings import Settings
 from heron.store import SQLiteStore
@@ -105,6 +108,18 @@ def reindex_rows(store: SQLiteStore, settings: Settings) -> list[tuple]:
         page.write_text(original, encoding="utf-8")
         index_library(LIBRARY, store, settings=settings)
     return rows
+
+
+def anchors(root: Path) -> tuple[int, int, int]:
+    """``(pages, section anchors, anchors repeating an earlier one on their page)``: a
+    repeated anchor sends a citation to the wrong section."""
+    pages = total = repeated = 0
+    for file in scan(root, 10_000_000)[0]:
+        page = parse_page(read_text(file)[0] or "", file.id)
+        found = [h.anchor for h in outline(page.lines).headings]
+        pages, total = pages + 1, total + len(found)
+        repeated += len(found) - len(set(found))
+    return pages, total, repeated
 
 
 def _metrics(ranked: list[list[str]], gold: list[str]) -> tuple[float, float, float]:
@@ -192,6 +207,11 @@ def run(split: str = "test") -> str:
             ("initial index (cold cache)", first["seconds"], first["pages"], first["embedded"]),
             *reindex_rows(store, settings),
         ],
+    )
+    out += table(
+        "Kubernetes library: section anchors",
+        ["pages", "anchors", "repeating an earlier one"],
+        [anchors(ROOT / "library")],
     )
     out += table(
         f"Kubernetes questions ({split} split): page Hit@1 / Hit@5 / MRR@10",

@@ -19,12 +19,13 @@ from pathlib import Path
 
 import psycopg
 
+import heron.jobs
 from bench.common import table
 from bench.jobs import _repo
 from bench.parity import postgres_url
 from bench.server import start_server
-from heron.jobs import Jobs
-from heron.jobs.postgres import PostgresJobStore
+from heron.db.postgres import PostgresDatabase
+from heron.jobs import Jobs, SQLJobStore
 from heron.settings import Settings
 
 JOBS = 1000
@@ -54,7 +55,7 @@ def run() -> str:
             for i in range(SERVERS)
         ]
         try:
-            store = PostgresJobStore(url)
+            store = SQLJobStore(PostgresDatabase(url, heron.jobs.JOBS))
             client = Settings(
                 home=Path(tmp) / "client",
                 tools_root=env["HERON_TOOLS_ROOT"],

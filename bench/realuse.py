@@ -39,6 +39,7 @@ import numpy as np
 from bench import realuse_v1
 from bench.common import SHARED, WORK, read_jsonl, table
 from heron.agent import open_agent
+from heron.core.chat import Message
 from heron.embed import load_embedder
 from heron.libraries import (
     add_library,
@@ -48,7 +49,6 @@ from heron.libraries import (
     search_many,
 )
 from heron.libraries.index import IndexBusy
-from heron.llm.types import Message
 from heron.settings import Settings
 from heron.store import SQLiteStore
 

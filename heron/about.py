@@ -11,10 +11,9 @@ from heron.settings import Settings
 from heron.store import check_store, open_store
 
 
-def about(settings: Settings | None = None) -> dict[str, Any]:
+def about(settings: Settings) -> dict[str, Any]:
     """A JSON-able description of this installation. Never raises for a broken model:
     reporting what is broken is the point."""
-    settings = settings or Settings()
     info: dict[str, Any] = {
         "version": __version__,
         "home": str(settings.home),

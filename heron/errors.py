@@ -12,7 +12,7 @@ HeronError
       ├── DatabaseReadOnly  a SQLite file (or its folder) this user may not write
       └── DatabaseBusy      another process held a SQLite file's lock past the timeout
 
-``heron.sqlite_errors`` turns every ``sqlite3`` error into the last three (or a plain
+``heron.db.sqlite`` turns every ``sqlite3`` error into the last three (or a plain
 ``StoreError``), naming the file and the fix.
 """
 

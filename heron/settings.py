@@ -261,7 +261,7 @@ class Settings(BaseSettings):
         from heron.errors import ConfigError
 
         try:
-            super().__init__(**_renamed(values, os.environ))
+            super().__init__(**values)
         except ValidationError as exc:
             raise ConfigError(_invalid(exc, values)) from exc
         except SettingsError as exc:  # a list or dict variable that is not JSON
@@ -345,12 +345,7 @@ class Settings(BaseSettings):
 
 class _CheckedToml(TomlConfigSettingsSource):
     """heron.toml, refusing keys that are no setting: ignored, a misspelt key would leave
-    its setting at the default with nothing to say so. Old names (``RENAMED``) are read
-    as the new ones, with a warning."""
-
-    def _read_files(self, files: Any, deep_merge: bool = False) -> dict[str, Any]:
-        data = super()._read_files(files, deep_merge=deep_merge)
-        return {_new_name(key, "heron.toml key"): value for key, value in data.items()}
+    its setting at the default with nothing to say so."""
 
     def __init__(self, settings_cls: type[BaseSettings], toml_file: Path) -> None:
         super().__init__(settings_cls, toml_file=toml_file)
@@ -360,42 +355,6 @@ class _CheckedToml(TomlConfigSettingsSource):
             from heron.errors import ConfigError
 
             raise ConfigError(_unknown_keys(toml_file, unknown, fields))
-
-
-# -- old names, kept one release -----------------------------------------------------------
-
-#: ``books_*`` became ``library_*`` when ``heron.books`` became ``heron.libraries``.
-RENAMED = {
-    f"books_{name}": f"library_{name}"
-    for name in ("default_docs", "chunk_tokens", "chunk_overlap", "max_page_bytes",
-                 "candidates", "reranker", "rerank_model", "rerank_url", "rerank_model_name",
-                 "rerank_api_key", "rerank_timeout", "git_timeout")
-}  # fmt: skip
-
-
-def _new_name(key: str, what: str) -> str:
-    new = RENAMED.get(key)
-    if new is not None:
-        _deprecated(f"{what} {key}", new)
-    return new or key
-
-
-def _deprecated(old: str, new: str) -> None:
-    import warnings
-
-    warnings.warn(f"{old} is deprecated: use {new}.", DeprecationWarning, stacklevel=5)
-
-
-def _renamed(values: dict[str, Any], environ: typing.Mapping[str, str]) -> dict[str, Any]:
-    """Keyword arguments with old names renamed, plus each old ``HERON_BOOKS_*`` variable
-    whose new ``HERON_LIBRARY_*`` one is unset (below the caller's own keywords)."""
-    values = {_new_name(key, "setting"): value for key, value in values.items()}
-    for old, new in RENAMED.items():
-        variable = _variable(old)
-        if variable in environ and _variable(new) not in environ and new not in values:
-            _deprecated(variable, _variable(new))
-            values[new] = environ[variable]
-    return values
 
 
 # -- error messages: what was wrong, where it was set, and what to do ---------------------

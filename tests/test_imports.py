@@ -8,12 +8,16 @@ from the module's subpackage to the imported one, and must go down the table:
     agent        agent                           wires the capabilities together
     capabilities libraries, skills, tools, llm,  import none of each other
                  jobs, interventions
-    foundation   store, embed, core, programs,   import no capability (nor anything above)
-                 settings, errors, ...
+    foundation   db, store, embed, core,         import no capability (nor anything above)
+                 programs, settings, errors, ...
 
 ``heron/ops`` (doctor, watchdog, metrics) sits with the interfaces: like the CLI it looks
 at every capability. A package may import itself; ``heron/__init__.py`` and
 ``heron/__main__.py`` start the CLI and are left out.
+
+A module of Heron is never imported by name (``importlib.import_module("heron.x")``,
+``__import__``): such an import is invisible to the table, so it is refused wherever it
+stands, as is one whose name is computed and so cannot be checked.
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ INTERFACES = {"cli", "server", "web", "ops"}
 AGENT = {"agent"}
 CAPABILITIES = {"libraries", "skills", "tools", "llm", "jobs", "interventions"}
 FOUNDATION = {
+    "db",
     "store",
     "embed",
     "core",
@@ -38,14 +43,10 @@ FOUNDATION = {
     "redact",
     "notify",
     "private",
-    "sqlite_errors",
     "yamlsafe",
     "_compat",
-    "deprecated",
     "about",
 }
-#: ``heron.books`` is the old name of ``heron.libraries``, kept one release.
-ALIASES = {"books": "libraries"}
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),
     **dict.fromkeys(AGENT, 2),
@@ -55,16 +56,17 @@ LAYERS = {
 #: ``heron`` itself (its ``__version__``) may be imported from anywhere.
 ROOT = "heron"
 ENTRY_POINTS = {"__init__", "__main__"}
+#: Functions that import a module named by a string, out of the table's sight.
+DYNAMIC_IMPORTS = {"import_module", "__import__"}
 
 
 def subpackage(parts: tuple[str, ...]) -> str:
-    """``("heron", "tools", "model")`` -> ``tools``; a module of ``heron/`` is its own."""
-    name = parts[1] if len(parts) > 1 else ROOT
-    return ALIASES.get(name, name)
+    """``("heron", "tools", "router")`` -> ``tools``; a module of ``heron/`` is its own."""
+    return parts[1] if len(parts) > 1 else ROOT
 
 
 def module_parts(path: Path, root: Path = HERON) -> tuple[str, ...]:
-    """``heron/tools/model.py`` -> ``("heron", "tools", "model")``; a package's
+    """``heron/tools/router.py`` -> ``("heron", "tools", "router")``; a package's
     ``__init__.py`` is the package."""
     rel = path.relative_to(root.parent).with_suffix("")
     return rel.parts[:-1] if rel.name == "__init__" else rel.parts
@@ -94,6 +96,26 @@ def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
             else:
                 found.append((node.lineno, name))
     return [(line, name) for line, name in found if name.split(".")[0] == ROOT]
+
+
+def imports_by_name(path: Path) -> list[tuple[int, str]]:
+    """``(line, name)`` of every ``import_module(...)`` or ``__import__(...)`` call in
+    ``path`` that names a heron module, or whose name is not a string literal (``?``)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not node.args:
+            continue
+        func = node.func
+        called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+        if called not in DYNAMIC_IMPORTS:
+            continue
+        first = node.args[0]
+        if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
+            found.append((node.lineno, "?"))
+        elif first.value.split(".")[0] == ROOT:
+            found.append((node.lineno, first.value))
+    return found
 
 
 def _is_module(root: Path, name: str) -> bool:
@@ -137,6 +159,16 @@ def test_the_import_graph_keeps_its_layers() -> None:
     assert not problems, "\n" + "\n".join(problems)
 
 
+def test_no_module_of_heron_is_imported_by_name() -> None:
+    found = [
+        f"{path.relative_to(HERON.parent)}:{line}: imports {name!r} by name; write an import "
+        "statement (the layer table checks it), or hand the object down from the wiring"
+        for path in modules()
+        for line, name in imports_by_name(path)
+    ]
+    assert not found, "\n" + "\n".join(found)
+
+
 def test_every_subpackage_is_in_a_layer() -> None:
     names = {subpackage(module_parts(p)) for p in modules()} - {ROOT}
     assert not names - set(LAYERS), f"not in the table: {sorted(names - set(LAYERS))}"
@@ -176,3 +208,15 @@ def test_a_sideways_import_is_found_with_its_line(tmp_path: Path) -> None:
         True,
         False,
     ]
+
+
+def test_an_import_by_name_is_found_with_its_line(tmp_path: Path) -> None:
+    module = tmp_path / "bad.py"
+    module.write_text(
+        "import importlib\n"
+        "importlib.import_module('heron.agent.wiring')\n"
+        "__import__('heron.llm')\n"
+        "importlib.import_module(name)\n"
+        "importlib.import_module('yaml')\n"
+    )
+    assert imports_by_name(module) == [(2, "heron.agent.wiring"), (3, "heron.llm"), (4, "?")]

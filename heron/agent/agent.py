@@ -90,6 +90,8 @@ from heron.agent.sentences import sentences
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, best_dense, triage
 from heron.agent.wiring import open_tools
+from heron.core.chat import ChatRequest, Message, Sampling
+from heron.core.tools import SAFETY_LEVELS, Safety, Tool
 from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError, NotFound
 from heron.jobs import Jobs, open_jobs
@@ -99,11 +101,10 @@ from heron.libraries.state import last_index, library_state
 from heron.llm import Broker, load_broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
-from heron.llm.types import ChatRequest, Message, Sampling
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
-from heron.tools import SAFETY_LEVELS, RoutedTool, Safety, Tool, Toolbox, ToolRouter
+from heron.tools import RoutedTool, Toolbox, ToolRouter
 
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tools offered per request: a small model reads every schema in its prompt.

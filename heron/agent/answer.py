@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from heron.agent.triage import Triage
-from heron.llm.types import ToolCall, Usage
+from heron.core.chat import ToolCall, Usage
 
 #: How an answer's text was made: quoted from the passages, or written by the model.
 AnswerMode = Literal["extractive", "generative"]

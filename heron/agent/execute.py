@@ -18,9 +18,9 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from heron.agent.answer import ToolUse
+from heron.core.chat import ToolCall
+from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
-from heron.llm.types import ToolCall
-from heron.tools.model import Tool
 from heron.tools.registry import ToolRegistry
 
 #: A tool result reaches the model cut to this many characters (the answer keeps it whole).

@@ -20,11 +20,11 @@ from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse,
 from heron.agent.execute import run_calls, tool_content
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
+from heron.core.chat import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
+from heron.core.tools import Safety, Tool
 from heron.errors import HeronError, InputError
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
-from heron.llm.types import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
-from heron.tools import Safety, Tool
 
 if TYPE_CHECKING:
     from heron.agent.agent import Agent

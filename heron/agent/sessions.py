@@ -17,10 +17,10 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from heron.errors import InputError
-from heron.llm.types import Message
+from heron.core.chat import Message
+from heron.db import SQLiteFile
+from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
-from heron.sqlite_errors import SQLiteFile
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -36,6 +36,10 @@ CREATE TABLE IF NOT EXISTS turns (
     record TEXT NOT NULL,
     created REAL NOT NULL,
     PRIMARY KEY (session_id, seq)
+);
+CREATE TABLE IF NOT EXISTS titles (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    title TEXT NOT NULL
 );
 """
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
@@ -58,7 +62,7 @@ def new_session_id() -> str:
 
 class Sessions:
     """The session file; every use of it raises a damaged, read-only or locked file as
-    one ``StoreError`` naming the file and the fix (``heron.sqlite_errors``)."""
+    one ``StoreError`` naming the file and the fix (``heron.db.sqlite``)."""
 
     def __init__(self, path: Path) -> None:
         self._file = SQLiteFile(path, "the session database", "a new one starts on the next use")
@@ -114,6 +118,60 @@ class Sessions:
                 (session_id,),
             ).fetchall()
         return [{"seq": s, "message": m, "answer": json.loads(r)} for s, m, r in rows]
+
+    def recent(self, limit: int = 200) -> list[dict[str, Any]]:
+        """Sessions, the latest first: ``{"id", "title", "created", "updated", "turns"}``;
+        ``title`` is the one given (``rename``), else the first question."""
+        with self._lock, self._file.errors():
+            rows = self._db.execute(
+                "SELECT s.id, s.created, s.updated, t.title,"
+                " (SELECT message FROM turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
+                " (SELECT COUNT(*) FROM turns WHERE session_id = s.id)"
+                " FROM sessions s LEFT JOIN titles t ON t.session_id = s.id"
+                " ORDER BY s.updated DESC LIMIT ?",
+                (limit,),
+            ).fetchall()
+        return [
+            {"id": sid, "title": title or first or "", "created": c, "updated": u, "turns": n}
+            for sid, c, u, title, first, n in rows
+        ]
+
+    def rename(self, session_id: str, title: str) -> None:
+        """Give a session a title (``""``: back to its first question)."""
+        with self._lock, self._file.transaction(self._db) as db:
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+                raise NotFound(f"No session {session_id!r}; sessions.list names them.")
+            if title.strip():
+                db.execute(
+                    "INSERT INTO titles VALUES (?, ?) "
+                    "ON CONFLICT(session_id) DO UPDATE SET title = excluded.title",
+                    (session_id, redact(title.strip())),
+                )
+            else:
+                db.execute("DELETE FROM titles WHERE session_id = ?", (session_id,))
+
+    def delete(self, session_id: str) -> bool:
+        """Forget a session and its turns; ``False`` when there was none."""
+        with self._lock, self._file.transaction(self._db) as db:
+            gone = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+        return bool(gone)
+
+    def amend(self, session_id: str, answer: str, extra: dict[str, Any]) -> None:
+        """Add ``extra``'s keys, redacted, to the record of the session's latest turn
+        whose answer is ``answer``: what its stream knew and the answer does not say
+        (the generated text a fallback replaced)."""
+        with self._lock, self._file.transaction(self._db) as db:
+            row = db.execute(
+                "SELECT seq, record FROM turns WHERE session_id = ? AND answer = ? "
+                "ORDER BY seq DESC LIMIT 1",
+                (session_id, redact(answer)),
+            ).fetchone()
+            if row is not None:
+                record = json.loads(row[1]) | redact_value(extra)
+                db.execute(
+                    "UPDATE turns SET record = ? WHERE session_id = ? AND seq = ?",
+                    (json.dumps(record, ensure_ascii=False), session_id, row[0]),
+                )
 
     def close(self) -> None:
         with self._lock:

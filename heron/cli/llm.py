@@ -75,7 +75,7 @@ def check(
 
     Example: heron models check local
     """
-    broker = load_broker()
+    broker = load_broker(Settings())
     aliases = [alias] if alias else [spec.alias for spec in broker.models()]
     results = []
     for name in aliases:

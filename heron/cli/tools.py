@@ -11,9 +11,10 @@ from rich.markup import escape
 
 from heron.agent import open_tools
 from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
-from heron.tools import PROFILES, ROUTE_MODES, Route, read_tool_file, save_imported
+from heron.core.errors import ToolInputError
+from heron.core.names import PROFILES
+from heron.tools import ROUTE_MODES, Route, read_tool_file, save_imported
 from heron.tools.builtin import check_arguments
-from heron.tools.errors import ToolInputError
 from heron.tools.mcp_client import ServerStatus
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
 

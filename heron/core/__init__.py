@@ -6,8 +6,8 @@ A capability (``heron.libraries``, ``heron.skills``, ``heron.tools``, ``heron.ll
 workspace a tool or a job acts in (``heron.core.workspace``), a chat ``Message`` and
 ``ChatRequest`` (``heron.core.chat``) and the tool errors (``heron.core.errors``). They
 live here, depend only on ``heron.errors``, ``heron.programs`` and ``heron.redact``, and
-the old homes (``heron.tools.model``, ``heron.tools.names``, ``heron.llm.types`` ...)
-re-export them.
+code inside Heron imports them from here; only the package faces (``heron.tools``,
+``heron.llm``) re-export them.
 """
 
 from __future__ import annotations

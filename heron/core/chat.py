@@ -1,7 +1,7 @@
 """The shapes every model conversation has, whatever the provider: plain values.
 
 Kept below the capabilities (``heron.llm`` speaks them to providers; the jobs and the
-agent build requests with them); ``heron.llm.types`` re-exports them. Tool names here are
+agent build requests with them); ``heron.llm`` re-exports them. Tool names here are
 always the *original* names (``hero_osis.contact.list``); a provider encodes them for its
 wire format with ``heron.core.names.NameCodec`` and decodes the model's calls back before
 they leave the provider, so nothing above ``heron.llm`` sees an encoded name.

@@ -40,13 +40,11 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.errors import ToolCallError, ToolInputError
-from heron.deprecated import settings_or_default
 from heron.programs import (
     WORKSPACE_PROTOCOLS,
     Policy,
     ProgramRefused,
     check_git_config,
-    default_policy,
     program_environment,
 )
 from heron.redact import redact_then_cut
@@ -83,8 +81,7 @@ class Command:
 class Workspace:
     """Files and commands confined to ``root``; ``commands`` are the programs allowed,
     ``policy`` what they may be given: ``heron.programs.default_policy(settings)``, the
-    built-in table plus the operator's ``tools_policy`` file. Leaving it out reads the
-    settings from the environment, which is deprecated (see ``settings_or_default``)."""
+    built-in table plus the operator's ``tools_policy`` file."""
 
     def __init__(
         self,
@@ -92,16 +89,13 @@ class Workspace:
         *,
         commands: Iterable[str] = (),
         timeout: float = DEFAULT_TIMEOUT,
-        policy: Policy | None = None,
+        policy: Policy,
     ) -> None:
         self.root = Path(root).resolve()
         if not self.root.is_dir():
             raise ToolInputError(f"Workspace root {root} is not a directory; create it first.")
         self.commands = frozenset(commands)
         self.timeout = timeout
-        if policy is None:  # the old default: the settings read here, deprecated
-            fix = "pass policy=heron.programs.default_policy(settings)"
-            policy = default_policy(settings_or_default(None, "Workspace", fix))
         self.policy = policy
 
     # -- paths ----------------------------------------------------------------------------

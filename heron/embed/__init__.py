@@ -28,9 +28,8 @@ __all__ = [
 ]
 
 
-def load_embedder(settings: Settings | None = None) -> Embedder:
+def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for, wrapped in the cache unless it is turned off."""
-    settings = settings or Settings()
     embedder: Embedder
     if settings.embedder == "remote":
         assert settings.remote_embed_url and settings.remote_embed_model  # checked by Settings

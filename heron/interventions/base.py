@@ -1,9 +1,9 @@
 """``InterventionStore``: where interventions, their deliveries and outcomes live.
 
 This Protocol is the specification; ``heron.interventions.sql.SQLInterventionStore`` is
-its one implementation in SQL, over which ``SQLiteInterventionStore`` (``sqlite.py``) and
-``PostgresInterventionStore`` (``postgres.py``) are a driver and a ``Dialect`` each. The
-tests of ``tests/interventions/test_contract.py`` hold every backend to it.
+its one implementation in SQL, over either of ``heron.db``'s databases (SQLite,
+PostgreSQL). The tests of ``tests/interventions/test_contract.py`` hold every backend to
+it.
 
 Promises every method keeps (each method's docstring adds its own):
 

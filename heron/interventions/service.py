@@ -25,6 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from heron.db import database_path, open_database
 from heron.errors import InputError, NotFound
 from heron.interventions.base import InterventionStore
 from heron.interventions.model import (
@@ -37,7 +38,7 @@ from heron.interventions.model import (
     Severity,
 )
 from heron.interventions.policy import Policy, load_policy
-from heron.interventions.sqlite import SQLiteInterventionStore
+from heron.interventions.sql import INTERVENTIONS, SQLInterventionStore
 from heron.interventions.templates import Templates, load_templates
 from heron.interventions.voice import EspeakVoice, SpeechVoice, Voice, VoiceError, audio_name
 from heron.notify import Channels
@@ -55,7 +56,7 @@ Listener = Callable[[str, Intervention], None]
 
 
 def interventions_db_path(settings: Settings) -> Path:
-    return settings.db_path.with_name("interventions.db")
+    return database_path(settings, INTERVENTIONS.name)
 
 
 def audio_folder(settings: Settings) -> Path:
@@ -72,13 +73,7 @@ def open_interventions(settings: Settings, **options: Any) -> Interventions:
     """The interventions the settings point at: on PostgreSQL when ``HERON_DATABASE_URL``
     names one (servers then share one history and one guard), else in
     ``$HERON_HOME/interventions.db``. ``options`` go to ``Interventions``."""
-    store: InterventionStore
-    if settings.postgres_url:
-        from heron.interventions.postgres import PostgresInterventionStore
-
-        store = PostgresInterventionStore(settings.postgres_url)
-    else:
-        store = SQLiteInterventionStore(interventions_db_path(settings))
+    store = SQLInterventionStore(open_database(settings, INTERVENTIONS))
     try:
         return Interventions(store, settings, **options)
     except BaseException:

@@ -1,10 +1,17 @@
-"""The intervention store's algorithm, written once in SQL: ``SQLInterventionStore``.
+"""The intervention store, written once in SQL for both backends:
+``SQLInterventionStore`` and ``INTERVENTIONS``.
 
 It keeps the ``InterventionStore`` contract (``heron.interventions.base``) over a
-``heron.store.database`` driver (``SQLiteDatabase``, ``PostgresDatabase``: one
-transaction per call) and a ``Dialect``. A backend is one file that names its dialect
-and builds its database from ``SCHEMA`` in that dialect (SQLite's schema, run on every
-open; PostgreSQL's first migration).
+``heron.db`` database (one transaction per call), whose ``Dialect`` says how its SQL
+differs.
+
+On SQLite (``interventions.db`` next to the store's ``heron.db``, a file of its own for the
+reason ``jobs.db`` has one), ``BEGIN IMMEDIATE`` takes the file's write lock before
+``raise_`` reads the room's cooldown and the key's guard, so the decision and its write
+are one step for every thread and process on the file. On PostgreSQL, ``raise_`` locks the
+room's row (``SELECT ... FOR UPDATE``) before it reads them, so servers raising the same
+condition at once take turns on that room, and exactly one of them sends it; rooms do not
+wait on one another.
 
 Tables (``{p}`` is the dialect's prefix): ``{p}interventions`` (one row per condition
 raised, sent or not), ``{p}intervention_deliveries`` (one row per channel tried),
@@ -14,13 +21,13 @@ row ``raise_`` locks) and ``{p}intervention_active`` (the guard: one row per act
 
 from __future__ import annotations
 
-import functools
 import json
 import time
 from collections.abc import Callable
-from dataclasses import asdict, dataclass
-from typing import Any, ClassVar, Literal, Protocol
+from dataclasses import asdict
+from typing import Any, Protocol
 
+from heron.db import DatabaseStore, Schema
 from heron.errors import InputError, NotFound
 from heron.interventions.guard import decide
 from heron.interventions.model import (
@@ -32,7 +39,6 @@ from heron.interventions.model import (
     Outcome,
     Rendered,
 )
-from heron.store.database import Database, DatabaseStore
 
 FIELDS = (
     "id", "kind", "key", "room", "severity", "facts", "actor", "status", "text", "spoken",
@@ -42,22 +48,14 @@ FIELDS = (
 COLUMNS = ", ".join(FIELDS)
 
 
-#: ``SCHEMA``'s words on SQLite and on PostgreSQL: the key column, floating-point seconds, a
-#: row id that refers to another, a truth value; ``IF NOT EXISTS`` where the schema runs on
-#: every open (SQLite; PostgreSQL's is a migration, run once); after a table keyed by text
-#: alone, what has SQLite store its rows in the key's b-tree.
-WORDS = {
-    "serial": ("INTEGER PRIMARY KEY AUTOINCREMENT", "bigserial PRIMARY KEY"),
-    "real": ("REAL", "double precision"),
-    "bigint": ("INTEGER", "bigint"),
-    "boolean": ("INTEGER", "boolean"),
-    "new": ("IF NOT EXISTS ", ""),
-    "keyed": (" WITHOUT ROWID", ""),
-}
-#: The tables, written once for both backends. PostgreSQL applied this as migration 1 and
-#: records it by number, so an edit here reaches new databases only: a new column is a new
-#: migration there (``heron.interventions.postgres``) and an ``ALTER TABLE`` on SQLite.
-SCHEMA = """
+#: The tables, in ``heron.db.dialect``'s notation; on PostgreSQL its migrations table is
+#: ``heron_intervention_migrations``. A new column is a new migration.
+INTERVENTIONS = Schema(
+    name="interventions",
+    noun="intervention",
+    what="the intervention store",
+    migrations=(
+        """
 CREATE TABLE {new}{p}interventions (
     id {serial},
     kind text NOT NULL,
@@ -105,40 +103,19 @@ CREATE TABLE {new}{p}intervention_active (
     intervention_id {bigint} NOT NULL REFERENCES {p}interventions (id),
     PRIMARY KEY (room, key)
 ){keyed};
-"""
+""",
+    ),
+    rebuild=(
+        "a new, empty intervention store starts on the next use (the history stays in the "
+        "moved file)"
+    ),
+    advice="then raise the condition again (nothing was written)",
+    reopen="heron.interventions.open_interventions()",
+)
 
 
 class Connection(Protocol):
     def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
-
-
-@dataclass(frozen=True)
-class Dialect:
-    #: The driver's placeholder: ``?`` (sqlite3) or ``%s`` (psycopg).
-    param: str
-    #: Before every table name: ``heron_`` on PostgreSQL, whose database others share.
-    prefix: str = ""
-    #: After a SELECT whose row the change then writes: ``FOR UPDATE`` where the
-    #: transaction does not already hold the whole database.
-    lock_row: str = ""
-    #: Whose words ``SCHEMA`` is written in (``WORDS``).
-    backend: Literal["sqlite", "postgresql"] = "sqlite"
-
-    def sql(self, text: str) -> str:
-        """``text`` with ``{p}``, ``{columns}`` and ``{lock}`` filled, ``?`` the driver's."""
-        return _render(self, text)
-
-    def schema(self) -> str:
-        """``SCHEMA`` in this dialect's words."""
-        column = 1 if self.backend == "postgresql" else 0
-        words = {name: pair[column] for name, pair in WORDS.items()}
-        return SCHEMA.format(p=self.prefix, **words)
-
-
-@functools.lru_cache(maxsize=128)
-def _render(dialect: Dialect, text: str) -> str:
-    filled = text.format(p=dialect.prefix, columns=COLUMNS, lock=dialect.lock_row)
-    return filled.replace("?", dialect.param)
 
 
 _ENSURE_ROOM = "INSERT INTO {p}intervention_rooms (room) VALUES (?) ON CONFLICT (room) DO NOTHING"
@@ -180,16 +157,11 @@ def _delivery(row: Any) -> Delivery:
 
 
 class SQLInterventionStore(DatabaseStore):
-    """The ``InterventionStore`` algorithm over a driver and a ``Dialect``; ``what`` names
-    the database in errors: "the intervention store /srv/x.db"."""
-
-    dialect: ClassVar[Dialect]
-
-    def __init__(self, database: Database, what: str) -> None:
-        super().__init__(database, what, reopen="heron.interventions.open_interventions()")
+    """The ``InterventionStore`` on a database opened with ``INTERVENTIONS``; safe to share
+    between threads, processes and (on PostgreSQL) servers."""
 
     def _run(self, db: Connection, sql: str, args: tuple[Any, ...] = ()) -> Any:
-        return db.execute(self.dialect.sql(sql), args)
+        return db.execute(self.dialect.sql(sql, COLUMNS), args)
 
     # -- deciding -----------------------------------------------------------------------
 

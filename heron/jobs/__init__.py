@@ -11,10 +11,11 @@ from heron.jobs.errors import IllegalTransition, JobError, JobInputError, JobNot
 from heron.jobs.model import RISK_LEVELS, STATES, TERMINAL, Job, JobEvent, Risk, State
 from heron.jobs.runner import JobRunner
 from heron.jobs.service import Jobs, jobs_db_path, open_jobs
-from heron.jobs.sqlite import SQLiteJobStore
+from heron.jobs.sql import JOBS, SQLJobStore
 from heron.jobs.steps import Step, plan
 
 __all__ = [
+    "JOBS",
     "RISK_LEVELS",
     "STATES",
     "TERMINAL",
@@ -28,7 +29,7 @@ __all__ = [
     "JobStore",
     "Jobs",
     "Risk",
-    "SQLiteJobStore",
+    "SQLJobStore",
     "State",
     "Step",
     "jobs_db_path",

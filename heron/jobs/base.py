@@ -1,9 +1,8 @@
 """``JobStore``: where jobs and their events live, and what every backend promises.
 
 This Protocol is the specification; ``heron.jobs.sql.SQLJobStore`` is its one
-implementation in SQL, over which ``SQLiteJobStore`` (``sqlite.py``) and
-``PostgresJobStore`` (``postgres.py``) are a driver and a ``Dialect`` each. The tests of
-``tests/jobs/test_contract.py`` hold every backend to it.
+implementation in SQL, over either of ``heron.db``'s databases (SQLite, PostgreSQL). The
+tests of ``tests/jobs/test_contract.py`` hold every backend to it.
 
 Promises every method keeps (each method's docstring adds its own):
 
@@ -26,7 +25,7 @@ Promises every method keeps (each method's docstring adds its own):
   ``IllegalTransition``; an unknown state in ``list`` ``JobInputError``. Everything the
   database or its driver reports becomes a ``heron.errors.StoreError`` naming the database
   and what to do (on SQLite its subclasses ``DatabaseCorrupt``, ``DatabaseReadOnly``,
-  ``DatabaseBusy``, from ``heron.sqlite_errors``). Writes are not retried: an event whose
+  ``DatabaseBusy``, from ``heron.db.sqlite``). Writes are not retried: an event whose
   commit went unanswered may have landed, and a second try would repeat it.
 - **Times** are Unix seconds (``time.time()`` of the writing process), so servers sharing
   one database keep their clocks in step (NTP): the queue is ordered by ``created_at``.

@@ -15,11 +15,12 @@ from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
 
 from heron.core.workspace import Workspace
+from heron.db import database_path, open_database
 from heron.errors import ConfigError
 from heron.jobs.base import JobStore
 from heron.jobs.errors import JobInputError
 from heron.jobs.model import RISK_LEVELS, Job, JobEvent, State
-from heron.jobs.sqlite import SQLiteJobStore
+from heron.jobs.sql import JOBS, SQLJobStore
 from heron.programs import default_policy
 from heron.redact import redact
 from heron.settings import Settings
@@ -28,23 +29,16 @@ MAX_PROMPT = 20_000
 
 
 def jobs_db_path(settings: Settings) -> Path:
-    """``jobs.db`` beside the store's database (see ``heron.jobs.sqlite`` for why)."""
-    return settings.db_path.with_name("jobs.db")
+    """``jobs.db`` beside the store's database (see ``heron.jobs.sql`` for why)."""
+    return database_path(settings, JOBS.name)
 
 
 def open_jobs(settings: Settings | None = None) -> Jobs:
     """The jobs the settings point at: on PostgreSQL when ``HERON_DATABASE_URL`` names one
     (servers on several machines then share one queue), else in ``$HERON_HOME/jobs.db``."""
     settings = settings or Settings()
-    limit = settings.jobs_event_max_bytes
-    store: JobStore
-    if settings.postgres_url:
-        from heron.jobs.postgres import PostgresJobStore  # psycopg only when it is used
-
-        store = PostgresJobStore(settings.postgres_url, event_max_bytes=limit)
-    else:
-        store = SQLiteJobStore(jobs_db_path(settings), event_max_bytes=limit)
-    return Jobs(store, settings)
+    database = open_database(settings, JOBS)
+    return Jobs(SQLJobStore(database, event_max_bytes=settings.jobs_event_max_bytes), settings)
 
 
 def open_workspace(settings: Settings) -> Workspace:

@@ -1,28 +1,41 @@
-"""The job store's algorithm, written once in SQL: ``SQLJobStore``.
+"""The job store, written once in SQL for both backends: ``SQLJobStore`` and ``JOBS``.
 
 ``SQLJobStore`` keeps the ``JobStore`` contract (``heron.jobs.base``) over a
-``heron.store.database`` driver (``SQLiteDatabase``, ``PostgresDatabase``: one transaction
-per call, driver errors raised as ``StoreError``, rows read by column name) and a
-``Dialect`` that says how its SQL differs. A backend is one file, a subclass that sets
-``dialect`` (placeholder, table names, locking clauses) and opens its database with its
-tables (schema or migrations).
+``heron.db`` database (``SQLiteDatabase``: ``jobs.db`` beside ``heron.db``;
+``PostgresDatabase``: one queue that several servers share), whose ``Dialect`` says how
+its SQL differs: the placeholder, the table prefix and the locking clauses.
+
+On SQLite, ``BEGIN IMMEDIATE`` takes the file's write lock before a change reads the state
+it checks, so no row lock is needed, and claimers take turns rather than skip rows. A
+sibling file rather than tables in ``heron.db``: SQLite has one writer per file, and an
+index run holds the store's write lock for whole batches; job events (written every step,
+and by the CLI's ``abort`` while a worker runs) would queue behind it.
+
+On PostgreSQL, ``claim`` takes the oldest queued job with ``FOR UPDATE SKIP LOCKED``:
+servers claiming at the same moment each lock a different row and never wait on, or take,
+one another's job, so each job runs once. Every change of a job locks its row first
+(``FOR UPDATE``) and appends its event in the same transaction, so events are numbered 1,
+2, 3 ... without gaps or duplicates whichever server writes them. Event streams (SSE)
+follow a job by polling ``events(after=seq)`` (``Jobs.follow``), which works from any
+server on the database; LISTEN/NOTIFY would save the poll's few queries a second but ties
+each stream to one connection of the pool. Calls are not retried: an event append whose
+commit went unanswered might have landed, and a second one would duplicate it.
 
 JSON is text that Python encodes and times are ``time.time()`` of the writing process, on
 every backend alike, so neither needs a dialect (and servers sharing PostgreSQL order the
-queue by the same clock as one server on SQLite).
+queue by the same clock as one server on SQLite; they should keep their clocks in step).
 """
 
 from __future__ import annotations
 
 import dataclasses
-import functools
 import json
 import secrets
 import time
 from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import Any, ClassVar, Protocol
+from typing import Any, Protocol
 
+from heron.db import Database, DatabaseStore, Schema
 from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
 from heron.jobs.model import (
@@ -34,7 +47,6 @@ from heron.jobs.model import (
     check_states,
     check_transition,
 )
-from heron.store.database import Database, DatabaseStore
 
 #: The columns a ``Job`` is read from: its fields (``created_by`` is stored, not read).
 FIELDS = tuple(field.name for field in dataclasses.fields(Job))
@@ -53,59 +65,71 @@ class Connection(Protocol):
     def execute(self, sql: Any, parameters: Any = ..., /) -> Cursor: ...
 
 
-@dataclass(frozen=True)
-class Dialect:
-    """How one database's SQL differs from another's, as far as the job store goes."""
-
-    #: The driver's placeholder: ``?`` (sqlite3) or ``%s`` (psycopg).
-    param: str
-    #: The table of jobs and the table of their events.
-    jobs: str
-    events: str
-    #: After the SELECT that reads a job before a change checks it: a row lock
-    #: (``FOR UPDATE``), where the transaction does not already hold the whole database.
-    lock_row: str = ""
-    #: After the claim's choice of the oldest queued job: ``FOR UPDATE SKIP LOCKED`` lets
-    #: concurrent claimers pass a row another one holds instead of waiting for it.
-    skip_locked: str = ""
-
-    def sql(self, text: str) -> str:
-        """``text`` in this dialect: ``{jobs}``, ``{events}``, ``{columns}``,
-        ``{lock_row}`` and ``{skip_locked}`` filled in, ``?`` the driver's placeholder."""
-        return _render(self, text)
-
-
-@functools.lru_cache(maxsize=256)
-def _render(dialect: Dialect, text: str) -> str:
-    # Cached: the statements are a few dozen, and each runs thousands of times.
-    filled = text.format(
-        jobs=dialect.jobs,
-        events=dialect.events,
-        columns=COLUMNS,
-        lock_row=dialect.lock_row,
-        skip_locked=dialect.skip_locked,
-    )
-    return filled.replace("?", dialect.param)
+#: The tables, in ``heron.db.dialect``'s notation: ``jobs.db`` on SQLite, ``heron_jobs``
+#: and ``heron_job_events`` on PostgreSQL, whose migrations table is
+#: ``heron_job_migrations``.
+JOBS = Schema(
+    name="jobs",
+    noun="job",
+    what="the job store",
+    migrations=(
+        """
+CREATE TABLE {new}{p}jobs (
+    id text PRIMARY KEY,
+    prompt text NOT NULL,
+    success_criteria text NOT NULL DEFAULT '',
+    risk_level text NOT NULL CHECK (risk_level IN ('read_only', 'write', 'deploy_allowed')),
+    requires_confirmation {boolean} NOT NULL,
+    state text NOT NULL,
+    created_at {real} NOT NULL,
+    updated_at {real} NOT NULL,
+    started_at {real},
+    finished_at {real},
+    result text,
+    worker text,
+    heartbeat_at {real},
+    attempts integer NOT NULL DEFAULT 0,
+    confirmed_by text,
+    confirmed_at {real},
+    created_by text NOT NULL DEFAULT ''
+);
+CREATE INDEX {new}{p}jobs_by_state ON {p}jobs (state, created_at, id);
+CREATE TABLE {new}{p}job_events (
+    job_id text NOT NULL REFERENCES {p}jobs (id) ON DELETE CASCADE,
+    seq integer NOT NULL,
+    time {real} NOT NULL,
+    kind text NOT NULL,
+    payload text NOT NULL,
+    PRIMARY KEY (job_id, seq)
+){keyed};
+""",
+    ),
+    rebuild="a new, empty job store starts on the next use (the old jobs stay in the moved file)",
+    advice="then the job (heron jobs show ID) before retrying",
+    reopen="heron.jobs.open_jobs()",
+)
 
 
 # The statements, in ``Dialect.sql``'s notation. The claim's outer ``state = 'queued'``
 # checks the row again once it is locked.
 _CREATE = (
-    "INSERT INTO {jobs} (id, prompt, success_criteria, risk_level, requires_confirmation, "
+    "INSERT INTO {p}jobs (id, prompt, success_criteria, risk_level, requires_confirmation, "
     "created_by, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
     "RETURNING {columns}"
 )
 _CLAIM = (
-    "UPDATE {jobs} SET state = 'running', worker = ?, started_at = ?, updated_at = ?, "
-    "heartbeat_at = ?, attempts = attempts + 1 WHERE id = (SELECT id FROM {jobs} "
+    "UPDATE {p}jobs SET state = 'running', worker = ?, started_at = ?, updated_at = ?, "
+    "heartbeat_at = ?, attempts = attempts + 1 WHERE id = (SELECT id FROM {p}jobs "
     "WHERE state = 'queued' ORDER BY created_at, id LIMIT 1{skip_locked}) "
     "AND state = 'queued' RETURNING {columns}"
 )
-_HEARTBEAT = "UPDATE {jobs} SET heartbeat_at = ? WHERE id = ? AND worker = ?"
-_NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM {events} WHERE job_id = ?"
-_INSERT_EVENT = "INSERT INTO {events} (job_id, seq, time, kind, payload) VALUES (?, ?, ?, ?, ?)"
+_HEARTBEAT = "UPDATE {p}jobs SET heartbeat_at = ? WHERE id = ? AND worker = ?"
+_NEXT_SEQ = "SELECT COALESCE(MAX(seq), 0) + 1 AS seq FROM {p}job_events WHERE job_id = ?"
+_INSERT_EVENT = (
+    "INSERT INTO {p}job_events (job_id, seq, time, kind, payload) VALUES (?, ?, ?, ?, ?)"
+)
 _EVENTS = (
-    "SELECT job_id, seq, time, kind, payload FROM {events} WHERE job_id = ? AND seq > ? "
+    "SELECT job_id, seq, time, kind, payload FROM {p}job_events WHERE job_id = ? AND seq > ? "
     "ORDER BY seq LIMIT ?"
 )
 
@@ -122,22 +146,26 @@ def _event(row: Any) -> JobEvent:
 
 
 class SQLJobStore(DatabaseStore):
-    """The ``JobStore`` algorithm over a driver and a ``Dialect``; ``what`` names the
-    database in errors: "the job store /srv/heron/jobs.db"."""
+    """The ``JobStore`` on a database opened with ``JOBS``; safe to share between threads,
+    processes and (on PostgreSQL) servers.
 
-    dialect: ClassVar[Dialect]
+    >>> jobs = SQLJobStore(SQLiteDatabase(Path("jobs.db"), JOBS))    # doctest: +SKIP
+    >>> job = jobs.create("is main broken?", "", "read_only", False)  # doctest: +SKIP
+    >>> jobs.claim("worker-1").state                                  # doctest: +SKIP
+    'running'
+    """
 
-    def __init__(self, database: Database, what: str, *, event_max_bytes: int) -> None:
-        super().__init__(database, what, reopen="heron.jobs.open_jobs()")
+    def __init__(self, database: Database, *, event_max_bytes: int = 16_000) -> None:
+        super().__init__(database)
         self.event_max_bytes = event_max_bytes
 
     # -- the algorithm ------------------------------------------------------------------
 
     def _run(self, db: Connection, sql: str, args: tuple[Any, ...]) -> Cursor:
-        return db.execute(self.dialect.sql(sql), args)
+        return db.execute(self.dialect.sql(sql, COLUMNS), args)
 
     def _get(self, db: Connection, job_id: str, *, lock: bool = False) -> Job:
-        sql = "SELECT {columns} FROM {jobs} WHERE id = ?" + ("{lock_row}" if lock else "")
+        sql = "SELECT {columns} FROM {p}jobs WHERE id = ?" + ("{lock}" if lock else "")
         row = self._run(db, sql, (job_id,)).fetchone()
         if row is None:
             raise JobNotFound(f"No job {job_id!r}. List the jobs with: heron jobs list")
@@ -185,7 +213,7 @@ class SQLJobStore(DatabaseStore):
     def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
         wanted = check_states(states)
         where = f"WHERE state IN ({', '.join('?' * len(wanted))})" if wanted else ""
-        sql = "SELECT {columns} FROM {jobs} " + where + " ORDER BY created_at DESC, id LIMIT ?"
+        sql = "SELECT {columns} FROM {p}jobs " + where + " ORDER BY created_at DESC, id LIMIT ?"
         with self._tx() as db:
             rows = self._run(db, sql, (*wanted, limit)).fetchall()
         return [_job(row) for row in rows]
@@ -225,7 +253,7 @@ class SQLJobStore(DatabaseStore):
             if confirmed_by is not None:
                 sets |= {"confirmed_by": confirmed_by, "confirmed_at": now}
             assignments = ", ".join(f"{column} = ?" for column in sets)
-            sql = "UPDATE {jobs} SET " + assignments + " WHERE id = ? RETURNING {columns}"
+            sql = "UPDATE {p}jobs SET " + assignments + " WHERE id = ? RETURNING {columns}"
             row = self._run(db, sql, (*sets.values(), job_id)).fetchone()
             event = self._append(
                 db, job_id, kind, {"from": job.state, "to": state, **(payload or {})}

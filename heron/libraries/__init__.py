@@ -12,7 +12,6 @@ read with ``library_state(store, name)`` (``heron.libraries.state``), never by i
 
 from __future__ import annotations
 
-from heron.deprecated import renamed
 from heron.libraries.config import Library, add_library, read_libraries, remove_library
 from heron.libraries.enrich import QA, Enricher
 from heron.libraries.index import LibraryIndexReport, index_library
@@ -42,5 +41,3 @@ __all__ = [
     "search",
     "search_many",
 ]
-
-__getattr__ = renamed(__name__, {"IndexReport": "LibraryIndexReport"})

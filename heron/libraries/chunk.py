@@ -22,18 +22,17 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from heron.libraries.markdown import outline
 from heron.libraries.parse import Page
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
 #: Tokens the model adds around every input ([CLS] and [SEP] for BERT-like models).
 SPECIAL_TOKENS = 2
-_HEADING = re.compile(r"^(#{1,6})\s+(.+?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
-_CUSTOM_ID = re.compile(r"\s*\{#([\w.-]+)\}\s*$")
-_SLUG_DROP = re.compile(r"[^\w\- ]")
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"</?[a-zA-Z][^>]*>")
-_CODE = re.compile(r"^(\s*)(```|~~~)[^\n]*\n(.*?)^\s*\2\s*$", re.MULTILINE | re.DOTALL)
+# A fence closes with a run of its own character at least as long as the one it opened
+# with, so a ```` fence keeps the ``` lines inside it.
+_CODE = re.compile(r"^(\s*)(`{3,}|~{3,})[^\n]*\n(.*?)^\s*\2(?:`*|~*)\s*$", re.MULTILINE | re.DOTALL)
 _SPACES = re.compile(r"[ \t]+")
 #: Lines of a code fence the embedder reads; the lexical index reads all of them.
 CODE_LINES = 8
@@ -120,18 +119,16 @@ def policy_for(embedder: object, max_tokens: int | None, overlap: int | None) ->
     return ChunkPolicy(max_tokens, min(overlap, max_tokens // 2))
 
 
-def slug(heading: str) -> str:
-    """The anchor Hugo and GitHub give a heading: ``"Types of volumes"`` -> ``types-of-volumes``."""
-    return _SLUG_DROP.sub("", heading.strip().lower()).replace(" ", "-")
-
-
 def _sections(page: Page) -> list[_Section]:
-    """The page's sections in order, their paragraphs and code fences as blocks."""
+    """The page's sections in order (``heron.libraries.markdown``), their paragraphs and
+    code blocks as blocks: a blank line ends a block unless it is inside code."""
+    structure = outline(page.lines)
+    starts = {h.line_start: h for h in structure.headings}
+    in_code = {n for first, last in structure.code for n in range(first, last + 1)}
     sections = [_Section((), "", 1, [])]
     stack: list[tuple[int, str]] = []  # (level, heading) of the enclosing headings
     block: list[str] = []
     block_start = 0
-    fence: str | None = None
 
     def close(end: int) -> None:
         nonlocal block
@@ -139,27 +136,26 @@ def _sections(page: Page) -> list[_Section]:
             sections[-1].blocks.append((block_start, end, "\n".join(block).strip("\n")))
         block = []
 
-    for number, line in enumerate(page.lines, 1):
-        opener = _FENCE.match(line)
-        if fence is None and (heading := _HEADING.match(line)):
+    number = 1
+    while number <= len(page.lines):
+        if heading := starts.get(number):
             close(number - 1)
-            level, text = len(heading.group(1)), heading.group(2)
-            custom = _CUSTOM_ID.search(text)
-            anchor = custom.group(1) if custom else slug(text)
-            text = _CUSTOM_ID.sub("", text)
-            if level == 1 and not stack and text == page.title:
+            number = heading.line_end + 1
+            if heading.level == 1 and not stack and heading.text == page.title:
                 continue  # the page's own title heading: already the chunk prefix
-            stack = [(lv, h) for lv, h in stack if lv < level] + [(level, text)]
-            sections.append(_Section(tuple(h for _, h in stack), anchor, number, []))
+            stack = [(lv, h) for lv, h in stack if lv < heading.level]
+            stack.append((heading.level, heading.text))
+            headings = tuple(h for _, h in stack)
+            sections.append(_Section(headings, heading.anchor, heading.line_start, []))
             continue
+        line = page.lines[number - 1]
         if not block:
             block_start = number
-        if opener:
-            fence = None if fence == opener.group(1) else fence or opener.group(1)
-        if not line.strip() and fence is None:
+        if not line.strip() and number not in in_code:
             close(number - 1)
         else:
             block.append(line)
+        number += 1
     close(len(page.lines))
     return sections
 

@@ -1,11 +1,16 @@
 """Which libraries exist: ``libraries.txt`` in the data directory, plus Heron's own docs.
 
-One library a line, ``name source``, where source is a git URL or a local path;
-``#`` starts a comment::
+One library a line, ``name source [option=value ...]``, where source is a git URL or a
+local path; ``#`` starts a comment::
 
-    # name        source
-    kubernetes    https://github.com/kubernetes/website.git
-    handbook      /srv/docs/handbook
+    # name        source                                       options
+    kubernetes    https://github.com/kubernetes/website.git    branch=main include=content/en/docs/**
+    handbook      /srv/docs/handbook                           exclude=drafts/**,**/_*.md
+
+Options (``OPTIONS``): ``branch`` (a git library's branch or tag; the remote's default
+branch without it), ``include`` and ``exclude`` (comma-separated globs over page paths
+from the library's root: ``*`` stays within a folder, ``**`` spans folders; a page is
+indexed when it matches an ``include``, or there is none, and no ``exclude``).
 
 Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
 another library ``heron`` or ``HERON_LIBRARY_DEFAULT_DOCS=false``.
@@ -30,7 +35,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from heron.deprecated import settings_or_default
 from heron.errors import ConfigError, InputError, NotFound
 from heron.private import private_dir
 from heron.settings import Settings
@@ -49,11 +53,25 @@ NETWORK_SCHEMES = ("https", "http", "ssh", "git")
 Caller = Literal["local", "api"]
 
 
+#: The options a ``libraries.txt`` line may carry after its source, and what each takes.
+OPTIONS = {
+    "branch": "a branch or tag of a git library",
+    "include": "comma-separated globs of the pages to index",
+    "exclude": "comma-separated globs of the pages to skip",
+}
+_OPTION = re.compile(r"^([A-Za-z_]+)=(.*)$")
+#: What git accepts as a branch or tag, less what it would read as an option or a range.
+_BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[\w./-]+$")
+
+
 @dataclass(frozen=True)
 class Library:
     name: str
     source: str
     builtin: bool = False
+    branch: str | None = None
+    include: tuple[str, ...] = ()
+    exclude: tuple[str, ...] = ()
 
     @property
     def is_git(self) -> bool:
@@ -184,20 +202,64 @@ def _parse(path: Path) -> list[Library]:
                 f"{path} line {number}: expected 'NAME SOURCE', got {raw!r}. "
                 "Fix it, or use: heron library add NAME SOURCE"
             )
-        name, source = parts[0], parts[1].strip()
         try:
-            check_name(name)
+            library = _library(parts[0], parts[1])
         except InputError as exc:
             raise ConfigError(f"{path} line {number}: {exc}") from exc
-        if name in libraries:
-            raise ConfigError(f"{path} line {number}: library {name!r} is listed twice.")
-        libraries[name] = Library(name, source)
+        if library.name in libraries:
+            raise ConfigError(f"{path} line {number}: library {library.name!r} is listed twice.")
+        libraries[library.name] = library
     return list(libraries.values())
 
 
-def read_libraries(settings: Settings | None = None) -> list[Library]:
+def _library(name: str, rest: str) -> Library:
+    """One line's library: ``rest`` is the source, then its ``option=value`` words.
+
+    Options are read from the end, so a local source may hold spaces (``/srv/my docs``)
+    as it always could."""
+    check_name(name)
+    words = rest.split()
+    options: dict[str, str] = {}
+    while len(words) > 1 and (option := _OPTION.match(words[-1])):
+        key, value = option.group(1), option.group(2)
+        if key not in OPTIONS:
+            known = "; ".join(f"{k} ({what})" for k, what in OPTIONS.items())
+            raise InputError(
+                f"unknown option {key!r} for library {name!r}. Known options: {known}."
+            )
+        if key in options:
+            raise InputError(f"option {key!r} is given twice for library {name!r}.")
+        options[key] = value
+        words.pop()
+    source = rest.strip()
+    for _ in range(len(options)):  # the source as written, inner spaces kept
+        source = source.rsplit(None, 1)[0]
+    branch = options.get("branch")
+    if branch is not None and not _BRANCH.match(branch):
+        raise InputError(
+            f"branch={branch!r} for library {name!r} is not a branch or tag name git "
+            "takes; use letters, digits, '.', '_', '-' or '/', e.g. branch=main."
+        )
+    if branch is not None and not is_git_url(source):
+        raise InputError(
+            f"branch= is for git libraries; {name!r} is the local folder {source}. "
+            "Check out the branch there instead."
+        )
+    return Library(
+        name,
+        source,
+        branch=branch,
+        include=_globs(options.get("include")),
+        exclude=_globs(options.get("exclude")),
+    )
+
+
+def _globs(value: str | None) -> tuple[str, ...]:
+    return tuple(g for g in (value or "").split(",") if g)
+
+
+def read_libraries(settings: Settings) -> list[Library]:
     """Configured libraries in file order, then the built-in ``heron`` docs library."""
-    settings = settings_or_default(settings, "heron.libraries.read_libraries")
     libraries = _parse(config_path(settings))
     docs = heron_docs()
     if (
@@ -209,8 +271,8 @@ def read_libraries(settings: Settings | None = None) -> list[Library]:
     return libraries
 
 
-def get_library(name: str, settings: Settings | None = None) -> Library:
-    libraries = read_libraries(settings_or_default(settings, "heron.libraries.get_library"))
+def get_library(name: str, settings: Settings) -> Library:
+    libraries = read_libraries(settings)
     for library in libraries:
         if library.name == name:
             return library
@@ -235,12 +297,9 @@ def _write(path: Path, lines: list[str]) -> None:
     os.replace(tmp, path)  # readers see the old file or the new one, never half of one
 
 
-def add_library(
-    name: str, source: str, settings: Settings | None = None, *, caller: Caller = "local"
-) -> Library:
+def add_library(name: str, source: str, settings: Settings, *, caller: Caller = "local") -> Library:
     """Append ``name source`` to ``libraries.txt``; a local source is stored absolute.
     ``caller="api"`` applies the API's stricter rules (``check_source``)."""
-    settings = settings_or_default(settings, "heron.libraries.add_library")
     check_name(name)
     source = check_source(source, settings, caller)
     path = config_path(settings)
@@ -254,9 +313,8 @@ def add_library(
     return Library(name, source)
 
 
-def remove_library(name: str, settings: Settings | None = None) -> Library:
+def remove_library(name: str, settings: Settings) -> Library:
     """Delete the library's line from ``libraries.txt`` (the caller drops its index)."""
-    settings = settings_or_default(settings, "heron.libraries.remove_library")
     path = config_path(settings)
     with _locked(path):
         for library in _parse(path):

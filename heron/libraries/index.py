@@ -27,7 +27,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.deprecated import renamed, settings_or_default
 from heron.errors import HeronError, NotFound
 from heron.libraries.chunk import (
     ChunkPolicy,
@@ -41,7 +40,6 @@ from heron.libraries.enrich import QA, Enricher, page_questions
 from heron.libraries.parse import Page, parse_page
 from heron.libraries.scan import PageFile, read_text, scan
 from heron.libraries.state import (
-    PAGE_PREFIX,  # noqa: F401 -- served under its old name, STATE_PREFIX, below
     forget_page,
     page_states,
     save_index,
@@ -56,7 +54,7 @@ from heron.store import Record, Store, check_store
 from heron.store.sql import embed_in_steps
 
 #: Bump when chunking or record layout changes: every page is then re-indexed.
-INDEX_VERSION = "1"
+INDEX_VERSION = "2"
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
@@ -218,7 +216,12 @@ class _Indexer:
             save_sync_error(self.store, self.ns, str(exc))
             return self.report
         self.report.revision = checkout.revision
-        files, skipped = scan(checkout.root, self.settings.library_max_page_bytes)
+        files, skipped = scan(
+            checkout.root,
+            self.settings.library_max_page_bytes,
+            self.library.include,
+            self.library.exclude,
+        )
         self.report.skipped = [asdict(s) for s in skipped]
         states = page_states(self.store, self.ns)
         stored = self._stored_ids()
@@ -368,7 +371,7 @@ def index_library(
     name: str,
     store: Store,
     *,
-    settings: Settings | None = None,
+    settings: Settings,
     enricher: Enricher | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
@@ -384,7 +387,6 @@ def index_library(
     A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
     store raises ``DatabaseCorrupt`` before anything is read or written.
     """
-    settings = settings_or_default(settings, "heron.libraries.index_library")
     library = get_library(name, settings)
     check_store(store)  # a run over a damaged file must not end in a report of success
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
@@ -396,10 +398,3 @@ def index_library(
     if report.error is None:
         save_index(store, library.name, report.to_dict())
     return report
-
-
-# IndexReport, the old name of LibraryIndexReport, stays one release (with a warning).
-# STATE_PREFIX is the old name of PAGE_PREFIX (the layout is heron.libraries.state's now).
-__getattr__ = renamed(
-    __name__, {"IndexReport": "LibraryIndexReport", "STATE_PREFIX": "PAGE_PREFIX"}
-)

@@ -23,6 +23,7 @@ from typing import Any
 import yaml
 
 from heron import yamlsafe
+from heron.libraries.markdown import outline
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # {{< name args >}}, {{% name args %}}, {{< /name >}}.
@@ -128,10 +129,8 @@ def _tags(data: dict[str, Any]) -> list[str]:
 
 
 def _first_h1(lines: list[str]) -> str | None:
-    for line in lines:
-        if line.startswith("# "):
-            return line[2:].strip().strip("#").strip()
-    return None
+    """The first level-1 heading, ATX or setext, never a ``# comment`` in a code fence."""
+    return next((h.text for h in outline(lines).headings if h.level == 1), None)
 
 
 def parse_page(text: str, page_id: str) -> Page:

@@ -15,7 +15,6 @@ from typing import Protocol, runtime_checkable
 
 import numpy as np
 
-from heron.deprecated import settings_or_default
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.store import Hit
@@ -100,9 +99,8 @@ class FeatureReranker:
 RERANKERS = ("default", "none", "onnx", "remote")
 
 
-def load_reranker(settings: Settings | None = None) -> Reranker | None:
+def load_reranker(settings: Settings) -> Reranker | None:
     """The reranker ``HERON_LIBRARY_RERANKER`` names; ``None`` for ``none``."""
-    settings = settings_or_default(settings, "heron.libraries.load_reranker")
     if settings.library_reranker == "default":
         return FeatureReranker()
     if settings.library_reranker == "none":

@@ -1,9 +1,15 @@
-"""Finding a library's pages: ``.md`` files, their collections, and the files to skip.
+"""Finding a library's pages: Markdown files, their collections, and the files to skip.
 
-A page's id is its path without ``.md``, relative to the library root, with ``/``
-separators: ``concepts/storage/volumes``. Its collection is the nearest folder above it
-that holds a ``.collection`` marker file, else its top-level folder, else ``""`` for
-pages at the root. Hidden files and folders (``.git``, ``.ai``) are not pages.
+A page is a ``.md``, ``.mdx`` or ``.markdown`` file (``SUFFIXES``). Its id is its path
+without the suffix, relative to the library root, with ``/`` separators:
+``concepts/storage/volumes``; where two files would give one id (``a.md`` and
+``a.mdx``), the first suffix in ``SUFFIXES`` wins and the other is skipped, said why.
+Its collection is the nearest folder above it that holds a ``.collection`` marker file,
+else its top-level folder, else ``""`` for pages at the root. Hidden files and folders
+(``.git``, ``.ai``) are not pages. A library's ``include`` and ``exclude`` globs
+(``heron.libraries.config``) are matched against the path from the root:
+``matches("docs/a/b.md", "docs/**")`` is true, ``matches("docs/a/b.md", "docs/*.md")``
+is not.
 
 Nothing here follows a symlinked folder, so a symlink loop cannot trap the walk; a
 symlinked file is read only when it resolves inside the library.
@@ -12,10 +18,15 @@ symlinked file is read only when it resolves inside the library.
 from __future__ import annotations
 
 import os
+import re
+from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 MARKER = ".collection"
+#: Markdown file names, in the order that decides which of two same-named files is the page.
+SUFFIXES = (".md", ".mdx", ".markdown")
 #: Bytes inspected to tell binary from text, as git does.
 _SNIFF = 8000
 
@@ -41,21 +52,68 @@ def _collection(rel_parts: tuple[str, ...], root: Path, markers: set[Path]) -> s
     return folders[0] if folders else ""
 
 
-def scan(root: Path, max_bytes: int) -> tuple[list[PageFile], list[Skipped]]:
-    """Pages under ``root`` sorted by id, and the files skipped with the reason why."""
+@lru_cache(maxsize=256)
+def _glob(pattern: str) -> re.Pattern[str]:
+    """A glob as a regular expression: ``**/`` any folders, ``*`` and ``?`` within one."""
+    out = ""
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out, i = out + "(?:.*/)?", i + 3
+        elif pattern.startswith("**", i):
+            out, i = out + ".*", i + 2
+        elif pattern[i] == "*":
+            out, i = out + "[^/]*", i + 1
+        elif pattern[i] == "?":
+            out, i = out + "[^/]", i + 1
+        else:
+            out, i = out + re.escape(pattern[i]), i + 1
+    return re.compile(out)
+
+
+def matches(path: str, pattern: str) -> bool:
+    return _glob(pattern.strip("/")).fullmatch(path) is not None
+
+
+def _wanted(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
+    if include and not any(matches(path, g) for g in include):
+        return False
+    return not any(matches(path, g) for g in exclude)
+
+
+def _suffix(name: str) -> str | None:
+    return next((s for s in SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
+
+
+def scan(
+    root: Path,
+    max_bytes: int,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> tuple[list[PageFile], list[Skipped]]:
+    """Pages under ``root`` sorted by id, and the files skipped with the reason why.
+    A file outside ``include`` or inside ``exclude`` is not a page, and not reported."""
     root = Path(root)
     real_root = root.resolve()
     pages: list[PageFile] = []
     skipped: list[Skipped] = []
     markers: set[Path] = set()
-    candidates: list[Path] = []
+    candidates: list[tuple[int, Path, str]] = []  # (rank of the suffix, path, page id)
     for folder, dirs, files in os.walk(root):  # followlinks=False: loops cannot recur
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if MARKER in files:
             markers.add(Path(folder))
-        candidates += [Path(folder, f) for f in files if f.endswith(".md") and f[0] != "."]
-    for path in candidates:
+        for name in files:
+            suffix = _suffix(name)
+            rel = Path(folder, name).relative_to(root).as_posix()
+            if suffix and name[0] != "." and _wanted(rel, include, exclude):
+                candidates.append((SUFFIXES.index(suffix), Path(folder, name), rel[: -len(suffix)]))
+    owner: dict[str, str] = {}  # page id -> the file that is the page
+    for _, path, page_id in sorted(candidates, key=lambda c: c[0]):
         rel = path.relative_to(root)
+        if page_id in owner:
+            skipped.append(Skipped(rel.as_posix(), f"the page {page_id} is {owner[page_id]}"))
+            continue
         try:
             real = path.resolve(strict=True)
             size = real.stat().st_size
@@ -76,7 +134,7 @@ def scan(root: Path, max_bytes: int) -> tuple[list[PageFile], list[Skipped]]:
                 )
             )
             continue
-        page_id = rel.with_suffix("").as_posix()
+        owner[page_id] = rel.as_posix()
         pages.append(PageFile(page_id, _collection(rel.parts, root, markers), path))
     pages.sort(key=lambda p: p.id)
     return pages, skipped

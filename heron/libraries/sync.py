@@ -2,9 +2,10 @@
 
 A git library is a shallow clone under ``$HERON_HOME/libraries/NAME``. The first clone
 goes to a temporary folder and is renamed into place only when it succeeded; an update
-fetches the remote's default branch at depth 1 and resets to it, so a force-pushed
-history is followed like any other change. A failing remote raises ``SyncError`` and
-leaves the previous checkout (and so the previous index) as it was.
+fetches the library's ``branch`` (the remote's default branch without one) at depth 1
+and resets to it, so a force-pushed history is followed like any other change. A
+failing remote raises ``SyncError`` and leaves the previous checkout (and so the
+previous index) as it was.
 
 Git runs as the workspace's does (``heron.programs.env``): a minimal environment, no
 system or user config, the repository-config overrides, and only the network transports
@@ -25,7 +26,7 @@ from heron.errors import HeronError, InputError
 from heron.libraries.config import Library, check_git_source, url_scheme
 from heron.private import private_dir
 from heron.programs import (
-    BOOKS_PROTOCOLS,
+    WORKSPACE_PROTOCOLS,
     ProgramRefused,
     check_git_config,
     program_environment,
@@ -51,7 +52,10 @@ def checkout_dir(library: Library, settings: Settings) -> Path:
 
 
 def _git(
-    args: list[str], cwd: Path | None, timeout: float, protocols: tuple[str, ...] = BOOKS_PROTOCOLS
+    args: list[str],
+    cwd: Path | None,
+    timeout: float,
+    protocols: tuple[str, ...] = WORKSPACE_PROTOCOLS,
 ) -> str:
     env = program_environment(protocols=protocols)
     try:
@@ -80,15 +84,17 @@ def _git(
 def _protocols(url: str) -> tuple[str, ...]:
     """The transports a sync of ``url`` may use: the network ones, and ``file`` for a
     ``file://`` URL (which only the local user, or an API allowed to, can configure)."""
-    return (*BOOKS_PROTOCOLS, "file") if url_scheme(url) == "file" else BOOKS_PROTOCOLS
+    return (*WORKSPACE_PROTOCOLS, "file") if url_scheme(url) == "file" else WORKSPACE_PROTOCOLS
 
 
-def _clone(url: str, target: Path, timeout: float) -> None:
+def _clone(url: str, branch: str | None, target: Path, timeout: float) -> None:
     tmp = target.with_name(f".{target.name}.cloning")
     shutil.rmtree(tmp, ignore_errors=True)
     private_dir(target.parent)
     try:
-        args = ["clone", "--depth", "1", "--quiet", "--", url, str(tmp)]
+        # ``branch`` is checked by heron.libraries.config: it cannot start with "-".
+        picked = ["--branch", branch] if branch else []
+        args = ["clone", "--depth", "1", "--quiet", *picked, "--", url, str(tmp)]
         _git(args, target.parent, timeout, _protocols(url))
     except SyncError:
         shutil.rmtree(tmp, ignore_errors=True)
@@ -96,7 +102,7 @@ def _clone(url: str, target: Path, timeout: float) -> None:
     os.replace(tmp, target)
 
 
-def _update(url: str, target: Path, timeout: float) -> None:
+def _update(url: str, branch: str | None, target: Path, timeout: float) -> None:
     protocols = _protocols(url)
     try:  # a checkout's config edited to name a program (a filter, a diff driver) stops here
         check_git_config(target, program_environment(protocols=protocols))
@@ -104,7 +110,8 @@ def _update(url: str, target: Path, timeout: float) -> None:
         raise SyncError(str(exc)) from None
     # The URL may have changed in libraries.txt; the checkout follows it.
     _git(["remote", "set-url", "--", "origin", url], target, timeout, protocols)
-    _git(["fetch", "--depth", "1", "--quiet", "--", "origin", "HEAD"], target, timeout, protocols)
+    fetch = ["fetch", "--depth", "1", "--quiet", "--", "origin", branch or "HEAD"]
+    _git(fetch, target, timeout, protocols)
     _git(["reset", "--hard", "--quiet", "FETCH_HEAD", "--"], target, timeout, protocols)
     # -e keeps the Q&A cache an enricher wrote into the checkout (heron.libraries.enrich).
     _git(["clean", "-fdxq", "-e", "/.ai/"], target, timeout, protocols)
@@ -129,10 +136,10 @@ def sync(library: Library, settings: Settings, *, timeout: float = 300.0) -> Che
     target = checkout_dir(library, settings)
     try:
         if (target / ".git").is_dir():
-            _update(library.source, target, timeout)
+            _update(library.source, library.branch, target, timeout)
         else:
             shutil.rmtree(target, ignore_errors=True)
-            _clone(library.source, target, timeout)
+            _clone(library.source, library.branch, target, timeout)
     except SyncError as exc:
         raise SyncError(
             f"Library {library.name!r}: cannot fetch {library.source}: {exc}. The previous "

@@ -1,11 +1,23 @@
 """Every model call in Heron: a routing table of aliases, retries, fallbacks, streaming.
 
-See docs/llm.md. ``load_broker()`` reads ``models.yml`` (or runs the bundled local model
+See docs/llm.md. ``load_broker(settings)`` reads ``models.yml`` (or runs the bundled local model
 with no configuration); ``Broker.complete`` and ``Broker.stream`` take a ``ChatRequest``.
 """
 
 from __future__ import annotations
 
+from heron.core.chat import (
+    ChatRequest,
+    Completion,
+    Done,
+    Message,
+    Sampling,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+    ToolChoice,
+    Usage,
+)
 from heron.llm.broker import Broker, load_broker
 from heron.llm.config import (
     LOCAL_ALIAS,
@@ -26,19 +38,7 @@ from heron.llm.errors import (
     RateLimited,
     RequestError,
 )
-from heron.llm.types import (
-    ChatRequest,
-    Completion,
-    Done,
-    Message,
-    Provider,
-    Sampling,
-    StreamEvent,
-    TextDelta,
-    ToolCall,
-    ToolChoice,
-    Usage,
-)
+from heron.llm.types import Provider
 
 __all__ = [
     "LOCAL_ALIAS",

@@ -19,11 +19,11 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 from heron.llm.config import ModelSpec
 from heron.llm.errors import BadRequest, ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
 from heron.llm.payload import ToolNames, forced_tool, refuse_unsupported, sampling_of
-from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 API_VERSION = "2023-06-01"
 #: max_tokens is required by the API; used when neither the request nor models.yml sets it.

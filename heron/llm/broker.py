@@ -1,6 +1,6 @@
 """``Broker``: every model call in Heron, routed by alias, retried, falling back.
 
->>> broker = load_broker()                                            # doctest: +SKIP
+>>> broker = load_broker(Settings())                                 # doctest: +SKIP
 >>> broker.complete(ChatRequest((Message("user", "Say hi"),))).text   # doctest: +SKIP
 'Hi! How can I help you today?'
 
@@ -24,11 +24,11 @@ from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
 
-from heron.deprecated import settings_or_default
+from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.errors import AuthError, NoModelAvailable, ProviderError, RateLimited
 from heron.llm.payload import check, fit
-from heron.llm.types import ChatRequest, Completion, Done, Message, Provider, StreamEvent
+from heron.llm.types import Provider
 from heron.settings import Settings
 
 log = logging.getLogger("heron.llm")
@@ -50,17 +50,17 @@ def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
 
 
 class Broker:
-    """Model calls over a ``RoutingTable``; ``load_broker()`` builds one from settings."""
+    """Model calls over a ``RoutingTable``; ``load_broker(settings)`` builds one from settings."""
 
     def __init__(
         self,
         table: RoutingTable,
-        settings: Settings | None = None,
+        settings: Settings,
         *,
         sleep: Callable[[float], None] = time.sleep,
     ) -> None:
         self.table = table
-        self.settings = settings_or_default(settings, "heron.llm.Broker")
+        self.settings = settings
         self._sleep = sleep
         self._providers: dict[str, Provider] = {}
         self._lock = threading.Lock()
@@ -206,7 +206,6 @@ class Broker:
             self._providers.clear()
 
 
-def load_broker(settings: Settings | None = None) -> Broker:
+def load_broker(settings: Settings) -> Broker:
     """The broker over the routing table the settings name (``local`` with no models.yml)."""
-    settings = settings or Settings()
     return Broker(load_table(settings), settings)

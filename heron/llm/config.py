@@ -38,7 +38,6 @@ from typing import Any, Literal
 import yaml
 
 from heron.core.names import PROFILES
-from heron.deprecated import settings_or_default
 from heron.errors import ConfigError
 from heron.llm.litellm_format import IGNORED_SECTIONS, convert, unknown_keys
 from heron.settings import Settings
@@ -169,9 +168,8 @@ def models_file(settings: Settings) -> Path:
     return settings.models_file or settings.home / "models.yml"
 
 
-def load_table(settings: Settings | None = None) -> RoutingTable:
+def load_table(settings: Settings) -> RoutingTable:
     """The routing table the settings point to (``local`` alone when there is no file)."""
-    settings = settings_or_default(settings, "heron.llm.load_table")
     path = models_file(settings)
     if not path.exists():
         if settings.models_file:

@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from heron._compat import llama_without_amx, passive_omp_wait
+from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
 from heron.llm.errors import BadRequest, ProviderError
 from heron.llm.payload import (
@@ -41,7 +42,6 @@ from heron.llm.payload import (
     sampling_fields,
     sampling_of,
 )
-from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 #: Tokens of context the model is loaded with; SmolLM2 was trained on 8k.
 N_CTX = 8192

@@ -14,11 +14,11 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 from heron.llm.config import ModelSpec
 from heron.llm.errors import ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
 from heron.llm.payload import ToolNames, forced_tool, sampling_fields, sampling_of
-from heron.llm.types import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 
 
 class OpenAIProvider:

@@ -14,12 +14,12 @@ from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
+from heron.core.chat import ChatRequest, Message, Sampling, ToolCall
 from heron.core.errors import UnknownTool
 from heron.core.names import NameCodec
 from heron.core.tools import Tool
 from heron.llm.config import ModelSpec
 from heron.llm.errors import BadRequest, RequestError
-from heron.llm.types import ChatRequest, Message, Sampling, ToolCall
 
 log = logging.getLogger("heron.llm")
 

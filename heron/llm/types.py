@@ -1,8 +1,6 @@
-"""The shapes every model conversation has, whatever the provider, and the contract of
-one provider (``Provider``).
-
-The value types live in ``heron.core.chat`` (the jobs and the agent build requests with
-them too) and are re-exported here; ``Provider`` is ``heron.llm``'s own.
+"""The contract of one provider (``Provider``); the values it speaks (``ChatRequest``,
+``Completion`` ...) live in ``heron.core.chat``, below the capabilities, as the jobs and the
+agent build requests with them too.
 """
 
 from __future__ import annotations
@@ -10,12 +8,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Protocol
 
-from heron.core import chat
-from heron.core.chat import *  # noqa: F403 -- the value types, re-exported
 from heron.core.chat import ChatRequest, Completion, StreamEvent
-from heron.core.tools import Tool
 
-__all__ = [*chat.__all__, "Provider", "Tool"]
+__all__ = ["Provider"]
 
 
 class Provider(Protocol):

@@ -29,11 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from heron import __version__
+from heron.db import SQLiteFile
 from heron.errors import InputError, StoreError
 from heron.ops.jsonfile import read_json
 from heron.private import private_dir, private_file
 from heron.settings import Settings
-from heron.sqlite_errors import SQLiteFile
 
 MANIFEST = "heron-backup.json"
 SQLITE_MAGIC = b"SQLite format 3\x00"
@@ -125,9 +125,8 @@ def _empty(path: Path) -> bool:
     return not path.exists() or (path.is_dir() and not any(path.iterdir()))
 
 
-def backup(dest: Path, settings: Settings | None = None) -> BackupReport:
+def backup(dest: Path, settings: Settings) -> BackupReport:
     """Copy the home into the new or empty folder ``dest`` (see the module docstring)."""
-    settings = settings or Settings()
     home, dest = settings.home.resolve(), Path(dest).resolve()
     if not home.is_dir():
         raise InputError(f"HERON_HOME {home} does not exist: there is nothing to back up.")
@@ -197,11 +196,10 @@ def check_database(path: Path) -> None:
         )
 
 
-def restore(src: Path, settings: Settings | None = None, *, force: bool = False) -> BackupReport:
+def restore(src: Path, settings: Settings, *, force: bool = False) -> BackupReport:
     """Put the backup ``src`` in place of the home. Stop ``heron serve`` first: a running
     server keeps the old files open. A non-empty home needs ``force`` and is moved aside
     to ``HOME.before-restore-<time>``."""
-    settings = settings or Settings()
     src, home = Path(src).resolve(), settings.home.resolve()
     manifest = read_manifest(src)
     if not _empty(home) and not force:

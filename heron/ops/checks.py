@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from heron.errors import HeronError, StoreError
-from heron.settings import Settings, _config_file, _from_env, _new_name
+from heron.settings import Settings, _config_file, _from_env
 
 if TYPE_CHECKING:
     from heron.embed.base import Embedder
@@ -136,7 +136,7 @@ class Context:
 def _toml_keys(path: Path) -> set[str]:
     try:
         with path.open("rb") as f:
-            return {_new_name(key, "heron.toml key") for key in tomllib.load(f)}
+            return set(tomllib.load(f))
     except (OSError, tomllib.TOMLDecodeError):
         return set()  # Settings() already refused a broken file; a missing one sets nothing
 

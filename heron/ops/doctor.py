@@ -124,7 +124,7 @@ def run_check(name: str, ctx: Context) -> Check:
 
 
 def doctor(
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     checks: Iterable[str] = (),
     offline: bool = False,
@@ -134,7 +134,6 @@ def doctor(
     no MCP server reached (their files are still checked).
     ``store``: an open store to use (a server's), left open; else one is opened and
     closed here."""
-    settings = settings or Settings()
     names = check_names(checks) if checks else list(CHECKS)
     started = time.perf_counter()
     ctx = Context(settings, offline=offline, store=store)

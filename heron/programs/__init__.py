@@ -6,7 +6,6 @@ workspace tools (``heron.tools``), jobs (``heron.jobs``) and library syncs
 from __future__ import annotations
 
 from heron.programs.env import (
-    BOOKS_PROTOCOLS,
     WORKSPACE_PROTOCOLS,
     check_git_config,
     git_environment,
@@ -23,7 +22,6 @@ from heron.programs.policy import (
 )
 
 __all__ = [
-    "BOOKS_PROTOCOLS",
     "WORKSPACE_PROTOCOLS",
     "Option",
     "Policy",

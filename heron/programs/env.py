@@ -55,7 +55,6 @@ PASSED = (
 )
 #: Transports a workspace's git and a library sync may use; none runs a local program.
 WORKSPACE_PROTOCOLS = ("https", "http", "ssh", "git")
-BOOKS_PROTOCOLS = WORKSPACE_PROTOCOLS
 GIT_OVERRIDES = (
     ("core.fsmonitor", "false"),
     ("core.hooksPath", "/dev/null"),

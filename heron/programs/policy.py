@@ -23,8 +23,8 @@ with which arguments. The rules, for every program:
   allowlisted: their arguments are code or name any file. Declaring them in the policy
   file (for instance ``python3: {any_arguments: true}``) is the explicit opt-in.
 
->>> default_policy().check(["git", "log", "--oneline", "-5"], Path("/srv/repo"))
->>> default_policy().check(["git", "-c", "alias.x=!sh", "x"], Path("/srv/repo"))
+>>> default_policy(settings).check(["git", "log", "--oneline", "-5"], Path("/srv/repo"))
+>>> default_policy(settings).check(["git", "-c", "alias.x=!sh", "x"], Path("/srv/repo"))
 Traceback (most recent call last):
 ...
 heron.programs.policy.ProgramRefused: git: option '-c' is not allowed...
@@ -43,7 +43,6 @@ from typing import TYPE_CHECKING, Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
-from heron.deprecated import settings_or_default
 from heron.errors import ConfigError, InputError
 
 if TYPE_CHECKING:
@@ -425,6 +424,6 @@ def load_policy(path: Path | None = None) -> Policy:
     )
 
 
-def default_policy(settings: Settings | None = None) -> Policy:
+def default_policy(settings: Settings) -> Policy:
     """``load_policy`` of the settings' ``tools_policy`` (``HERON_TOOLS_POLICY``)."""
-    return load_policy(settings_or_default(settings, "heron.programs.default_policy").tools_policy)
+    return load_policy(settings.tools_policy)

@@ -21,13 +21,12 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from heron import __version__
-from heron.core.tools import Tool
+from heron.core.tools import Handler, Tool
 from heron.errors import HeronError, InputError
 from heron.libraries.tool import docs_tool
 from heron.redact import redact
 from heron.server.runtime import Runtime
 from heron.skills.tool import skill_tools
-from heron.tools.registry import Handler
 from heron.tools.router import DEFAULT_TOP_K
 
 ROUTE_TOOLS = Tool(

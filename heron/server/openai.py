@@ -56,16 +56,16 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import Route
 
+from heron.core.chat import Message, Sampling, ToolCall
+from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.llm.errors import BadRequest, NoModelAvailable
 from heron.llm.payload import check_sampling, count_tokens, json_schema, parse_arguments
-from heron.llm.types import Message, Sampling, ToolCall
 from heron.server.replies import openai_error
 from heron.server.runtime import Runtime
 from heron.server.sse import http_status
 from heron.server.strictjson import StrictJSONResponse, dumps, read_json
 from heron.settings import Settings
-from heron.tools.model import Tool, parse_tool
 
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
     from heron.agent.answer import AgentEvent, Answer

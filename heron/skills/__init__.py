@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from heron.deprecated import renamed
 from heron.skills.dirs import SkillDir, hermes_home, skill_dirs
 from heron.skills.index import (
     SkillContext,
@@ -44,5 +43,3 @@ __all__ = [
     "scan",
     "skill_dirs",
 ]
-
-__getattr__ = renamed(__name__, {"IndexReport": "SkillIndexReport"})

@@ -18,7 +18,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron.deprecated import renamed
 from heron.embed import Embedder
 from heron.errors import InputError, NotFound
 from heron.settings import Settings
@@ -234,7 +233,3 @@ def open_skills(
         follow_symlinks=settings.skills_follow_symlinks,
         resources=resources,
     )
-
-
-# IndexReport, the old name of SkillIndexReport, stays one release (with a warning).
-__getattr__ = renamed(__name__, {"IndexReport": "SkillIndexReport"})

@@ -31,7 +31,6 @@ them for good). ``context_for`` keeps the skills with ``score >= min_rel * top s
 from __future__ import annotations
 
 import os
-import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -53,9 +52,7 @@ class SkillHit:
     """One skill found for a query, with the parts of its score.
 
     ``dense_score`` is the cosine similarity and ``lexical_score`` the word overlap
-    (``lex_score``), named as on store and tool hits. ``base_score`` and ``lex`` are
-    deprecated read-only aliases of the two, and ``to_dict`` still writes them beside the
-    new keys; both go in the next release.
+    (``lex_score``), named as on store and tool hits.
     """
 
     name: str
@@ -67,18 +64,6 @@ class SkillHit:
     score: float
     rank: int
 
-    @property
-    def base_score(self) -> float:
-        """Deprecated: ``dense_score``."""
-        _renamed("base_score", "dense_score")
-        return self.dense_score
-
-    @property
-    def lex(self) -> float:
-        """Deprecated: ``lexical_score``."""
-        _renamed("lex", "lexical_score")
-        return self.lexical_score
-
     def to_dict(self) -> dict[str, Any]:
         return {
             "id": self.name,
@@ -87,19 +72,10 @@ class SkillHit:
             "score": self.score,
             "dense_score": self.dense_score,
             "lexical_score": self.lexical_score,
-            # Deprecated keys, kept one release for readers of the old JSON.
-            "base_score": self.dense_score,
-            "lex": self.lexical_score,
             "description": self.description,
             "path": self.path,
             "tags": list(self.tags),
         }
-
-
-def _renamed(old: str, new: str) -> None:
-    warnings.warn(
-        f"SkillHit.{old} is deprecated: use SkillHit.{new}.", DeprecationWarning, stacklevel=3
-    )
 
 
 def pool_size(top_k: int) -> int:

@@ -27,9 +27,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from heron.db import Schema, SQLiteDatabase
 from heron.errors import NotFound
 from heron.store.analysis import analyze
-from heron.store.logfile import LogFile
 
 QueryKind = Literal["vague", "concrete"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("vague", "concrete")
@@ -51,7 +51,13 @@ GENERIC_WORDS = frozenset(
 )
 _MARKED = re.compile(r"\S*(?:\d|\w[./:]\w)\S*")
 
-_SCHEMA = """
+#: History, not index: it outlives a re-index with another model and stays on the machine
+#: that saw the requests, so it is a file of its own rather than tables of the store.
+_LOG = Schema(
+    name="skills",
+    what="the skills usage log",
+    migrations=(
+        """
 CREATE TABLE IF NOT EXISTS queries (
     id INTEGER PRIMARY KEY AUTOINCREMENT,
     at REAL NOT NULL,
@@ -66,7 +72,11 @@ CREATE TABLE IF NOT EXISTS uses (
     rank INTEGER
 );
 CREATE INDEX IF NOT EXISTS uses_query ON uses (query_id);
-"""
+""",
+    ),
+    rebuild="a new log starts on the next use",
+    reopen="heron.skills.open_skills(settings)",
+)
 
 
 def query_kind(query: str) -> QueryKind:
@@ -119,11 +129,11 @@ class UsageLog:
 
     def __init__(self, path: Path) -> None:
         self.path = path
-        self._log = LogFile(path, _SCHEMA, "the skills usage log")
+        self._log = SQLiteDatabase(path, _LOG, pragmas=(), rows=None)
 
     def record_query(self, query: str, returned: Sequence[str]) -> int:
         """Log a query and the names it returned, in rank order; returns its id."""
-        with self._log.use() as db:
+        with self._log.connection() as db:
             cursor = db.execute(
                 "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
                 (time.time(), query, query_kind(query), json.dumps(list(returned))),
@@ -134,7 +144,7 @@ class UsageLog:
     def record_use(self, query_id: int, name: str) -> int | None:
         """Log that skill ``name`` was used after query ``query_id``; returns its rank in
         what the query returned (``None``: the query did not return it)."""
-        with self._log.use() as db:
+        with self._log.connection() as db:
             row = db.execute("SELECT returned FROM queries WHERE id = ?", (query_id,)).fetchone()
         if row is None:
             raise NotFound(
@@ -143,7 +153,7 @@ class UsageLog:
             )
         returned = json.loads(row[0])
         rank = returned.index(name) + 1 if name in returned else None
-        with self._log.use() as db:
+        with self._log.connection() as db:
             db.execute(
                 "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, ?, ?)",
                 (query_id, time.time(), name, rank),
@@ -152,7 +162,7 @@ class UsageLog:
 
     def recent(self, limit: int = 1000) -> list[tuple[str, list[str]]]:
         """The last ``limit`` queries, oldest first: each query and the names it returned."""
-        with self._log.use() as db:
+        with self._log.connection() as db:
             rows = db.execute(
                 "SELECT query, returned FROM queries ORDER BY id DESC LIMIT ?", (limit,)
             ).fetchall()
@@ -160,7 +170,7 @@ class UsageLog:
 
     def stats(self) -> list[KindStats]:
         """Per kind of query: how many, how many reported, hit@k and hit@1 counts."""
-        with self._log.use() as db:
+        with self._log.connection() as db:
             rows = db.execute(
                 """
             SELECT q.kind, count(*), count(u.query_id), count(u.best), sum(u.best = 1)

@@ -145,7 +145,7 @@ class Store(Protocol):
     * ``StoreError`` and its ``DatabaseCorrupt``, ``DatabaseReadOnly``, ``DatabaseBusy``:
       the database failed, is damaged, read-only or locked past the timeout, or cannot be
       reached; the message names it (file or ``host:port/db``, never a password) and the
-      fix (``heron.sqlite_errors`` for SQLite).
+      fix (``heron.db.sqlite`` for SQLite).
 
     **Transactions.** ``upsert`` writes in batches of ``heron.store.sql.BATCH`` records,
     each one transaction: a batch lands whole or not at all, and a failed upsert keeps

@@ -21,9 +21,8 @@ from typing import Any
 
 import numpy as np
 
+from heron.db.sqlite import SQLiteFile, migrate
 from heron.embed.base import Embedder
-from heron.errors import StoreError
-from heron.sqlite_errors import SQLiteFile
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
@@ -37,9 +36,10 @@ REBUILD = (
     "namespaces you loaded yourself)"
 )
 
-#: The store's schema as ordered migrations; ``PRAGMA user_version`` is how many are
-#: applied. Never edit one that has shipped: append the next. The first creates its tables
-#: only where missing, so a file made before versions existed (version 0) takes it as is.
+#: The store's schema as ordered migrations (``heron.db.sqlite.migrate``); ``PRAGMA
+#: user_version`` is how many are applied. Never edit one that has shipped: append the
+#: next. The first creates its tables only where missing, so a file made before versions
+#: existed (version 0) takes it as is.
 MIGRATIONS: tuple[str, ...] = (
     """
 CREATE TABLE IF NOT EXISTS namespaces (
@@ -116,7 +116,7 @@ class SQLiteStore(SQLStore[_Scope]):
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
         self._db = self._file.connect(timeout=60, pragmas=("synchronous=NORMAL", "foreign_keys=ON"))
         try:
-            self.schema_version = migrate(self._db, self._file)
+            self.schema_version = migrate(self._db, self._file, MIGRATIONS)
         except BaseException:
             self._db.close()
             raise
@@ -433,42 +433,6 @@ class SQLiteStore(SQLStore[_Scope]):
                 self._side_db.close()
         with self._lock:
             self._db.close()
-
-
-def migrate(
-    db: sqlite3.Connection, file: SQLiteFile, migrations: Sequence[str] = MIGRATIONS
-) -> int:
-    """Apply the migrations the file lacks, each in its own write transaction with its
-    version number (SQLite's DDL is transactional: one interrupted leaves nothing), and
-    return the version. A file newer than this Heron is refused, untouched. A file that
-    is up to date is only read: opening takes no write lock."""
-    with file.errors():
-        found = _user_version(db)
-    for version, sql in enumerate(migrations, 1):
-        if found >= version:
-            continue
-        with file.transaction(db):
-            # Read under the write lock: a second process opening the file waits, then
-            # finds the migration applied.
-            if _user_version(db) >= version:
-                continue
-            for statement in sql.split(";"):  # no triggers: no ';' inside a statement
-                if statement.strip():
-                    db.execute(statement)
-            db.execute(f"PRAGMA user_version = {version}")
-        with file.errors():
-            found = _user_version(db)
-    if found > len(migrations):
-        raise StoreError(
-            f"{file.path} has store schema version {found}, newer than this Heron knows "
-            f"({len(migrations)}): a newer Heron wrote it. Upgrade Heron on this machine "
-            "(pip install -U heron), or restore a backup made by this version."
-        )
-    return found
-
-
-def _user_version(db: sqlite3.Connection) -> int:
-    return int(db.execute("PRAGMA user_version").fetchone()[0])
 
 
 def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:

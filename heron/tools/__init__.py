@@ -8,11 +8,8 @@ capability, and are re-exported here.
 
 from __future__ import annotations
 
-from heron.tools.builtin import Workspace, register_builtins
-from heron.tools.errors import ServerError, ToolCallError, ToolError, ToolInputError, UnknownTool
-from heron.tools.mcp_client import MCPClient, ServerConfig, ServerStatus, load_config
-from heron.tools.model import SAFETY_LEVELS, Safety, Tool, parse_tools
-from heron.tools.names import (
+from heron.core.errors import ServerError, ToolCallError, ToolError, ToolInputError, UnknownTool
+from heron.core.names import (
     ANTHROPIC,
     GEMINI,
     OPENAI,
@@ -22,10 +19,13 @@ from heron.tools.names import (
     NameProfile,
     get_profile,
 )
+from heron.core.tools import SAFETY_LEVELS, Safety, Tool, parse_tools
+from heron.core.workspace import Workspace
+from heron.tools.builtin import register_builtins
+from heron.tools.mcp_client import MCPClient, ServerConfig, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported, read_tool_file, save_imported
 from heron.tools.router import ROUTE_MODES, Route, RoutedTool, RouteMode, SyncReport, ToolRouter
 from heron.tools.toolbox import Toolbox, open_toolbox
-from heron.tools.toolbox import open_tools as open_tools  # deprecated: heron.agent.open_tools
 
 __all__ = [
     "ANTHROPIC",

@@ -9,35 +9,17 @@ these. The file and command rules are ``Workspace``'s (see ``heron.core.workspac
 
 from __future__ import annotations
 
-import importlib
-import warnings
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from heron.core.errors import ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
-from heron.core.workspace import (
-    DEFAULT_TIMEOUT,
-    MAX_DEPTH,
-    MAX_ENTRIES,
-    MAX_OUTPUT,
-    MAX_READ,
-    Command,
-    Workspace,
-    json_type_name,
-)
+from heron.core.workspace import DEFAULT_TIMEOUT, Workspace, json_type_name
 from heron.programs import Policy
 from heron.tools.registry import ToolRegistry
 
 __all__ = [
-    "DEFAULT_TIMEOUT",
-    "MAX_DEPTH",
-    "MAX_ENTRIES",
-    "MAX_OUTPUT",
-    "MAX_READ",
-    "Command",
-    "Workspace",
     "check_arguments",
     "register_builtins",
     "workspace_tools",
@@ -173,47 +155,17 @@ def _typed(arguments: dict[str, Any], name: str, kind: type, default: Any = _MIS
 def register_builtins(
     registry: ToolRegistry,
     *,
+    policy: Policy,
     root: Path | None = None,
     commands: Iterable[str] = (),
     timeout: float = DEFAULT_TIMEOUT,
-    skills: Callable[[], Any] | None = None,
-    docs_search: Callable[[dict[str, Any]], list[dict[str, Any]]] | None = None,
-    policy: Policy | None = None,
 ) -> list[Tool]:
     """Add the workspace tools when ``root`` is given (``policy``: the program policy,
-    ``heron.programs.default_policy(settings)``; see ``Workspace``).
-
-    ``skills`` (a ``SkillIndex`` opener) and ``docs_search`` are deprecated and go in the
-    next release: the skill tools and ``search_docs`` belong to their capabilities and
-    ``heron.agent.wiring.open_tools`` registers them; given here, they are still added."""
-    pairs: list[tuple[Tool, Handler]] = []
-    if docs_search is not None:
-        pairs.append(_deprecated("heron.libraries.tool", "docs_tool")(docs_search))
-    if root is not None:
-        workspace = Workspace(root, commands=commands, timeout=timeout, policy=policy)
-        pairs += workspace_tools(workspace)
-    if skills is not None:
-        pairs += _deprecated("heron.skills.tool", "skill_tools")(skills)
+    ``heron.programs.default_policy(settings)``; see ``Workspace``)."""
+    if root is None:
+        return []
+    workspace = Workspace(root, commands=commands, timeout=timeout, policy=policy)
+    pairs = workspace_tools(workspace)
     for tool, handler in pairs:
         registry.add(tool, handler)
     return [tool for tool, _ in pairs]
-
-
-def _deprecated(module: str, name: str) -> Any:
-    """``module.name``, found by name when first asked for: ``heron.tools`` depends on no
-    other capability, and this old way in goes in the next release."""
-    warnings.warn(
-        f"heron.tools.builtin's {name} moved to {module}.{name}; register the capabilities' "
-        "tools with heron.agent.wiring.open_tools. The old way goes in the next release.",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return getattr(importlib.import_module(module), name)
-
-
-def __getattr__(name: str) -> Any:
-    """The skill tools and ``search_docs`` under their old names (PEP 562), deprecated."""
-    moved = {"docs_tool": "heron.libraries.tool", "skill_tools": "heron.skills.tool"}
-    if name not in moved:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    return _deprecated(moved[name], name)

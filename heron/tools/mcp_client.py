@@ -20,7 +20,7 @@ A server is not trusted:
 - its tools are registered under ``<server>.<tool>`` (``crm.add_contact``;
   ``qualified_name``), so no server can shadow another's tool or a built-in, and a
   name another source already holds is refused, never replaced;
-- a tool without annotations is ``execute`` (``heron.tools.model.safety_of``: the MCP
+- a tool without annotations is ``execute`` (``heron.core.tools.safety_of``: the MCP
   spec's defaults, destructive and not read-only), so an agent at the default ``read``
   level is not offered it;
 - names with control characters or spaces, names over 128 characters, schemas over
@@ -365,7 +365,7 @@ class MCPClient:
     async def alist_tools(self, name: str, warnings: list[str] | None = None) -> list[Tool]:
         """Every tool of server ``name``, following ``nextCursor`` pages, each named
         ``qualified_name(name, tool)``. The server is untrusted: a tool whose definition
-        cannot be accepted (``heron.tools.model.parse_tool``), a second tool of one name
+        cannot be accepted (``heron.core.tools.parse_tool``), a second tool of one name
         and every tool past ``MAX_TOOLS`` are left out, each said in ``warnings``."""
         from mcp.types import PaginatedRequestParams
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import difflib
 import json
 import logging
-import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -94,16 +93,6 @@ class ToolRegistry:
         """Whether ``name`` has a handler here (``call`` can run it); imported definitions
         that live elsewhere are routed but not runnable."""
         return name in self._handlers
-
-    def callable(self, name: str) -> bool:
-        """Deprecated alias of ``runnable`` (the name shadowed a builtin); goes in the next
-        release."""
-        warnings.warn(
-            "ToolRegistry.callable is deprecated: use ToolRegistry.runnable.",
-            DeprecationWarning,
-            stacklevel=2,
-        )
-        return self.runnable(name)
 
     def call(self, name: str, arguments: dict[str, Any] | None = None) -> Any:
         """Run tool ``name``; its own failures come back as ``ToolCallError``.

@@ -16,8 +16,6 @@ Every tool Heron knows, the libraries' and the skills' included, is what
 from __future__ import annotations
 
 import contextlib
-import importlib
-import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,26 +40,14 @@ class Toolbox:
     """The tools and what they run on. ``close()`` closes ``resources``: what was opened
     for this toolbox alone (``open_tools`` puts there the store, skill index and usage
     log it opened). The ``store`` it is handed stays open (the ownership rule,
-    ``heron.store.base``). ``owns_store=True`` (deprecated: put the store in
-    ``resources``) closes ``store`` too."""
+    ``heron.store.base``)."""
 
     registry: ToolRegistry
     store: Store
     client: MCPClient | None = None
     statuses: list[ServerStatus] = field(default_factory=list)
-    owns_store: bool = False
     usage: ToolUsage | None = None
     resources: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-
-    def __post_init__(self) -> None:
-        if self.owns_store:
-            warnings.warn(
-                "Toolbox(owns_store=True) is deprecated and goes in the next release: "
-                "hand the store over in resources (resources.callback(store.close)).",
-                DeprecationWarning,
-                stacklevel=3,
-            )
-            self.resources.callback(self.store.close)
 
     def learn(self, tool: str, request: str) -> None:
         """Record that ``tool`` served ``request``: an example for the next start."""
@@ -129,16 +115,3 @@ def open_toolbox(
         resources.close()
         raise
     return Toolbox(registry, store, client, statuses, usage=usage, resources=resources)
-
-
-def open_tools(*args: Any, **kwargs: Any) -> Toolbox:
-    """Deprecated here: ``heron.agent.open_tools`` (the libraries' and skills' tools are
-    wired above ``heron.tools``); this name goes in the next release."""
-    warnings.warn(
-        "heron.tools.open_tools is deprecated: use heron.agent.open_tools; the old name "
-        "goes in the next release.",
-        DeprecationWarning,
-        stacklevel=2,
-    )
-    # Found by name when called: heron.tools imports nothing above it.
-    return importlib.import_module("heron.agent.wiring").open_tools(*args, **kwargs)

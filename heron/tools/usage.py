@@ -6,7 +6,7 @@ served is evidence of how people ask for it, so the agent records it here, and
 ``examples`` (see ``heron.tools.router``). A new example reaches the router the next time
 a toolbox is opened; only its vector is computed then.
 
-The log is its own SQLite file (``$HERON_HOME/tools.db``; see ``heron.store.logfile``).
+The log is its own SQLite file (``$HERON_HOME/tools.db``, a ``heron.db.SQLiteDatabase``).
 """
 
 from __future__ import annotations
@@ -14,21 +14,31 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from heron.store.logfile import LogFile
+from heron.db import Schema, SQLiteDatabase
 
 #: Examples per tool handed to the router: on MetaTool five lift Recall@5 by 0.08.
 PER_TOOL = 5
 #: Longer requests are cut: an example is a request, not a document.
 MAX_CHARS = 500
 
-_SCHEMA = """
+#: History, like the skills usage log (``heron.skills.usage``): a file of its own beside
+#: the store, kept through a re-index.
+_LOG = Schema(
+    name="tools",
+    what="the tool usage log",
+    migrations=(
+        """
 CREATE TABLE IF NOT EXISTS tool_requests (
     tool TEXT NOT NULL,
     request TEXT NOT NULL,
     at REAL NOT NULL,
     PRIMARY KEY (tool, request)
 );
-"""
+""",
+    ),
+    rebuild="a new log starts on the next use",
+    reopen="heron.tools.open_toolbox(settings, store)",
+)
 
 
 class ToolUsage:
@@ -37,14 +47,14 @@ class ToolUsage:
     def __init__(self, path: Path, per_tool: int = PER_TOOL) -> None:
         self.path = path
         self.per_tool = per_tool
-        self._log = LogFile(path, _SCHEMA, "the tool usage log")
+        self._log = SQLiteDatabase(path, _LOG, pragmas=(), rows=None)
 
     def record(self, tool: str, request: str) -> None:
         """``tool`` served ``request``; the same request again only refreshes its time."""
         request = " ".join(request.split())[:MAX_CHARS]
         if not request:
             return
-        with self._log.use() as db:
+        with self._log.connection() as db:
             db.execute(
                 "INSERT INTO tool_requests (tool, request, at) VALUES (?, ?, ?) "
                 "ON CONFLICT (tool, request) DO UPDATE SET at = excluded.at",
@@ -53,7 +63,7 @@ class ToolUsage:
 
     def examples(self) -> dict[str, tuple[str, ...]]:
         """The ``per_tool`` most recent requests of each tool, newest first."""
-        with self._log.use() as db:
+        with self._log.connection() as db:
             rows = db.execute(
                 """
                 SELECT tool, request FROM (

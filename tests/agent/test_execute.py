@@ -8,8 +8,8 @@ from typing import Any
 
 from heron.agent import run_calls
 from heron.agent.execute import MAX_RESULT_CHARS, ToolExecutor, tool_content
+from heron.core.chat import ToolCall
 from heron.errors import InputError
-from heron.llm.types import ToolCall
 from heron.tools import Tool, ToolRegistry
 
 released = threading.Event()

@@ -11,9 +11,9 @@ import pytest
 
 from heron.agent import Agent, ClientToolCalls, Final
 from heron.agent.prompt import RULES
+from heron.core.chat import Message, Sampling, ToolCall
 from heron.errors import InputError
 from heron.llm.errors import ProviderError
-from heron.llm.types import Message, Sampling, ToolCall
 from heron.tools import Tool
 from tests import llm_servers
 from tests.llm_servers import ChatServer

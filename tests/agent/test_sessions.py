@@ -9,8 +9,8 @@ import pytest
 
 from heron.agent import Sessions
 from heron.agent.sessions import check_session_id
+from heron.core.chat import Message
 from heron.errors import InputError, StoreError
-from heron.llm.types import Message
 
 
 def record(answer: str) -> dict:

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from heron.agent import Agent, triage
-from heron.agent.triage import named
-from heron.libraries.search import Result
+from heron.libraries.search import Result, named
 from heron.tools import RoutedTool, Tool
 
 DOCS, TOOLS = 0.45, 0.5

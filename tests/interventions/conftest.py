@@ -12,9 +12,10 @@ from typing import Any
 import pytest
 
 from heron.interventions import (
+    INTERVENTIONS,
     Interventions,
     InterventionStore,
-    SQLiteInterventionStore,
+    SQLInterventionStore,
     open_interventions,
 )
 from heron.settings import Settings
@@ -31,11 +32,7 @@ COLLISION = {"actors": ["alice", "bob"], "file": "README.md", "state": "unpushed
 
 def open_store(backend: jobs_tests.Backend) -> InterventionStore:
     """A new store on ``backend``'s database, as another process or server would open it."""
-    if backend.kind == "sqlite":
-        return SQLiteInterventionStore(Path(backend.location))
-    from heron.interventions.postgres import PostgresInterventionStore
-
-    return PostgresInterventionStore(backend.location)
+    return SQLInterventionStore(backend.database(INTERVENTIONS))
 
 
 @pytest.fixture

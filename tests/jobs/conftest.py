@@ -18,7 +18,8 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.jobs import Jobs, JobStore, SQLiteJobStore, open_jobs
+from heron.db import Database, Schema, SQLiteDatabase
+from heron.jobs import JOBS, Jobs, JobStore, SQLJobStore, open_jobs
 from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 
 #: The test command of most tests: quick, and it says what it did.
@@ -31,12 +32,13 @@ OPEN_STORE = """
 import sys
 from pathlib import Path
 kind, location = sys.argv[1], sys.argv[2]
+from heron.jobs import JOBS, SQLJobStore
 if kind == "sqlite":
-    from heron.jobs import SQLiteJobStore
-    store = SQLiteJobStore(Path(location))
+    from heron.db import Database, Schema, SQLiteDatabase
+    store = SQLJobStore(SQLiteDatabase(Path(location), JOBS))
 else:
-    from heron.jobs.postgres import PostgresJobStore
-    store = PostgresJobStore(location)
+    from heron.db.postgres import PostgresDatabase
+    store = SQLJobStore(PostgresDatabase(location, JOBS))
 """
 
 
@@ -47,13 +49,18 @@ class Backend:
     kind: str
     location: str
 
-    def open(self, **options: Any) -> JobStore:
-        """A new store on this database (as another process or server would open it)."""
-        if self.kind == "sqlite":
-            return SQLiteJobStore(Path(self.location), **options)
-        from heron.jobs.postgres import PostgresJobStore
+    def open(self, *, event_max_bytes: int = 16_000, **options: Any) -> JobStore:
+        """A new store on this database (as another process or server would open it);
+        ``options`` go to ``PostgresDatabase``."""
+        return SQLJobStore(self.database(JOBS, **options), event_max_bytes=event_max_bytes)
 
-        return PostgresJobStore(self.location, **options)
+    def database(self, schema: Schema, **options: Any) -> Database:
+        """A new database for ``schema`` on this backend."""
+        if self.kind == "sqlite":
+            return SQLiteDatabase(Path(self.location), schema)
+        from heron.db.postgres import PostgresDatabase
+
+        return PostgresDatabase(self.location, schema, **options)
 
     def argv(self, script: str, *args: str) -> list[str]:
         """The command that runs ``OPEN_STORE + script`` on this database with ``args``."""

@@ -1,4 +1,4 @@
-"""``PostgresJobStore`` only: one queue for several servers, claimers that skip locked rows,
+"""The job store on PostgreSQL only: one queue for several servers, claimers that skip locked rows,
 its migrations. The contract every backend keeps is tested in ``test_contract.py``, on
 PostgreSQL too."""
 
@@ -6,19 +6,24 @@ from __future__ import annotations
 
 import threading
 from collections import Counter
+from typing import Any
 
 import psycopg
 import pytest
 
+from heron.db.postgres import PostgresDatabase
 from heron.errors import StoreError
-from heron.jobs import Job
-from heron.jobs.postgres import MIGRATIONS, PostgresJobStore
+from heron.jobs import JOBS, Job, SQLJobStore
+
+
+def open_store(url: str, **options: Any) -> SQLJobStore:
+    return SQLJobStore(PostgresDatabase(url, JOBS, **options))
 
 
 def test_claim_passes_a_row_another_transaction_holds(pg_url: str) -> None:
     """``FOR UPDATE SKIP LOCKED``: a claimer does not wait on the oldest job while another
     server's transaction holds it, it takes the next one."""
-    store = PostgresJobStore(pg_url)
+    store = open_store(pg_url)
     first = store.create("one", "", "read_only", False)
     second = store.create("two", "", "read_only", False)
     claimed: list[Job | None] = []
@@ -36,7 +41,7 @@ def test_claim_passes_a_row_another_transaction_holds(pg_url: str) -> None:
 
 def test_servers_sharing_the_queue_run_each_job_once(pg_url: str) -> None:
     """Four stores (as four servers would have) claim 200 jobs at once."""
-    stores = [PostgresJobStore(pg_url, pool_size=2) for _ in range(4)]
+    stores = [open_store(pg_url, pool_size=2) for _ in range(4)]
     ids = [stores[0].create(f"job {i}", "", "read_only", False).id for i in range(200)]
     claimed: list[list[str]] = [[] for _ in stores]
 
@@ -66,11 +71,11 @@ def test_servers_sharing_the_queue_run_each_job_once(pg_url: str) -> None:
 
 
 def test_schema_is_created_once(pg_url: str) -> None:
-    PostgresJobStore(pg_url).close()
-    PostgresJobStore(pg_url).close()
+    open_store(pg_url).close()
+    open_store(pg_url).close()
     with psycopg.connect(pg_url) as conn:
         rows = conn.execute("SELECT count(*) FROM heron_job_migrations").fetchone()
-    assert rows == (len(MIGRATIONS),)
+    assert rows == (len(JOBS.migrations),)
 
 
 def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) -> None:
@@ -79,7 +84,7 @@ def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) ->
 
     jobs = open_jobs(Settings(home=tmp_path, database_url=pg_url))
     try:
-        assert isinstance(jobs.store, PostgresJobStore)
+        assert isinstance(jobs.store.database, PostgresDatabase)
         assert not (tmp_path / "jobs.db").exists()
     finally:
         jobs.store.close()
@@ -87,4 +92,4 @@ def test_open_jobs_uses_postgres_when_the_url_names_it(pg_url: str, tmp_path) ->
 
 def test_a_server_that_cannot_be_reached_says_what_to_check() -> None:
     with pytest.raises(StoreError, match="Check that PostgreSQL runs and HERON_DATABASE_URL"):
-        PostgresJobStore("postgresql://heron@127.0.0.1:1/heron", timeout=1)
+        open_store("postgresql://heron@127.0.0.1:1/heron", timeout=1)

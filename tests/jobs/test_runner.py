@@ -198,8 +198,8 @@ def test_a_secret_in_command_output_never_reaches_the_store(
     leaky = open_jobs()
     job = leaky.create("run the tests")
     run(leaky)
-    raw = (leaky.store.path).read_bytes()  # type: ignore[attr-defined]
-    wal = Path(str(leaky.store.path) + "-wal")  # type: ignore[attr-defined]
+    raw = leaky.store.database.path.read_bytes()  # type: ignore[attr-defined]
+    wal = Path(str(leaky.store.database.path) + "-wal")  # type: ignore[attr-defined]
     raw += wal.read_bytes() if wal.exists() else b""
     for secret in (token, "q" * 24, "abcdefgh1234"):
         assert secret.encode() not in raw

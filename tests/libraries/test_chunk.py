@@ -3,7 +3,8 @@ from __future__ import annotations
 import pytest
 
 from heron.embed import MiniLMEmbedder
-from heron.libraries.chunk import ChunkPolicy, chunk_page, policy_for, slug, token_counter
+from heron.libraries.chunk import ChunkPolicy, chunk_page, policy_for, token_counter
+from heron.libraries.markdown import slug
 from heron.libraries.parse import parse_page
 
 PAGE = (
@@ -97,3 +98,43 @@ def test_dense_text_drops_urls_and_long_code() -> None:
     (chunk,) = chunk_page(parse_page(body, "p"), ChunkPolicy(512), lambda t: [1] * len(t))
     assert "https://" in chunk.text and "https://" not in chunk.dense_text
     assert chunk.dense_text.count("line") == 8
+
+
+def test_setext_headings_start_sections(count) -> None:
+    text = (
+        "---\ntitle: Guide\n---\nInstall\n=======\n\nRun the installer.\n\n"
+        "Configure\n---------\n\nEdit the file.\n"
+    )
+    page = parse_page(text, "guide")
+    (chunk,) = chunk_page(page, ChunkPolicy(256), count)
+    assert (chunk.headings, chunk.anchor, chunk.line_start, chunk.line_end) == (
+        ("Install",),
+        "install",
+        4,
+        12,
+    )
+    assert chunk.body == "Run the installer.\n\nConfigure\n\nEdit the file."  # no underlines
+    # With room for one block a chunk, the subsection stands alone, from its heading.
+    alone = chunk_page(page, ChunkPolicy(12), lambda t: [4] * len(t))[-1]
+    assert (alone.headings, alone.anchor, alone.line_start) == (
+        ("Install", "Configure"),
+        "configure",
+        9,
+    )
+
+
+def test_a_comment_in_a_long_fence_is_no_heading(count) -> None:
+    text = "# Page\n\n## Shell\n\n````md\n```sh\n# install it\n\napt install x\n```\n````\n"
+    (chunk,) = chunk_page(parse_page(text, "p"), ChunkPolicy(256), count)
+    assert chunk.headings == ("Shell",) and (chunk.line_start, chunk.line_end) == (3, 11)
+    assert "# install it\n\napt install x" in chunk.body  # the blank line inside stays
+
+
+def test_duplicate_headings_get_unique_anchors(count) -> None:
+    text = "".join(f"## {name}\n\n" + "word " * 200 + "\n\n" for name in ["Example"] * 3)
+    chunks = chunk_page(parse_page(text, "p"), ChunkPolicy(256), count)
+    assert sorted({c.anchor for c in chunks}) == ["example", "example-1", "example-2"]
+
+
+def test_title_from_a_setext_heading_not_from_code() -> None:
+    assert parse_page("```\n# comment\n```\nGuide\n=====\n", "p").title == "Guide"

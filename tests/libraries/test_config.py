@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -67,11 +68,40 @@ def test_heron_docs_are_a_default_library(home: Path, monkeypatch: pytest.Monkey
     assert read_libraries(Settings()) == []
 
 
-def test_settings_left_out_are_read_once_more_with_a_warning(
-    settings: Settings, tmp_path: Path
-) -> None:
-    # Library code takes the settings it is given; the old default stays one release.
-    (tmp_path / "pages").mkdir()
-    add_library("docs", str(tmp_path / "pages"), settings)
-    with pytest.warns(DeprecationWarning, match="read_libraries without settings is deprecated"):
-        assert [lib.name for lib in read_libraries()] == ["docs"]
+def test_options_after_the_source(settings: Settings) -> None:
+    path = config_path(settings)
+    path.parent.mkdir(parents=True)
+    path.write_text(
+        "k8s https://github.com/k/website.git branch=release-1.31 include=content/en/**\n"
+        "local /srv/my docs exclude=drafts/**,**/_*.md  # a folder with a space\n"
+    )
+    assert read_libraries(settings) == [
+        Library(
+            "k8s",
+            "https://github.com/k/website.git",
+            branch="release-1.31",
+            include=("content/en/**",),
+        ),
+        Library("local", "/srv/my docs", exclude=("drafts/**", "**/_*.md")),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("line", "error"),
+    [
+        (
+            "k8s https://x/k.git brnch=main",
+            "line 1: unknown option 'brnch' for library 'k8s'. Known options: branch (",
+        ),
+        ("k8s https://x/k.git branch=a branch=b", "option 'branch' is given twice"),
+        ("k8s https://x/k.git branch=--upload-pack=x", "is not a branch or tag name"),
+        ("k8s https://x/k.git branch=a..b", "is not a branch or tag name"),
+        ("k8s /srv/docs branch=main", "branch= is for git libraries"),
+    ],
+)
+def test_bad_options_say_what_is_known(settings: Settings, line: str, error: str) -> None:
+    path = config_path(settings)
+    path.parent.mkdir(parents=True)
+    path.write_text(line + "\n")
+    with pytest.raises(ConfigError, match=re.escape(error)):
+        read_libraries(settings)

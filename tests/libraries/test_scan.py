@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from heron.libraries.scan import read_text, scan
+from heron.libraries.scan import matches, read_text, scan
 from tests.libraries.conftest import write_pages
 
 
@@ -63,3 +63,36 @@ def test_binary_and_non_utf8(tmp_path: Path) -> None:
     assert read_text(pages["bin"]) == (None, "binary file (NUL bytes), skipped")
     text, warning = read_text(pages["latin"])
     assert text == "caf\ufffd cr\ufffdme" and "iconv" in (warning or "")
+
+
+def test_mdx_and_markdown_pages_and_one_page_per_id(tmp_path: Path) -> None:
+    root = write_pages(
+        tmp_path / "lib",
+        {"a.md": "a", "a.mdx": "a again", "b.mdx": "b", "c.markdown": "c", ".mdx": "no name"},
+    )
+    pages, skipped = scan(root, 10_000)
+    assert [(p.id, p.path.name) for p in pages] == [
+        ("a", "a.md"),
+        ("b", "b.mdx"),
+        ("c", "c.markdown"),
+    ]
+    assert [(s.path, s.reason) for s in skipped] == [("a.mdx", "the page a is a.md")]
+
+
+def test_include_and_exclude_globs(tmp_path: Path) -> None:
+    root = write_pages(
+        tmp_path / "lib",
+        {
+            "content/en/docs/a.md": "a",
+            "content/en/docs/deep/_index.md": "index",
+            "content/en/docs/deep/b.md": "b",
+            "content/fr/docs/a.md": "fr",
+            "README.md": "readme",
+        },
+    )
+    pages, _ = scan(root, 10_000, include=["content/en/**"], exclude=["**/_*.md"])
+    assert [p.id for p in pages] == ["content/en/docs/a", "content/en/docs/deep/b"]
+    pages, _ = scan(root, 10_000, include=["*.md"])  # '*' stays within the root folder
+    assert [p.id for p in pages] == ["README"]
+    assert matches("docs/a/b.md", "docs/**") and not matches("docs/a/b.md", "docs/*.md")
+    assert matches("b.md", "**/b.md") and matches("x/y/b.md", "**/b.md")

@@ -5,8 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-import pytest
-
 from heron.libraries import LibraryState, add_library, index_library, library_state
 from heron.libraries.config import get_library
 from heron.libraries.library import library_status
@@ -46,10 +44,3 @@ def test_indexing_fills_the_state_and_a_failed_sync_is_remembered_until_a_succes
     moved.rename(root)
     index_library("lib", store, settings=settings)
     assert library_state(store, "lib").sync_error is None
-
-
-def test_the_old_name_of_the_page_prefix_warns() -> None:
-    import heron.libraries.index as index
-
-    with pytest.warns(DeprecationWarning, match="use heron.libraries.index.PAGE_PREFIX"):
-        assert index.STATE_PREFIX == "page:"

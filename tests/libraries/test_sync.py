@@ -104,3 +104,27 @@ def test_url_that_does_not_exist(settings: Settings, store: SQLiteStore, tmp_pat
     assert "ghost" not in [ns.name for ns in store.namespaces()]
     forget_library("ghost", store, settings)
     assert store.kv_items("ghost") == {}
+
+
+def test_a_branch_option_clones_and_follows_that_branch(
+    settings: Settings, store: SQLiteStore, remote: tuple[Path, Path]
+) -> None:
+    bare, work = remote
+    git("checkout", "-q", "-b", "next", cwd=work)
+    write_pages(work, {"tasks/next.md": "# Next\n\nOnly on the next branch.\n"})
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "next", cwd=work)
+    git("push", "-q", "origin", "next", cwd=work)
+    config = settings.home / "libraries.txt"
+    config.write_text(f"docs {bare.as_uri()} branch=next exclude=concepts/**\n")
+    first = index_library("docs", store, settings=settings)
+    assert first.error is None and first.revision == git("rev-parse", "HEAD", cwd=work)
+    assert first.pages == 2  # tasks/rollback and tasks/next; concepts/ excluded
+    write_pages(work, {"tasks/later.md": "# Later\n\nPushed to next afterwards.\n"})
+    git("add", ".", cwd=work)
+    git("commit", "-qm", "later", cwd=work)
+    git("push", "-q", "origin", "next", cwd=work)
+    assert index_library("docs", store, settings=settings).added == 1
+    config.write_text(f"docs {bare.as_uri()}\n")  # back to the default branch, main
+    back = index_library("docs", store, settings=settings)
+    assert (back.pages, back.removed) == (3, 2)

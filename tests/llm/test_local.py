@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from heron.core.chat import Sampling
 from heron.llm import (
     Broker,
     ChatRequest,
@@ -24,7 +25,6 @@ from heron.llm import (
 from heron.llm.config import LOCAL_SPEC
 from heron.llm.errors import BadRequest
 from heron.llm.local import bundled_model_path, load_model
-from heron.llm.types import Sampling
 from heron.settings import Settings
 from heron.tools import Tool
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 import httpx
 import pytest
 
+from heron.core.chat import Sampling
 from heron.llm import (
     AuthError,
     BadRequest,
@@ -27,7 +28,6 @@ from heron.llm import (
     TextDelta,
     ToolCall,
 )
-from heron.llm.types import Sampling
 from heron.tools import Tool
 from tests.llm_servers import ANTHROPIC_NAME, KEY, OPENAI_NAME, ChatServer
 

@@ -23,7 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from heron.jobs.sqlite import SQLiteJobStore
+from heron.db import SQLiteDatabase
+from heron.jobs import JOBS, SQLJobStore
 from tests.ci import missing
 from tests.server.conftest import build_home, free_socket, heron_env, start_heron, wait_healthy
 
@@ -49,7 +50,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> Path:
             mp.setenv(name, value)
         mp.delenv("HERON_CONFIG", raising=False)
         build_home(tmp)
-        jobs = SQLiteJobStore(tmp / "home" / "jobs.db")
+        jobs = SQLJobStore(SQLiteDatabase(tmp / "home" / "jobs.db", JOBS))
         jobs.create("is main broken?", "", "read_only", False)
         jobs.close()
     gc.collect()  # closes the embedding cache the store leaves open

@@ -18,10 +18,11 @@ from pathlib import Path
 
 import pytest
 
+from heron.core.errors import ToolError, ToolInputError
+from heron.core.workspace import Workspace
 from heron.programs import load_policy
 from heron.tools import ToolRegistry
-from heron.tools.builtin import Workspace, register_builtins
-from heron.tools.errors import ToolError, ToolInputError
+from heron.tools.builtin import register_builtins
 from tests.run_heron import run_heron
 from tests.security.served import Served, serve
 

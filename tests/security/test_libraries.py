@@ -149,7 +149,7 @@ def test_git_is_given_sources_after_double_dash_and_only_network_transports(
     monkeypatch.setenv("HOME", str(tmp_path / "user"))
     for url in (f"--upload-pack=touch {marker}", f"ext::sh -c touch% {marker}"):
         with pytest.raises(SyncError):
-            _clone(url, tmp_path / "checkout", 30)
+            _clone(url, None, tmp_path / "checkout", 30)
     assert not marker.exists()
 
 

@@ -21,12 +21,12 @@ from typing import Any
 import anyio
 import pytest
 
+from heron.core.errors import ToolCallError
+from heron.core.tools import MAX_DESCRIPTION, check_name
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.tools import NameCodec, Tool, ToolRegistry
-from heron.tools.errors import ToolCallError
 from heron.tools.mcp_client import MAX_TOOLS, MAX_WARNINGS, MCPClient, ServerStatus, load_config
-from heron.tools.model import MAX_DESCRIPTION, check_name
 
 HERE = Path(__file__)
 HOSTILE_TOOLS = 10_000

@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
+from heron.core.errors import ToolInputError
+from heron.core.workspace import Workspace
 from heron.errors import ConfigError
 from heron.jobs import JobRunner, open_jobs
-from heron.programs import load_policy
-from heron.tools.builtin import Workspace
-from heron.tools.errors import ToolInputError
+from heron.programs import default_policy, load_policy
+from heron.settings import Settings
 from tests.run_heron import run_heron
 from tests.security.served import Served, git, make_repo, serve
 
@@ -360,7 +361,7 @@ def test_the_policy_file_extends_the_table(
         "protected_paths: [deploy/*.sh]\n"
     )
     monkeypatch.setenv("HERON_TOOLS_POLICY", str(policy))
-    ws = Workspace(repo, commands=["echo", "python3", "git"])  # the settings' policy
+    ws = Workspace(repo, commands=["echo", "python3", "git"], policy=default_policy(Settings()))
     assert ws.policy.source == policy
     assert ws.run_command("echo -n hi")["stdout"] == "hi"
     with pytest.raises(ToolInputError, match="option '-e' is not allowed"):

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 
 from heron.agent import Sessions
+from heron.core.workspace import MAX_OUTPUT
 from heron.jobs import JobRunner, open_jobs
 from heron.redact import MASK, RedactingFilter, redact, redact_then_cut, redact_value
-from heron.tools.builtin import MAX_OUTPUT
 from tests.security.deadline import within
 
 KEY_LINES = [
@@ -70,7 +70,7 @@ def test_a_key_straddling_the_output_cut_never_reaches_jobs_db(
             for e in jobs.events(job.id)
             if e.payload.get("step") == "test" and "stdout" in e.payload
         )
-        raw = db_bytes(jobs.store.path)  # type: ignore[attr-defined]
+        raw = db_bytes(jobs.store.database.path)  # type: ignore[attr-defined]
     finally:
         jobs.close()
     assert done.state == "completed"

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
+import heron.db.postgres
 import heron.store
-import heron.store.pg_schema
 import heron.store.postgres
 from heron.embed import Embedder
 from heron.server.runtime import Runtime
@@ -33,7 +33,7 @@ class Opened:
         real_init = SQLStore.__init__
         real_load = heron.store.load_embedder
         real_pool = heron.store.postgres.open_pool
-        real_migrate = heron.store.pg_schema.migrate
+        real_migrate = heron.db.postgres.migrate
 
         def init(store: SQLStore, embedder: Embedder) -> None:
             self.stores += 1
@@ -62,7 +62,7 @@ class Opened:
         monkeypatch.setattr(SQLStore, "__init__", init)
         monkeypatch.setattr(heron.store, "load_embedder", load)
         monkeypatch.setattr(heron.store.postgres, "open_pool", pool)
-        monkeypatch.setattr(heron.store.pg_schema, "migrate", migrate)
+        monkeypatch.setattr(heron.db.postgres, "migrate", migrate)
 
 
 @pytest.fixture

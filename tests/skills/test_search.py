@@ -142,17 +142,6 @@ def test_word_rerank_fixes_what_dense_misses(
     assert fields <= set(found[0].to_dict())
 
 
-def test_old_score_names_still_read_for_one_release() -> None:
-    hit = SkillHit("a", "a does things.", "/s/a/SKILL.md", (), 0.5, 0.25, 0.575, 1)
-    with pytest.warns(DeprecationWarning, match="use SkillHit.dense_score"):
-        assert hit.base_score == 0.5
-    with pytest.warns(DeprecationWarning, match="use SkillHit.lexical_score"):
-        assert hit.lex == 0.25
-    data = hit.to_dict()
-    assert (data["dense_score"], data["lexical_score"]) == (0.5, 0.25)
-    assert (data["base_score"], data["lex"]) == (0.5, 0.25)  # deprecated keys, one release
-
-
 def test_context_for_cuts_and_logs(shared_skills: SkillIndex, tmp_path: Path) -> None:
     shared_skills.usage_path = tmp_path / "skills.db"
     context = shared_skills.context_for("give my slides a theme", top_k=5, min_rel=0.9)

@@ -15,17 +15,20 @@ import numpy as np
 import psycopg
 import pytest
 
+from heron.db.postgres import migrate, schema_version
 from heron.embed import MiniLMEmbedder
 from heron.errors import InputError, StoreError
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore, open_store
 from heron.store.parity import parity
-from heron.store.pg_schema import MIGRATIONS, migrate, schema_version
-from heron.store.postgres import PostgresStore
+from heron.store.postgres import MIGRATIONS, PostgresStore
 from tests.conftest import SHARED
 from tests.postgres import pg_server, pg_url  # noqa: F401
 from tests.run_heron import run_heron
 from tests.store.test_contract import DOCS
+
+#: Where the store records its migrations.
+TABLE = "heron_migrations"
 
 
 @pytest.fixture
@@ -112,7 +115,7 @@ def test_migrations_run_twice_and_concurrently(pg_url: str) -> None:  # noqa: F8
     def run() -> None:
         try:
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                migrate(conn)
+                migrate(conn, MIGRATIONS, TABLE)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -123,7 +126,7 @@ def test_migrations_run_twice_and_concurrently(pg_url: str) -> None:  # noqa: F8
         thread.join()
     assert errors == []
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert migrate(conn) == len(MIGRATIONS)
+        assert migrate(conn, MIGRATIONS, TABLE) == len(MIGRATIONS)
         assert conn.execute("SELECT count(*) FROM heron_migrations").fetchone() == (
             len(MIGRATIONS),
         )
@@ -133,14 +136,14 @@ def test_interrupted_migration_leaves_nothing_and_runs_again(pg_url: str) -> Non
     broken = (*MIGRATIONS, "CREATE TABLE heron_extra (a int); SELECT 1/0;")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.DivisionByZero):
-            migrate(conn, broken)
-        assert schema_version(conn) == len(MIGRATIONS)
+            migrate(conn, broken, TABLE)
+        assert schema_version(conn, TABLE) == len(MIGRATIONS)
         assert conn.execute("SELECT to_regclass('heron_extra')").fetchone() == (None,)
         fixed = (*MIGRATIONS, "CREATE TABLE heron_extra (a int);")
-        assert migrate(conn, fixed) == len(fixed)
-        assert migrate(conn, fixed) == len(fixed)
+        assert migrate(conn, fixed, TABLE) == len(fixed)
+        assert migrate(conn, fixed, TABLE) == len(fixed)
         with pytest.raises(StoreError, match="newer than this Heron"):
-            migrate(conn, MIGRATIONS)
+            migrate(conn, MIGRATIONS, TABLE)
 
 
 def _terminate(url: str, database: str) -> int:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import importlib
 import inspect
-import sys
 
 import numpy as np
 import pytest
@@ -41,15 +39,3 @@ def test_candidates_are_ordered_by_score_then_key() -> None:
     assert ordered_keys.tolist() == [3, 1, 7, 9]
     assert ordered_scores.tolist() == [pytest.approx(0.9), 0.5, 0.5, 0.5]
     assert ordered_vectors is not None and ordered_vectors[:, 0].tolist() == [1, 3, 2, 0]
-
-
-def test_the_old_shared_module_warns_and_still_works() -> None:
-    sys.modules.pop("heron.store.shared", None)
-    with pytest.warns(DeprecationWarning, match=r"heron\.store\.shared is deprecated"):
-        shared = importlib.import_module("heron.store.shared")
-    from heron.store import checks
-
-    assert shared.BATCH == sql.BATCH == 256
-    assert shared.check_record is checks.check_record
-    assert shared.query_terms("running pods") == ["run", "pod"]
-    assert set(shared.__all__) <= set(vars(shared))

@@ -10,9 +10,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from heron.db import SQLiteFile
 from heron.embed import MiniLMEmbedder
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
-from heron.sqlite_errors import SQLiteFile
 from heron.store import Record, SQLiteStore, check_store
 from heron.store import vectors as vector_indexes
 from tests.store.test_contract import DOCS

@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
+from heron.db import SQLiteFile, migrate
 from heron.embed import MiniLMEmbedder
 from heron.errors import StoreError
-from heron.sqlite_errors import SQLiteFile
 from heron.store import Record, SQLiteStore
-from heron.store.sqlite import MIGRATIONS, REBUILD, migrate
+from heron.store.sqlite import MIGRATIONS, REBUILD
 
 
 def version(path: Path) -> int:
@@ -54,7 +54,7 @@ def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
     file = SQLiteFile(path, "the store", REBUILD)
     db = file.connect(timeout=5)
     try:
-        assert migrate(db, file) == 1
+        assert migrate(db, file, MIGRATIONS) == 1
         broken = (*MIGRATIONS, "CREATE TABLE extra (x); INSERT INTO missing VALUES (1)")
         with pytest.raises(StoreError):
             migrate(db, file, broken)

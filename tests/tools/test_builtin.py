@@ -4,10 +4,11 @@ from pathlib import Path
 
 import pytest
 
+from heron.core.errors import ToolCallError, ToolInputError
+from heron.core.workspace import Workspace
 from heron.programs import load_policy
 from heron.tools import ToolRegistry
-from heron.tools.builtin import Workspace, register_builtins
-from heron.tools.errors import ToolCallError, ToolInputError
+from heron.tools.builtin import register_builtins
 
 
 @pytest.fixture
@@ -62,24 +63,6 @@ def test_builtins_are_the_workspace_tools_alone(registry: ToolRegistry) -> None:
     ]
 
 
-def test_the_old_skill_and_docs_arguments_still_work_with_a_warning(tmp_path: Path) -> None:
-    registry = ToolRegistry()
-    with pytest.warns(DeprecationWarning, match="heron.libraries.tool.docs_tool"):
-        register_builtins(registry, docs_search=lambda arguments: [arguments])
-    assert registry.call("search_docs", {"query": "x", "library": "k8s"}) == [
-        {"query": "x", "library": "k8s"}
-    ]
-    with pytest.warns(DeprecationWarning, match="heron.skills.tool.skill_tools"):
-        from heron.tools.builtin import skill_tools
-    from heron.skills.tool import skill_tools as moved
-
-    assert skill_tools is moved
-    with pytest.raises(AttributeError, match="no attribute 'nonesuch'"):
-        import heron.tools.builtin as builtin
-
-        builtin.nonesuch  # noqa: B018
-
-
 def test_workspace_root_must_exist(tmp_path: Path) -> None:
     with pytest.raises(ToolInputError, match="create it first"):
-        Workspace(tmp_path / "nope")
+        Workspace(tmp_path / "nope", policy=load_policy(None))

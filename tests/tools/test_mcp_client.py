@@ -16,11 +16,11 @@ from typing import Any
 
 import pytest
 
+from heron.core.errors import ServerError, ToolCallError, ToolInputError
+from heron.core.names import PROFILES
 from heron.errors import ConfigError
 from heron.tools import NameCodec, ToolRegistry, ToolRouter
-from heron.tools.errors import ServerError, ToolCallError, ToolInputError
 from heron.tools.mcp_client import MCPClient, ServerConfig, expand, parse_config
-from heron.tools.names import PROFILES
 
 ENTITIES = [
     "contact", "company", "deal", "invoice", "payment", "ticket", "project", "task",

@@ -5,8 +5,9 @@ import json
 
 import pytest
 
-from heron.tools import Tool, ToolRegistry, model, parse_tools
-from heron.tools.errors import ToolCallError, ToolInputError, UnknownTool
+from heron.core import tools as model
+from heron.core.errors import ToolCallError, ToolInputError, UnknownTool
+from heron.tools import Tool, ToolRegistry, parse_tools
 from heron.tools.registry import load_imported, read_tool_file, save_imported
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
@@ -75,8 +76,6 @@ def test_runnable_says_which_tools_have_a_handler_here() -> None:
     registry.add(Tool("add"), lambda a: a["x"] + 1)
     registry.add(Tool("remote", source="import:t.json"))
     assert registry.runnable("add") and not registry.runnable("remote")
-    with pytest.warns(DeprecationWarning, match="use ToolRegistry.runnable"):
-        assert registry.callable("add") and not registry.callable("remote")
 
 
 def test_imported_tools_persist_in_the_store(tmp_path, store) -> None:

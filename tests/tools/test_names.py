@@ -6,9 +6,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from heron.tools import names
-from heron.tools.errors import ToolInputError, UnknownTool
-from heron.tools.names import ANTHROPIC, GEMINI, OPENAI, PROFILES, STRICT, NameCodec, get_profile
+from heron.core import names
+from heron.core.errors import ToolInputError, UnknownTool
+from heron.core.names import ANTHROPIC, GEMINI, OPENAI, PROFILES, STRICT, NameCodec, get_profile
 
 NAMES = st.sets(st.text(min_size=1, max_size=150), min_size=1, max_size=40)
 # Names that differ only in the characters a profile drops, to force collisions.

@@ -4,9 +4,9 @@ import logging
 
 import pytest
 
+from heron.core.errors import ToolInputError, UnknownTool
 from heron.store import SQLiteStore
 from heron.tools import Tool, ToolRouter
-from heron.tools.errors import ToolInputError, UnknownTool
 from heron.tools.router import index_hash
 
 TOOLS = [

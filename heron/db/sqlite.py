@@ -1,31 +1,39 @@
-"""SQLite errors, translated once for every file Heron keeps.
+"""SQLite for every file Heron keeps: errors translated once, ``user_version`` migrations,
+and ``SQLiteDatabase``, the one connection type.
 
 Heron keeps its state in SQLite files under ``$HERON_HOME``: the store (``heron.db``), the
-embedding cache (``embeddings.db``), the job store (``jobs.db``) and the usage logs
-(``skills.db``, ``tools.db``). ``sqlite3`` reports a damaged, read-only or locked file as a
-``DatabaseError`` that names neither the file nor the fix; the user meets it instead as one
-``StoreError`` (see ``heron.errors``) that names both::
+embedding cache (``embeddings.db``), the job and intervention stores (``jobs.db``,
+``interventions.db``), the sessions and the usage logs (``skills.db``, ``tools.db``).
+``sqlite3`` reports a damaged, read-only or locked file as a ``DatabaseError`` that names
+neither the file nor the fix; the user meets it instead as one ``StoreError`` (see
+``heron.errors``) that names both::
 
     The store /home/ada/.local/share/heron/heron.db is corrupt (database disk image is
     malformed). Stop what uses it (heron serve), then restore it from a backup, or move
     it aside with its -wal and -shm files if there are any (mv .../heron.db
     .../heron.db.bad); then rebuild it: heron index && heron skills index ...
 
-Each owner describes its file once (``SQLiteFile``) and runs every use of its connection
-inside ``file.errors()``; ``file.connect()`` opens the file and ``file.transaction()``
-writes to it under the same translation; ``file.quick_check()`` reads every page, to find
-damage no query has met yet.
+Each owner describes its file once (``SQLiteFile``): ``file.connect()`` opens it,
+``file.errors()`` translates every use, ``file.transaction()`` writes under the same
+translation and ``file.quick_check()`` reads every page, to find damage no query has met
+yet. ``migrate`` brings a file's schema up to date by ``PRAGMA user_version``.
+``SQLiteDatabase`` is the three together behind one lock, for a file a process shares
+between its threads.
 """
 
 from __future__ import annotations
 
 import shlex
 import sqlite3
-from collections.abc import Iterable, Iterator
+import threading
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from heron.db.base import Resource, Schema, closed_error
+from heron.db.dialect import SQLITE
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
 from heron.private import private_dir, private_file
 
@@ -180,3 +188,99 @@ def _quote(path: Path) -> str:
 
 def _capital(text: str) -> str:
     return text[:1].upper() + text[1:]
+
+
+def migrate(db: sqlite3.Connection, file: SQLiteFile, migrations: Sequence[str]) -> int:
+    """Apply the migrations the file lacks, each in its own write transaction with its
+    version number (SQLite's DDL is transactional: one interrupted leaves nothing), and
+    return the version (``PRAGMA user_version``). A file newer than this Heron is
+    refused, untouched. A file that is up to date is only read: opening takes no write
+    lock. Never edit a migration that has shipped: append the next."""
+    with file.errors():
+        found = _user_version(db)
+    for version, sql in enumerate(migrations, 1):
+        if found >= version:
+            continue
+        with file.transaction(db):
+            # Read under the write lock: a second process opening the file waits, then
+            # finds the migration applied.
+            if _user_version(db) >= version:
+                continue
+            for statement in sql.split(";"):  # no triggers: no ';' inside a statement
+                if statement.strip():
+                    db.execute(statement)
+            db.execute(f"PRAGMA user_version = {version}")
+        with file.errors():
+            found = _user_version(db)
+    if found > len(migrations):
+        raise StoreError(
+            f"{file.path} has {file.what}'s schema version {found}, newer than this Heron "
+            f"knows ({len(migrations)}): a newer Heron wrote it. Upgrade Heron on this "
+            "machine (pip install -U heron), or restore a backup made by this version."
+        )
+    return found
+
+
+def _user_version(db: sqlite3.Connection) -> int:
+    return int(db.execute("PRAGMA user_version").fetchone()[0])
+
+
+class SQLiteDatabase(Resource):
+    """One connection to ``path``, shared by the process's threads under a lock, with
+    ``schema``'s migrations applied (in SQLite's words, ``SQLITE``) and ``sqlite3``'s
+    errors translated. Writes run in ``BEGIN IMMEDIATE`` transactions (the whole file is
+    the lock, so a change that reads before it writes needs no row lock); reads in
+    autocommit. Rows are ``sqlite3.Row`` (read by column name) unless ``rows`` says
+    otherwise (``None``: tuples).
+
+    >>> with SQLiteDatabase(Path("jobs.db"), JOBS) as db:           # doctest: +SKIP
+    ...     with db.connection(write=True) as conn:
+    ...         conn.execute("DELETE FROM jobs")
+    """
+
+    dialect = SQLITE
+
+    def __init__(
+        self,
+        path: Path,
+        schema: Schema,
+        *,
+        timeout: float = 30,
+        pragmas: Iterable[str] = ("synchronous=NORMAL", "foreign_keys=ON"),
+        rows: Any = sqlite3.Row,
+    ) -> None:
+        self.path = Path(path)
+        self.schema = schema
+        self.what = f"{schema.what} {self.path}"
+        self.file = SQLiteFile(self.path, schema.what, schema.rebuild)
+        self._closed = False
+        self._lock = threading.RLock()
+        self._db = self.file.connect(timeout=timeout, pragmas=pragmas)
+        try:
+            migrations = [SQLITE.schema(sql) for sql in schema.migrations]
+            self.schema_version = migrate(self._db, self.file, migrations)
+        except BaseException:
+            self._db.close()
+            raise
+        self._db.row_factory = rows
+
+    @contextmanager
+    def connection(self, write: bool = False) -> Iterator[sqlite3.Connection]:
+        """The connection, this thread's alone until the block ends; in a write
+        transaction when ``write``."""
+        with self._lock:
+            if self._closed:  # closed by another thread while this one waited
+                raise closed_error(self.what, self.schema)
+            if write:
+                with self.file.transaction(self._db) as db:
+                    yield db
+            else:
+                with self.file.errors():
+                    yield self._db
+
+    def close(self) -> None:
+        """Idempotent."""
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                self._db.close()

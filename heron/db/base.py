@@ -1,0 +1,104 @@
+"""The contract of a database (``Database``), what a store over one is (``DatabaseStore``),
+and how a store describes its tables once for both backends (``Schema``).
+
+A ``Database`` hands out a connection for one transaction at a time:
+
+- ``SQLiteDatabase`` (``heron.db.sqlite``): one connection to one file, shared by the
+  process's threads under a lock; writes in ``BEGIN IMMEDIATE`` transactions, reads in
+  autocommit; ``user_version`` migrations; every ``sqlite3`` error translated.
+- ``PostgresDatabase`` (``heron.db.postgres``): a pool whose numbered migrations ran on
+  open, one transaction per call, reads too; rows as dicts; psycopg's errors as one
+  ``StoreError`` naming the database and the advice its owner gives.
+
+Neither retries: a write whose commit went unanswered may have landed, and a second try
+would repeat it. Both refuse use once closed, with how to open another; both are context
+managers (``with open_database(settings, JOBS) as db:``).
+"""
+
+from __future__ import annotations
+
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any, Protocol, Self
+
+from heron.db.dialect import Dialect
+from heron.errors import StoreError
+
+
+@dataclass(frozen=True)
+class Schema:
+    """One store's tables and how its errors name it.
+
+    ``name``: its SQLite file (``{name}.db`` beside ``heron.db``) and its PostgreSQL pool
+    (``heron-{name}``); ``what``: "the job store"; ``migrations``: in
+    ``heron.db.dialect``'s notation, applied in order, each once (never edit one that has
+    shipped: append the next); ``rebuild``: how a SQLite file moved aside comes back;
+    ``reopen``: how to open another once this one is closed ("heron.jobs.open_jobs()").
+    For a store PostgreSQL may hold: ``noun`` names its migrations table
+    (``heron_{noun}_migrations``), ``advice`` ends its errors ("then the job (heron jobs
+    show ID) before retrying").
+    """
+
+    name: str
+    what: str
+    migrations: tuple[str, ...]
+    rebuild: str
+    reopen: str
+    noun: str = ""
+    advice: str = ""
+
+
+class Database(Protocol):
+    """What a store needs of a backend: ``SQLiteDatabase`` or ``PostgresDatabase``."""
+
+    #: How this backend's SQL differs (``heron.db.dialect``).
+    dialect: Dialect
+    #: The database in a sentence: "the job store /srv/jobs.db".
+    what: str
+
+    def connection(self, write: bool = False) -> AbstractContextManager[Any]:
+        """A connection in one transaction (``write``: one that will write, for which
+        SQLite takes its write lock up front)."""
+        ...
+
+    def close(self) -> None:
+        """Idempotent; no connection may be asked for after it."""
+        ...
+
+
+class Resource:
+    """What Heron opens: ``with`` closes it at the block's end (``close()`` is idempotent)."""
+
+    def close(self) -> None:
+        raise NotImplementedError
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+class DatabaseStore(Resource):
+    """A store over a ``Database``, which it owns: ``close()`` closes it."""
+
+    def __init__(self, database: Database) -> None:
+        self.database = database
+        self.dialect = database.dialect
+
+    def _tx(self, *, write: bool = False) -> AbstractContextManager[Any]:
+        return self.database.connection(write)
+
+    def close(self) -> None:
+        self.database.close()
+
+
+def closed_error(what: str, schema: Schema) -> StoreError:
+    return StoreError(
+        f"{capital(what)} was closed, and a closed database cannot be used again: open a "
+        f"new one ({schema.reopen})."
+    )
+
+
+def capital(text: str) -> str:
+    return text[:1].upper() + text[1:]

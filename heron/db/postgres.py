@@ -1,0 +1,171 @@
+"""PostgreSQL for Heron: numbered migrations applied on start, a pool, and
+``PostgresDatabase``, the one database type over them.
+
+Each migration runs in its own transaction (PostgreSQL's DDL is transactional), so one
+that is interrupted leaves nothing behind and runs again whole next time. A transaction
+advisory lock serialises servers that start at the same moment: the second waits, then
+finds the migration applied and skips it. Imported only where PostgreSQL is used: it
+imports psycopg.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+from urllib.parse import urlsplit
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg_pool import ConnectionPool, PoolTimeout
+
+from heron.db.base import Resource, Schema, capital, closed_error
+from heron.db.dialect import POSTGRES
+from heron.errors import StoreError
+
+#: ``pg_advisory_xact_lock`` key of the migrations (any fixed 64-bit number).
+LOCK = 0x4E524F4E_0001
+
+
+def schema_version(conn: psycopg.Connection, table: str) -> int:
+    exists = conn.execute("SELECT to_regclass(%s) IS NOT NULL", (table,)).fetchone()
+    if not exists or not exists[0]:
+        return 0
+    row = conn.execute(f"SELECT coalesce(max(version), 0) FROM {table}").fetchone()
+    return int(row[0]) if row else 0
+
+
+def migrate(conn: psycopg.Connection, migrations: Sequence[str], table: str) -> int:
+    """Apply the migrations ``conn``'s database lacks; returns the schema version.
+
+    ``table`` records the applied ones (each component has its own list and table:
+    ``heron_migrations`` for the store, ``heron_job_migrations`` ...). ``conn`` must be in
+    autocommit mode: each migration opens its own transaction.
+    """
+    for version, sql in enumerate(migrations, 1):
+        with conn.transaction():
+            conn.execute("SELECT pg_advisory_xact_lock(%s)", (LOCK,))
+            conn.execute(
+                f"CREATE TABLE IF NOT EXISTS {table} ("
+                "version integer PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            if schema_version(conn, table) >= version:
+                continue
+            try:
+                conn.execute(sql)
+            except psycopg.errors.InsufficientPrivilege as exc:
+                raise StoreError(
+                    f"Cannot apply migration {version} of {table}: {exc}. Ask the database owner "
+                    "to run CREATE EXTENSION vector in this database, or connect as its owner."
+                ) from exc
+            conn.execute(f"INSERT INTO {table} (version) VALUES (%s)", (version,))
+    version = schema_version(conn, table)
+    if version > len(migrations):
+        raise StoreError(
+            f"The database's {table} schema is version {version}, newer than this Heron knows "
+            f"({len(migrations)}). Upgrade Heron on this machine."
+        )
+    return version
+
+
+def where(url: str) -> str:
+    """``host:port/db`` of a URL, without the user and password, for messages.
+
+    >>> where("postgresql://heron:secret@db.local/heron")
+    'db.local:5432/heron'
+    """
+    parts = urlsplit(url)
+    return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
+
+
+def open_pool(
+    url: str,
+    *,
+    name: str,
+    size: int,
+    timeout: float,
+    migrations: Sequence[str],
+    table: str,
+    **options: Any,
+) -> ConnectionPool:
+    """A pool of up to ``size`` autocommit connections to ``url``, opened once
+    ``migrations`` are applied on a connection of their own (what every PostgreSQL
+    component of Heron does on start: the store, the job store). ``timeout`` bounds the
+    wait for a connection; ``options`` go to ``ConnectionPool`` (``configure``,
+    ``check``, and ``kwargs`` added to ``autocommit``). Raises ``psycopg.Error`` when the
+    server cannot be reached, ``StoreError`` when a migration cannot be applied.
+    """
+    with psycopg.connect(url, autocommit=True, connect_timeout=max(1, int(timeout))) as conn:
+        migrate(conn, migrations, table)
+    kwargs = {"autocommit": True, **options.pop("kwargs", {})}
+    return ConnectionPool(
+        url,
+        min_size=1,
+        max_size=size,
+        kwargs=kwargs,
+        timeout=timeout,
+        name=name,
+        open=True,
+        **options,
+    )
+
+
+class PostgresDatabase(Resource):
+    """A pool on ``url`` for ``schema``'s store (``JOBS``: the pool ``heron-jobs``), with
+    its migrations (in PostgreSQL's words, ``POSTGRES``) applied and recorded in
+    ``heron_{noun}_migrations``. Each ``connection()`` is one transaction, reads too, so a
+    read sees one snapshot. Raises ``StoreError`` when the server cannot be reached or a
+    migration cannot be applied; its messages end with the schema's ``advice``.
+
+    >>> with PostgresDatabase("postgresql://heron@db/heron", JOBS) as db:  # doctest: +SKIP
+    ...     with db.connection() as conn:
+    ...         conn.execute("SELECT count(*) FROM heron_jobs").fetchone()
+    """
+
+    dialect = POSTGRES
+
+    def __init__(
+        self, url: str, schema: Schema, *, pool_size: int = 4, timeout: float = 30
+    ) -> None:
+        self.schema = schema
+        self.where = where(url)
+        self.what = f"{schema.what} at {self.where}"
+        self._closed = False
+        self._errors: tuple[type[Exception], ...] = (PoolTimeout, psycopg.Error)
+        try:
+            self._pool = open_pool(
+                url,
+                name=f"heron-{schema.name}",
+                size=pool_size,
+                timeout=timeout,
+                migrations=[POSTGRES.schema(sql) for sql in schema.migrations],
+                table=f"heron_{schema.noun}_migrations",
+                kwargs={"row_factory": dict_row},
+                check=ConnectionPool.check_connection,
+            )
+        except psycopg.Error as exc:
+            raise self.error(exc) from exc
+
+    def error(self, exc: Exception) -> StoreError:
+        return StoreError(
+            f"{capital(self.what)} failed: "
+            f"{str(exc).strip()}. Check that PostgreSQL runs and HERON_DATABASE_URL, "
+            f"{self.schema.advice}."
+        )
+
+    @contextmanager
+    def connection(self, write: bool = False) -> Iterator[Any]:
+        """A pooled connection in one transaction; ``write`` makes no difference here."""
+        if self._closed:
+            raise closed_error(self.what, self.schema)
+        try:
+            with self._pool.connection() as conn, conn.transaction():
+                yield conn
+        except self._errors as exc:
+            raise self.error(exc) from exc
+
+    def close(self) -> None:
+        """Idempotent."""
+        if not self._closed:
+            self._closed = True
+            self._pool.close()
