@@ -1,5 +1,6 @@
-"""The web page on loopback: how soon the chat page answers and is usable, and how soon
-a streamed token shows after the server sent it, in a real headless Chromium.
+"""The web page on loopback: what the chat page weighs with its assets, how soon it
+answers and is usable, and how soon a streamed token shows after the server sent it, in
+a real headless Chromium.
 
 ``heron serve``'s app runs in this process (uvicorn in a thread) over a fresh home with a
 small indexed library, so the moment the server writes each ``token`` frame can be noted
@@ -75,6 +76,18 @@ def _serve(sent: list[float]) -> tuple[str, object]:
     return f"http://127.0.0.1:{sock.getsockname()[1]}", server
 
 
+def _weight(url: str) -> int:
+    """Bytes of the chat page and of every script and stylesheet it names."""
+    import re
+
+    import httpx
+
+    with httpx.Client(base_url=url) as client:
+        html = client.get("/").content
+        assets = re.findall(rb'(?:src|href)="(/static/[^"]+)"', html)
+        return len(html) + sum(len(client.get(a.decode()).content) for a in assets)
+
+
 def _timing(page, url: str) -> tuple[float, float, float]:  # type: ignore[no-untyped-def]
     page.goto(url + "/")
     page.locator("body[data-ready-at]").wait_for()
@@ -135,6 +148,7 @@ def run() -> str:
         _home(root)
         sent: list[float] = []
         url, server = _serve(sent)
+        weight = _weight(url)
         try:
             with sync_playwright() as pw:
                 browser = pw.chromium.launch(executable_path=CHROMIUM)
@@ -148,16 +162,25 @@ def run() -> str:
         p50, p95 = np.percentile(ms, [50, 95])
         return what, f"{p50:.1f} ms", f"{p95:.1f} ms", f"{ms.max():.1f} ms"
 
-    return table(
-        f"Web page on loopback ({LOADS} loads each, {ASKS} extractive answers)",
-        ["measure", "p50", "p95", "max"],
-        [
-            row("chat page, cold: time to first byte", cold[:, 0]),
-            row("chat page, cold: DOMContentLoaded (scripts run)", cold[:, 1]),
-            row("chat page, cold: ready (pickers filled through the API)", cold[:, 2]),
-            row("chat page, cached assets: time to first byte", warm[:, 0]),
-            row("chat page, cached assets: DOMContentLoaded", warm[:, 1]),
-            row("chat page, cached assets: ready", warm[:, 2]),
-            row("first token shown after the server sent it", gaps),
-        ],
+    weighed = table(
+        "Chat page weight (the limit: 150 KB)",
+        ["what", "size"],
+        [("the page, its scripts, stylesheet and catalogue", f"{weight / 1000:.1f} KB")],
+    )
+    return (
+        weighed
+        + "\n\n"
+        + table(
+            f"Web page on loopback ({LOADS} loads each, {ASKS} extractive answers)",
+            ["measure", "p50", "p95", "max"],
+            [
+                row("chat page, cold: time to first byte", cold[:, 0]),
+                row("chat page, cold: DOMContentLoaded (scripts run)", cold[:, 1]),
+                row("chat page, cold: ready (pickers filled through the API)", cold[:, 2]),
+                row("chat page, cached assets: time to first byte", warm[:, 0]),
+                row("chat page, cached assets: DOMContentLoaded", warm[:, 1]),
+                row("chat page, cached assets: ready", warm[:, 2]),
+                row("first token shown after the server sent it", gaps),
+            ],
+        )
     )

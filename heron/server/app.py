@@ -29,7 +29,7 @@ from starlette.routing import Route
 
 from heron import web
 from heron.errors import ConfigError
-from heron.server import embeddings, explain, jobs, methods, openai, ops, sse
+from heron.server import conversations, embeddings, explain, jobs, methods, openai, ops, sse
 from heron.server import interventions as interventions_api
 from heron.server.bodies import BodyMiddleware
 from heron.server.mcp import build_server, http_routes
@@ -73,6 +73,7 @@ def create_app(
     jobs.register(registry, rt)
     interventions_api.register(registry, rt)
     explain.register(registry, rt)
+    conversations.register(registry, rt)
     ops.register(registry, rt)
     mcp_server = build_server(rt)
     streams = sse.StreamHub(rt.settings.server_stream_ttl)

@@ -17,6 +17,7 @@ from typing import Any
 
 from pydantic import Field
 
+from heron.core.names import NameCodec
 from heron.errors import InputError, NotFound
 from heron.libraries import index_library, read_libraries
 from heron.libraries.index import page_of
@@ -25,7 +26,7 @@ from heron.libraries.state import last_sync
 from heron.server.methods import LibraryName, Params
 from heron.server.rpc import Registry
 from heron.server.runtime import Runtime
-from heron.tools.names import NameCodec
+from heron.web.markdown import with_html
 
 #: Finished re-index tasks kept for ``library.progress``.
 KEEP_TASKS = 32
@@ -224,9 +225,9 @@ def register(registry: Registry, rt: Runtime) -> None:
     )
     add(
         "agent.history",
-        lambda p: rt.agent.history(p.session_id),
+        lambda p: [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)],
         SessionParams,
-        summary="A conversation's turns, oldest first.",
+        summary="A conversation's turns, oldest first (each answer with its html).",
     )
     add(
         "skills.usage",

@@ -6,7 +6,8 @@ hooks the agent's tool calls and searches go through (``observe_tool_use``).
 
 The stream replays the room's cards after the ``Last-Event-ID`` header (or ``?after=N``),
 then sends new ones as they go out: at once for those raised in this process, within
-``POLL`` seconds for those another server sharing the database raised. Only cards carry
+``POLL`` seconds for those another server sharing the database raised. A card carries
+where it stands when sent (``resolved_at``, ``outcome``, ``outcome_by``). Only cards carry
 an ``id:``; ``resolved`` and ``outcome`` events say what changed and are not replayed::
 
     id: 42
@@ -138,6 +139,18 @@ def register(registry: Registry, runtime: Runtime) -> None:
     )
 
 
+def _card(item: Intervention) -> str:
+    """A card's event, with where it stands now (``resolved_at``, ``outcome``,
+    ``outcome_by``): a card replayed after its condition ended, or after someone decided,
+    is shown so, without the actions that no longer apply."""
+    data = item.card() | {
+        "resolved_at": item.resolved_at,
+        "outcome": item.outcome,
+        "outcome_by": item.outcome_by,
+    }
+    return f"id: {item.id}\nevent: intervention\ndata: {json.dumps(data)}\n\n"
+
+
 def _change(event: str, item: Intervention) -> str:
     """A ``resolved`` or ``outcome`` event: no id, so a resume is not moved by it."""
     fields = ("resolved_at",) if event == "resolved" else ("outcome", "outcome_by", "outcome_at")
@@ -234,7 +247,7 @@ async def _frames(service: Interventions, room: str, after: int) -> AsyncIterato
         while True:
             for card in await asyncio.to_thread(service.cards, room, last):
                 last = card.id
-                yield card.sse()
+                yield _card(card)
             try:
                 event, item = await asyncio.wait_for(woken.get(), POLL)
             except TimeoutError:

@@ -157,6 +157,17 @@ def register(registry: Registry, rt: Runtime) -> None:
         check_arguments(tools.get(p.name), p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
+    def models_list(_: Params) -> list[dict[str, Any]]:
+        from heron.llm.config import load_table
+
+        table = load_table(settings)
+        default = table.spec().alias
+        return [
+            {"alias": alias, "provider": spec.provider, "model": spec.model,
+             "answers": spec.capabilities.answers, "default": alias == default}
+            for alias, spec in table.models.items()
+        ]  # fmt: skip
+
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__
 
@@ -181,4 +192,5 @@ def register(registry: Registry, rt: Runtime) -> None:
     add("tools.list", tools_list, Params, summary="Every tool and MCP server status.")
     add("tools.route", tools_route, ToolRoute, summary="The tools to offer for a request.")
     add("tools.call", tools_call, ToolCall, summary="Call one tool with JSON arguments.")
+    add("models.list", models_list, Params, summary="The models.yml aliases: provider, model.")
     add("rpc.discover", discover, Params, summary="This API as an OpenRPC document.")

@@ -1,10 +1,13 @@
 """``/health`` (the process answers), ``/ready`` (it can serve), ``/metrics``
-(Prometheus), ``/doctor``, and the JSON-RPC methods ``ops.doctor``, ``ops.reload`` and
-``ops.watchdog``."""
+(Prometheus), ``/doctor``, and the JSON-RPC methods ``ops.doctor``, ``ops.reload``,
+``ops.watchdog`` and ``ops.board`` (the watchdog's checks as a status board)."""
 
 from __future__ import annotations
 
+import json
+import os
 from collections import Counter
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -13,10 +16,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from heron.errors import HeronError
+from heron.errors import ConfigError, HeronError
 from heron.libraries.library import statuses
 from heron.ops.doctor import CHECKS, doctor
-from heron.ops.watchdog import latest_path, read_latest
+from heron.ops.watchdog import history_path, latest_path, read_latest
 from heron.server.metrics import CONTENT_TYPE, Gauges, watchdog_gauges
 from heron.server.rpc import Registry
 from heron.server.runtime import Runtime
@@ -96,6 +99,78 @@ async def doctor_route(request: Request) -> Response:
     return StrictJSONResponse(report, status_code=200 if report["ok"] else 503)
 
 
+#: Watchdog runs a board shows per check, and the tail of the history read for them.
+BOARD_RUNS = 20
+_HISTORY_TAIL = 512 * 1024
+#: A watchdog status as the board's colour: red for an incident, amber for a failure
+#: below the threshold or a recovery not yet confirmed, green when it passes.
+COLOURS = {"escalated": "red", "firing": "red", "failing": "amber", "recovering": "amber",
+           "ok": "green"}  # fmt: skip
+
+
+def recent_runs(path: Path, limit: int = BOARD_RUNS) -> list[dict[str, Any]]:
+    """The last ``limit`` lines of the watchdog history, oldest first (none: ``[]``)."""
+    try:
+        with open(path, "rb") as handle:
+            start = max(0, os.fstat(handle.fileno()).st_size - _HISTORY_TAIL)
+            handle.seek(start)
+            tail = handle.read().decode("utf-8", "replace").splitlines()[1 if start else 0 :]
+    except FileNotFoundError:
+        return []
+    runs = []
+    for line in tail[-limit:]:
+        try:
+            runs.append(json.loads(line))
+        except ValueError:  # a damaged line: not a run
+            continue
+    return runs
+
+
+def board(home: Path) -> dict[str, Any]:
+    """The latest watchdog report as a status board: each check's ``colour``, status and
+    detail, when its status last changed (``changed``: the first run of the current
+    streak in the history read), and its last runs (``runs``: ``{"at", "ok", "status"}``,
+    oldest first); failing checks first. ``report`` is ``None`` before the first run."""
+    try:
+        latest = read_latest(latest_path(home))
+    except ConfigError:
+        return {"report": None, "checks": []}
+    history = recent_runs(history_path(home))
+    checks = []
+    for check in latest.get("checks", []):
+        runs = [
+            {"at": run.get("started"), **run["checks"][check["name"]]}
+            for run in history
+            if check["name"] in run.get("checks", {})
+        ]
+        changed = runs[-1]["at"] if runs else latest.get("started")
+        for run in reversed(runs):
+            if run.get("status") != check.get("status"):
+                break
+            changed = run["at"]
+        status = check.get("status") or ("ok" if check.get("ok") else "failing")
+        checks.append(
+            {
+                "name": check["name"],
+                "kind": check.get("kind", ""),
+                "status": status,
+                "colour": COLOURS.get(status, "red"),
+                "ok": bool(check.get("ok")),
+                "detail": check.get("detail", ""),
+                "since": check.get("since"),
+                "changed": changed,
+                "runs": [
+                    {"at": r["at"], "ok": bool(r.get("ok")), "status": r.get("status")}
+                    for r in runs
+                ],
+            }
+        )
+    order = {"red": 0, "amber": 1, "green": 2}
+    checks.sort(key=lambda c: (order[c["colour"]], c["name"]))
+    report = {k: latest.get(k) for k in ("started", "seconds", "ok")}
+    return {"report": report, "checks": checks}
+
+
 class DoctorParams(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
@@ -126,6 +201,11 @@ def register(registry: Registry, rt: Runtime) -> None:
         "ops.watchdog",
         lambda p: read_latest(latest_path(rt.settings.home)),
         summary="The watchdog's latest report (heron watchdog report --json).",
+    )
+    registry.add(
+        "ops.board",
+        lambda p: board(rt.settings.home),
+        summary="The watchdog's checks as a status board: colour, last change, last runs.",
     )
 
 

@@ -1,7 +1,8 @@
 """``POST /chat/stream``: a chat answer as Server-Sent Events that a client can resume.
 
 Events, in order: ``stream`` (its id), ``token`` per piece of text, ``tool`` per tool
-use, ``citations``, then ``final`` (the whole answer) or ``error``. Each carries the id
+use, ``citations``, then ``final`` (the whole answer, with its ``html`` and, when a
+fallback replaced the model's text, that text as ``generated``) or ``error``. Each carries the id
 ``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
 client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>`` (to
 ``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
@@ -32,6 +33,7 @@ from heron.errors import ConfigError, HeronError, InputError, NotFound
 from heron.server.methods import ChatParams
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+from heron.web.markdown import with_html
 
 log = logging.getLogger("heron.server")
 
@@ -52,6 +54,21 @@ def event_data(event: Any) -> tuple[str, dict[str, Any]]:
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in event.calls]
         return "tool_calls", {"tool_calls": calls}
     raise TypeError(f"Unknown agent event {type(event).__name__}.")
+
+
+def finished(rt: Runtime, data: dict[str, Any], texts: list[str]) -> dict[str, Any]:
+    """The ``final`` event's data: the answer with its ``html`` (``heron.web.markdown``)
+    and, when a fallback replaced what the model wrote, that text as ``generated``, also
+    kept with the session's turn, so a reader can still see what was replaced."""
+    data = with_html(data)
+    # The agent streams a fallback as one last token that ends with the answer replacing
+    # the model's text (``Agent.stream``): the tokens before it are what the model wrote.
+    if data.get("fallback") and texts and texts[-1].endswith(data["answer"]):
+        generated = "".join(texts[:-1]).strip()
+        if generated:
+            data["generated"] = generated
+            rt.agent.sessions.amend(data["session_id"], data["answer"], {"generated": generated})
+    return data
 
 
 def error_data(exc: BaseException) -> dict[str, Any]:
@@ -122,11 +139,15 @@ class StreamHub:
     async def _produce(self, rt: Runtime, events: Iterator[Any], stream: Stream) -> None:
         await stream.add("stream", {"stream_id": stream.id})
         start = time.perf_counter()
+        texts: list[str] = []
         try:
             async for event in iterate_in_threadpool(events):
                 name, data = event_data(event)
+                if name == "token":
+                    texts.append(data["text"])
                 if name == "final":
                     rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
+                    data = await run_in_threadpool(finished, rt, data, texts)
                 await stream.add(name, data, last=name == "final")
         except Exception as exc:
             if not isinstance(exc, HeronError):

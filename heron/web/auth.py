@@ -26,6 +26,8 @@ OPEN = ("/signin", "/signout")
 STATIC = "/static/"
 #: The pages; asked for without a token they send the browser to the sign-in form.
 PAGES = ("/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/operations")
+#: Pages that are no pane: a cited source (``/source``), opened from a passage.
+VIEWS = ("/source",)
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 
 
@@ -64,7 +66,7 @@ def cookie_authorized(scope: Scope, token: bytes) -> bool:
 
 def refusal(scope: Scope) -> Response | None:
     """For a page asked for without the token: a redirect to the sign-in form."""
-    if scope["method"] in SAFE_METHODS and scope["path"] in PAGES:
+    if scope["method"] in SAFE_METHODS and scope["path"] in PAGES + VIEWS:
         return RedirectResponse(f"/signin?next={quote(scope['path'])}", status_code=303)
     return None
 

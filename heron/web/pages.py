@@ -3,6 +3,9 @@ answer carrying a strict Content-Security-Policy; the package's static files, fr
 
 The shells hold the forms and empty regions; the pane's script fills them through the
 public APIs (``POST /rpc``, ``/chat/stream``, the event streams), never a private one.
+Their words come from the request's catalogue (``heron.web.i18n``). ``/source`` shows a
+local library's page with its lines numbered, the cited ones marked: where a citation's
+source link opens.
 """
 
 from __future__ import annotations
@@ -12,11 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jinja2 import Environment, PackageLoader
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from heron.web import auth
+from heron.web import auth, i18n, source
 
 #: No inline script or style, nothing from elsewhere, never framed.
 CSP = (
@@ -37,27 +41,30 @@ STATIC = Path(__file__).parent / "static"
 @dataclass(frozen=True)
 class Pane:
     path: str
-    name: str  # the template and the script: templates/NAME.html, static/NAME.js
-    title: str
+    name: str  # the template, the script (static/NAME.js) and the title (pane.NAME)
 
 
 PANES = (
-    Pane("/", "chat", "Chat"),
-    Pane("/libraries", "libraries", "Libraries"),
-    Pane("/skills", "skills", "Skills"),
-    Pane("/tools", "tools", "Tools"),
-    Pane("/jobs", "jobs", "Jobs"),
-    Pane("/interventions", "interventions", "Interventions"),
-    Pane("/operations", "operations", "Operations"),
+    Pane("/", "chat"),
+    Pane("/libraries", "libraries"),
+    Pane("/skills", "skills"),
+    Pane("/tools", "tools"),
+    Pane("/jobs", "jobs"),
+    Pane("/interventions", "interventions"),
+    Pane("/operations", "operations"),
 )
 assert tuple(p.path for p in PANES) == auth.PAGES  # the sign-in redirect knows each page
 
 templates = Environment(loader=PackageLoader("heron.web", "templates"), autoescape=True)
 
 
-def html(name: str, status: int = 200, **context: object) -> Response:
-    body = templates.get_template(f"{name}.html").render(panes=PANES, **context)
-    headers = HEADERS | {"cache-control": "no-store"}
+def html(request: Request, name: str, status: int = 200, **context: object) -> Response:
+    lang = i18n.language(request)
+    body = templates.get_template(f"{name}.html").render(
+        panes=PANES, lang=lang, t=i18n.Messages(lang), languages=i18n.LANGUAGES, **context
+    )
+    # The page differs by cookie and Accept-Language; it is never stored anyway.
+    headers = HEADERS | {"cache-control": "no-store", "vary": "accept-language, cookie"}
     return HTMLResponse(body, status_code=status, headers=headers)
 
 
@@ -68,15 +75,22 @@ class Asset:
     etag: str
 
 
+def asset(body: bytes, media_type: str) -> Asset:
+    return Asset(body, media_type, hashlib.sha256(body).hexdigest()[:16])
+
+
 def load_assets(folder: Path = STATIC) -> dict[str, Asset]:
-    """Every static file, read once: a few kilobytes, served from memory."""
+    """Every static file, read once, and each catalogue as ``messages.<language>.js``: a
+    few kilobytes, served from memory."""
     types = {".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8"}
-    return {
-        path.name: Asset(body, types[path.suffix], hashlib.sha256(body).hexdigest()[:16])
+    found = {
+        path.name: asset(path.read_bytes(), types[path.suffix])
         for path in sorted(folder.iterdir())
         if path.suffix in types
-        for body in [path.read_bytes()]
     }
+    for code in i18n.LANGUAGES:
+        found[f"messages.{code}.js"] = asset(i18n.script(code), types[".js"])
+    return found
 
 
 ASSETS = load_assets()
@@ -104,14 +118,21 @@ def routes(token: str | None) -> list[BaseRoute]:
 
     def pane(p: Pane) -> Route:
         async def page(request: Request) -> Response:
-            return html(p.name, pane=p, csrf=csrf, signed_in=secret is not None)
+            return html(request, p.name, pane=p, csrf=csrf, signed_in=secret is not None)
 
         return Route(p.path, page, methods=["GET"], name=p.name)
+
+    async def source_page(request: Request) -> Response:
+        found = await run_in_threadpool(source.lookup, request)
+        status = 200 if found.lines else 404
+        return html(request, "source", status, csrf=csrf, signed_in=secret is not None,
+                    pane=None, found=found)  # fmt: skip
 
     async def signin_form(request: Request) -> Response:
         if secret is None:
             return RedirectResponse("/", status_code=303)
-        return html("signin", next=auth.local_next(request.query_params.get("next")))
+        next_ = auth.local_next(request.query_params.get("next"))
+        return html(request, "signin", pane=None, next=next_)
 
     async def signin(request: Request) -> Response:
         if secret is None:
@@ -119,7 +140,7 @@ def routes(token: str | None) -> list[BaseRoute]:
         fields = await auth.form_fields(request)
         to = auth.local_next(fields.get("next"))
         if not auth.check(fields.get("token", ""), secret):
-            return html("signin", 401, next=to, error="That is not the server's token.")
+            return html(request, "signin", 401, pane=None, next=to, error="signin.wrong")
         return auth.signed_in(secret, request.url.scheme == "https", to)
 
     async def signout(request: Request) -> Response:
@@ -129,6 +150,7 @@ def routes(token: str | None) -> list[BaseRoute]:
 
     return [
         *(pane(p) for p in PANES),
+        Route("/source", source_page, methods=["GET"]),
         Route("/signin", signin_form, methods=["GET"]),
         Route("/signin", signin, methods=["POST"]),
         Route("/signout", signout, methods=["POST"]),

@@ -20,7 +20,7 @@ from tests.jobs.conftest import Server, wait_for
 
 CARD_KEYS = {
     "id", "kind", "key", "room", "severity", "text", "spoken", "audio_url", "actions",
-    "created_at", "seen_before",
+    "created_at", "seen_before", "resolved_at", "outcome", "outcome_by",
 }  # fmt: skip
 
 
@@ -82,6 +82,7 @@ def test_cards_stream_resume_outcomes_and_audio(serve: Callable[[], Server], hom
     assert [e["event"] for e in events] == ["intervention", "resolved", "intervention"]
     card = events[0]["data"]
     assert set(card) == CARD_KEYS and events[0]["id"] == str(first["id"])  # type: ignore[index]
+    assert card["resolved_at"] is card["outcome"] is card["outcome_by"] is None  # still open
     assert card["text"] == "Conflict: alice + bob both on README.md (unpushed)."
     assert "id" not in events[1] and events[1]["data"]["key"] == "collision:README.md"
     assert events[2]["data"]["audio_url"] == critical["audio_url"]  # type: ignore[index]

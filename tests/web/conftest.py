@@ -1,7 +1,11 @@
 """The web page's tests: a real ``heron serve`` on a free loopback port over a fresh
-HERON_HOME (the tiny library, a library whose page title is markup, a watchdog report, a
-git workspace for jobs), and a real headless Chromium (Debian's, driven by Playwright) per
-module.
+HERON_HOME (the tiny library, a library whose page is markup, a watchdog report, a git
+workspace for jobs), and one real headless Chromium (Debian's, driven by Playwright) for
+the whole run, each test in a fresh context of its own.
+
+``audit(page)`` runs axe-core (from its npm package, which ``scripts/setup`` installs in
+``.venv/node``) in the page and returns its serious and critical violations. Missing,
+Chromium or axe-core skip their tests, and fail them when ``CI`` is set.
 
 Screenshots go under the run's base temporary folder (``web-screenshots/``) and are
 copied to ``.pytest-artifacts/web/`` in the checkout, for people to look at."""
@@ -31,12 +35,20 @@ from tests.libraries.conftest import write_pages
 from tests.server.conftest import build_home, free_socket, heron_env, wait_healthy
 
 CHROMIUM = Path("/usr/bin/chromium")
-ARTIFACTS = Path(__file__).parents[2] / ".pytest-artifacts" / "web"
-#: A page whose title and heading are markup: the page must show them as text.
+ROOT = Path(__file__).parents[2]
+ARTIFACTS = ROOT / ".pytest-artifacts" / "web"
+AXE = ROOT / ".venv" / "node" / "node_modules" / "axe-core" / "axe.min.js"
+#: A page whose title, heading and text are markup: the page must never run it.
 XSS = "<script>window.pwned=1</script><img src=x onerror=window.pwned=2>"
 EVIL = {
-    "evil.md": f'---\ntitle: "{XSS}"\n---\n## {XSS}\n\nThe quokka marker passage.\n',
+    "evil.md": f'---\ntitle: "{XSS}"\n---\n## {XSS}\n\nThe quokka marker passage: '
+    "<img src=x onerror=window.pwned=3> and [a quokka link](javascript:window.pwned=4) "
+    '<a href="javascript:window.pwned=5">quokka anchor</a>.\n',
 }
+#: axe-core's violations that count: the serious and the critical ones.
+AUDIT = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations
+  .filter((v) => v.impact === "serious" || v.impact === "critical")
+  .map((v) => ({id: v.id, impact: v.impact, nodes: v.nodes.slice(0, 4).map((n) => n.html)}))"""
 
 #: A watchdog with one check that passes (``python -c pass``).
 WATCHDOG = json.dumps(
@@ -112,10 +124,11 @@ def serve() -> Iterator:
     """``serve(root, token=None)``: a ``heron serve`` over ``root``'s home, stopped at the end."""
     started: list[Heron] = []
 
-    def start(root: Path, token: str | None = None) -> Heron:
-        sock = free_socket()
-        port = sock.getsockname()[1]
-        sock.close()  # the server binds it itself, as a user's would
+    def start(root: Path, token: str | None = None, port: int | None = None) -> Heron:
+        if port is None:
+            sock = free_socket()
+            port = sock.getsockname()[1]
+            sock.close()  # the server binds it itself, as a user's would
         env = os.environ | web_env(root) | ({"HERON_API_TOKEN": token} if token else {})
         log = root / f"serve-{port}.log"
         with open(log, "w") as out:  # a file, not a pipe nobody reads: it cannot fill up
@@ -147,9 +160,9 @@ def heron(web_home: Path, serve) -> Heron:  # type: ignore[no-untyped-def]
     return serve(web_home)
 
 
-@pytest.fixture(scope="module")
+@pytest.fixture(scope="session")
 def browser() -> Iterator:
-    """One headless Chromium for the module. Missing, it skips (fails in CI)."""
+    """One headless Chromium for the run. Missing, it skips (fails in CI)."""
     if not CHROMIUM.exists():
         missing(f"{CHROMIUM} is missing", "install it: scripts/setup (apt-get install chromium)")
     try:
@@ -162,10 +175,35 @@ def browser() -> Iterator:
         chromium.close()
 
 
+@pytest.fixture(scope="session")
+def axe_source() -> str:
+    if not AXE.exists():
+        missing(f"axe-core is missing ({AXE})", "run scripts/setup (npm install axe-core)")
+    return AXE.read_text()
+
+
+@pytest.fixture
+def audit(axe_source: str) -> Callable:
+    """``audit(page)``: axe-core's serious and critical violations on the page as it is."""
+
+    def run(page) -> list[dict]:  # type: ignore[no-untyped-def]
+        # Evaluated through the DevTools protocol, so the page's CSP (no inline script)
+        # stays as it is and the page itself never loads axe.
+        if not page.evaluate("() => typeof axe !== 'undefined'"):
+            page.evaluate(axe_source)
+        return page.evaluate(AUDIT)
+
+    return run
+
+
 @pytest.fixture
 def page(browser, request: pytest.FixtureRequest) -> Iterator:  # type: ignore[no-untyped-def]
-    """A fresh page (its own cookies); script errors and dialogs fail the test."""
-    context = browser.new_context(viewport={"width": 1280, "height": 860})
+    """A fresh page (its own cookies) in English; script errors and dialogs fail the
+    test. A test marked ``@pytest.mark.parametrize("page", [{...}], indirect=True)``
+    passes the context's options (``locale``, ``extra_http_headers``...)."""
+    options = {"viewport": {"width": 1280, "height": 860}, "locale": "en-US"}
+    options |= getattr(request, "param", {})
+    context = browser.new_context(**options)
     context.set_default_timeout(30_000)
     tab = context.new_page()
     errors: list[str] = []

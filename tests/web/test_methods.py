@@ -10,7 +10,8 @@ import httpx
 from tests.web.conftest import Heron
 
 ADDED = {"library.pages", "library.passage", "library.reindex", "library.progress",
-         "agent.history", "skills.usage", "tools.names"}  # fmt: skip
+         "agent.history", "skills.usage", "tools.names", "sessions.list", "sessions.rename",
+         "sessions.delete", "models.list", "ops.board"}  # fmt: skip
 
 
 def error(heron: Heron, method: str, **params: object) -> dict:
@@ -48,6 +49,9 @@ def test_bad_input_is_a_clear_error(heron: Heron) -> None:
     assert missing["code"] == -32004
     assert error(heron, "library.pages", name="nope")["code"] == -32004
     assert error(heron, "library.reindex", name="nope")["code"] == -32004
+    assert error(heron, "sessions.rename", session_id="never-used", title="x")["code"] == -32004
+    assert error(heron, "sessions.delete", session_id="never-used")["code"] == -32004
+    assert error(heron, "sessions.delete", session_id="../bad id")["code"] == -32001
     unknown = error(heron, "library.progress", task="0" * 16)
     assert unknown["code"] == -32004 and "library.reindex" in unknown["message"]
 
@@ -60,3 +64,9 @@ def test_a_reindex_task_reports_its_end(heron: Heron) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert state["state"] == "done" and state["report"]["unchanged"] == 1  # type: ignore[index]
+
+
+def test_models_name_alias_and_provider(heron: Heron) -> None:
+    models = heron.rpc("models.list")
+    default = [m for m in models if m["default"]]  # type: ignore[union-attr, index]
+    assert len(default) == 1 and default[0]["alias"] == "local" and default[0]["provider"]

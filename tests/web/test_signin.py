@@ -33,7 +33,7 @@ def test_sign_in_with_the_token_in_the_page(locked: Heron, page, shoot) -> None:
     page.fill("#token", TOKEN)
     page.keyboard.press("Enter")
     page.wait_for_url(f"{locked.url}/libraries")
-    page.locator("#libs td", has_text="tiny").first.wait_for()  # JSON-RPC through the cookie
+    page.locator("#libs th", has_text="tiny").first.wait_for()  # JSON-RPC through the cookie
     cookie = next(c for c in page.context.cookies() if c["name"] == "heron_token")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     assert page.evaluate("() => document.cookie") == ""  # scripts cannot read it

@@ -1,97 +1,224 @@
-// Chat: streamed answers from POST /chat/stream, citations that open their passage,
-// the conversation kept per session (session_id in this tab's sessionStorage).
+// Chat: answers streamed from POST /chat/stream (resumed from the last event after a
+// drop), shown as the server's sanitised HTML once whole; inline [n] markers and a
+// sources list that open the passage beside the answer; copy, regenerate, stop; the
+// conversations of sessions.* in a sidebar, the current one remembered by this browser.
 "use strict";
 (function () {
-  const H = window.Heron, { $ } = H;
+  const H = window.Heron, { $, t, el } = H;
   const log = $("log"), form = $("ask"), message = $("message"), stop = $("stop"), send = $("send");
   const KEY = "heron.session";
+  const RESUMES = 3;
+  const models = new Map();  // alias -> {provider, model, default}
   let controller = null;
 
-  function sessionId() { return sessionStorage.getItem(KEY); }
+  function sessionId() { return localStorage.getItem(KEY); }
   function setSession(id) {
-    if (id) sessionStorage.setItem(KEY, id); else sessionStorage.removeItem(KEY);
-    $("session").textContent = id ? "Session " + id.slice(0, 8) : "New conversation";
+    if (id) localStorage.setItem(KEY, id); else localStorage.removeItem(KEY);
+    const url = new URL(location.href);
+    if (id) url.searchParams.set("session", id); else url.searchParams.delete("session");
+    history.replaceState(null, "", url);
   }
 
-  function markers(container, citations) {
-    container.replaceChildren();
+  // -- one answer ----------------------------------------------------------------------
+
+  function citeLabel(c, n) {
+    return t("chat.source_label", { n: n, library: c.library, page: c.page,
+      first: c.line_range[0], last: c.line_range[1] }) + (c.heading ? " · " + c.heading : "");
+  }
+
+  function openCite(link, c) {
+    for (const open of document.querySelectorAll("[data-open-passage]")) open.removeAttribute("data-open-passage");
+    link.setAttribute("data-open-passage", "true");
+    H.showPassage(c, link);
+  }
+
+  // The server's HTML (markdown-it, then nh3: nothing in it can run) put in place through
+  // an inert <template>; then markers get their labels, code blocks a copy button, and
+  // tables a scrolling box.
+  function showHtml(node, html, citations) {
+    const holder = document.createElement("template");
+    holder.innerHTML = html;
+    node.replaceChildren(holder.content);
+    node.classList.remove("streaming");
+    for (const a of node.querySelectorAll("a.cite")) {
+      const n = Number(a.dataset.cite), c = citations[n - 1];
+      if (!c) continue;
+      a.setAttribute("aria-label", citeLabel(c, n));
+      a.title = citeLabel(c, n);
+      a.dataset.page = c.page;
+      a.addEventListener("click", (e) => { e.preventDefault(); openCite(a, c); });
+    }
+    for (const pre of node.querySelectorAll("pre")) {
+      pre.tabIndex = 0;
+      const box = el("div", { class: "code" });
+      pre.replaceWith(box);
+      const button = el("button", { type: "button", class: "plain small copy-code", text: t("chat.copy_code"),
+        onclick: () => H.copy(pre.textContent, button) });
+      box.append(button, pre);
+    }
+    for (const table of node.querySelectorAll("table")) {
+      const box = el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": t("chat.table") });
+      table.replaceWith(box);
+      box.append(table);
+    }
+  }
+
+  function sources(view, citations) {
+    view.sources.replaceChildren();
     if (!citations.length) return;
-    container.append("Sources: ");
-    citations.forEach((c, i) => {
-      const label = `Source ${i + 1}: ${c.library}, ${c.page}` + (c.heading ? `, ${c.heading}` : "") +
-        `, lines ${c.line_range[0]}–${c.line_range[1]}`;
-      container.append(H.el("button", {
-        type: "button", class: "cite", "aria-label": label, title: label,
-        "data-page": c.page, text: `[${i + 1}]`, onclick: () => H.showPassage(c),
-      }));
-    });
+    view.sources.append(el("h3", { class: "mini", text: t("chat.sources") }),
+      el("ol", { class: "source-list" }, citations.map((c, i) => {
+        const button = el("button", { type: "button", class: "link cite-source", "data-page": c.page,
+          "aria-label": citeLabel(c, i + 1), text: `${c.library} / ${c.page}` + (c.heading ? ` · ${c.heading}` : "") });
+        button.addEventListener("click", () => openCite(button, c));
+        return el("li", {}, button);
+      })));
   }
 
-  function meta(container, answer) {
-    const mode = answer.mode === "extractive" ? "extractive" : "generated";
-    container.textContent = `${mode} · model ${answer.model}` +
-      (answer.fallback ? ` · fallback: ${answer.fallback}` : "") +
-      (answer.finish_reason === "length" ? " · cut at the token limit" : "");
+  function related(view, items) {
+    view.related.replaceChildren();
+    if (!items || !items.length) return;
+    view.related.append(el("h3", { class: "mini", text: t("chat.related") }),
+      el("ul", { class: "related-list" }, items.map((r) => {
+        const button = el("button", { type: "button", class: "link", text: `${r.library} / ${r.page}` + (r.heading ? ` · ${r.heading}` : "") });
+        button.addEventListener("click", () => openCite(button, r));
+        return el("li", {}, button, " ", el("span", { class: "score", text: H.num(r.score, 2) }));
+      })));
+  }
+
+  const HOW = { message: "chat.how_message", context: "chat.how_context", model: "chat.how_model" };
+  function grounding(view, g) {
+    view.grounding.replaceChildren();
+    if (!g || !g.query) return;
+    view.grounding.append(
+      el("span", { text: t("chat.searched") + " " }), el("q", { class: "g-query", text: g.query }),
+      g.libraries && g.libraries.length ? " · " + t("chat.in_libraries", { names: g.libraries.join(", ") }) : "",
+      " · " + t(HOW[g.how] || "chat.how_message"));
+  }
+
+  function meta(view, answer) {
+    const spec = models.get(answer.model);
+    const mode = answer.mode === "extractive" ? t("chat.extractive") : t("chat.generated");
+    view.meta.textContent = `${mode} · ${t("chat.model_named", { alias: answer.model })}` +
+      (spec ? ` (${spec.provider})` : "");
+  }
+
+  // A fallback replaced what the model wrote: said plainly, the generated text one
+  // click away (when the stream or the stored turn kept it).
+  function notices(view, answer) {
+    view.notice.replaceChildren();
+    if (answer.fallback) {
+      view.notice.append(el("p", { class: "notice", role: "note", text: t("chat.fallback") }),
+        answer.generated
+          ? el("details", { class: "generated" }, el("summary", { text: t("chat.show_generated") }),
+            el("pre", { tabindex: 0 }, el("code", { text: answer.generated })))
+          : null);
+    } else if (answer.finish_reason === "length") {
+      view.notice.append(el("p", { class: "notice", role: "note", text: t("chat.cut") }));
+    }
+  }
+
+  function finish(view, answer) {
+    showHtml(view.answer, answer.html || "", answer.citations || []);
+    view.text = answer.answer;
+    sources(view, answer.citations || []);
+    related(view, answer.related);
+    grounding(view, answer.grounding);
+    notices(view, answer);
+    meta(view, answer);
+    view.actions.hidden = false;
+    view.item.dataset.done = "true";
   }
 
   function turn(question) {
-    const answer = H.el("div", { class: "answer" });
-    const sources = H.el("p", { class: "sources" });
-    const info = H.el("p", { class: "meta" });
-    const item = H.el("li", { class: "turn" },
-      H.el("p", { class: "you" }, "You: ", H.el("span", { text: question })),
-      H.el("p", { class: "sr-only", text: "Heron:" }), answer, sources, info);
-    log.append(item);
-    return { item, answer, sources, info };
+    const view = {
+      question: question, text: "",
+      answer: el("div", { class: "answer md" }),
+      notice: el("div", { class: "notices" }),
+      sources: el("div", { class: "sources" }),
+      related: el("div", { class: "related" }),
+      grounding: el("p", { class: "grounding" }),
+      meta: el("span", { class: "meta" }),
+    };
+    const copyButton = el("button", { type: "button", class: "plain small", text: t("chat.copy"),
+      onclick: () => H.copy(view.text, copyButton) });
+    view.actions = el("div", { class: "actions", hidden: true }, copyButton,
+      el("button", { type: "button", class: "plain small", text: t("chat.regenerate"),
+        onclick: () => { if (!controller) ask(question); } }),
+      view.meta);
+    view.item = el("li", { class: "turn" },
+      el("div", { class: "q" }, el("span", { class: "sr-only", text: t("chat.you") }), el("p", { class: "you", text: question })),
+      el("article", { class: "a", "aria-label": t("chat.answer") },
+        view.answer, view.notice, view.sources, view.related, view.grounding, view.actions));
+    log.append(view.item);
+    $("empty").hidden = true;
+    return view;
   }
 
-  async function history() {
-    const id = sessionId();
-    setSession(id);
-    if (!id) return;
-    await H.guard(log, "Conversation history", async () => {
-      for (const t of await H.rpc("agent.history", { session_id: id })) {
-        const view = turn(t.message);
-        view.answer.textContent = t.answer.answer;
-        markers(view.sources, t.answer.citations);
-        meta(view.info, t.answer);
-      }
-    });
+  // -- asking --------------------------------------------------------------------------
+
+  function streaming(on) {
+    send.disabled = on;
+    stop.hidden = !on;
   }
 
   async function ask(question) {
     const view = turn(question);
+    view.item.scrollIntoView({ block: "end" });
     controller = new AbortController();
-    send.disabled = true; stop.disabled = false;
-    view.info.textContent = "Answering…";
+    streaming(true);
+    view.answer.classList.add("streaming");
+    const text = document.createTextNode("");
+    view.answer.append(el("span", { class: "muted thinking", text: t("chat.answering") }), text);
     const payload = { message: question, session_id: sessionId() || undefined,
       model: $("model").value || undefined, library: $("library").value || undefined,
       answer: $("mode").value || undefined };
+    let streamId = null, lastId = null, done = false;
+    const events = (resume) => resume
+      ? H.stream("/chat/stream/" + encodeURIComponent(streamId), null, controller.signal, lastId)
+      : H.stream("/chat/stream", payload, controller.signal);
     try {
-      for await (const ev of H.stream("/chat/stream", payload, controller.signal)) {
-        if (ev.event === "token") {
-          view.answer.append(ev.data.text);
-          if (!view.answer.dataset.firstTokenAt) {
-            view.answer.dataset.firstTokenAt = String(performance.timeOrigin + performance.now());
+      for (let attempt = 0; !done; attempt++) {
+        try {
+          for await (const ev of events(attempt > 0)) {
+            if (ev.id) lastId = ev.id;
+            if (ev.event === "stream") streamId = ev.data.stream_id;
+            else if (ev.event === "token") {
+              const thinking = view.answer.querySelector(".thinking");
+              if (thinking) thinking.remove();
+              text.appendData(ev.data.text);
+              if (!view.answer.dataset.firstTokenAt) {
+                view.answer.dataset.firstTokenAt = String(performance.timeOrigin + performance.now());
+              }
+            } else if (ev.event === "final") {
+              finish(view, ev.data);
+              setSession(ev.data.session_id);
+              $("status").textContent = t("chat.ready");
+              done = true;
+            } else if (ev.event === "error") {
+              view.notice.replaceChildren(el("p", { class: "error", role: "alert", text: ev.data.message }));
+              done = true;
+            }
           }
-        } else if (ev.event === "citations") {
-          markers(view.sources, ev.data.citations);
-        } else if (ev.event === "final") {
-          view.answer.textContent = ev.data.answer;
-          markers(view.sources, ev.data.citations);
-          meta(view.info, ev.data);
-          setSession(ev.data.session_id);
-          view.item.dataset.done = "true";
-        } else if (ev.event === "error") {
-          view.info.replaceChildren(H.el("span", { class: "error", role: "alert", text: ev.data.message }));
+          if (!done) throw new TypeError("the stream ended early");
+        } catch (error) {
+          // A dropped connection: the answer goes on on the server; take it up again
+          // after the last event seen. Anything else (stopped, refused) ends here.
+          if (error.name === "AbortError" || error.status || !streamId || attempt >= RESUMES) throw error;
+          await new Promise((ok) => setTimeout(ok, 300 * (attempt + 1)));
         }
       }
     } catch (error) {
-      const text = error.name === "AbortError" ? "Stopped." : error.message;
-      view.info.replaceChildren(H.el("span", { class: error.name === "AbortError" ? "muted" : "error", text: text }));
+      const stopped = error.name === "AbortError";
+      const thinking = view.answer.querySelector(".thinking");
+      if (thinking) thinking.remove();
+      view.notice.replaceChildren(stopped
+        ? el("p", { class: "muted stopped", text: t("chat.stopped") })
+        : el("p", { class: "error", role: "alert", text: error.message }));
     } finally {
       controller = null;
-      send.disabled = false; stop.disabled = true;
+      streaming(false);
+      conversations();
     }
   }
 
@@ -103,19 +230,112 @@
     ask(question);
   });
   message.addEventListener("keydown", (e) => {
-    if (e.key === "Enter" && !e.shiftKey) { e.preventDefault(); form.requestSubmit(); }
+    if (e.key === "Enter" && !e.shiftKey && !e.isComposing) { e.preventDefault(); form.requestSubmit(); }
   });
   stop.addEventListener("click", () => { if (controller) controller.abort(); });
-  $("new").addEventListener("click", () => { setSession(null); log.replaceChildren(); message.focus(); });
+
+  // -- conversations -------------------------------------------------------------------
+
+  function title(text) {
+    $("conversation-h").textContent = text || t("chat.new_title");
+    document.title = (text || t("pane.chat")) + " · Heron";
+  }
+
+  async function open(id, name) {
+    if (controller) controller.abort();
+    H.closePassage();
+    log.replaceChildren();
+    setSession(id);
+    title(name);
+    $("empty").hidden = Boolean(id);
+    mark();
+    if (!id) { message.focus(); return; }
+    await H.guard(log, t("chat.history"), async () => {
+      for (const done of await H.rpc("agent.history", { session_id: id })) {
+        finish(turn(done.message), done.answer);
+      }
+    });
+  }
+
+  function mark() {
+    for (const a of document.querySelectorAll("#conv-list a.conv")) {
+      if (a.dataset.id === sessionId()) a.setAttribute("aria-current", "page"); else a.removeAttribute("aria-current");
+    }
+  }
+
+  function renaming(li, s) {
+    const input = el("input", { class: "rename-input", value: s.title, "aria-label": t("chat.rename_to"), maxlength: 200 });
+    const save = async () => {
+      await H.guard(li, t("chat.rename"), async () => {
+        await H.rpc("sessions.rename", { session_id: s.id, title: input.value });
+        await conversations();
+      });
+    };
+    input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter") { e.preventDefault(); save(); }
+      if (e.key === "Escape") { e.stopPropagation(); conversations(); }
+    });
+    li.replaceChildren(input, el("button", { type: "button", class: "plain small", text: t("chat.save"), onclick: save }));
+    input.focus();
+    input.select();
+  }
+
+  function deleting(li, s) {
+    const yes = el("button", { type: "button", class: "danger small", text: t("chat.delete_confirm"),
+      onclick: () => H.guard(li, t("chat.delete"), async () => {
+        await H.rpc("sessions.delete", { session_id: s.id });
+        if (s.id === sessionId()) await open(null);
+        await conversations();
+      }) });
+    li.replaceChildren(el("span", { class: "muted", text: t("chat.delete_ask", { title: s.title }) }), yes,
+      el("button", { type: "button", class: "plain small", text: t("chat.cancel"), onclick: () => conversations() }));
+    yes.focus();
+  }
+
+  async function conversations() {
+    const list = $("conv-list");
+    await H.guard(list, t("chat.conversations"), async () => {
+      const found = await H.rpc("sessions.list", { limit: 100 });
+      if (!found.length) {
+        list.replaceChildren(el("li", { class: "empty", text: t("chat.no_conversations") }));
+        return;
+      }
+      list.replaceChildren(...found.map((s) => {
+        const name = s.title || t("chat.untitled");
+        const li = el("li", { class: "conv-item" });
+        const link = el("a", { class: "conv", href: "/?session=" + encodeURIComponent(s.id), "data-id": s.id, text: name,
+          title: name, onclick: (e) => { e.preventDefault(); open(s.id, name); } });
+        li.append(link,
+          el("button", { type: "button", class: "icon", "aria-label": t("chat.rename_named", { title: name }), title: t("chat.rename"),
+            text: "✎", onclick: () => renaming(li, s) }),
+          el("button", { type: "button", class: "icon", "aria-label": t("chat.delete_named", { title: name }), title: t("chat.delete"),
+            text: "×", onclick: () => deleting(li, s) }));
+        if (s.id === sessionId()) title(name);
+        return li;
+      }));
+      mark();
+    });
+  }
+
+  $("new").addEventListener("click", () => open(null));
+
+  // -- pickers -------------------------------------------------------------------------
 
   async function options() {
-    const [models, libs] = await Promise.all([
-      fetch("/v1/models", { credentials: "same-origin" }).then((r) => r.json()).catch(() => null),
-      H.rpc("library.list").catch(() => [])]);
-    for (const m of (models && models.data) || []) $("model").append(H.el("option", { value: m.id, text: m.id }));
-    for (const lib of libs) $("library").append(H.el("option", { value: lib.name, text: lib.name }));
+    const [listed, libs] = await Promise.all([
+      H.rpc("models.list").catch(() => []), H.rpc("library.list").catch(() => [])]);
+    for (const m of listed) {
+      models.set(m.alias, m);
+      $("model").append(el("option", { value: m.alias, text: t("chat.model_option", { alias: m.alias, provider: m.provider }) }));
+      if (m.default) $("model").options[0].textContent = t("chat.model_default_named", { alias: m.alias, provider: m.provider });
+    }
+    for (const lib of libs) $("library").append(el("option", { value: lib.name, text: lib.name }));
     document.body.dataset.readyAt = String(performance.now());  // the pickers are filled
   }
-  options();
-  history();
+
+  const given = new URLSearchParams(location.search).get("session") || sessionId();
+  Promise.all([options(), conversations()]).then(() => {
+    const known = given && $("conv-list").querySelector(`a[data-id="${CSS.escape(given)}"]`);
+    return open(given, known ? known.textContent : null);
+  });
 })();

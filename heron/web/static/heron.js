@@ -1,12 +1,24 @@
-// Shared by every pane: JSON-RPC calls, a Server-Sent Events reader for fetch bodies,
-// DOM building with textContent only (data never becomes markup), common notes, and
-// $(id), the element of that id.
+// Shared by every pane: the page's words (t, from messages.<lang>.js), JSON-RPC calls,
+// Server-Sent Events read from fetch (POST /chat/stream, and the GET streams, which
+// reconnect and resume from the last id after a drop, as EventSource does), DOM building with
+// textContent only (data never becomes markup), empty states and errors, the passage
+// panel, the language picker, and $(id), the element of that id.
 "use strict";
 (function () {
   const csrf = document.querySelector('meta[name="heron-csrf"]').content;
+  const messages = window.HeronMessages || {};
   const NOT_FOUND = -32601;
   const $ = (id) => document.getElementById(id);
   let nextId = 1;
+
+  // t("jobs.items", {n: 3}): the catalogue's message with {n} filled in; a key it does
+  // not hold (a job event kind added later) reads as fallback, else as the key.
+  function t(key, values, fallback) {
+    const known = Object.prototype.hasOwnProperty.call(messages, key);
+    const text = known ? messages[key] : fallback !== undefined ? String(fallback) : key;
+    return text.replace(/\{(\w+)\}/g, (all, name) =>
+      values && values[name] !== undefined && values[name] !== null ? String(values[name]) : all);
+  }
 
   function headers() {
     const h = { "content-type": "application/json" };
@@ -25,7 +37,7 @@
   function signInAgain(response) {
     if (response.status === 401) {
       location.assign("/signin?next=" + encodeURIComponent(location.pathname));
-      throw new RpcError({ code: 401, message: "Signed out: sign in again." });
+      throw new RpcError({ code: 401, message: t("error.signed_out") });
     }
   }
 
@@ -40,42 +52,85 @@
     return answer.result;
   }
 
-  // A text/event-stream answer, read from fetch (any event name; POST when payload is
-  // given, as /chat/stream takes): yields {event, data, id}.
-  async function* stream(url, payload, signal) {
+  // Frames of a text/event-stream body ("\n\n"-separated), as {event, data, id}.
+  function* frames(buffer) {
+    let cut;
+    while ((cut = buffer.text.indexOf("\n\n")) >= 0) {
+      const block = buffer.text.slice(0, cut);
+      buffer.text = buffer.text.slice(cut + 2);
+      const frame = { event: "message", data: "", id: null };
+      for (const line of block.split("\n")) {
+        const at = line.indexOf(":");
+        if (at <= 0) continue;
+        const key = line.slice(0, at);
+        const val = line.slice(at + 1).replace(/^ /, "");
+        if (key === "event") frame.event = val;
+        else if (key === "data") frame.data += val;
+        else if (key === "id") frame.id = val;
+      }
+      if (frame.data) yield { event: frame.event, id: frame.id, data: JSON.parse(frame.data) };
+    }
+  }
+
+  // A text/event-stream answer read from fetch: POST with payload (as /chat/stream
+  // takes), or GET with lastId sent as Last-Event-ID (to resume one). Yields frames;
+  // onopen() once the server has accepted it.
+  async function* stream(url, payload, signal, lastId, onopen) {
     const post = payload !== undefined && payload !== null;
+    const h = headers();
+    if (lastId) h["last-event-id"] = lastId;
     const response = await fetch(url, {
-      method: post ? "POST" : "GET", headers: headers(), signal: signal,
+      method: post ? "POST" : "GET", headers: h, signal: signal,
       body: post ? JSON.stringify(payload) : undefined, credentials: "same-origin",
     });
     signInAgain(response);
     if (!response.ok) {
       const body = await response.json().catch(() => ({}));
-      throw new Error((body.error && body.error.message) || "HTTP " + response.status);
+      const error = new Error((body.error && body.error.message) || "HTTP " + response.status);
+      error.status = response.status;
+      throw error;
     }
+    if (onopen) onopen();
     const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
-    let buffer = "";
+    const buffer = { text: "" };
     for (;;) {
       const { value, done } = await reader.read();
       if (done) return;
-      buffer += value;
-      let cut;
-      while ((cut = buffer.indexOf("\n\n")) >= 0) {
-        const block = buffer.slice(0, cut);
-        buffer = buffer.slice(cut + 2);
-        const frame = { event: "message", data: "", id: null };
-        for (const line of block.split("\n")) {
-          const at = line.indexOf(":");
-          if (at <= 0) continue;
-          const key = line.slice(0, at);
-          const val = line.slice(at + 1).replace(/^ /, "");
-          if (key === "event") frame.event = val;
-          else if (key === "data") frame.data += val;
-          else if (key === "id") frame.id = val;
-        }
-        if (frame.data) yield { event: frame.event, id: frame.id, data: JSON.parse(frame.data) };
-      }
+      buffer.text += value;
+      yield* frames(buffer);
     }
+  }
+
+  // A GET event stream that stays true: after a drop it reconnects (1 s, then up to 10 s
+  // apart) sending the last id it saw as Last-Event-ID, so the server replays only what
+  // was missed: what EventSource does, for every event name, and seeing the server's
+  // status (a 4xx is not retried). onframe({event, data, id}); onstate("open" |
+  // "retrying" | "ended" | "failed", error); ended(): whether a stream the server closed
+  // is finished (a job that ended) rather than cut.
+  function live(url, onframe, onstate, ended) {
+    const controller = new AbortController();
+    const state = (s, error) => { if (onstate) onstate(s, error); };
+    let lastId = null;
+    (async () => {
+      for (let delay = 1000; ;) {
+        try {
+          const frames = stream(url, null, controller.signal, lastId, () => { delay = 1000; state("open"); });
+          for await (const frame of frames) {
+            if (frame.id) lastId = frame.id;
+            onframe(frame);
+          }
+          if (ended && ended()) { state("ended"); return; }
+        } catch (error) {
+          if (error.name === "AbortError") return;
+          if (error.status && error.status < 500) { state("failed", error); return; }
+        }
+        if (controller.signal.aborted) return;
+        state("retrying");
+        await new Promise((ok) => setTimeout(ok, delay));
+        delay = Math.min(delay * 2, 10000);
+      }
+    })();
+    return { close: () => controller.abort() };
   }
 
   // el("a", {href: x, text: y}, child...): attributes set as attributes, text as text.
@@ -110,11 +165,14 @@
     return /^https?:\/\//i.test(String(url));
   }
 
-  function table(head, rows) {
-    return el("table", {},
-      el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col", text: h })))),
-      el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) =>
-        c instanceof Node && c.tagName === "TD" ? c : el("td", {}, c))))));
+  // A table in a scrolling box of its own, so a wide one never widens the page; the box
+  // takes focus, so it scrolls from the keyboard too.
+  function table(head, rows, label) {
+    return el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": label || head.join(", ") },
+      el("table", {},
+        el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col", text: h })))),
+        el("tbody", {}, rows.map((cells) => el("tr", {}, cells.map((c) =>
+          c instanceof Node && (c.tagName === "TD" || c.tagName === "TH") ? c : el("td", {}, c)))))));
   }
 
   function num(x, digits) {
@@ -122,20 +180,33 @@
     return typeof x === "number" ? x.toFixed(digits === undefined ? 3 : digits) : String(x);
   }
 
-  function when(seconds) {
-    return seconds ? new Date(seconds * 1000).toLocaleString() : "never";
+  const locale = document.documentElement.lang || undefined;
+  function when(value) {
+    if (!value) return t("never");
+    const date = typeof value === "number" ? new Date(value * 1000) : new Date(value);
+    return isNaN(date) ? String(value) : date.toLocaleString(locale);
+  }
+
+  // A neutral message where there is nothing to show yet, with what to do next.
+  function empty(container, text, hint) {
+    container.replaceChildren(el("div", { class: "empty", role: "status" },
+      el("p", { text: text }), hint ? el("p", { class: "muted", text: hint }) : null));
   }
 
   function note(container, text) {
     container.replaceChildren(el("p", { class: "note", role: "status", text: text }));
   }
 
+  // An error shown where it happened: Heron's own sentence, the server's words (what
+  // went wrong and what to do, never a traceback) beneath it.
   function fail(container, error, what) {
     if (error && error.code === NOT_FOUND) {
-      note(container, (what || "This") + " is not available on this server (its API is absent).");
-    } else {
-      container.replaceChildren(el("p", { class: "error", role: "alert", text: error.message }));
+      note(container, t("error.absent", { what: what || "" }));
+      return;
     }
+    container.replaceChildren(el("div", { class: "error", role: "alert" },
+      el("p", { class: "error-lead", text: t("error.failed", { what: what || "" }) }),
+      error && error.message ? el("p", { class: "error-detail", text: error.message }) : null));
   }
 
   // Run fn; an absent method (-32601) or any error is shown in container, never thrown.
@@ -154,35 +225,87 @@
     return discovered;
   }
 
-  // The passage a citation names, shown in the page's <aside id="passage">.
-  async function showPassage(cite) {
+  // Copy text to the clipboard; where the Clipboard API is not offered (a page not
+  // served from loopback or https), through a selected, hidden text area.
+  async function copy(text, button) {
+    try {
+      await navigator.clipboard.writeText(text);
+    } catch (e) {
+      const area = el("textarea", { class: "sr-only", "aria-hidden": "true" });
+      area.value = text;
+      document.body.append(area);
+      area.select();
+      document.execCommand("copy");
+      area.remove();
+    }
+    if (button) {
+      const label = button.textContent;
+      button.textContent = t("copied");
+      setTimeout(() => { button.textContent = label; }, 1500);
+    }
+  }
+
+  // Where a passage's source opens: a web URL as itself (at its lines), a local path on
+  // this server's /source view, at its lines.
+  function sourceLink(p) {
+    if (isWebUrl(p.source)) {
+      return el("a", { href: p.source, target: "_blank", rel: "noopener noreferrer", text: p.source });
+    }
+    const q = new URLSearchParams({ library: p.library, page: p.page, first: p.lines[0], last: p.lines[1] });
+    return el("a", { href: "/source?" + q + "#L" + p.lines[0], text: p.source });
+  }
+
+  let opener = null;
+  // The passage a citation names, shown in the page's <aside id="passage">; Escape or
+  // the close button hides it and gives focus back to what opened it.
+  async function showPassage(cite, from) {
     const aside = $("passage");
     const body = $("passage-body");
+    opener = from || document.activeElement;
     aside.hidden = false;
-    body.replaceChildren(el("p", { class: "muted", text: "Loading…" }));
+    document.body.classList.add("has-passage");
+    body.replaceChildren(el("p", { class: "muted", text: t("loading") }));
     const lines = cite.line_range || cite.lines || [1, 1];
-    await guard(body, "The passage view", async () => {
+    await guard(body, t("passage.title"), async () => {
       const p = await rpc("library.passage",
         { library: cite.library, page: cite.page, first: lines[0], last: lines[1] });
-      const where = isWebUrl(p.source)
-        ? el("a", { href: p.source, target: "_blank", rel: "noopener noreferrer", text: p.source })
-        : el("code", { text: p.source });
       body.replaceChildren(el("dl", { class: "fields" },
-        el("dt", { text: "Library" }), el("dd", { class: "p-library", text: p.library }),
-        el("dt", { text: "Page" }), el("dd", { class: "p-page", text: (p.collection ? p.collection + " / " : "") + p.page }),
-        el("dt", { text: "Title" }), el("dd", { class: "p-title", text: p.title }),
-        el("dt", { text: "Heading" }), el("dd", { class: "p-heading", text: p.heading || "–" }),
-        el("dt", { text: "Lines" }), el("dd", { class: "p-lines", text: p.lines[0] + "–" + p.lines[1] }),
-        el("dt", { text: "Source" }), el("dd", { class: "p-source" }, where)),
-      el("pre", { class: "p-text", text: p.text }));
+        el("dt", { text: t("passage.library") }), el("dd", { class: "p-library", text: p.library }),
+        el("dt", { text: t("passage.page") }), el("dd", { class: "p-page", text: p.page }),
+        el("dt", { text: t("passage.page_title") }), el("dd", { class: "p-title", text: p.title }),
+        el("dt", { text: t("passage.heading") }), el("dd", { class: "p-heading", text: p.heading || "–" }),
+        el("dt", { text: t("passage.lines") }), el("dd", { class: "p-lines", text: p.lines[0] + "–" + p.lines[1] }),
+        el("dt", { text: t("passage.source") }), el("dd", { class: "p-source" }, sourceLink(p))),
+      el("pre", { class: "p-text", tabindex: 0 }, el("code", { text: p.text })));
     });
     $("passage-h").focus();
   }
 
-  const close = $("passage-close");
-  if (close) {
-    close.addEventListener("click", () => { $("passage").hidden = true; });
+  function closePassage() {
+    const aside = $("passage");
+    if (!aside || aside.hidden) return;
+    aside.hidden = true;
+    document.body.classList.remove("has-passage");
+    for (const open of document.querySelectorAll("[data-open-passage]")) open.removeAttribute("data-open-passage");
+    if (opener && opener.isConnected) opener.focus();
+    opener = null;
   }
 
-  window.Heron = { $, rpc, stream, el, table, num, when, note, fail, guard, methods, showPassage, isWebUrl };
+  const close = $("passage-close");
+  if (close) close.addEventListener("click", closePassage);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape") closePassage();
+  });
+
+  // The language picker: remembered in a cookie the server reads (a year, this site only).
+  const picker = $("lang");
+  if (picker) {
+    picker.addEventListener("change", () => {
+      document.cookie = "heron_lang=" + encodeURIComponent(picker.value) + "; path=/; max-age=31536000; samesite=strict";
+      location.reload();
+    });
+  }
+
+  window.Heron = { $, t, rpc, stream, live, el, table, num, when, empty, note, fail, guard, methods,
+    showPassage, closePassage, isWebUrl, copy };
 })();

@@ -1,62 +1,65 @@
 // Libraries: status, pages, add, re-index with live progress, search with scores.
 "use strict";
 (function () {
-  const H = window.Heron, { $ } = H;
+  const H = window.Heron, { $, t, el } = H;
 
   async function load() {
-    await H.guard($("libs"), "Library status", async () => {
+    await H.guard($("libs"), t("libraries.list"), async () => {
       const statuses = await H.rpc("library.status");
-      if (!statuses.length) { H.note($("libs"), "No libraries yet: add one below."); return; }
+      if (!statuses.length) { H.empty($("libs"), t("libraries.none"), t("libraries.none_hint")); return; }
       $("libs").replaceChildren(H.table(
-        ["Library", "Kind", "Source", "Pages", "Chunks", "Last sync", "Last error", "Actions"],
+        [t("libraries.col.library"), t("libraries.col.kind"), t("libraries.col.source"), t("libraries.col.pages"),
+          t("libraries.col.chunks"), t("libraries.col.synced"), t("libraries.col.error"), t("libraries.col.actions")],
         statuses.map((s) => [
-          s.name, s.kind, s.source,
-          H.el("td", { class: "num", text: s.pages }), H.el("td", { class: "num", text: s.chunks }),
+          el("th", { scope: "row", text: s.name }), s.kind, el("td", { class: "wrap" }, el("code", { text: s.source })),
+          el("td", { class: "num", text: s.pages }), el("td", { class: "num", text: s.chunks }),
           H.when(s.last_sync),
-          s.last_error ? H.el("span", { class: "bad", text: s.last_error }) : "–",
-          H.el("span", { class: "row" },
-            H.el("button", { type: "button", text: "Re-index", "aria-label": "Re-index " + s.name,
+          s.last_error ? el("span", { class: "bad", text: s.last_error }) : "–",
+          el("span", { class: "row tight" },
+            el("button", { type: "button", class: "small", text: t("libraries.reindex"), "aria-label": t("libraries.reindex_named", { name: s.name }),
               onclick: () => reindex(s.name) }),
-            H.el("button", { type: "button", class: "plain", text: "Pages", "aria-label": "Pages of " + s.name,
+            el("button", { type: "button", class: "plain small", text: t("libraries.pages"), "aria-label": t("libraries.pages_named", { name: s.name }),
               onclick: () => pages(s.name) })),
-        ])));
+        ]), t("libraries.list")));
       const select = $("q-library");
-      select.replaceChildren(H.el("option", { value: "", text: "all" }));
-      for (const s of statuses) select.append(H.el("option", { value: s.name, text: s.name }));
+      select.replaceChildren(el("option", { value: "", text: t("libraries.all") }));
+      for (const s of statuses) select.append(el("option", { value: s.name, text: s.name }));
     });
   }
 
   async function pages(name) {
     const out = $("pages");
-    await H.guard(out, "The pages list", async () => {
+    await H.guard(out, t("libraries.pages"), async () => {
       const list = await H.rpc("library.pages", { name: name });
-      out.replaceChildren(H.el("h3", { text: `Pages of ${name} (${list.length})` }),
-        H.table(["Page", "Title", "Collection", "Path", "Chunks"],
-          list.map((p) => [p.page, p.title, p.collection || "–", p.path, H.el("td", { class: "num", text: p.chunks })])));
+      out.replaceChildren(el("h3", { text: t("libraries.pages_of", { name: name, n: list.length }) }),
+        H.table([t("libraries.col.page"), t("libraries.col.title"), t("libraries.col.collection"), t("libraries.col.path"), t("libraries.col.chunks")],
+          list.map((p) => [p.page, p.title, p.collection || "–", el("code", { text: p.path }), el("td", { class: "num", text: p.chunks })]),
+          t("libraries.pages_of", { name: name, n: list.length })));
     });
   }
 
   async function reindex(name) {
     const out = $("progress");
-    const bar = H.el("progress", { id: "index-bar", max: 1, value: 0, "aria-labelledby": "index-label" });
-    const label = H.el("span", { id: "index-label", text: `Indexing ${name}: starting…` });
-    out.replaceChildren(H.el("div", { class: "row" }, label, bar));
-    await H.guard(out, "Re-indexing with progress", async () => {
+    const bar = el("progress", { id: "index-bar", max: 1, value: 0, "aria-labelledby": "index-label" });
+    const label = el("span", { id: "index-label", text: t("libraries.indexing_start", { name: name }) });
+    out.replaceChildren(el("div", { class: "row" }, label, bar));
+    await H.guard(out, t("libraries.reindex"), async () => {
       const task = await H.rpc("library.reindex", { name: name });
       for (;;) {
-        const t = await H.rpc("library.progress", { task: task.task });
-        if (t.total !== null) {
-          bar.max = Math.max(t.total, 1);
-          bar.value = t.total ? t.done : 1;
-          label.textContent = `Indexing ${name}: ${t.done} of ${t.total} changed pages`;
+        const p = await H.rpc("library.progress", { task: task.task });
+        if (p.total !== null) {
+          bar.max = Math.max(p.total, 1);
+          bar.value = p.total ? p.done : 1;
+          label.textContent = t("libraries.indexing", { name: name, done: p.done, total: p.total });
         }
-        if (t.state !== "running") {
-          bar.max = 1; bar.value = t.state === "done" ? 1 : 0;
-          const r = t.report || {};
-          label.textContent = t.state === "done"
-            ? `Indexed ${name}: ${r.pages} pages, ${r.added} added, ${r.changed} changed, ${r.removed} removed, ${r.unchanged} unchanged (${H.num(r.seconds, 2)} s)`
-            : `Indexing ${name} failed: ${t.error}`;
-          out.dataset.state = t.state;
+        if (p.state !== "running") {
+          bar.max = 1; bar.value = p.state === "done" ? 1 : 0;
+          const r = p.report || {};
+          label.textContent = p.state === "done"
+            ? t("libraries.indexed", { name: name, pages: r.pages, added: r.added, changed: r.changed,
+              removed: r.removed, unchanged: r.unchanged, seconds: H.num(r.seconds, 2) })
+            : t("libraries.index_failed", { name: name, error: p.error });
+          out.dataset.state = p.state;
           load();
           return;
         }
@@ -68,9 +71,9 @@
   $("add").addEventListener("submit", async (e) => {
     e.preventDefault();
     const name = $("add-name").value.trim();
-    await H.guard($("add-out"), "Adding a library", async () => {
+    await H.guard($("add-out"), t("libraries.add"), async () => {
       await H.rpc("library.add", { name: name, source: $("add-source").value.trim() });
-      $("add-out").replaceChildren(H.el("p", { role: "status", text: `Added ${name}.` }));
+      $("add-out").replaceChildren(el("p", { role: "status", text: t("libraries.added", { name: name }) }));
       await load();
       await reindex(name);
     });
@@ -79,22 +82,22 @@
   $("search").addEventListener("submit", async (e) => {
     e.preventDefault();
     const out = $("results");
-    await H.guard(out, "Search", async () => {
+    await H.guard(out, t("libraries.search"), async () => {
       const found = await H.rpc("search.query", { query: $("q").value,
         library: $("q-library").value || undefined, mode: $("q-mode").value, top_k: 10 });
-      if (!found.length) { H.note(out, "Nothing found."); return; }
-      out.replaceChildren(H.el("ol", { class: "results" }, found.map((r) => {
+      if (!found.length) { H.empty(out, t("libraries.nothing_found")); return; }
+      out.replaceChildren(el("ol", { class: "results" }, found.map((r) => {
         const c = r.components;
-        return H.el("li", {},
-          H.el("strong", { class: "r-title", text: r.title || r.page }),
-          r.heading ? H.el("span", { text: " › " + r.heading }) : null,
-          H.el("div", { class: "muted", text: `${r.library} / ${r.page}, lines ${r.lines[0]}–${r.lines[1]}` }),
-          H.el("p", { class: "r-snippet", text: r.snippet }),
-          H.el("div", { class: "scores", text:
-            `score ${H.num(r.score)} · fused ${H.num(c.fused)} · dense ${H.num(c.dense)} · lexical ${H.num(c.lexical)}` +
-            (c.rerank !== null && c.rerank !== undefined ? ` · rerank ${H.num(c.rerank)}` : "") }),
-          H.el("button", { type: "button", class: "plain", text: "Open passage",
-            onclick: () => H.showPassage(r) }));
+        return el("li", {},
+          el("strong", { class: "r-title", text: r.title || r.page }),
+          r.heading ? el("span", { text: " › " + r.heading }) : null,
+          el("div", { class: "muted", text: t("libraries.where", { library: r.library, page: r.page, first: r.lines[0], last: r.lines[1] }) }),
+          el("p", { class: "r-snippet", text: r.snippet }),
+          el("div", { class: "scores", text:
+            t("libraries.scores", { score: H.num(r.score), fused: H.num(c.fused), dense: H.num(c.dense), lexical: H.num(c.lexical) }) +
+            (c.rerank !== null && c.rerank !== undefined ? " · " + t("libraries.rerank", { rerank: H.num(c.rerank) }) : "") }),
+          el("button", { type: "button", class: "plain small", text: t("libraries.open_passage"),
+            onclick: (ev) => H.showPassage(r, ev.currentTarget) }));
       })));
     });
   });

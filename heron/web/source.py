@@ -1,0 +1,65 @@
+"""``GET /source?library=L&page=P&first=A&last=B``: the file of an indexed page of a
+local (or cloned) library, its lines numbered (``#L<n>`` anchors), lines A-B marked. It
+is where a passage's source link opens when the source is a path, which a browser cannot
+open itself. Only a page the index holds is shown, read from the library's synced folder
+through ``heron.core.workspace.Workspace`` (one component at a time, no symlink followed,
+regular files only, at most ``MAX_READ`` bytes).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from starlette.requests import Request
+
+from heron.core.errors import ToolInputError
+from heron.core.workspace import Workspace
+from heron.errors import HeronError
+from heron.libraries.index import page_of
+from heron.libraries.state import last_sync
+from heron.programs.policy import load_policy
+
+
+@dataclass
+class Found:
+    """What the template shows; ``lines`` empty and ``problem`` (a catalogue key) set
+    when there is nothing to show."""
+
+    library: str
+    page: str
+    first: int = 0
+    last: int = 0
+    title: str = ""
+    path: str = ""
+    lines: list[str] = field(default_factory=list)
+    truncated: bool = False
+    problem: str = ""
+
+
+def _line(value: str | None) -> int:
+    return int(value) if value and value.isdigit() else 0
+
+
+def lookup(request: Request) -> Found:
+    query = request.query_params
+    found = Found(query.get("library", ""), query.get("page", ""))
+    found.first, found.last = _line(query.get("first")), _line(query.get("last"))
+    store = request.app.state.runtime.store
+    try:
+        ids = [i for i in store.ids(found.library) if page_of(i) == found.page and "#q" not in i]
+    except HeronError:
+        ids = []
+    if not ids:
+        found.problem = "source.none"
+        return found
+    meta = store.get(found.library, ids[0]).metadata
+    found.title, found.path = meta.get("title", ""), meta.get("path", "")
+    root = last_sync(store, found.library).get("root")
+    try:
+        read = Workspace(root, policy=load_policy()).read_file(found.path)
+    except (ToolInputError, TypeError):  # no folder synced, or the file has gone
+        found.problem = "source.gone"
+        return found
+    found.lines = read["content"].splitlines() or [""]
+    found.truncated = read["truncated"]
+    return found

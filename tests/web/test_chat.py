@@ -1,0 +1,219 @@
+"""The chat page as people use it: a streamed answer rendered as Markdown whose inline
+markers open the cited passage beside it (Escape closes it, the source opens at its
+lines); conversations in a sidebar that survive a reload, renamed and deleted there;
+copy, regenerate and stop; the model picker naming alias and provider; a fallback said
+plainly with the generated text one click away; nothing in an answer can run."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from heron.agent.sessions import Sessions
+from tests.web.conftest import Heron
+
+QUESTION = "How do I roll back a Deployment to its previous revision?"
+ROLLBACK = {"library": "tiny", "collection": "tasks", "page": "tasks/rollback", "heading": "",
+            "url_or_path": "", "line_range": [1, 4]}  # fmt: skip
+MARKDOWN = """Roll it back [1]:
+
+- check the history
+- undo the rollout
+
+| command | what it does |
+|---|---|
+| `kubectl rollout undo` | returns to the previous revision |
+
+```sh
+kubectl rollout undo deployment/web
+```
+
+<img src=x onerror=window.pwned=1> [a link](javascript:window.pwned=2)
+<script>window.pwned=3</script>
+"""
+
+
+def seed(heron: Heron, message: str, text: str, **fields: Any) -> str:
+    """A stored turn (as the agent stores one) in a new session of the server's home."""
+    sid = uuid.uuid4().hex
+    record = {"answer": text, "citations": [ROLLBACK], "session_id": sid, "model": "local",
+              "mode": "generative", "fallback": None, "finish_reason": "stop",
+              "grounding": {"query": message, "libraries": ["tiny"], "how": "message"},
+              "related": [ROLLBACK | {"page": "concepts/pods", "score": 0.42}],
+              } | fields  # fmt: skip
+    sessions = Sessions(heron.root / "home" / "agent.db")
+    try:
+        sessions.save(sid, message, record)
+    finally:
+        sessions.close()
+    return sid
+
+
+def test_an_answer_streams_and_its_inline_marker_opens_the_passage(
+    heron: Heron, page, shoot
+) -> None:  # type: ignore[no-untyped-def]
+    page.goto(heron.url + "/")
+    page.locator("#library option[value=tiny]").wait_for(state="attached")
+    page.select_option("#mode", "extractive")
+    page.select_option("#library", "tiny")
+    page.fill("#message", QUESTION)
+    page.keyboard.press("Enter")
+    turn = page.locator("li.turn[data-done=true]")
+    turn.wait_for()
+    answer = turn.locator(".answer")
+    assert "kubectl rollout undo" in answer.inner_text()
+    assert answer.get_attribute("data-first-token-at"), "no token event reached the page"
+    assert (
+        "quoted" in turn.locator(".meta").inner_text()
+        and "model local" in turn.locator(".meta").inner_text()
+    )
+    assert turn.locator(".grounding").inner_text().startswith("Searched")
+    marker = answer.locator("a.cite[data-page='tasks/rollback']").first
+    marker.focus()
+    page.keyboard.press("Enter")  # keyboard only
+    aside = page.locator("#passage")
+    aside.locator(".p-text").wait_for()
+    assert aside.locator(".p-library").inner_text() == "tiny"
+    assert aside.locator(".p-page").inner_text() == "tasks/rollback"
+    assert "kubectl rollout undo" in aside.locator(".p-text").inner_text()
+    first, last = aside.locator(".p-lines").inner_text().split("\u2013")
+    source = aside.locator(".p-source a")
+    assert source.inner_text() == f"{heron.root / 'docs'}/tasks/rollback.md:{first}-{last}"
+    assert source.get_attribute("href").endswith(f"first={first}&last={last}#L{first}")
+    shoot("chat-passage")
+    page.keyboard.press("Escape")
+    assert aside.is_hidden()
+    assert (
+        page.evaluate("() => document.activeElement.dataset.page") == "tasks/rollback"
+    )  # back to the marker
+    options = page.locator("#model option").all_inner_texts()
+    assert any(o.startswith("local (") for o in options) and options[0].startswith(
+        "Default: local ("
+    )
+    page.reload()  # the conversation is kept: the sidebar names it, its turns come back
+    link = page.locator("#conv-list a.conv[aria-current=page]")
+    link.wait_for()
+    assert link.inner_text() == QUESTION
+    page.locator("li.turn .you", has_text=QUESTION).wait_for()
+    assert page.locator("li.turn a.cite[data-page='tasks/rollback']").count() >= 1
+    assert not page.errors, page.errors
+
+
+def test_markdown_renders_as_structure_and_nothing_in_it_runs(
+    heron: Heron, page, audit, shoot
+) -> None:  # type: ignore[no-untyped-def]
+    sid = seed(heron, "How do I undo a rollout?", MARKDOWN)
+    page.goto(f"{heron.url}/?session={sid}")
+    answer = page.locator("li.turn[data-done=true] .answer")
+    answer.wait_for()
+    assert answer.locator("ul > li").count() == 2
+    assert answer.locator("table th").all_inner_texts() == ["command", "what it does"]
+    assert "kubectl rollout undo deployment/web" in answer.locator("pre code").inner_text()
+    assert answer.locator("img, script").count() == 0
+    assert answer.locator("a[href^='javascript'], a[href^='JAVASCRIPT']").count() == 0
+    assert answer.locator("a", has_text="a link").count() == 0  # the javascript: link is text
+    assert page.evaluate("() => window.pwned") is None
+    assert audit(page) == []
+    page.locator(".answer a.cite").first.click()
+    page.locator("#passage .p-text").wait_for()
+    assert page.locator("#passage .p-page").inner_text() == "tasks/rollback"
+    page.locator("li.turn .related button", has_text="concepts/pods").click()  # "also relevant"
+    page.locator("#passage .p-page", has_text="concepts/pods").wait_for()
+    shoot("chat-markdown")
+    assert not page.errors, page.errors
+
+
+def test_library_text_made_of_markup_stays_inert_in_an_answer(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    page.goto(heron.url + "/")
+    page.locator("#library option[value=evil]").wait_for(state="attached")
+    page.select_option("#mode", "extractive")
+    page.select_option("#library", "evil")
+    page.fill("#message", "quokka marker passage")
+    page.keyboard.press("Enter")
+    answer = page.locator("li.turn[data-done=true] .answer")
+    answer.wait_for()
+    assert answer.inner_text().strip()
+    page.locator("li.turn button", has_text="evil / evil").first.wait_for()  # found and listed
+    assert page.locator("li.turn img, li.turn script").count() == 0
+    hrefs = page.locator("li.turn a[href]").evaluate_all(
+        "(as) => as.map((a) => a.getAttribute('href'))"
+    )
+    assert not [h for h in hrefs if not h.startswith(("#", "/", "http"))], hrefs
+    assert page.evaluate("() => window.pwned") is None
+    assert not page.errors, page.errors
+
+
+def test_a_fallback_is_said_plainly_with_the_generated_text_a_click_away(
+    heron: Heron, page, shoot
+) -> None:  # type: ignore[no-untyped-def]
+    sid = seed(heron, "What is a Pod?", "A Pod runs one or more containers [1].",
+               fallback="degenerate", mode="extractive", finish_detail="degenerate",
+               generated="Pods pods pods pods")  # fmt: skip
+    page.goto(f"{heron.url}/?session={sid}")
+    notice = page.locator("li.turn .notice")
+    notice.wait_for()
+    assert "kept repeating itself" in notice.inner_text()
+    generated = page.locator("li.turn details.generated")
+    assert not generated.locator("pre").is_visible()
+    generated.locator("summary").click()
+    assert generated.locator("pre").inner_text() == "Pods pods pods pods"
+    shoot("chat-fallback")
+    assert not page.errors, page.errors
+
+
+def test_conversations_are_renamed_deleted_and_started_in_the_sidebar(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    sid = seed(heron, "Which port does the API use?", "Port 8765 [1].")
+    page.goto(f"{heron.url}/?session={sid}")
+    item = page.locator("#conv-list li", has=page.locator(f"a[data-id='{sid}']"))
+    item.wait_for()
+    item.get_by_role("button", name="Rename “Which port does the API use?”").click()
+    page.locator("#conv-list .rename-input").fill("API port")
+    page.keyboard.press("Enter")
+    page.locator(f"#conv-list a[data-id='{sid}']", has_text="API port").wait_for()
+    page.reload()
+    page.locator(f"#conv-list a[data-id='{sid}']", has_text="API port").wait_for()
+    assert page.locator("#conversation-h").inner_text() == "API port"
+    page.locator("li.turn[data-done=true]").wait_for()
+    page.get_by_role("button", name="Delete “API port”").click()
+    page.locator("#conv-list button.danger").click()
+    page.locator("li.turn").wait_for(state="detached")
+    page.locator("#conv-list button.danger").wait_for(state="detached")
+    assert page.locator(f"#conv-list a[data-id='{sid}']").count() == 0
+    assert page.locator("#empty").is_visible()
+    assert sid not in {s["id"] for s in heron.rpc("sessions.list")}  # type: ignore[union-attr]
+    page.get_by_role("button", name="New conversation").click()
+    assert page.locator("#conversation-h").inner_text() == "New conversation"
+    assert not page.errors, page.errors
+
+
+def test_copy_and_regenerate_an_answer(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    page.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    page.goto(heron.url + "/")
+    page.locator("#library option[value=tiny]").wait_for(state="attached")
+    page.select_option("#mode", "extractive")
+    page.select_option("#library", "tiny")
+    page.fill("#message", "What does a Secret hold?")
+    page.keyboard.press("Enter")
+    first = page.locator("li.turn[data-done=true]").first
+    first.wait_for()
+    first.get_by_role("button", name="Copy", exact=True).click()
+    first.get_by_role("button", name="Copied").wait_for()
+    assert "Secret" in page.evaluate("() => navigator.clipboard.readText()")
+    first.get_by_role("button", name="Regenerate").click()
+    page.locator("li.turn[data-done=true]").nth(1).wait_for()
+    assert page.locator("li.turn .you").all_inner_texts() == ["What does a Secret hold?"] * 2
+    assert not page.errors, page.errors
+
+
+def test_stop_ends_an_answer_being_written(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    page.goto(heron.url + "/")
+    page.select_option("#mode", "generative")  # the local model: seconds, time to stop it
+    page.fill("#message", "Explain what a Pod is.")
+    page.keyboard.press("Enter")
+    stop = page.locator("#stop")
+    stop.wait_for()
+    stop.click()
+    page.locator("li.turn .stopped").wait_for()
+    assert page.locator("#send").is_enabled() and stop.is_hidden()
+    assert page.locator("li.turn[data-done=true]").count() == 0
+    assert not page.errors, page.errors
