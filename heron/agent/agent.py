@@ -633,7 +633,7 @@ class Agent:
             with clock("extractive"):
                 text, quoted, used = self._extract(
                     req, grounding.query, query_vector, prompt.passages, loop.tools, scope,
-                    decision,
+                    decision, [r.score for r in passages],
                 )  # fmt: skip
                 citations = [prompt.passages[i][0] for i in used]  # the passages quoted
             if fallback and streaming:
@@ -704,18 +704,27 @@ class Agent:
         uses: Sequence[ToolUse],
         scope: list[str],
         decision: Triage,
+        scores: Sequence[float],
     ) -> tuple[str, list[str], tuple[int, ...]]:
         """The extractive answer to ``query`` (what was searched; ``vector`` its
-        vector): quotes from ``passages``, what the tools returned, or what grounding
-        found when there is neither; the quotes alone; the passages quoted, in the
-        order of their markers."""
+        vector): quotes from ``passages`` (``scores``: retrieval's, in their order),
+        what the tools returned, or what grounding found when there is neither; the
+        quotes alone; the passages quoted, in the order of their markers."""
         parts, quotes, used = [], [], ()
         if passages:
             tokens = req.sampling.max_tokens
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
             headings = [c.heading for c, _ in passages]
-            quoted = compose(query, vector, bodies, self.store.embedder, limits, headings=headings)
+            quoted = compose(
+                query,
+                vector,
+                bodies,
+                self.store.embedder,
+                limits,
+                headings=headings,
+                scores=scores[: len(bodies)],
+            )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(
                 quoted.text

@@ -3,8 +3,9 @@
 No model writes them, so they cannot loop or invent; the same passages and question give
 the same answer. ``compose(question, vector, passages, embedder)``:
 
-1. **Sentences**: each passage's prose sentences in reading order
-   (``heron.agent.sentences``: headings, tables and code left out).
+1. **Sentences**: each passage's prose sentences in reading order, a table row (with
+   its column names) as one sentence (``heron.agent.sentences``: headings and code left
+   out).
 2. **Lexical**: BM25 of each sentence for the question's analysed terms
    (``heron.store.analysis``, the terms the libraries' lexical index uses), IDF over these
    sentences. BM25 as in Robertson & Zaragoza, "The Probabilistic Relevance Framework:
@@ -18,11 +19,12 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    the store's embedder (its cache answers sentences seen before), cosine with the
    question's vector.
 5. **Fusion**: ``heron.store.fusion.fuse`` (z-scores, ``alpha`` 0.5), the libraries' own
-   hybrid rule, minus ``RANK_PENALTY`` per passage rank (retrieval has already ranked the
-   passages, and the best one usually holds the answer), minus ``LINK_PENALTY`` times
-   the share of the sentence that is link text and ``NAVIGATION_PENALTY`` for a passage
-   under a "What's next" or "See also" heading: those point elsewhere, they do not
-   answer.
+   hybrid rule, minus ``PASSAGE_PENALTY`` times how far the sentence's passage is
+   behind the best one in retrieval (``scores``: retrieval weighed the passages on more
+   evidence than one sentence has, and the best one usually holds the answer), minus
+   ``LINK_PENALTY`` times the share of the sentence that is link text and
+   ``NAVIGATION_PENALTY`` for a passage under a "What's next" or "See also" heading:
+   those point elsewhere, they do not answer.
 6. **Selection**, best first: a sentence shorter than ``MIN_WORDS`` words, a question,
    a ``fragment`` (a sentence's tail, or one cut mid-clause), one that quotes the
    question itself (a page listing example questions), one nearly the same as one
@@ -67,12 +69,13 @@ ADD_LIBRARY = "heron library add NAME PATH && heron index NAME"
 #: 250 tokens for MiniLM, which takes about 40 ms on 2 cores.
 CANDIDATES = 8
 EMBED_WORDS = 32
-#: Fused score taken off per rank of the sentence's passage (z-score units): retrieval
-#: ranked the passages on more evidence than one sentence has, so a lower passage's
-#: sentence must beat the best passage's clearly (0.15, 0.4, 0.8 tried on 60 Kubernetes
-#: dev questions over three libraries: the gold page's share of the quoted sentences
-#: 0.47, 0.59, 0.61, the gold page quoted as often; docs/benchmarks.md, "Real use").
-RANK_PENALTY = 0.8
+#: Fused score taken off a sentence per unit its passage's retrieval score is behind the
+#: best passage's (both z-scores): a passage far behind must hold a far better sentence,
+#: one close behind only a better one. On the 100 Kubernetes dev questions over three
+#: libraries (gold page quoted / share of the sentences from it): 0.8 per rank as
+#: before, 63.0% / 59.9%; per score unit 0.5: 69.0 / 54.3, 0.8: 67.0 / 60.5, 1.2: 67.0 /
+#: 62.1, 1.6: 67.0 / 63.4, 2.4: 66.0 / 65.0 (docs/benchmarks.md, "Real use").
+PASSAGE_PENALTY = 1.6
 LINK_PENALTY = 1.0
 NAVIGATION_PENALTY = 1.0
 #: Headings of sections that point to other pages (compared lowercased, last level).
@@ -171,7 +174,7 @@ def _units(question: str, passages: Sequence[str]) -> list[_Unit]:
         for rank, text in enumerate(passages)
         for s in sentences(text)
         if len(s.text.split()) >= MIN_WORDS
-        and not fragment(s.text)
+        and (s.row or not fragment(s.text))  # a row is whole by construction
         and not s.text.rstrip("\"')").endswith("?")
         and not (asked and asked in _words(s.text))
     ]
@@ -219,11 +222,19 @@ def render(quotes: Sequence[Quote]) -> str:
     return "\n\n".join(" ".join(p) for p in paragraphs)
 
 
-def _penalty(unit: _Unit, headings: Sequence[str]) -> float:
+def _behind(count: int, scores: Sequence[float]) -> list[float]:
+    """How far each of ``count`` passages is behind the best one: by retrieval score
+    (``scores``, best first), or one unit a rank when the scores are not known."""
+    if len(scores) >= count > 0:
+        return [max(0.0, float(scores[0]) - float(s)) for s in scores[:count]]
+    return [float(rank) for rank in range(count)]
+
+
+def _penalty(unit: _Unit, headings: Sequence[str], behind: Sequence[float]) -> float:
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     return (
-        RANK_PENALTY * unit.passage
+        PASSAGE_PENALTY * behind[unit.passage]
         + LINK_PENALTY * unit.sentence.linked
         + (NAVIGATION_PENALTY if navigation else 0.0)
     )
@@ -237,10 +248,12 @@ def compose(
     limits: Limits | None = None,
     *,
     headings: Sequence[str] = (),
+    scores: Sequence[float] = (),
 ) -> Extract:
     """The extractive answer to ``question`` from ``passages`` (Markdown bodies in
     citation order; ``vector``: the question's, from ``embedder``; ``headings``: each
-    passage's heading path, ``A > B``, when known). Empty text when no passage holds a
+    passage's heading path, ``A > B``, and ``scores`` its retrieval score, when known).
+    Empty text when no passage holds a
     sentence to quote. See the module doc for the rules."""
     limits = limits or Limits()
     units = _units(question, passages)
@@ -256,8 +269,9 @@ def compose(
         keys[dense], cosines[dense], keys[by_lexical], lexical[keys][by_lexical], top_k=len(keys)
     )
     row = {int(k): i for i, k in enumerate(keys.tolist())}
+    behind = _behind(len(passages), scores)
     scored = sorted(
-        ((f.score - _penalty(units[f.key], headings), f.key) for f in fused),
+        ((f.score - _penalty(units[f.key], headings, behind), f.key) for f in fused),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}

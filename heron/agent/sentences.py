@@ -1,16 +1,21 @@
 """The sentences of a Markdown passage, in reading order: what an extractive answer quotes.
 
 The passage is parsed with markdown-it (CommonMark and tables), so structure comes from
-the parser, not from regular expressions over raw lines: headings, tables (a table's rows
-without its header too, as a chunk cut mid-table has them), HTML blocks and code blocks
-are not prose and give no sentences; list markers, emphasis and link
-targets disappear (a link keeps its words); inline code is kept with its backticks. A
-sentence ending in ``:`` that introduces a one-line code block takes the command with it
-(``To list them, run: `kubectl get pods```); any other sentence ending in ``:`` is left
-out, since what it introduces is not quoted. Sentences end at ``.``, ``!`` or ``?``
-followed by a space and a capital letter or a digit, never inside inline code, after an
-abbreviation (``e.g.``, ``i.e.``, ``vs.``) or an initial, nor inside a version number
-(``v1.28.2``: no space follows its dots).
+the parser, not from regular expressions over raw lines: headings, HTML blocks, code
+blocks and a table's rows without their header (as a chunk cut mid-table has them) are
+not prose and give no sentences. A table row with its header is one sentence, each cell
+after its column's name (``Severity: SEV3; Acknowledge within: 30 minutes.``): reference
+pages keep their answers in tables, and a row says nothing without its header. List
+markers, emphasis and link targets disappear (a link keeps its words); inline code is
+kept with its backticks. A sentence ending in ``:`` that introduces a one-line code
+block takes the command with it (``To list them, run: `kubectl get pods```), and one
+that introduces a short flat list takes its entries, joined by ``;`` (``You can work
+abroad for 30 days as long as: the country is approved; your manager agrees.``): the
+conditions are the statement. Any other sentence ending in ``:`` is left out, since what
+it introduces is not quoted. Sentences end at ``.``, ``!`` or ``?`` followed by a space
+and a capital letter or a digit, never inside inline code, after an abbreviation
+(``e.g.``, ``i.e.``, ``vs.``) or an initial, nor inside a version number (``v1.28.2``:
+no space follows its dots).
 
 >>> [s.text for s in sentences("## Pods\\n\\nA Pod runs containers, e.g. `nginx`. "
 ...                            "It shares one IP (see v1.28.2).\\n\\n- _Pods_ are [cheap](/x).")]
@@ -51,6 +56,9 @@ ABBREVIATIONS = frozenset(
 )
 #: A one-line code block at most this long joins the sentence that introduces it.
 INLINE_CODE_CHARS = 100
+#: A list of at most this many entries and words joins the sentence that introduces it.
+LIST_ENTRIES = 5
+LIST_WORDS = 60
 # A candidate end: the punctuation (and closing quotes or brackets), then spaces, then
 # what starts a sentence.
 _END = re.compile(r"[.!?][\"')\]]*(?=\s+[\"'(\[`*_]?[A-Z0-9])")
@@ -72,6 +80,7 @@ class Sentence:
     block: int
     position: int
     linked: float = 0.0
+    row: bool = False
 
 
 @lru_cache(maxsize=1)
@@ -140,27 +149,91 @@ def sentences(markdown: str) -> tuple[Sentence, ...]:
     """The prose sentences of ``markdown`` in reading order (see the module doc).
     Passages recur across questions, so the result is cached."""
     tokens = _parser().parse(markdown)
-    found: list[tuple[str, int, float]] = []  # (text, block, linked)
+    found: list[tuple[str, int, float, bool]] = []  # (text, block, linked, row)
     skip = 0  # inside a heading or a table: not prose
     block = 0
+    header: list[str] = []  # the table's column names
+    cells: list[tuple[str, str]] = []  # the row's cells: (text, text with links blanked)
+    consumed = -1  # tokens up to this one joined the sentence before them
     for i, token in enumerate(tokens):
+        if i <= consumed:
+            continue
+        if (
+            token.type in ("bullet_list_open", "ordered_list_open")
+            and not skip
+            and found
+            and found[-1][0].endswith(":")
+            and tokens[i - 1].type == "paragraph_close"
+        ):
+            entries, end = _short_list(tokens, i)
+            if entries:
+                text, where, share, _ = found[-1]
+                found[-1] = (f"{text} {'; '.join(entries)}.", where, share, False)
+                consumed = end
+                continue
         if token.type in ("heading_open", "table_open"):
             skip += 1
+            header = [] if token.type == "table_open" else header
         elif token.type in ("heading_close", "table_close"):
             skip -= 1
+        elif token.type == "tr_open":
+            cells = []
+        elif token.type == "inline" and tokens[i - 1].type in ("th_open", "td_open"):
+            cells.append(_inline(token))
+        elif token.type == "tr_close" and tokens[i - 1].type == "th_close":
+            header = [text for text, _ in cells]
+        elif token.type == "tr_close" and header:
+            block += 1
+            found += [_row(header, cells, block)] if any(t for t, _ in cells) else []
         elif token.type == "inline" and not skip and not _TABLE_ROW.search(token.content):
             block += 1
             text, unlinked = _inline(token)
             share = 1 - len(unlinked) / len(text) if text else 0.0
             # One share for the paragraph: link text cannot be told apart per sentence
             # once the spaces are gone, and a list of pointers is one block anyway.
-            found += [(s, block, max(0.0, share)) for s in split(text)]
+            found += [(s, block, max(0.0, share), False) for s in split(text)]
         elif token.type in ("fence", "code_block") and found and found[-1][0].endswith(":"):
             # "To list them, run:" and the command: one sentence, if the command is short
             # and comes right after the paragraph that introduces it.
             code = _one_line_code(token)
             if code and tokens[i - 1].type == "paragraph_close":
-                text, where, share = found[-1]
-                found[-1] = (f"{text} {code}", where, share)
+                text, where, share, _ = found[-1]
+                found[-1] = (f"{text} {code}", where, share, False)
     kept = [f for f in found if not f[0].endswith(":")]
-    return tuple(Sentence(t, b, n, round(lk, 3)) for n, (t, b, lk) in enumerate(kept))
+    return tuple(Sentence(t, b, n, round(lk, 3), row) for n, (t, b, lk, row) in enumerate(kept))
+
+
+def _short_list(tokens: list[Token], start: int) -> tuple[list[str], int]:
+    """The entries of the flat list opening at ``tokens[start]`` (their words, closing
+    punctuation removed) and the index of its closing token; no entries when the list is
+    nested or longer than ``LIST_ENTRIES`` entries or ``LIST_WORDS`` words."""
+    opening = tokens[start]
+    closing = opening.type.replace("_open", "_close")
+    entries: list[str] = []
+    for j in range(start + 1, len(tokens)):
+        token = tokens[j]
+        if token.type == closing and token.level == opening.level:
+            words = sum(len(e.split()) for e in entries)
+            fits = 0 < len(entries) <= LIST_ENTRIES and words <= LIST_WORDS
+            return (entries if fits else []), j
+        if token.type in ("bullet_list_open", "ordered_list_open", "fence", "code_block"):
+            return [], j
+        if token.type == "inline":
+            entries.append(_inline(token)[0].rstrip(".;,"))
+    return [], len(tokens)
+
+
+def _row(
+    header: list[str], cells: list[tuple[str, str]], block: int
+) -> tuple[str, int, float, bool]:
+    """A table row as one sentence: ``Name: cell; Name: cell.``, empty cells left out,
+    a cell under an empty column name as it is."""
+    parts, unlinked = [], []
+    for name, (text, bare) in zip(header, cells, strict=False):
+        if text:
+            parts.append(f"{name}: {text}" if name else text)
+            unlinked.append(bare)
+    text = "; ".join(parts).rstrip(".") + "."
+    bare = " ".join(" ".join(unlinked).split())
+    share = 1 - len(bare) / len(" ".join(" ".join(t for t, _ in cells).split()) or "x")
+    return text, block, max(0.0, share), True

@@ -47,6 +47,10 @@ from heron.llm.payload import (
 N_CTX = 8192
 #: Answer length when neither the request nor models.yml sets one.
 DEFAULT_MAX_TOKENS = 512
+#: Characters a string of a tool call may hold when its schema sets no bound (``bounded``).
+CALL_STRING_CHARS = 200
+#: Schema keys whose values map names to schemas (not schemas themselves).
+_SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 
 _lock = threading.RLock()
 _models: dict[Path, Any] = {}
@@ -217,7 +221,14 @@ class LocalProvider:
             ) from None
 
     def _call_schema(self, request: ChatRequest, names: ToolNames) -> dict[str, Any] | None:
-        """The JSON schema generation is held to, or None for free text."""
+        """The JSON schema generation is held to (its strings bounded: ``bounded``), or
+        None for free text."""
+        schema = self._unbounded_call_schema(request, names)
+        return None if schema is None else bounded(schema)
+
+    def _unbounded_call_schema(
+        self, request: ChatRequest, names: ToolNames
+    ) -> dict[str, Any] | None:
         forced = forced_tool(request)
         if forced:
             return next(t.parameters for t in request.tools if t.name == forced)
@@ -247,6 +258,28 @@ class LocalProvider:
             return names.call(call_id, value["name"], value.get("arguments") or {})
         except (ValueError, KeyError, TypeError):
             return names.call(call_id, "", text)
+
+
+def bounded(schema: Any) -> Any:
+    """``schema`` with every string that has no ``maxLength`` given one of
+    ``CALL_STRING_CHARS``: a small model held by the grammar can otherwise write one
+    string until the token budget runs out (never closing its quote), and the call is
+    lost.
+
+    >>> bounded({"type": "object", "properties": {"city": {"type": "string"}}})
+    {'type': 'object', 'properties': {'city': {'type': 'string', 'maxLength': 200}}}
+    """
+    if isinstance(schema, list):
+        return [bounded(s) for s in schema]
+    if not isinstance(schema, dict):
+        return schema
+    out = {
+        key: ({k: bounded(v) for k, v in value.items()} if key in _SCHEMA_MAPS else bounded(value))
+        for key, value in schema.items()
+    }
+    if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
+        out["maxLength"] = CALL_STRING_CHARS
+    return out
 
 
 def prompt_tokens(model: Any, messages: list[dict[str, str]]) -> int:

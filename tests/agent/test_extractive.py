@@ -113,6 +113,33 @@ def test_markdown_is_quoted_as_prose(embedder: MiniLMEmbedder) -> None:
     assert "|" not in answer and "##" not in answer and "](" not in answer
 
 
+def test_a_table_row_is_quoted_with_its_column_names(embedder: MiniLMEmbedder) -> None:
+    page = (
+        "## Paging\n\nOutside working hours, answer pages as follows.\n\n"
+        "| Severity | Acknowledge within | Start working within |\n|---|---|---|\n"
+        "| SEV1 | 5 minutes | 15 minutes |\n| SEV4 | next working day | as planned |\n"
+    )
+    answer = quote(embedder, "How quickly must I acknowledge a SEV1 page?", [page])
+    assert answer.startswith(
+        "Severity: SEV1; Acknowledge within: 5 minutes; Start working within: 15 minutes. [1]"
+    )
+
+
+def test_a_passage_far_behind_in_retrieval_needs_a_far_better_sentence(
+    embedder: MiniLMEmbedder,
+) -> None:
+    question = "When should I prune roses?"
+    vector = embedder.embed([question])[0]
+
+    def first(scores: list[float]) -> int:
+        extract = compose(question, vector, [WATERING, PRUNING], embedder, scores=scores)
+        return extract.used[0]
+
+    assert first([0.5, 0.4]) == 1  # close behind: the sentence that answers wins
+    assert first([9.0, 0.4]) == 0  # far behind: retrieval's evidence outweighs it
+    assert first([]) == 1  # no scores: one unit a rank
+
+
 def test_no_passages_or_no_prose_give_no_quotes(embedder: MiniLMEmbedder) -> None:
     assert quote(embedder, "anything", []) == ""
     assert quote(embedder, "anything", ["```\ncode only\n```"]) == ""

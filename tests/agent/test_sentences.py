@@ -61,11 +61,39 @@ def test_markdown_structure_gives_prose_only_in_reading_order() -> None:
         "A Pod holds one or more containers.",
         "Each Pod gets its own IP address.",
         "Containers in a Pod share `localhost`.",
+        "field: spec; meaning: the desired state of the Pod.",
         "A note in a quote is prose.",
-        "Numbered items lose their numbers too.",
+        "The following fields are supported: Numbered items lose their numbers too.",
     ]
-    assert [s.position for s in found] == list(range(6))
-    assert [s.block for s in found] == [1, 1, 2, 3, 4, 6]  # paragraphs and list items
+    assert [s.position for s in found] == list(range(7))
+    # paragraphs, list items and the table row; the list joined its introduction's block
+    assert [s.block for s in found] == [1, 1, 2, 3, 4, 5, 6]
+    assert [s.row for s in found] == [False] * 4 + [True, False, False]
+
+
+def test_a_table_row_reads_with_its_column_names() -> None:
+    passage = (
+        "| Severity | Acknowledge within | Notes |\n|---|---|---|\n"
+        "| SEV1 | 5 minutes | |\n| sev3 | next **working** day | [page](x) |\n\n"
+        "| cut | from its header |\n"  # a chunk that starts mid-table: not a table
+    )
+    assert [(s.text, s.row) for s in sentences(passage)] == [
+        ("Severity: SEV1; Acknowledge within: 5 minutes.", True),
+        ("Severity: sev3; Acknowledge within: next working day; Notes: page.", True),
+    ]
+
+
+def test_a_short_list_joins_the_sentence_that_introduces_it() -> None:
+    short = "You may work abroad as long as:\n\n1. the country is approved;\n2. HR knows.\n"
+    assert [s.text for s in sentences(short)] == [
+        "You may work abroad as long as: the country is approved; HR knows."
+    ]
+    # A long or nested list is not one statement: its introduction is left out.
+    entries = "".join(f"- Entry number {n} is here.\n" for n in range(6))
+    nested = "- One.\n  - Inner.\n"
+    for body in (entries, nested):
+        found = [s.text for s in sentences(f"Supported:\n\n{body}")]
+        assert found and not any(t.startswith("Supported") for t in found)
 
 
 def test_a_sentence_introducing_a_one_line_command_keeps_it() -> None:

@@ -24,7 +24,7 @@ from heron.llm import (
 )
 from heron.llm.config import LOCAL_SPEC
 from heron.llm.errors import BadRequest
-from heron.llm.local import bundled_model_path, load_model
+from heron.llm.local import CALL_STRING_CHARS, bounded, bundled_model_path, load_model
 from heron.settings import Settings
 from heron.tools import Tool
 
@@ -181,3 +181,24 @@ def test_missing_gguf_names_the_alias_and_the_fix(tmp_path: Path) -> None:
     broker = Broker(RoutingTable({"tiny": spec}, "tiny"), Settings())
     with pytest.raises(ProviderError, match=r"model 'tiny': no GGUF file at .*none.gguf; fix"):
         broker.complete(ChatRequest(ASK))
+
+
+def test_a_call_schema_bounds_every_unbounded_string() -> None:
+    schema = {
+        "type": "object",
+        "properties": {
+            "type": {"type": "string"},  # a property called "type" is a name, not a keyword
+            "title": {"type": "string", "maxLength": 80},
+            "level": {"type": "string", "enum": ["low", "high"]},
+            "tags": {"type": "array", "items": {"type": "string"}},
+            "when": {"anyOf": [{"type": "string"}, {"type": "null"}]},
+        },
+        "$defs": {"note": {"type": "string"}},
+    }
+    out = bounded(schema)
+    props = out["properties"]
+    assert props["type"]["maxLength"] == props["tags"]["items"]["maxLength"] == CALL_STRING_CHARS
+    assert props["title"]["maxLength"] == 80 and "maxLength" not in props["level"]
+    assert out["properties"]["when"]["anyOf"][0]["maxLength"] == CALL_STRING_CHARS
+    assert out["$defs"]["note"]["maxLength"] == CALL_STRING_CHARS
+    assert "maxLength" not in schema["properties"]["type"]  # the tool's own schema is kept
