@@ -23,7 +23,10 @@ Figures, per mode:
   (``[1]``, ``(library, page)``) removed; the sentence is supported when at least
   ``SUPPORT`` (80%) of those terms occur in the text of one cited passage (the cited
   line range of the page file). Micro-averaged over all counted sentences;
-- **gold cited**: the share of answers whose citations include the gold page;
+- **gold cited**: the share of answers whose citations include the gold page (the
+  citations are the passages the answer quotes or the model cited); **gold shown**: the
+  gold page among the citations or the answer's "also relevant" list (``Answer.related``:
+  the other passages retrieval gave it), what the person sees under the answer;
 - **latency**: p50/p95 of the answer (``Answer.timings["total"]``: the query embedded
   (no embedding cache), retrieval, routing, triage, the model or the extraction), in the
   same process, after one warm-up answer per mode (so neither process start nor model
@@ -38,7 +41,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import inspect
 import json
 import re
 import shutil
@@ -54,7 +56,7 @@ import yaml
 
 from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
-from heron.agent import Agent, Answer, open_agent
+from heron.agent import Agent, Answer, Turn, open_agent
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.store import open_store
@@ -186,6 +188,7 @@ class Row:
     sentences: int = 0
     supported: int = 0
     gold: int = 0
+    shown: int = 0
     seconds: list[float] = field(default_factory=list)
     tokens: list[int] = field(default_factory=list)
     #: How the answers say they were made (the agent's own account), counted.
@@ -193,11 +196,7 @@ class Row:
 
 
 def _ask(agent: Agent, question: str, model: str, answer: str) -> Answer:
-    # ``answer=`` is the per-request switch (issue 17, section 1); before it exists the
-    # alias's ``answers`` capability in models.yml is what decides the mode.
-    if "answer" in inspect.signature(agent.ask).parameters:
-        return agent.ask(question, model=model, answer=answer)  # type: ignore[call-arg]
-    return agent.ask(question, model=model)
+    return agent.ask(Turn(question, model=model, answer=answer))  # type: ignore[arg-type]
 
 
 def _mode_of(answer: Answer) -> str:
@@ -225,7 +224,9 @@ def measure(
         texts = [set(analyze(passage_text(c))) for c in answer.citations]
         said = sentences(answer.answer)
         support = [supported(s, texts) for s in said]
-        gold = q["page"].removesuffix(".md") in {c.page for c in answer.citations}
+        page = q["page"].removesuffix(".md")
+        gold = page in {c.page for c in answer.citations}
+        shown = gold or page in {r.citation.page for r in answer.related}
         # The budget rule is for text the model wrote: after a guard stop the person gets
         # the extractive answer, and the tokens counted are the model's, thrown away.
         written = answer.usage.completion_tokens if answer.mode == "generative" else 0
@@ -235,6 +236,7 @@ def measure(
         row.sentences += len(said)
         row.supported += sum(support)
         row.gold += gold
+        row.shown += shown
         row.seconds.append(seconds)
         row.tokens.append(answer.usage.completion_tokens)
         how = _mode_of(answer)
@@ -357,6 +359,7 @@ def run(*names: str) -> str:
                             row.degenerate,
                             row.supported / row.sentences if row.sentences else float("nan"),
                             row.gold / row.answers,
+                            row.shown / row.answers,
                             p50,
                             p95,
                             float(np.median(row.tokens)),
@@ -379,6 +382,7 @@ def run(*names: str) -> str:
             "degenerate",
             "support",
             "gold cited",
+            "gold shown",
             "p50 ms",
             "p95 ms",
             "tokens p50",
