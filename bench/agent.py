@@ -27,7 +27,7 @@ import numpy as np
 from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
 from bench.tools import metatool
-from heron.agent import Agent, open_agent
+from heron.agent import Agent, Turn, open_agent
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.tools import Tool
@@ -96,11 +96,11 @@ def overhead_agent() -> Agent:
 
 
 def overhead_rows(agent: Agent, questions: list[dict[str, Any]]) -> list[tuple]:
-    agent.ask("warm up: what is a Pod?")  # loads the model and the indexes once
+    agent.ask(Turn("warm up: what is a Pod?"))  # loads the model and the indexes once
     samples: dict[str, list[float]] = {stage: [] for stage in STAGES}
     kinds: Counter[str] = Counter()
     for q in questions[:OVERHEAD_ASKS]:
-        answer = agent.ask(q["question"])
+        answer = agent.ask(Turn(q["question"]))
         kinds[answer.triage.kind] += 1
         for stage in STAGES:
             samples[stage].append(answer.timings.get(stage, 0.0))
@@ -130,7 +130,7 @@ def citation_rows(questions: list[dict[str, Any]]) -> tuple[list[tuple], dict[st
             pages = [r.page for r in agent.retrieve(q["question"])]
             hit3 += gold in pages[:3]
             hit5 += gold in pages[:5]
-            answer = agent.ask(q["question"])
+            answer = agent.ask(Turn(q["question"]))
             docs += answer.triage.kind == "docs"
             cited += gold in {c.page for c in answer.citations}
             model_seconds.append(answer.timings["model"])

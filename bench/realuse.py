@@ -38,7 +38,7 @@ import numpy as np
 
 from bench import realuse_v1
 from bench.common import SHARED, WORK, read_jsonl, table
-from heron.agent import open_agent
+from heron.agent import Turn, open_agent
 from heron.core.chat import Message
 from heron.embed import load_embedder
 from heron.libraries import (
@@ -324,12 +324,12 @@ def followup_section(agent: Any) -> str:
         first, second = conv["turns"]
         gold = (conv["library"], conv["page"].removesuffix(".md"))
         log(f"follow-ups {i}/{len(conversations)}: {second!r}")
-        one = agent.ask(first, answer="extractive")
+        one = agent.ask(Turn(first, answer="extractive"))
         history = [Message("user", first), Message("assistant", one.answer)]
         answers = {
-            "history": agent.ask(second, answer="extractive", history=history),
-            "session": agent.ask(second, answer="extractive", session_id=one.session_id),
-            "turn 2 alone": agent.ask(second, answer="extractive"),
+            "history": agent.ask(Turn(second, answer="extractive", history=history)),
+            "session": agent.ask(Turn(second, answer="extractive", session_id=one.session_id)),
+            "turn 2 alone": agent.ask(Turn(second, answer="extractive")),
         }
         missed: dict[tuple, list[str]] = {}  # what a failed turn 2 showed -> its modes
         for mode, two in answers.items():
@@ -412,7 +412,7 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
                      "unresolved": 0, "n_cited": [], "n_quoted": [], "empty": 0}  # fmt: skip
             for text, g in zip(texts, gold, strict=True):
                 answer = agent.ask(
-                    text, answer="extractive", library=lib if scope == "named" else None
+                    Turn(text, answer="extractive", library=lib if scope == "named" else None)
                 )
                 spans = quoted_spans(answer)
                 pages = quoted_pages(answer)

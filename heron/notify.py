@@ -34,7 +34,7 @@ from heron.redact import redact
 
 log = logging.getLogger("heron.notify")
 
-Severity = Literal["info", "warning", "critical", "resolved"]
+AlertLevel = Literal["info", "warning", "critical", "resolved"]
 
 #: How a severity shows in the channels that colour or mark notices.
 _TYPES = {
@@ -61,7 +61,7 @@ class Channel:
     name: str  # private form, safe to store and log
     _target: apprise.Apprise
 
-    def send_once(self, title: str, body: str, severity: Severity, timeout: float) -> bool:
+    def send_once(self, title: str, body: str, severity: AlertLevel, timeout: float) -> bool:
         return bool(
             self._target.notify(
                 body=body, title=title, notify_type=_TYPES[severity], timeout=timeout
@@ -111,12 +111,12 @@ class Channels:
     def __bool__(self) -> bool:
         return bool(self.channels)
 
-    def send(self, title: str, body: str, *, severity: Severity = "warning") -> list[Delivery]:
+    def send(self, title: str, body: str, *, severity: AlertLevel = "warning") -> list[Delivery]:
         """Send to every channel (each retried ``retries`` times with backoff); one
         ``Delivery`` per channel, in order. Never raises for a channel's failure."""
         return [self._deliver(channel, title, body, severity) for channel in self.channels]
 
-    def _deliver(self, channel: Channel, title: str, body: str, severity: Severity) -> Delivery:
+    def _deliver(self, channel: Channel, title: str, body: str, severity: AlertLevel) -> Delivery:
         error = None
         for attempt in range(1, self.retries + 1):
             try:

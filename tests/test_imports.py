@@ -18,11 +18,17 @@ at every capability. A package may import itself; ``heron/__init__.py`` and
 A module of Heron is never imported by name (``importlib.import_module("heron.x")``,
 ``__import__``): such an import is invisible to the table, so it is refused wherever it
 stands, as is one whose name is computed and so cannot be checked.
+
+Nor do modules import each other in a circle, inside a layer or a package too: drawn as a
+graph of modules (an arrow per import, wherever it stands), the house has no cycle. A
+circle hides which module is the lower one; break it by moving the shared name down, or
+by handing it in.
 """
 
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -46,6 +52,8 @@ FOUNDATION = {
     "yamlsafe",
     "_compat",
     "about",
+    "extras",
+    "modelfiles",
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),
@@ -88,13 +96,11 @@ def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
                 name = ".".join([*base, node.module] if node.module else base)
             else:
                 name = node.module or ""
-            if name == ROOT:  # from heron import x: x is a subpackage, or __version__
-                found += [
-                    (node.lineno, f"{ROOT}.{a.name}" if _is_module(root, a.name) else ROOT)
-                    for a in node.names
-                ]
-            else:
-                found.append((node.lineno, name))
+            # from heron.x import y: y is a module of heron.x, or a name in it
+            found += [
+                (node.lineno, f"{name}.{a.name}" if _is_module(root, name, a.name) else name)
+                for a in node.names
+            ]
     return [(line, name) for line, name in found if name.split(".")[0] == ROOT]
 
 
@@ -118,8 +124,13 @@ def imports_by_name(path: Path) -> list[tuple[int, str]]:
     return found
 
 
-def _is_module(root: Path, name: str) -> bool:
-    return (root / name).is_dir() or (root / f"{name}.py").is_file()
+def _is_module(root: Path, package: str, name: str) -> bool:
+    """``package.name`` is a module of Heron (``package`` dotted, from ``heron``)."""
+    parts = package.split(".")
+    if parts[0] != ROOT:
+        return False
+    folder = root.joinpath(*parts[1:])
+    return (folder / name).is_dir() or (folder / f"{name}.py").is_file()
 
 
 def refused(source: str, target: str) -> str | None:
@@ -154,6 +165,49 @@ def violations() -> list[str]:
     return found
 
 
+def graph(paths: Iterable[Path], root: Path = HERON) -> dict[str, set[str]]:
+    """Each module's dotted name -> the modules of ``paths`` it imports (itself left out)."""
+    names = {".".join(module_parts(p, root)): p for p in paths}
+    return {
+        name: {target for _, target in imports(path, root) if target in names} - {name}
+        for name, path in names.items()
+    }
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """The circles of ``edges``: each strongly connected set of two or more modules,
+    sorted (Tarjan's algorithm, iterative, so no depth can exhaust the stack)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: list[list[str]] = []
+    for start in sorted(edges):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(edges[start])))]
+        index[start] = low[start] = len(index)
+        stack.append(start)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is None:
+                work.pop()
+                if work:
+                    low[work[-1][0]] = min(low[work[-1][0]], low[node])
+                if low[node] == index[node]:
+                    group = stack[stack.index(node) :]
+                    del stack[stack.index(node) :]
+                    if len(group) > 1:
+                        found.append(sorted(group))
+            elif child not in index:
+                index[child] = low[child] = len(index)
+                stack.append(child)
+                work.append((child, iter(sorted(edges[child]))))
+            elif child in stack:
+                low[node] = min(low[node], index[child])
+    return sorted(found)
+
+
 def test_the_import_graph_keeps_its_layers() -> None:
     problems = violations()
     assert not problems, "\n" + "\n".join(problems)
@@ -167,6 +221,31 @@ def test_no_module_of_heron_is_imported_by_name() -> None:
         for line, name in imports_by_name(path)
     ]
     assert not found, "\n" + "\n".join(found)
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    edges = graph(modules())
+    found = [
+        " <-> ".join(group)
+        + ": "
+        + "; ".join(f"{a} -> {b}" for a in group for b in sorted(edges[a]) if b in group)
+        for group in cycles(edges)
+    ]
+    assert not found, "\n" + "\n".join(found)
+
+
+def test_a_cycle_is_found_whatever_its_length(tmp_path: Path) -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    package = tmp_path / "heron" / "jobs"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "one.py").write_text("def f():\n    from heron.jobs import two\n")
+    (package / "two.py").write_text(
+        "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from heron.jobs.one import f\n"
+    )
+    found = cycles(graph(sorted(tmp_path.rglob("*.py")), tmp_path / "heron"))
+    assert found == [["heron.jobs.one", "heron.jobs.two"]]
 
 
 def test_every_subpackage_is_in_a_layer() -> None:

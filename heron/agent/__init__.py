@@ -2,9 +2,9 @@
 answer with citations. See docs/agent.md. ``heron.agent.wiring`` is where the
 capabilities are wired together (``open_tools``, ``job_runner``).
 
->>> from heron.agent import open_agent                      # doctest: +SKIP
+>>> from heron.agent import Turn, open_agent                # doctest: +SKIP
 >>> agent = open_agent()
->>> answer = agent.ask("How does Heron pick tools?")
+>>> answer = agent.ask(Turn("How does Heron pick tools?"))
 >>> answer.to_dict()["citations"][0]["page"]
 'tools'
 """
@@ -30,6 +30,7 @@ from heron.agent.extractive import Extract, Limits, compose
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.sessions import Sessions
 from heron.agent.triage import Triage, triage
+from heron.agent.turn import Turn
 from heron.agent.wiring import job_runner, open_tools
 
 __all__ = [
@@ -51,6 +52,7 @@ __all__ = [
     "ToolUse",
     "ToolUsed",
     "Triage",
+    "Turn",
     "compose",
     "job_runner",
     "open_agent",

@@ -1,41 +1,39 @@
-"""``Agent``: a message in, a grounded answer with citations out.
+"""``Agent``: a ``Turn`` in, a grounded answer with citations out.
 
-One ``ask`` runs, in order:
+One ``ask`` runs three phases over small values (``_run``):
 
-1. checks: an empty message, one over ``MAX_MESSAGE_BYTES`` or over the model's context
-   window is refused with ``InputError`` before anything else runs, as are hooks that
-   do not fit together (a ``tool_choice`` naming no tool sent, a ``tool`` message
-   answering no call);
-2. retrieval: the libraries' search (``heron.libraries.search``) on the message; Heron's own
-   docs (the built-in ``heron`` library) only when the message names Heron or the caller
-   chose that library;
-3. routing: the tools that fit (``heron.tools``), those above ``agent_tool_safety`` (the
-   turn's ``tool_safety``) or without a handler left out; none when the client sent its
-   own tools;
-4. skills: ``SkillIndex.context_for``, kept when the best skill fits at all (generated
-   answers only: an extractive answer has no prompt to put them in);
-5. triage (``heron.agent.triage``): ``docs`` keeps the passages with their citations;
-   ``tools`` with confidence forces the first call to the best tool;
-6. the answer, in one of two modes (``answer=``, else the model's ``answers``
-   capability in models.yml):
+1. **ground** (``_ground`` -> ``_Grounded``): the checks first (an empty message, one
+   over ``MAX_MESSAGE_BYTES`` or over the model's context window is refused with
+   ``InputError``, as are fields that do not fit together, ``Turn.validate``); then
+   retrieval: the libraries' search (``heron.libraries.search``) on the message
+   (``Found``), Heron's own docs (the built-in ``heron`` library) only when the message
+   names Heron or the caller chose that library; routing: the tools that fit
+   (``heron.tools``), those above ``agent_tool_safety`` (the turn's ``tool_safety``) or
+   without a handler left out, none when the client sent its own tools; skills:
+   ``SkillIndex.context_for``, kept when the best skill fits at all (generated answers
+   only); triage (``heron.agent.triage``): ``docs`` keeps the passages with their
+   citations, ``tools`` with confidence forces the first call to the best tool; the
+   first prompt, cut to the model's context window (``Prompt.fit``);
+2. **respond** (``_respond`` -> ``_Reply``), in one of two modes (``Turn.answer``, else
+   the model's ``answers`` capability in models.yml):
 
    - ``extractive``: the passages' own sentences that answer the message, each cited
      (``heron.agent.extractive``); no model call, except a one-line lead when the model
      is a capable one (``answers: generative``) and the arguments of a forced tool call,
      whose results then make the answer;
-   - ``generative``: the prompt cut to the model's context window (``_Prompt.fit``),
-     then the loop: a model call; its tool calls run in parallel
-     (``heron.agent.execute``) and their results go back to the model; until it answers
-     without calls or ``agent_max_steps`` calls are made (the last one is offered none
-     of Heron's tools, so it answers). Text is streamed through ``heron.agent.guard``:
-     when it starts to loop the call is stopped and the extractive answer is given
-     instead (``fallback: "degenerate"``; ``finish_reason`` stays OpenAI's, ``stop``,
-     and ``finish_detail`` says ``degenerate``). Calls that write text get repeat penalties
-     (``PENALTIES``) unless the caller set its own;
-7. the turn is saved to the session.
+   - ``generative``: the loop (``heron.agent.loop``): a model call; its tool calls run
+     in parallel (``heron.agent.execute``) and their results go back to the model;
+     until it answers without calls or ``agent_max_steps`` calls are made (the last one
+     is offered none of Heron's tools, so it answers). Text is streamed through
+     ``heron.agent.guard``: when it starts to loop the call is stopped and the
+     extractive answer is given instead (``fallback: "degenerate"``; ``finish_reason``
+     stays OpenAI's, ``stop``, and ``finish_detail`` says ``degenerate``). Calls that
+     write text get repeat penalties (``PENALTIES``) unless the caller set its own;
+3. **finish** (``_finish`` -> ``Answer``): the citations, timings and notes assembled,
+   the turn saved to the session, the tools that served it taught the request.
 
 >>> agent = open_agent()                                       # doctest: +SKIP
->>> answer = agent.ask("How does Heron pick tools?")           # doctest: +SKIP
+>>> answer = agent.ask(Turn("How does Heron pick tools?"))     # doctest: +SKIP
 >>> answer.citations[0].page                                   # doctest: +SKIP
 'tools'
 """
@@ -44,14 +42,13 @@ from __future__ import annotations
 
 import contextlib
 import time
-from collections.abc import Iterator, Sequence
-from dataclasses import replace
+from collections.abc import Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from heron.agent.answer import (
-    ANSWER_MODES,
     AgentEvent,
     Answer,
     AnswerMode,
@@ -84,18 +81,18 @@ from heron.agent.followup import (
     standalone,
 )
 from heron.agent.guard import repeats
-from heron.agent.loop import Loop, Prompt, SearchHook, Surface, ToolHook, Turn, tell
+from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
 from heron.agent.prompt import lead_prompt, system_prompt
 from heron.agent.sentences import sentences
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, best_dense, triage
-from heron.agent.wiring import open_tools
-from heron.core.chat import ChatRequest, Message, Sampling
+from heron.agent.turn import Surface, Turn
+from heron.agent.wiring import add_job_tools, open_tools
+from heron.core.chat import ChatRequest, Message
 from heron.core.tools import SAFETY_LEVELS, Safety, Tool
 from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError, NotFound
 from heron.jobs import Jobs, open_jobs
-from heron.jobs.tool import register_job_tools
 from heron.libraries import Reranker, Result, load_reranker, read_libraries, scopes, search_many
 from heron.libraries.state import last_index, library_state
 from heron.llm import Broker, load_broker
@@ -114,7 +111,6 @@ TOOLS_OFFERED = 5
 EXTRACTIVE_PASSAGES = 5
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
-TOOL_CHOICES = ("auto", "none", "required")
 #: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
 #: costs one call).
 REWRITE_CACHE = 256
@@ -173,92 +169,18 @@ class Agent:
 
     # -- the public calls ----------------------------------------------------------------
 
-    def ask(
-        self,
-        message: str,
-        *,
-        session_id: str | None = None,
-        library: str | None = None,
-        model: str | None = None,
-        answer: AnswerMode | None = None,
-        instructions: str | None = None,
-        history: Sequence[Message] | None = None,
-        sampling: Sampling | None = None,
-        client_tools: Sequence[Tool] = (),
-        tool_choice: str = "auto",
-        user: str = "",
-        tool_safety: Safety | None = None,
-        surface: Surface = "cli",
-    ) -> Answer:
-        """Answer ``message``. Without the keywords below, as before: a grounded answer
-        in the model's default mode, the session's earlier turns as history.
+    def ask(self, turn: Turn) -> Answer:
+        """The answer to ``turn`` (its fields: ``Turn``).
 
-        - ``session_id`` continues a conversation (a new one when ``None``; the answer
-          carries its id). ``library`` searches that library only; ``model`` is an alias
-          of models.yml.
-        - ``answer``: ``"extractive"`` (quoted from the passages, no model call) or
-          ``"generative"`` (written by the model). ``None``: generative when the client
-          sent tools, history ending in tool results, or a ``response_format`` (only a
-          model can act on those), else the model's ``answers`` capability.
-        - ``instructions``: the client's system messages, joined. They go into the
-          system prompt after Heron's grounding rules; an extractive answer ignores them.
-        - ``history``: the client's conversation, oldest first: ``user``, ``assistant``
-          (with its ``tool_calls``) and ``tool`` messages, no ``system`` ones. Used
-          instead of the session's history. When it ends with ``tool`` messages (the
-          client ran the tools of a ``finish_reason="tool_calls"`` answer), the turn
-          continues from there: ``message`` is then the text of its last ``user``
-          message, which gets the grounding (the passages) where it stands. Otherwise
-          it holds the turns before ``message``.
-        - ``sampling``: passed to every model call of the turn (a provider that cannot
-          honour a field refuses the call naming it); ``sampling.max_tokens`` caps the
-          answer (and the length of an extractive one, at about 4 characters a token).
-          Penalties left unset get ``PENALTIES`` on calls that write text.
-        - ``client_tools``: tools the client runs. When they are sent, the model is
-          offered those alone, none of Heron's: the client decides what may happen, and
-          a call of Heron's would run here, unasked by it. When the model calls one,
-          the turn ends: ``Answer.tool_calls`` holds the calls, unrun, and
-          ``finish_reason`` is ``"tool_calls"``.
-        - ``tool_choice``: for the first model call: ``"auto"``, ``"none"`` (no tool at
-          all, Heron's included), ``"required"`` or a client tool's name. Without client
-          tools, ``"auto"`` lets triage force Heron's best tool. ``"required"`` and a
-          name make the first call one of the client's tools (the local model is held to
-          them by a grammar); a model that answers otherwise is a ``ProviderError``.
-        - ``user``: who asks (the API's ``user``), the actor ``on_tool_use`` and
-          ``on_search`` are told of; ``""`` for nobody in particular.
-        - ``tool_safety``: the most harmful of Heron's tools offered (``SAFETY_LEVELS``);
-          ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
-        - ``surface``: who reads the messages: ``"cli"`` (hints name flags, ``--model``)
-          or ``"api"`` (they name the request's fields, ``model``).
-
-        Raises ``InputError`` for a bad message or hooks that do not fit together,
+        Raises ``InputError`` for a bad message or fields that do not fit together,
         ``NotFound`` for an unknown ``library``, the broker's ``ProviderError`` when no
-        model answers.
-        """
-        request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice, user, tool_safety,
-                          surface)  # fmt: skip
-        for event in self._run(request, streaming=False):
+        model answers."""
+        for event in self._run(turn, streaming=False):
             if isinstance(event, Final):
                 return event.answer
         raise AssertionError("the agent loop ended without a final answer")
 
-    def stream(
-        self,
-        message: str,
-        *,
-        session_id: str | None = None,
-        library: str | None = None,
-        model: str | None = None,
-        answer: AnswerMode | None = None,
-        instructions: str | None = None,
-        history: Sequence[Message] | None = None,
-        sampling: Sampling | None = None,
-        client_tools: Sequence[Tool] = (),
-        tool_choice: str = "auto",
-        user: str = "",
-        tool_safety: Safety | None = None,
-        surface: Surface = "cli",
-    ) -> Iterator[AgentEvent]:
+    def stream(self, turn: Turn) -> Iterator[AgentEvent]:
         """``ask``, as events: ``Token`` and ``ToolUsed`` as they happen, then
         ``ClientToolCalls`` when the model called the client's tools, then ``Citations``,
         then ``Final``. Bad input raises before the first event.
@@ -266,10 +188,7 @@ class Agent:
         The tokens joined are ``Final.answer.answer``, except when the guard stopped a
         looping model: the tokens then go on with a line saying so and the extractive
         answer, which alone is ``Final.answer.answer``."""
-        request = Turn.of(message, session_id, library, model, answer, instructions, history,
-                          sampling, client_tools, tool_choice, user, tool_safety,
-                          surface)  # fmt: skip
-        events = self._run(request, streaming=True)
+        events = self._run(turn, streaming=True)
         first = next(events)  # runs the checks now, not at the caller's first read
         return _chain(first, events)
 
@@ -360,9 +279,9 @@ class Agent:
         *,
         library: str | None = None,
         model: str | None = None,
-    ) -> tuple[Grounding, list[Result], np.ndarray]:
-        """What a turn is searched with (``heron.agent.followup``) and what it found:
-        ``(grounding, results, the query's vector)``. Without earlier questions, the
+    ) -> Found:
+        """What a turn is searched with (``heron.agent.followup``) and what it found.
+        Without earlier questions, the
         message as it is. A capable model rewrites a follow-up first; else the message
         alone, and the conversation's context when that grounds poorly or the message
         points back."""
@@ -372,12 +291,12 @@ class Agent:
             if rewritten is not None:
                 query_vector = embed_queries(self.store.embedder, [rewritten])[0]
                 return self._grounded(rewritten, query_vector, library, "model")
-        grounding, results, vector = self._grounded(message, vector, library, "message")
-        if not earlier or not grounding.libraries:
-            return grounding, results, vector
-        poor = (best_dense(results) or 0.0) < self.docs_threshold
+        found = self._grounded(message, vector, library, "message")
+        if not earlier or not found.grounding.libraries:
+            return found
+        poor = (best_dense(found.results) or 0.0) < self.docs_threshold
         if not (poor or refers_back(message)):
-            return grounding, results, vector
+            return found
         recent = earlier[-CONTEXT_TURNS:]
         reply = last_reply(history)
         rows = embed_queries(self.store.embedder, [*recent, reply] if reply else recent)
@@ -386,12 +305,10 @@ class Agent:
         )
         return self._grounded(text, blended, library, "context")
 
-    def _grounded(
-        self, query: str, vector: np.ndarray, library: str | None, how: str
-    ) -> tuple[Grounding, list[Result], np.ndarray]:
+    def _grounded(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
         libraries = tuple(self.scope(query, library))
         results = self.retrieve(query, library, vector) if libraries else []
-        return Grounding(query, libraries, how), results, vector  # type: ignore[arg-type]
+        return Found(Grounding(query, libraries, how), results, vector)  # type: ignore[arg-type]
 
     def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
         """A capable model's standalone form of ``message``, once per conversation and
@@ -490,62 +407,21 @@ class Agent:
 
     # -- the turn ------------------------------------------------------------------------
 
-    def _validate(self, req: Turn) -> None:
-        """Hooks that cannot work together are the caller's error, before any work."""
-        if req.answer is not None and req.answer not in ANSWER_MODES:
-            raise InputError(
-                f"Unknown answer mode {req.answer!r}. Choose from: {', '.join(ANSWER_MODES)}."
-            )
-        if req.sampling.max_tokens is not None and req.sampling.max_tokens < 1:
-            raise InputError(f"max_tokens must be at least 1, got {req.sampling.max_tokens}.")
-        names = [t.name for t in req.client_tools]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            raise InputError(f"The tools sent name {', '.join(twice)} more than once.")
-        choice = req.tool_choice
-        if choice not in TOOL_CHOICES and choice not in names:
-            raise InputError(
-                f"tool_choice {choice!r} is neither auto, none nor required, nor the name of "
-                f"a tool sent (sent: {', '.join(names) or 'none'})."
-            )
-        if choice == "required" and not names:
-            raise InputError("tool_choice 'required' needs tools; send them in 'tools'.")
-        called: set[str] = set()
-        for i, m in enumerate(req.history or ()):
-            if m.role == "system":
-                raise InputError(
-                    f"history[{i}] is a system message; pass system messages as instructions."
-                )
-            called |= {c.id for c in m.tool_calls}
-            if m.role == "tool" and m.tool_call_id not in called:
-                raise InputError(
-                    f"history[{i}] is a tool result for call {m.tool_call_id!r}, which no "
-                    "earlier assistant message made; send the assistant message with its "
-                    "tool_calls before the results."
-                )
-        self.check(
-            req.message,
-            req.model,
-            instructions=req.instructions,
-            max_tokens=req.sampling.max_tokens,
-            surface=req.surface,
-        )
-
-    def _mode(self, req: Turn) -> AnswerMode:
-        if req.answer is not None:
-            return req.answer
-        acts = req.client_tools and req.tool_choice != "none"
-        if acts or req.continues or req.sampling.response_format:
+    def _mode(self, turn: Turn) -> AnswerMode:
+        if turn.answer is not None:
+            return turn.answer
+        acts = turn.client_tools and turn.tool_choice != "none"
+        if acts or turn.continues or turn.sampling.response_format:
             return "generative"  # only a model can call tools or follow a format
-        return self.mode(req.model)
+        return self.mode(turn.model)
 
-    def _history(self, req: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
+    def _history(self, turn: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
         """``(before, after)``: the messages before the grounded user message, and after
         it (a continued turn's tool calls and results)."""
-        if req.history is None:
+        if turn.history is None:
             return self.sessions.history(session_id), []
-        history = list(req.history)
-        if not req.continues:
+        history = list(turn.history)
+        if not turn.continues:
             return history, []
         last = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
         if last < 0:
@@ -555,140 +431,223 @@ class Agent:
             )
         return history[:last], history[last + 1 :]
 
-    def _run(self, req: Turn, *, streaming: bool) -> Iterator[AgentEvent]:
-        started = time.perf_counter()
-        self._validate(req)
-        session_id = check_session_id(req.session_id) if req.session_id else new_session_id()
-        mode = self._mode(req)
-        timings: dict[str, float] = {}
-        clock = _Clock(timings)
-        notes: list[str] = []
+    def _run(self, turn: Turn, *, streaming: bool) -> Iterator[AgentEvent]:
+        """The turn in three phases: ``_ground`` (what to answer from), ``_respond`` (the
+        text, streamed), ``_finish`` (the answer assembled, saved, learnt from)."""
+        record = _Record()
+        turn.validate()
+        self.check(
+            turn.message,
+            turn.model,
+            instructions=turn.instructions,
+            max_tokens=turn.sampling.max_tokens,
+            surface=turn.surface,
+        )
+        grounded = self._ground(turn, record)
+        reply = yield from self._respond(turn, grounded, record, streaming=streaming)
+        answer = self._finish(turn, grounded, reply, record)
+        yield Citations(answer.citations)
+        yield Final(answer)
 
-        with clock("retrieval"):
-            before, after = self._history(req, session_id)
-            vector = embed_queries(self.store.embedder, [req.message])[0]
-            grounding, results, query_vector = self.ground(
-                req.message, vector, before, library=req.library, model=req.model
+    # -- phase 1: ground -----------------------------------------------------------------
+
+    def _ground(self, turn: Turn, record: _Record) -> _Grounded:
+        """Retrieval, routing, skills and triage: the first prompt, cut to the window."""
+        session_id = check_session_id(turn.session_id) if turn.session_id else new_session_id()
+        mode = self._mode(turn)
+        with record.clock("retrieval"):
+            before, after = self._history(turn, session_id)
+            vector = embed_queries(self.store.embedder, [turn.message])[0]
+            found = self.ground(
+                turn.message, vector, before, library=turn.library, model=turn.model
             )
-            scope = list(grounding.libraries)
-            if scope:
-                tell(self.on_search, req.user, req.message)
-        with clock("routing"):
+            if found.grounding.libraries:
+                tell(self.on_search, turn.user, turn.message)
+        with record.clock("routing"):
             # A client that sends tools gets its own offered, none of Heron's: the client
             # decides what may happen, and Heron's would run here, unasked by it.
             routed: list[RoutedTool] = []
-            if req.tool_choice != "none" and not req.client_tools:
-                routed = self.route(req.message, req.model, vector, safety=req.tool_safety)
-        with clock("skills"):
-            skills = self.skills_for(req.message) if mode == "generative" else None
-        with clock("prompt"):
+            if turn.tool_choice != "none" and not turn.client_tools:
+                routed = self.route(turn.message, turn.model, vector, safety=turn.tool_safety)
+        with record.clock("skills"):
+            skills = self.skills_for(turn.message) if mode == "generative" else None
+        with record.clock("prompt"):
             decision = triage(
-                req.message,
-                results,
+                turn.message,
+                found.results,
                 routed,
                 names=self.names(),
-                library=req.library,
+                library=turn.library,
                 docs_threshold=self.docs_threshold,
                 tool_threshold=self.tool_threshold,
             )
-            count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
-            passages = results[:count] if decision.kind == "docs" else []
-            related = (decision.docs_score or 0) >= self.thresholds.weak
-            weak = decision.kind == "knowledge" and related
-            if mode == "extractive" and weak:
-                # Quoting the closest passages invents nothing; saying they fit would.
-                passages = results[:count]
-                notes.append(
-                    f"no passage fits closely (best match {decision.docs_score:.2f} < "
-                    f"{self.docs_threshold}); these are the closest"
-                )
-            # The client's explicit choice, or a turn it continues, outranks triage's.
-            confident = decision.kind == "tools" and decision.confident
-            forced = decision.tool if confident and req.tool_choice == "auto" else None
-            forced = None if req.continues else forced
-            prompt = Prompt(
-                req.message,
-                [(Citation.from_result(r.to_dict()), self.passage(r)) for r in passages],
-                skills.text if skills else "",
-                [r.tool for r in routed],
-                before,
-                forced,
-                req.instructions,
-                after,
-                list(req.client_tools) if req.tool_choice != "none" else [],
-            )
-            if mode == "generative" or forced:
-                notes += prompt.fit(self._room(req.model, req.sampling.max_tokens))
-            citations = [c for c, _ in prompt.passages]
-            offered = {t.name: t for t in prompt.tools}
+            passages = self._passages(mode, decision, found.results, record.notes)
+            prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
+            if mode == "generative" or prompt.forced:
+                record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
+        return _Grounded(session_id, mode, found, decision, passages, skills, prompt)
 
-        loop = Loop(self, req, prompt, offered, streaming, notes, mode)
-        if mode == "generative" or forced:
+    def _passages(
+        self, mode: AnswerMode, decision: Triage, results: list[Result], notes: list[str]
+    ) -> list[Result]:
+        """The passages the prompt holds: triage's, or for an extractive answer the
+        closest ones when none fits closely (with a note saying so)."""
+        count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
+        passages = results[:count] if decision.kind == "docs" else []
+        related = (decision.docs_score or 0) >= self.thresholds.weak
+        if mode == "extractive" and decision.kind == "knowledge" and related:
+            # Quoting the closest passages invents nothing; saying they fit would.
+            passages = results[:count]
+            notes.append(
+                f"no passage fits closely (best match {decision.docs_score:.2f} < "
+                f"{self.docs_threshold}); these are the closest"
+            )
+        return passages
+
+    def _prompt(
+        self,
+        turn: Turn,
+        decision: Triage,
+        passages: list[Result],
+        skills: SkillContext | None,
+        routed: list[RoutedTool],
+        before: list[Message],
+        after: list[Message],
+    ) -> Prompt:
+        # The client's explicit choice, or a turn it continues, outranks triage's.
+        confident = decision.kind == "tools" and decision.confident
+        forced = decision.tool if confident and turn.tool_choice == "auto" else None
+        return Prompt(
+            turn.message,
+            [(Citation.from_result(r.to_dict()), self.passage(r)) for r in passages],
+            skills.text if skills else "",
+            [r.tool for r in routed],
+            before,
+            None if turn.continues else forced,
+            turn.instructions,
+            after,
+            list(turn.client_tools) if turn.tool_choice != "none" else [],
+        )
+
+    # -- phase 2: respond ----------------------------------------------------------------
+
+    def _respond(
+        self, turn: Turn, grounded: _Grounded, record: _Record, *, streaming: bool
+    ) -> Generator[AgentEvent, None, _Reply]:
+        """The model's loop (generated answers, forced tool calls), then the extractive
+        answer where it is one or replaces a looping model's text."""
+        prompt = grounded.prompt
+        loop = Loop(
+            turn,
+            prompt,
+            broker=self.broker,
+            executor=self.executor,
+            registry=self.toolbox.registry,
+            limits=self._limits(turn),
+            on_tool_use=self.on_tool_use,
+            streaming=streaming,
+            notes=record.notes,
+            mode=grounded.mode,
+        )
+        if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()
+        citations = [c for c, _ in prompt.passages]
         fallback = None
         if loop.degenerate is not None:
             fallback = "degenerate"
-            notes.append(f"the model went {loop.degenerate}; stopped, and quoted instead")
-        if mode == "extractive" or fallback:
-            with clock("extractive"):
-                text, quoted, used = self._extract(
-                    req, grounding.query, query_vector, prompt.passages, loop.tools, scope,
-                    decision, [r.score for r in passages],
-                )  # fmt: skip
-                citations = [prompt.passages[i][0] for i in used]  # the passages quoted
-            if fallback and streaming:
-                yield Token(f"\n\n[Heron stopped the model: it kept repeating itself.]\n\n{text}")
-            elif not fallback:
-                lead = self._lead(req, quoted, loop) if quoted else ""
-                text = f"{lead}\n\n{text}" if lead else text
-                if streaming:
-                    yield Token(text)
-            loop.text = text
-            if req.instructions and not fallback:
-                notes.append("instructions are not used by an extractive answer")
-        elif not (passages or loop.tools or loop.client_calls or req.continues):
-            notes.append(nothing_found(scope, self._indexed(), decision.docs_score, generated=True))
+            record.notes.append(f"the model went {loop.degenerate}; stopped, and quoted instead")
+        if grounded.mode == "extractive" or fallback:
+            citations = yield from self._quote(turn, grounded, loop, record, fallback, streaming)
+        elif not (grounded.passages or loop.tools or loop.client_calls or turn.continues):
+            scope, score = list(grounded.found.grounding.libraries), grounded.decision.docs_score
+            record.notes.append(nothing_found(scope, self._indexed(), score, generated=True))
         if loop.client_calls:
             yield ClientToolCalls(tuple(loop.client_calls))
+        return _Reply(loop, citations, fallback)
+
+    def _quote(
+        self,
+        turn: Turn,
+        grounded: _Grounded,
+        loop: Loop,
+        record: _Record,
+        fallback: str | None,
+        streaming: bool,
+    ) -> Generator[AgentEvent, None, list[Citation]]:
+        """The extractive answer as the loop's text; returns the citations it quotes."""
+        passages = grounded.prompt.passages
+        with record.clock("extractive"):
+            text, quoted, used = self._extract(turn, grounded, loop.tools)
+            citations = [passages[i][0] for i in used]  # the passages quoted
+        if fallback and streaming:
+            yield Token(f"\n\n[Heron stopped the model: it kept repeating itself.]\n\n{text}")
+        elif not fallback:
+            lead = self._lead(turn, quoted, loop) if quoted else ""
+            text = f"{lead}\n\n{text}" if lead else text
+            if streaming:
+                yield Token(text)
+        loop.text = text
+        if turn.instructions and not fallback:
+            record.notes.append("instructions are not used by an extractive answer")
+        return citations
+
+    # -- phase 3: finish -----------------------------------------------------------------
+
+    def _finish(self, turn: Turn, grounded: _Grounded, reply: _Reply, record: _Record) -> Answer:
+        """The answer, saved with the session; the tools that served it learn the request."""
+        answer = self._answer(turn, grounded, reply, record)
+        self.sessions.save(grounded.session_id, turn.message, answer.to_dict())
+        for use in reply.loop.tools:
+            if use.ok and not use.refused:  # the tool served this request: an example of it
+                self.toolbox.learn(use.name, turn.message)
+        return answer
+
+    def _answer(self, turn: Turn, grounded: _Grounded, reply: _Reply, record: _Record) -> Answer:
+        loop, timings = reply.loop, record.timings
         timings["model"] = round(loop.model_seconds, 4)
         timings["tools"] = round(loop.tool_seconds, 4)
-        for use in loop.tools:
-            citations += _cited(use, offered)
-        citations = list(dict.fromkeys(citations))
+        cited = [c for use in loop.tools for c in _cited(use, loop.offered)]
+        citations = list(dict.fromkeys(reply.citations + cited))
         related = [
             Related(c, round(r.score, 4))
-            for r in results[:EXTRACTIVE_PASSAGES]
+            for r in grounded.found.results[:EXTRACTIVE_PASSAGES]
             if (c := Citation.from_result(r.to_dict())) not in citations
         ]
-        total = time.perf_counter() - started
+        total = time.perf_counter() - record.started
         timings["total"] = round(total, 4)
         timings["overhead"] = round(total - loop.model_seconds, 4)
-        answer = Answer(
+        skills = grounded.skills
+        return Answer(
             answer=loop.text,
             citations=citations,
             tools=loop.tools,
-            skills=[h.name for h in skills.skills] if skills and prompt.skills else [],
+            skills=[h.name for h in skills.skills] if skills and grounded.prompt.skills else [],
             usage=loop.usage,
             timings=timings,
-            session_id=session_id,
-            model=loop.model or self.broker.table.spec(req.model).alias,
-            triage=decision,
+            session_id=grounded.session_id,
+            model=loop.model or self.broker.table.spec(turn.model).alias,
+            triage=grounded.decision,
             steps=loop.steps,
-            notes=notes,
-            mode="extractive" if fallback else mode,
-            fallback=fallback,
+            notes=record.notes,
+            mode="extractive" if reply.fallback else grounded.mode,
+            fallback=reply.fallback,
             # OpenAI's reason; Heron's own (a fallback, a loop guard) is the detail.
-            **_finished(loop, fallback),
+            **_finished(loop, reply.fallback),
             tool_calls=list(loop.client_calls),
-            grounding=grounding,
+            grounding=grounded.found.grounding,
             related=related,
         )
-        self.sessions.save(session_id, req.message, answer.to_dict())
-        for use in loop.tools:
-            if use.ok and not use.refused:  # the tool served this request: an example of it
-                self.toolbox.learn(use.name, req.message)
-        yield Citations(citations)
-        yield Final(answer)
+
+    # -- helpers of the phases -----------------------------------------------------------
+
+    def _limits(self, turn: Turn) -> LoopLimits:
+        settings = self.settings
+        return LoopLimits(
+            max_steps=settings.agent_max_steps,
+            max_tokens=settings.agent_max_tokens,
+            tool_timeout=settings.agent_tool_timeout,
+            room=self._room(turn.model, turn.sampling.max_tokens),
+        )
 
     def _indexed(self) -> list[str]:
         """The configured libraries that are indexed."""
@@ -696,34 +655,27 @@ class Agent:
         return [lib.name for lib in read_libraries(self.settings) if lib.name in indexed]
 
     def _extract(
-        self,
-        req: Turn,
-        query: str,
-        vector: np.ndarray,
-        passages: Sequence[tuple[Citation, str]],
-        uses: Sequence[ToolUse],
-        scope: list[str],
-        decision: Triage,
-        scores: Sequence[float],
+        self, turn: Turn, grounded: _Grounded, uses: Sequence[ToolUse]
     ) -> tuple[str, list[str], tuple[int, ...]]:
-        """The extractive answer to ``query`` (what was searched; ``vector`` its
-        vector): quotes from ``passages`` (``scores``: retrieval's, in their order),
-        what the tools returned, or what grounding found when there is neither; the
+        """The extractive answer to what was searched (``grounding.query``, with its
+        vector): quotes from the prompt's passages (weighed by retrieval's scores), what
+        the tools returned (``uses``), or what grounding found when there is neither; the
         quotes alone; the passages quoted, in the order of their markers."""
+        passages = grounded.prompt.passages
         parts, quotes, used = [], [], ()
         if passages:
-            tokens = req.sampling.max_tokens
+            tokens = turn.sampling.max_tokens
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
             headings = [c.heading for c, _ in passages]
             quoted = compose(
-                query,
-                vector,
+                grounded.found.grounding.query,
+                grounded.found.vector,
                 bodies,
                 self.store.embedder,
                 limits,
                 headings=headings,
-                scores=scores[: len(bodies)],
+                scores=[r.score for r in grounded.passages][: len(bodies)],
             )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(
@@ -736,30 +688,30 @@ class Agent:
         if not parts:
             parts.append(
                 nothing_found(
-                    scope,
+                    list(grounded.found.grounding.libraries),
                     self._indexed(),
-                    decision.docs_score,
+                    grounded.decision.docs_score,
                     generated=False,
-                    surface=req.surface,
+                    surface=turn.surface,
                 )
             )
         return "\n\n".join(parts), quotes, used
 
-    def _lead(self, req: Turn, quotes: list[str], loop: Loop) -> str:
+    def _lead(self, turn: Turn, quotes: list[str], loop: Loop) -> str:
         """A capable model's one line above an extractive answer ('' for a weak model,
         or when the call fails or loops: the quotes stand alone)."""
-        if self.mode(req.model) != "generative":
+        if self.mode(turn.model) != "generative":
             return ""
-        system = system_prompt(instructions=req.instructions)
+        system = system_prompt(instructions=turn.instructions)
         sampling = replace(loop.sampling_for(text_call=True), max_tokens=LEAD_TOKENS)
         request = ChatRequest(
-            (Message("system", system), Message("user", lead_prompt(req.message, quotes))),
+            (Message("system", system), Message("user", lead_prompt(turn.message, quotes))),
             max_tokens=LEAD_TOKENS,
             temperature=sampling.temperature,
             sampling=sampling,
         )
         try:
-            done = self.broker.complete(request, model=req.model)
+            done = self.broker.complete(request, model=turn.model)
         except ProviderError as exc:
             loop.notes.append(f"no lead line: {exc}")
             return ""
@@ -770,20 +722,58 @@ class Agent:
         return "" if repeats(lead) else lead
 
 
-class _Clock:
-    """``with clock("stage"):`` adds the seconds spent to ``timings["stage"]``."""
+@dataclass
+class _Record:
+    """What a turn notes as it runs: when it started, the seconds each stage took
+    (``with record.clock("stage"):``), and the notes the answer carries."""
 
-    def __init__(self, timings: dict[str, float]) -> None:
-        self.timings = timings
+    started: float = field(default_factory=time.perf_counter)
+    timings: dict[str, float] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
 
     @contextlib.contextmanager
-    def __call__(self, stage: str) -> Iterator[None]:
+    def clock(self, stage: str) -> Iterator[None]:
         start = time.perf_counter()
         try:
             yield
         finally:
             spent = time.perf_counter() - start
             self.timings[stage] = round(self.timings.get(stage, 0.0) + spent, 4)
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a turn's retrieval found: the ``grounding`` (what was searched where), the
+    ``results``, and the ``vector`` of the query searched."""
+
+    grounding: Grounding
+    results: list[Result]
+    vector: np.ndarray
+
+
+@dataclass(frozen=True)
+class _Grounded:
+    """The ground phase's outcome: the session, the answer's mode, what retrieval found,
+    triage's decision, the passages chosen (before the prompt was cut to fit), the skills
+    that fit and the first prompt."""
+
+    session_id: str
+    mode: AnswerMode
+    found: Found
+    decision: Triage
+    passages: list[Result]
+    skills: SkillContext | None
+    prompt: Prompt
+
+
+@dataclass(frozen=True)
+class _Reply:
+    """The respond phase's outcome: the loop (its text, tools, usage), the citations of
+    the passages the text rests on, and the fallback that replaced the model's text."""
+
+    loop: Loop
+    citations: list[Citation]
+    fallback: str | None
 
 
 def _finished(loop: Loop, fallback: str | None) -> dict[str, str | None]:
@@ -846,7 +836,7 @@ def open_agent(
             if jobs is None:
                 jobs = open_jobs(settings)
                 opened.callback(jobs.close)
-            register_job_tools(toolbox.registry, jobs)
+            add_job_tools(toolbox, jobs)
         broker = opened.enter_context(contextlib.closing(load_broker(settings)))
         sessions = opened.enter_context(contextlib.closing(Sessions(settings.home / "agent.db")))
         resources = opened.pop_all()

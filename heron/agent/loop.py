@@ -14,20 +14,20 @@ import time
 from collections import Counter
 from collections.abc import Callable, Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TypeVar
 
 from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse, ToolUsed
-from heron.agent.execute import run_calls, tool_content
+from heron.agent.execute import ToolExecutor, run_calls, tool_content
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
+from heron.agent.turn import Turn
 from heron.core.chat import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
-from heron.core.tools import Safety, Tool
+from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
+from heron.llm import Broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
-
-if TYPE_CHECKING:
-    from heron.agent.agent import Agent
+from heron.tools.registry import ToolRegistry
 
 T = TypeVar("T")
 
@@ -43,9 +43,6 @@ log = logging.getLogger("heron.agent")
 ToolHook = Callable[[str, ToolUse], None]
 #: ``on_search(actor, query)``: told of each grounding search of the libraries (``Agent``).
 SearchHook = Callable[[str, str], None]
-#: Who reads what a turn says: ``cli`` (a hint names a flag, ``--answer generative``) or
-#: ``api`` (it names the request's field, ``"answer": "generative"``).
-Surface = Literal["cli", "api"]
 
 
 def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
@@ -57,54 +54,6 @@ def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
         hook(actor, what)
     except HeronError as exc:
         log.warning("an observer of the agent failed: %s", exc)
-
-
-@dataclass(frozen=True)
-class Turn:
-    """What one turn was asked; see ``Agent.ask`` for each field."""
-
-    message: str
-    session_id: str | None = None
-    library: str | None = None
-    model: str | None = None
-    answer: AnswerMode | None = None
-    instructions: str = ""
-    history: tuple[Message, ...] | None = None
-    sampling: Sampling = field(default_factory=Sampling)
-    client_tools: tuple[Tool, ...] = ()
-    tool_choice: str = "auto"
-    user: str = ""  # who asks: the actor the observers (``on_tool_use``) are told of
-    tool_safety: Safety | None = None  # the most harmful Heron tool offered; None: the setting's
-    surface: Surface = "cli"
-
-    @classmethod
-    def of(
-        cls,
-        message: str,
-        session_id: str | None,
-        library: str | None,
-        model: str | None,
-        answer: AnswerMode | None,
-        instructions: str | None,
-        history: Sequence[Message] | None,
-        sampling: Sampling | None,
-        client_tools: Sequence[Tool],
-        tool_choice: str,
-        user: str = "",
-        tool_safety: Safety | None = None,
-        surface: Surface = "cli",
-    ) -> Turn:
-        """A turn from ``Agent.ask``'s keywords as a caller gives them."""
-        return cls(
-            message, session_id, library, model, answer, (instructions or "").strip(),
-            None if history is None else tuple(history), sampling or Sampling(),
-            tuple(client_tools), tool_choice, user.strip(), tool_safety, surface,
-        )  # fmt: skip
-
-    @property
-    def continues(self) -> bool:
-        """The client's history ends with its tools' results: the turn goes on from there."""
-        return bool(self.history) and self.history[-1].role == "tool"  # type: ignore[index]
 
 
 def _after_first_turn(history: list[Message]) -> list[Message]:
@@ -167,27 +116,52 @@ class Prompt:
         return [f"dropped {n} {what} to fit the context window" for what, n in dropped.items()]
 
 
+@dataclass(frozen=True)
+class LoopLimits:
+    """What bounds a turn's loop: ``max_steps`` model calls (``agent_max_steps``), an
+    answer of ``max_tokens`` when the turn sets none (``agent_max_tokens``), each tool
+    call ``tool_timeout`` seconds (``agent_tool_timeout``), and the prompt tokens the
+    model takes (``room``: its context window, the answer's kept aside)."""
+
+    max_steps: int
+    max_tokens: int
+    tool_timeout: float
+    room: int
+
+
 class Loop:
-    """Model calls and tool runs until the model answers (``heron.agent.agent``, step 6)."""
+    """Model calls and tool runs until the model answers (``heron.agent.agent``, step 6).
+
+    It is handed what it calls: the ``broker``, the tool ``executor`` and the
+    ``registry`` the tools run from, its ``limits``, and ``on_tool_use``, told of each
+    tool call it ran (``tell``). ``notes`` is the turn's list: the loop adds to it."""
 
     def __init__(
         self,
-        agent: Agent,
-        req: Turn,
+        turn: Turn,
         prompt: Prompt,
-        offered: dict[str, Tool],
+        *,
+        broker: Broker,
+        executor: ToolExecutor,
+        registry: ToolRegistry,
+        limits: LoopLimits,
+        on_tool_use: ToolHook | None,
         streaming: bool,
         notes: list[str],
         mode: AnswerMode,
     ) -> None:
-        self.agent = agent
-        self.req = req
+        self.req = turn
+        self.broker = broker
+        self.executor = executor
+        self.registry = registry
+        self.limits = limits
+        self.on_tool_use = on_tool_use
         self.messages = prompt.messages()
-        self.offered = offered
+        self.offered = {t.name: t for t in prompt.tools}
         self.client = {t.name: t for t in prompt.client_tools}
         self.tools_sent = prompt.all_tools()
         self.forced = prompt.forced
-        self.model_alias = req.model
+        self.model_alias = turn.model
         self.streaming = streaming
         self.notes = notes
         # An extractive answer calls the model only for a forced tool's arguments.
@@ -203,20 +177,19 @@ class Loop:
         self.finish_reason = "stop"
         self.finish_detail: str | None = None  # Heron's own reason: a loop guard's
         self.degenerate: str | None = None  # what repeated, when the guard stopped a call
-        self.room = agent._room(req.model, req.sampling.max_tokens)
-        spec = agent.broker.table.spec(req.model)
+        spec = broker.table.spec(turn.model)
         self.penalize = spec.provider in PENALTY_PROVIDERS
         # A model declared too weak to write answers, asked to anyway: cut off at Heron's
         # budget, its answer is as unreadable as a loop (a capable one's is just long).
         self.weak = spec.capabilities.answers == "extractive"
         # Structured output repeats its keys by design: no guard there.
-        self.guard = not req.sampling.response_format
+        self.guard = not turn.sampling.response_format
 
     def sampling_for(self, *, text_call: bool) -> Sampling:
         """The request's sampling, its answer cap filled in, and ``PENALTIES`` where it
         left them unset on a call that writes text (a forced call writes JSON)."""
         sampling = self.req.sampling
-        cap = sampling.max_tokens or self.agent.settings.agent_max_tokens
+        cap = sampling.max_tokens or self.limits.max_tokens
         sampling = replace(sampling, max_tokens=cap)
         if text_call and self.penalize:
             sampling = replace(
@@ -251,7 +224,7 @@ class Loop:
             return
         wanted = ", ".join(self.client) if choice == "required" else choice
         wanted = f"one of {wanted}" if choice == "required" and len(self.client) > 1 else wanted
-        alias = completion.model or self.agent.broker.table.spec(self.model_alias).alias
+        alias = completion.model or self.broker.table.spec(self.model_alias).alias
         cut = completion.finish_reason == "length" or (
             cap is not None and completion.usage.completion_tokens >= cap
         )
@@ -279,7 +252,7 @@ class Loop:
         )
 
     def run(self) -> Iterator[AgentEvent]:
-        most = self.agent.settings.agent_max_steps
+        most = self.limits.max_steps
         for step in range(1, most + 1):
             self.steps = step
             # A Heron tool's result needs one more call to be read, so the last call is
@@ -336,14 +309,14 @@ class Loop:
             self.messages.append(Message("assistant", completion.text, calls))
             # The results share what the context window has left.
             used = estimate_tokens(ChatRequest(tuple(self.messages), self.tools_sent))
-            share = max(0, self.room - used) * CHARS_PER_TOKEN // len(answered)
+            share = max(0, self.limits.room - used) * CHARS_PER_TOKEN // len(answered)
             self.messages += [
                 Message("tool", tool_content(use, share), tool_call_id=use.id, name=use.name)
                 for use in answered
             ]
             for use in shown:
                 self.tools.append(use)
-                tell(self.agent.on_tool_use, self.req.user, use)
+                tell(self.on_tool_use, self.req.user, use)
                 yield ToolUsed(use)
             if self.extractive:
                 return  # the tools' results are the answer (``Agent._extract``)
@@ -355,10 +328,10 @@ class Loop:
         return run_calls(
             calls,
             self.offered,
-            self.agent.toolbox.registry,
-            timeout=self.agent.settings.agent_tool_timeout,
+            self.registry,
+            timeout=self.limits.tool_timeout,
             forced=forced,
-            executor=self.agent.executor,
+            executor=self.executor,
         )
 
     def _defaults_for_refused(
@@ -390,7 +363,7 @@ class Loop:
         """One model call, always streamed so that the guard can stop a loop early (an
         ``ask`` included: a looping small model would otherwise run to ``max_tokens``);
         tokens are yielded only when the caller streams and ``shown``."""
-        broker = self.agent.broker
+        broker = self.broker
         guard = RepetitionGuard() if guarded else None
         pieces: list[str] = []
         completion = None
@@ -430,7 +403,7 @@ class Loop:
         return Completion(  # stopped early: no usage came, so it is estimated
             text,
             usage=Usage(estimate_tokens(request), len(text) // CHARS_PER_TOKEN + 1),
-            model=self.agent.broker.table.spec(self.model_alias).alias,
+            model=self.broker.table.spec(self.model_alias).alias,
             finish_reason="degenerate",
             seconds=round(time.perf_counter() - started, 4),
         )

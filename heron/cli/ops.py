@@ -42,7 +42,8 @@ def doctor(
 ) -> None:
     """Check everything an operator checks by hand; exit status 1 if anything fails.
 
-    Checks: settings, disk, store, embedder, libraries, mcp, tools, models, skills, jobs.
+    Checks: settings, extras, disk, store, embedder, libraries, mcp, tools, models, skills,
+    jobs.
     Each failure says what to run next.
 
     Example: heron doctor --offline --check store --check libraries

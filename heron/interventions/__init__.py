@@ -10,7 +10,7 @@ from __future__ import annotations
 from heron.interventions.base import InterventionStore
 from heron.interventions.detectors import (
     Activity,
-    LibraryStatus,
+    LibraryHealth,
     SearchRecord,
     job_changed,
     library_health,
@@ -49,7 +49,7 @@ __all__ = [
     "InterventionStore",
     "Interventions",
     "KindStats",
-    "LibraryStatus",
+    "LibraryHealth",
     "Policy",
     "Rendered",
     "Resolution",

@@ -83,7 +83,7 @@ def watchdog_incident(
 
 
 @dataclass(frozen=True)
-class LibraryStatus:
+class LibraryHealth:
     """What the caller knows of one library's syncs."""
 
     name: str
@@ -103,7 +103,7 @@ def _age(seconds: float) -> str:
 
 def library_health(
     room: str,
-    libraries: Iterable[LibraryStatus],
+    libraries: Iterable[LibraryHealth],
     *,
     now: float,
     max_failures: int = 3,

@@ -24,7 +24,7 @@ processes and servers sharing one database agree; see ``heron.interventions.base
 
 from __future__ import annotations
 
-from heron.interventions.model import Status, severity_rank
+from heron.interventions.model import DeliveryStatus, severity_rank
 
 
 def decide(
@@ -35,7 +35,7 @@ def decide(
     cooldown: float,
     severity: str = "warning",
     last_severity: str | None = None,
-) -> Status:
+) -> DeliveryStatus:
     """``delivered``, ``suppressed_guard`` or ``suppressed_cooldown`` (module docstring);
     ``last_severity``: that of the intervention that started the room's cooldown."""
     if active:

@@ -17,8 +17,8 @@ from heron.errors import InputError
 
 Severity = Literal["info", "warning", "critical"]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
-Status = Literal["delivered", "suppressed_cooldown", "suppressed_guard"]
-STATUSES: tuple[Status, ...] = get_args(Status)
+DeliveryStatus = Literal["delivered", "suppressed_cooldown", "suppressed_guard"]
+STATUSES: tuple[DeliveryStatus, ...] = get_args(DeliveryStatus)
 Outcome = Literal["accept", "dismiss"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Channel = Literal["card", "message", "voice"]
@@ -126,7 +126,7 @@ class Intervention:
     severity: Severity
     facts: dict[str, Any]
     actor: str
-    status: Status
+    status: DeliveryStatus
     text: str
     spoken: str
     actions: tuple[Action, ...]

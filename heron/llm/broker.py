@@ -20,14 +20,14 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import replace
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.errors import AuthError, NoModelAvailable, ProviderError, RateLimited
-from heron.llm.payload import check, fit
+from heron.llm.payload import CHARS_PER_TOKEN, check, fit
 from heron.llm.types import Provider
 from heron.settings import Settings
 
@@ -47,6 +47,18 @@ def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
     from heron.llm.local import LocalProvider
 
     return LocalProvider(spec)
+
+
+def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
+    """Tokens of ``texts`` for ``spec``'s model, where no provider reported them (an
+    answer no model call wrote): the local model's own tokenizer; for a model behind an
+    API, whose tokenizer Heron does not have, ``estimate_tokens``'s rule (on the long
+    side)."""
+    if spec.provider == "local":
+        from heron.llm.local import count_tokens as local_tokens
+
+        return local_tokens(spec, list(texts))
+    return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
 
 
 class Broker:

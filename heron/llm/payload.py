@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
 from dataclasses import fields, replace
 from typing import Any
 
@@ -163,18 +162,6 @@ def estimate_tokens(request: ChatRequest) -> int:
         len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools
     )
     return chars // CHARS_PER_TOKEN + 1
-
-
-def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
-    """Tokens of ``texts`` for ``spec``'s model, where no provider reported them (an
-    answer no model call wrote): the local model's own tokenizer; for a model behind an
-    API, whose tokenizer Heron does not have, ``estimate_tokens``'s rule (on the long
-    side)."""
-    if spec.provider == "local":
-        from heron.llm.local import count_tokens as local_tokens
-
-        return local_tokens(spec, list(texts))
-    return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
 
 
 def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:

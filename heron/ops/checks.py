@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from heron.errors import HeronError, StoreError
+from heron.extras import EXTRAS, installed
 from heron.settings import Settings, _config_file, _from_env
 
 if TYPE_CHECKING:
@@ -26,7 +27,7 @@ if TYPE_CHECKING:
     from heron.store import Store
     from heron.tools import ToolRegistry
 
-Status = Literal["ok", "warn", "fail", "skip"]
+CheckStatus = Literal["ok", "warn", "fail", "skip"]
 #: Text embedded by the embedder check, searched by the library check when a library has
 #: no title to search for.
 CANARY = "heron doctor canary: how do I check that this installation works?"
@@ -43,7 +44,7 @@ class Check:
     nothing is wrong). ``ok`` is false only for ``fail``: a warning or a skip passes."""
 
     name: str
-    status: Status
+    status: CheckStatus
     detail: str
     fix: str | None = None
     seconds: float = 0.0
@@ -170,6 +171,56 @@ def check_settings(ctx: Context) -> Check:
         config_file=str(_config_file()),
         settings=table,
     )
+
+
+# -- extras --------------------------------------------------------------------------------
+
+
+def extras_used(settings: Settings) -> dict[str, str]:
+    """The extras the configuration needs, each with what needs it."""
+    from heron.llm import load_table
+
+    used = {}
+    if settings.postgres_url:
+        used["postgres"] = "HERON_DATABASE_URL"
+    if settings.embedder == "e5":
+        used["e5"] = "HERON_EMBEDDER=e5"
+    try:
+        table = load_table(settings)
+    except HeronError:  # a broken models.yml is the models check's to report
+        return used
+    local = [spec.alias for spec in table.models.values() if spec.provider == "local"]
+    if local:
+        used["local"] = f"model {', '.join(local)}"
+    return used
+
+
+def check_extras(ctx: Context) -> Check:
+    """Which extras are installed; a failure when the configuration uses one that is not,
+    or uses the bundled local model before ``heron models fetch``."""
+    from heron.llm.config import BUNDLED_MODEL
+    from heron.llm.local import FETCH, gguf_path
+
+    used = extras_used(ctx.settings)
+    rows = {name: {"installed": installed(name), "used_by": used.get(name)} for name in EXTRAS}
+    lacking = [name for name, row in rows.items() if row["used_by"] and not row["installed"]]
+    if lacking:
+        return failed(
+            "extras",
+            "; ".join(f"{used[name]} needs the {name!r} extra" for name in lacking),
+            f"pip install 'heron[{','.join(lacking)}]'",
+            extras=rows,
+        )
+    gguf = gguf_path(ctx.settings.models_dir)
+    if "local" in used and not gguf.is_file():
+        return failed(
+            "extras",
+            f"{used['local']} runs the bundled {BUNDLED_MODEL}, not fetched to {gguf}",
+            f"run: {FETCH}",
+            extras=rows,
+        )
+    shown = ", ".join(name for name, row in rows.items() if row["installed"]) or "none"
+    return passed("extras", f"installed: {shown}; the configuration needs no other", extras=rows)
 
 
 # -- store ---------------------------------------------------------------------------------

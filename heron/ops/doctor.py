@@ -35,6 +35,7 @@ from heron.ops.checks import (
     Context,
     check_disk,
     check_embedder,
+    check_extras,
     check_libraries,
     check_settings,
     check_store,
@@ -51,6 +52,7 @@ log = logging.getLogger("heron.ops.doctor")
 
 CHECKS: dict[str, Callable[[Context], Check]] = {
     "settings": check_settings,
+    "extras": check_extras,
     "disk": check_disk,
     "store": check_store,
     "embedder": check_embedder,

@@ -12,14 +12,13 @@ from heron.programs.env import (
     program_environment,
 )
 from heron.programs.policy import (
-    Option,
     Policy,
     PolicyFile,
-    Program,
     ProgramRefused,
     default_policy,
     load_policy,
 )
+from heron.programs.rules import Option, Program
 
 __all__ = [
     "WORKSPACE_PROTOCOLS",

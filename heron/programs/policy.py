@@ -38,17 +38,18 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from heron.errors import ConfigError, InputError
+from heron.programs.rules import Option, Program
+from heron.programs.table import BUILTIN, EXECUTABLE_CONFIG
 
 if TYPE_CHECKING:
     from heron.settings import Settings
 
-OptionKind = Literal["flag", "optional", "value", "path"]
 #: A URL, or git's ``<transport>::<address>`` syntax (``ext::sh -c ...`` runs a program).
 URL = re.compile(r"://|^[A-Za-z][A-Za-z0-9+.-]*::")
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -58,76 +59,6 @@ SHOWN = 14
 
 class ProgramRefused(InputError):
     """A command line the policy does not allow; nothing was run."""
-
-
-class Option(BaseModel):
-    """``flag``: no value. ``optional``: a value only glued (``--stat=80``, ``-uno``).
-    ``value``: a value glued or as the next argument. ``path``: a value that must be a
-    path inside the root. ``match``: a regular expression the value must match whole;
-    ``pattern``: this option gives the search pattern (then no positional is one)."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    kind: OptionKind = "flag"
-    match: str | None = None
-    pattern: bool = False
-
-    @field_validator("match")
-    @classmethod
-    def _regex(cls, value: str | None) -> str | None:
-        return _compiles(value)
-
-
-class Program(BaseModel):
-    """One program's (or subcommand's) rules; the fields are described in docs/tools.md."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    about: str = ""
-    options: dict[str, Option] = {}
-    subcommands: dict[str, Program] | None = None
-    positionals: bool = True
-    max_positionals: int | None = None
-    first: str | None = None
-    match: str | None = None
-    pattern_first: bool = False
-    numeric: bool = False
-    bundling: bool = True
-    any_arguments: bool = False
-    refuse: str | None = None
-
-    @field_validator("options", mode="before")
-    @classmethod
-    def _shorthand(cls, value: Any) -> Any:
-        # In the table and in YAML, ``--stat: optional`` is short for ``{kind: optional}``.
-        if isinstance(value, Mapping):
-            return {k: {"kind": v} if isinstance(v, str) else v for k, v in value.items()}
-        return value
-
-    @field_validator("options")
-    @classmethod
-    def _names(cls, value: dict[str, Option]) -> dict[str, Option]:
-        for name in value:
-            if not re.fullmatch(r"--?[A-Za-z0-9][A-Za-z0-9_-]*", name):
-                raise ValueError(
-                    f"{name!r} is not an option name: write it with its dashes and no "
-                    "value, e.g. --format or -n"
-                )
-        return value
-
-    @field_validator("first", "match")
-    @classmethod
-    def _regex(cls, value: str | None) -> str | None:
-        return _compiles(value)
-
-
-def _compiles(value: str | None) -> str | None:
-    if value is not None:
-        try:
-            re.compile(value)
-        except re.error as exc:
-            raise ValueError(f"{value!r} is not a regular expression: {exc}") from exc
-    return value
 
 
 class PolicyFile(BaseModel):
@@ -195,8 +126,6 @@ class Policy:
         ``/`` matches a file or folder of that name at any depth, one with a ``/`` the
         path from the root; either protects everything below what it matches. Case is
         ignored (``.GIT`` is ``.git`` on a case-insensitive filesystem)."""
-        from heron.programs.table import EXECUTABLE_CONFIG
-
         low = [part.lower() for part in parts]
         rules = [*EXECUTABLE_CONFIG, *((p, "listed in the tools policy") for p in self.protected)]
         for pattern, why in rules:
@@ -384,8 +313,6 @@ def _listing(names: Mapping[str, Any]) -> str:
 def load_policy(path: Path | None = None) -> Policy:
     """The built-in table, extended by the YAML file at ``path`` when one is given;
     ``ConfigError`` names the file and the field when the file is wrong."""
-    from heron.programs.table import BUILTIN
-
     if path is None:
         return Policy(BUILTIN)
     path = Path(path).expanduser()

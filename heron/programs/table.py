@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from heron.programs.policy import Program
+from heron.programs.rules import Program
 
 NUMBER = r"\d+"
 #: A remote's name as ``git remote`` shows it: never a URL, a path or an option.

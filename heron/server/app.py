@@ -1,11 +1,11 @@
 """``create_app()``: the ASGI app, and ``serve()``: run it under uvicorn.
 
-Routes: ``POST /rpc`` (JSON-RPC 2.0), ``/v1/*`` (OpenAI), ``/chat/stream`` (SSE),
-``/mcp`` (MCP streamable HTTP), ``/health``, ``/ready``, ``/metrics``, ``/doctor``, the
-web page (``heron.web``: ``/``, its panes, ``/signin``, ``/static/*``), and what
-``heron.server.jobs`` and ``heron.server.interventions`` add (docs/server.md lists all).
-One ``Runtime`` holds what requests share; it opens at startup and closes at shutdown,
-after in-flight requests and streams have finished.
+The app is ``POST /rpc`` (JSON-RPC 2.0) and what each module of ``FEATURES`` adds through
+its hooks (``heron.server.hooks``): its JSON-RPC methods, its routes (``/v1/*``,
+``/chat/stream``, ``/mcp``, ``/health``, ``/ready``, ``/metrics``, ``/doctor``, the jobs'
+and interventions' streams, the web page; docs/server.md lists all) and what it runs while
+the server runs. One ``Runtime`` holds what requests share; it opens at startup and
+closes at shutdown, after in-flight requests and streams have finished.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import socket
 import stat
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from pathlib import Path
 
 from starlette.applications import Starlette
@@ -27,12 +27,23 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from heron import web
 from heron.errors import ConfigError
-from heron.server import conversations, embeddings, explain, jobs, methods, openai, ops, sse
-from heron.server import interventions as interventions_api
+from heron.server import (
+    conversations,
+    embeddings,
+    explain,
+    interventions,
+    jobs,
+    mcp,
+    methods,
+    openai,
+    ops,
+    reload,
+    sse,
+)
+from heron.server.auth import api_token
 from heron.server.bodies import BodyMiddleware
-from heron.server.mcp import build_server, http_routes
+from heron.server.hooks import Feature
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
 from heron.server.origins import (
     Allowlist,
@@ -45,9 +56,27 @@ from heron.server.replies import for_path
 from heron.server.rpc import Registry, dispatch, encode
 from heron.server.runtime import Runtime
 from heron.settings import Settings
+from heron.web import pages
 
 log = logging.getLogger("heron.server")
 
+#: Every feature of the server, each a module with the three hooks. Their lifespans run
+#: in this order and end in the reverse one: the SSE streams (answers still running)
+#: finish first, then the reloader, the interventions' watchers, the job workers, MCP.
+FEATURES: tuple[Feature, ...] = (
+    methods,
+    conversations,
+    explain,
+    ops,
+    openai,
+    embeddings,
+    mcp,
+    jobs,
+    interventions,
+    reload,
+    sse,
+    pages,  # the page at / (heron.web)
+)
 #: Seconds shutdown waits for in-flight requests before closing them.
 GRACE = 30
 #: Connections a Unix socket queues before the server accepts them (uvicorn's default).
@@ -69,14 +98,8 @@ def create_app(
     ``heron.server.origins``)."""
     rt = runtime or Runtime(settings)
     registry = Registry(observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok))
-    methods.register(registry, rt)
-    jobs.register(registry, rt)
-    interventions_api.register(registry, rt)
-    explain.register(registry, rt)
-    conversations.register(registry, rt)
-    ops.register(registry, rt)
-    mcp_server = build_server(rt)
-    streams = sse.StreamHub(rt.settings.server_stream_ttl)
+    for feature in FEATURES:
+        feature.register(registry, rt)
     max_batch = rt.settings.server_max_batch
 
     async def rpc(request: Request) -> Response:
@@ -89,28 +112,17 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         await run_in_threadpool(rt.start)
         try:
-            async with (
-                mcp_server.session_manager.run(),
-                jobs.lifespan(rt),
-                interventions_api.lifespan(rt),
-                rt.reloader.watching(),
-            ):
+            async with AsyncExitStack() as running:
+                for feature in FEATURES:
+                    await running.enter_async_context(feature.lifespan(rt))
                 yield
-                await streams.close()
         finally:
             await run_in_threadpool(rt.close)
 
     app = Starlette(
         routes=[
             Route("/rpc", rpc, methods=["POST"]),
-            *ops.routes,
-            *openai.routes,
-            *embeddings.routes,
-            *sse.routes,
-            *http_routes(mcp_server, max_body=rt.settings.server_max_body),
-            *jobs.routes(rt),
-            *interventions_api.routes(rt),
-            *web.routes(api_token(rt.settings)),  # the page at / (heron.web)
+            *(route for feature in FEATURES for route in feature.routes(rt)),
         ],
         middleware=edge(rt, host or rt.settings.server_host, unix_socket=unix_socket),
         exception_handlers={HTTPException: http_error, Exception: internal_error},
@@ -118,7 +130,6 @@ def create_app(
     )
     app.state.runtime = rt
     app.state.registry = registry
-    app.state.streams = streams
     return app
 
 
@@ -166,12 +177,6 @@ async def internal_error(request: Request, exc: Exception) -> Response:
     """A bug's answer: JSON naming no internals (the traceback goes to the log)."""
     message = "The server failed on this request; the error is in its log."
     return for_path(request.url.path, 500, message, "server_error")
-
-
-def api_token(settings: Settings) -> str | None:
-    """The bearer token, ``None`` when unset or blank (a blank one must not pass as set)."""
-    secret = settings.api_token
-    return (secret.get_secret_value().strip() or None) if secret else None
 
 
 def check_bind(host: str, uds: Path | None, settings: Settings) -> None:

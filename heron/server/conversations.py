@@ -1,6 +1,6 @@
 """The conversations of ``heron/agent/sessions.py`` as JSON-RPC methods, for any client
-(the chat page's sidebar is one): ``sessions.list``, ``sessions.rename`` and
-``sessions.delete``. A conversation's turns are ``agent.history``."""
+(the chat page's sidebar is one): ``sessions.list``, ``sessions.rename``,
+``sessions.delete``, and a conversation's turns, ``agent.history``."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ from pydantic import Field
 
 from heron.agent.sessions import check_session_id
 from heron.errors import NotFound
-from heron.server.methods import Params
-from heron.server.rpc import Registry
+from heron.server.hooks import no_lifespan, no_routes
+from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
+from heron.web.markdown import with_html
 
 
 class ListParams(Params):
@@ -30,21 +31,31 @@ class RenameParams(SessionParams):
 def register(registry: Registry, rt: Runtime) -> None:
     """Add the ``sessions.*`` methods, bound to ``rt``'s agent."""
 
+    @registry.method(
+        "sessions.list", ListParams, summary="Conversations, the latest first, each with its title."
+    )
+    def list_(p: ListParams) -> list[dict[str, Any]]:
+        return rt.agent.sessions.recent(p.limit)
+
+    @registry.method("sessions.rename", RenameParams, summary="Give a conversation a title.")
     def rename(p: RenameParams) -> dict[str, Any]:
         rt.agent.sessions.rename(check_session_id(p.session_id), p.title)
         return {"session_id": p.session_id, "title": p.title.strip()}
 
+    @registry.method(
+        "agent.history",
+        SessionParams,
+        summary="A conversation's turns, oldest first (each answer with its html).",
+    )
+    def history(p: SessionParams) -> list[dict[str, Any]]:
+        return [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)]
+
+    @registry.method("sessions.delete", SessionParams, summary="Forget a conversation.")
     def delete(p: SessionParams) -> dict[str, Any]:
         if not rt.agent.sessions.delete(check_session_id(p.session_id)):
             raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")
         return {"session_id": p.session_id, "deleted": True}
 
-    add = registry.add
-    add(
-        "sessions.list",
-        lambda p: rt.agent.sessions.recent(p.limit),
-        ListParams,
-        summary="Conversations, the latest first, each with its title.",
-    )
-    add("sessions.rename", rename, RenameParams, summary="Give a conversation a title.")
-    add("sessions.delete", delete, SessionParams, summary="Forget a conversation.")
+
+routes = no_routes
+lifespan = no_lifespan

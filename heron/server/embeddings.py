@@ -26,13 +26,14 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from heron.embed import Embedder
 from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
-from heron.server.openai import heron_error, invalid, read_body
+from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.replies import heron_error, invalid, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
 
@@ -92,8 +93,7 @@ def _embed(embedder: Embedder, texts: list[str], encoding: str) -> tuple[list[An
     return rows, count_tokens(embedder, texts)
 
 
-async def embeddings(request: Request) -> Response:
-    rt: Runtime = request.app.state.runtime
+async def embeddings(rt: Runtime, request: Request) -> Response:
     req = await read_body(request, EmbeddingRequest)
     if isinstance(req, Response):
         return req
@@ -121,4 +121,11 @@ async def embeddings(request: Request) -> Response:
     )
 
 
-routes = [Route("/v1/embeddings", embeddings, methods=["POST"])]
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """``POST /v1/embeddings``."""
+
+    return [Route("/v1/embeddings", endpoint(embeddings, rt), methods=["POST"])]
+
+
+register = no_methods
+lifespan = no_lifespan

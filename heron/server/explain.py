@@ -1,6 +1,6 @@
 """JSON-RPC methods that show what Heron holds and how it decides, for any client (the web
 page is one): a library's pages and one cited passage, a re-index whose progress can be
-watched, a conversation's turns, skill usage hit-rates and provider-safe tool names.
+watched, skill usage hit-rates and provider-safe tool names.
 
 ``library.reindex`` starts indexing in a thread and answers at once with a task id;
 ``library.progress`` says how far it got (``done`` of ``total`` changed pages), then the
@@ -23,10 +23,10 @@ from heron.libraries import index_library, read_libraries
 from heron.libraries.index import page_of
 from heron.libraries.search import source_location
 from heron.libraries.state import last_sync
-from heron.server.methods import LibraryName, Params
-from heron.server.rpc import Registry
+from heron.server.hooks import no_lifespan, no_routes
+from heron.server.methods import LibraryName
+from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
-from heron.web.markdown import with_html
 
 #: Finished re-index tasks kept for ``library.progress``.
 KEEP_TASKS = 32
@@ -45,10 +45,6 @@ class PassageParams(Params):
 
 class TaskParams(Params):
     task: str = Field(min_length=1, description="The id library.reindex answered.")
-
-
-class SessionParams(Params):
-    session_id: str = Field(min_length=1)
 
 
 class ProfileParams(Params):
@@ -197,42 +193,46 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
 def register(registry: Registry, rt: Runtime) -> None:
     """Add the methods of this module, bound to ``rt``."""
     tasks = IndexTasks(rt)
+    method = registry.method
 
+    @method("library.pages", PagesParams, summary="A library's pages.")
+    def library_pages(p: PagesParams) -> list[dict[str, Any]]:
+        return pages(rt, p)
+
+    @method(
+        "library.passage",
+        PassageParams,
+        summary="The passage a citation names, with its source link.",
+    )
+    def library_passage(p: PassageParams) -> dict[str, Any]:
+        return passage(rt, p)
+
+    @method(
+        "library.reindex",
+        LibraryName,
+        summary="Start indexing a library; watch it with library.progress.",
+    )
+    def reindex(p: LibraryName) -> dict[str, Any]:
+        return tasks.start(p.name).to_dict()
+
+    @method(
+        "library.progress",
+        TaskParams,
+        summary="How far a library.reindex task got, then its report.",
+    )
+    def progress(p: TaskParams) -> dict[str, Any]:
+        return tasks.get(p.task).to_dict()
+
+    @method("skills.usage", summary="Skill search hit-rates per query kind (usage log).")
+    def skills_usage(_: Params) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in rt.skills.stats()]
+
+    @method("tools.names", ProfileParams, summary="Each tool's provider-safe name.")
     def tool_names(p: ProfileParams) -> list[dict[str, Any]]:
         tools = rt.toolbox.registry.tools()
         codec = NameCodec([t.name for t in tools], p.profile)
         return [{"name": t.name, "encoded": codec.encode(t.name)} for t in tools]
 
-    add = registry.add
-    add("library.pages", lambda p: pages(rt, p), PagesParams, summary="A library's pages.")
-    add(
-        "library.passage",
-        lambda p: passage(rt, p),
-        PassageParams,
-        summary="The passage a citation names, with its source link.",
-    )
-    add(
-        "library.reindex",
-        lambda p: tasks.start(p.name).to_dict(),
-        LibraryName,
-        summary="Start indexing a library; watch it with library.progress.",
-    )
-    add(
-        "library.progress",
-        lambda p: tasks.get(p.task).to_dict(),
-        TaskParams,
-        summary="How far a library.reindex task got, then its report.",
-    )
-    add(
-        "agent.history",
-        lambda p: [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)],
-        SessionParams,
-        summary="A conversation's turns, oldest first (each answer with its html).",
-    )
-    add(
-        "skills.usage",
-        lambda _: [s.to_dict() for s in rt.skills.stats()],
-        Params,
-        summary="Skill search hit-rates per query kind (usage log).",
-    )
-    add("tools.names", tool_names, ProfileParams, summary="Each tool's provider-safe name.")
+
+routes = no_routes
+lifespan = no_lifespan

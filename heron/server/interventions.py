@@ -1,8 +1,8 @@
 """Interventions over HTTP: the ``interventions.*`` JSON-RPC methods, a room's live cards
 (``GET /interventions/stream?room=R``, SSE), ``POST /interventions/{id}/outcome``,
-``GET /interventions/audio/{file}``, the watcher that turns job changes into cards, the
-slower scan of the libraries' health and the skill searches that find nothing, and the
-hooks the agent's tool calls and searches go through (``observe_tool_use``).
+``GET /interventions/audio/{file}``, the watcher that turns job changes into cards, and
+the slower scan of the libraries' health and the skill searches that find nothing
+(``heron.agent.wiring.Scan``; the agent's observers are ``heron.agent.wiring.Observers``).
 
 The stream replays the room's cards after the ``Last-Event-ID`` header (or ``?after=N``),
 then sends new ones as they go out: at once for those raised in this process, within
@@ -24,55 +24,36 @@ import asyncio
 import json
 import logging
 import os
-import re
 import stat
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
-from pydantic import BaseModel, Field, ValidationError
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from heron.embed import calibration_of, embed_queries
+from heron.agent.wiring import Scan
 from heron.errors import HeronError
-from heron.interventions import Activity, Intervention, Interventions, job_changed
-from heron.interventions.detectors import (
-    LibraryStatus,
-    Observation,
-    SearchRecord,
-    library_health,
-    search_misses,
-)
-from heron.interventions.model import Condition, Severity
+from heron.interventions import Intervention, Interventions, job_changed
+from heron.interventions.model import Severity
 from heron.interventions.service import audio_folder
 from heron.interventions.voice import AUDIO_NAME
-from heron.server.jobs import KEEPALIVE, jobs_of
-from heron.server.sse import bad_request, http_status
-from heron.server.strictjson import read_json
-
-if TYPE_CHECKING:
-    from heron.server.rpc import Registry
-    from heron.server.runtime import Runtime
+from heron.server.jobs import KEEPALIVE
+from heron.server.replies import heron_error, invalid, not_found, read_body
+from heron.server.rpc import Params, Registry
+from heron.server.runtime import Runtime
 
 log = logging.getLogger("heron.server")
 
 #: Seconds between looks at the database for cards another server sent, and at the jobs.
 POLL = 1.0
-#: Skill queries the scan reads, newest: enough for a request's last few searches.
-SCAN_QUERIES = 1000
-#: A Markdown heading, or a Python class or function: what a written file is about.
-_HEADING = re.compile(
-    r"^(?:\s{0,3}#{1,6}\s+(.+?)\s*#*|(?:async\s+)?(?:class|def)\s+(\w+).*)$", re.M
-)
 
 
-class RaiseParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class RaiseParams(Params):
     kind: str = Field(description="The condition's kind: collision, watchdog_incident, ...")
     key: str = Field(description="Its identity in the room, e.g. collision:README.md.")
     room: str = Field(description="Who shares it: a team, a workspace.")
@@ -81,14 +62,12 @@ class RaiseParams(BaseModel):
     actor: str = Field(default="", description="Who raises it; default: api.")
 
 
-class ResolveParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class ResolveParams(Params):
     key: str
     room: str
 
 
-class OutcomeBody(BaseModel):
-    model_config = {"extra": "forbid"}
+class OutcomeBody(Params):
     outcome: Literal["accept", "dismiss"]
     by: str = Field(default="api", description="Who decided.")
 
@@ -97,8 +76,7 @@ class OutcomeParams(OutcomeBody):
     id: int
 
 
-class ListParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class ListParams(Params):
     room: str | None = None
     limit: int = Field(default=100, ge=1, le=10_000)
     active_only: bool = False
@@ -106,37 +84,35 @@ class ListParams(BaseModel):
 
 def register(registry: Registry, runtime: Runtime) -> None:
     """Add the ``interventions.*`` JSON-RPC methods to ``registry``."""
+    method = registry.method
 
+    @method("interventions.raise", RaiseParams, summary="Raise a condition; returns it.")
     def raise_(p: RaiseParams) -> dict[str, Any]:
         service = runtime.interventions
         done = service.raise_(p.kind, p.key, p.room, p.severity, p.facts, actor=p.actor or "api")
         return done.to_dict()
 
+    @method(
+        "interventions.resolve", ResolveParams, summary="End an active condition; its key re-arms."
+    )
+    def resolve(p: ResolveParams) -> dict[str, Any]:
+        return runtime.interventions.resolve(p.room, p.key).to_dict()
+
+    @method("interventions.outcome", OutcomeParams, summary="Record accept or dismiss, once.")
+    def outcome(p: OutcomeParams) -> dict[str, Any]:
+        return runtime.interventions.outcome(p.id, p.outcome, p.by).to_dict()
+
+    @method("interventions.list", ListParams, summary="Interventions, newest first.")
     def list_(p: ListParams) -> list[dict[str, Any]]:
         found = runtime.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
         return [i.to_dict() for i in found]
 
-    registry.add(
-        "interventions.raise", raise_, RaiseParams, summary="Raise a condition; returns it."
-    )
-    registry.add(
-        "interventions.resolve",
-        lambda p: runtime.interventions.resolve(p.room, p.key).to_dict(),
-        ResolveParams,
-        summary="End an active condition; its key re-arms.",
-    )
-    registry.add(
-        "interventions.outcome",
-        lambda p: runtime.interventions.outcome(p.id, p.outcome, p.by).to_dict(),
-        OutcomeParams,
-        summary="Record accept or dismiss, once.",
-    )
-    registry.add("interventions.list", list_, ListParams, summary="Interventions, newest first.")
-    registry.add(
+    @method(
         "interventions.stats",
-        lambda p: [s.to_dict() for s in runtime.interventions.stats()],
         summary="Per kind: raised, delivered, suppressed, accepted, dismissed.",
     )
+    def stats(_: Params) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in runtime.interventions.stats()]
 
 
 def _card(item: Intervention) -> str:
@@ -185,14 +161,14 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
     async def stream(request: Request) -> Response:
         room = request.query_params.get("room", "").strip()
         if not room:
-            return bad_request("Name the room: GET /interventions/stream?room=team.")
+            return invalid("Name the room: GET /interventions/stream?room=team.", "room")
         given = request.headers.get("last-event-id") or request.query_params.get("after", "0")
         if not given.strip().isdigit():
-            return bad_request(f"Last-Event-ID must be a card's id, got {given!r}.")
+            return invalid(f"Last-Event-ID must be a card's id, got {given!r}.")
         try:
             service = await run_in_threadpool(lambda: runtime.interventions)
         except HeronError as exc:
-            return bad_request(str(exc), status=http_status(exc))
+            return heron_error(exc)
         return StreamingResponse(
             _frames(service, room, int(given)),
             media_type="text/event-stream",
@@ -200,17 +176,16 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         )
 
     async def outcome(request: Request) -> Response:
-        try:
-            body = OutcomeBody.model_validate(await read_json(request))
-        except (ValidationError, ValueError):
-            return bad_request('Send JSON like {"outcome": "accept", "by": "alice"}.')
+        body = await read_body(request, OutcomeBody)
+        if isinstance(body, Response):
+            return body
         service = runtime.interventions
         try:
             done = await run_in_threadpool(
                 service.outcome, request.path_params["id"], body.outcome, body.by
             )
         except HeronError as exc:
-            return bad_request(str(exc), status=http_status(exc))
+            return heron_error(exc)
         return Response(json.dumps(done.to_dict()), media_type="application/json")
 
     async def audio(request: Request) -> Response:
@@ -219,7 +194,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         if AUDIO_NAME.match(name):
             found = await run_in_threadpool(open_audio, audio_folder(runtime.settings), name)
         if found is None:
-            return bad_request(f"No audio file {name!r}.", status=404)
+            return not_found(f"No audio file {name!r}.")
         return Response(found, media_type="audio/wav", headers={"cache-control": "no-store"})
 
     return [
@@ -286,7 +261,7 @@ async def _watch_jobs(runtime: Runtime) -> None:
     first = True
     while True:
         try:
-            jobs = await asyncio.to_thread(jobs_of(runtime).list, (), 200)
+            jobs = await asyncio.to_thread(runtime.jobs.list, (), 200)
             for job in jobs:
                 if known.get(job.id) == job.state:
                     continue
@@ -304,129 +279,11 @@ async def _watch_jobs(runtime: Runtime) -> None:
         await asyncio.sleep(POLL)
 
 
-class Scan:
-    """One pass (``scan()``) over what changes slowly: each configured library's syncs
-    (``library_health``) and the skills usage log (``search_misses``), in the room
-    ``interventions_room``. Only changes reach the service: a condition not already
-    active nor raised by an earlier pass, a resolution of an active one; so a failing
-    library costs one card, not one stored row a minute."""
-
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.raised: set[str] = set()  # keys this scan raised, delivered or suppressed
-
-    def __call__(self) -> list[Intervention]:
-        room = self.runtime.settings.interventions_room
-        seen = [
-            # A library's state keeps its last failed sync, not a count: one is a card.
-            *library_health(room, self.libraries(), now=time.time(), max_failures=1),
-            *search_misses(room, self.searches()),
-        ]
-        return self.apply(room, seen)
-
-    def libraries(self) -> list[LibraryStatus]:
-        from heron.libraries import read_libraries
-        from heron.libraries.state import library_state
-
-        found = []
-        for library in read_libraries(self.runtime.settings):
-            state = library_state(self.runtime.store, library.name)
-            error = state.sync_error
-            failures, message = (1, error[1]) if error else (0, "")
-            found.append(LibraryStatus(library.name, state.synced_at, failures, message))
-        return found
-
-    def searches(self) -> list[SearchRecord]:
-        """The skill queries of the usage log, oldest first (none before the first). The
-        log keeps the skills each query returned, not their scores: a miss is a query
-        that returned none. The tools usage log holds only requests a tool served."""
-        from heron.skills import UsageLog
-
-        path = self.runtime.settings.home / "skills.db"
-        if not path.exists():
-            return []
-        log = UsageLog(path)
-        try:
-            queries = log.recent(SCAN_QUERIES)
-        finally:
-            log.close()
-        return [SearchRecord("skills", query, len(returned)) for query, returned in queries]
-
-    def apply(self, room: str, seen: list[Observation]) -> list[Intervention]:
-        service = self.runtime.interventions
-        active = {i.key for i in service.list(room, limit=10_000, active_only=True)}
-        changed: list[Observation] = []
-        for item in seen:
-            if isinstance(item, Condition):
-                if item.key not in active and item.key not in self.raised:
-                    changed.append(item)
-                self.raised.add(item.key)
-            else:
-                self.raised.discard(item.key)
-                if item.key in active:
-                    changed.append(item)
-        return service.apply(changed)
-
-
 async def _scan(runtime: Runtime) -> None:
-    scan = Scan(runtime)
+    scan = Scan(runtime.settings, runtime.store, lambda: runtime.interventions)
     while True:
         try:
             await asyncio.to_thread(scan)
         except HeronError as exc:
             log.warning("library and search interventions: %s", exc)
         await asyncio.sleep(runtime.settings.interventions_scan_interval)
-
-
-def headings(content: str, limit: int = 12) -> list[str]:
-    """The headings of a file's first 20,000 characters, for its topic.
-
-    >>> headings("# Voice\\n\\nclass LiveKitAgent:\\n    def join(self): ...")
-    ['Voice', 'LiveKitAgent']
-    """
-    found = (m.group(1) or m.group(2) for m in _HEADING.finditer(content[:20_000]))
-    return [h for h in found if h][:limit]
-
-
-def activity_of(runtime: Runtime) -> Activity:
-    """Who works on what in this server (``heron.interventions.Activity``), kept on the
-    runtime; topics are embedded with the store's embedder."""
-    activity = runtime.extras.get("activity")
-    if activity is None:
-        embedder = runtime.store.embedder
-        activity = runtime.extras["activity"] = Activity(
-            embedder.embed,
-            embed_query=lambda texts: embed_queries(embedder, texts),
-            threshold=calibration_of(embedder).overlap,
-            room=runtime.settings.interventions_room,
-        )
-    return activity
-
-
-def observe_tool_use(
-    runtime: Runtime, actor: str, name: str, arguments: dict[str, Any], ok: bool
-) -> list[Intervention]:
-    """What one of the agent's tool calls means for the room: a ``write_file`` that
-    succeeded is ``observe_write`` (a collision when another actor holds the file), a
-    ``search_docs`` is ``observe_search`` (a research overlap). The hook the agent's
-    tool executor calls, with the caller's actor (the API's ``user``)."""
-    if not ok or not actor:
-        return []
-    if name == "write_file" and isinstance(arguments.get("path"), str):
-        content = arguments.get("content")
-        tops = headings(content) if isinstance(content, str) else []
-        seen = activity_of(runtime).observe_write(actor, arguments["path"], tops)
-    elif name == "search_docs" and isinstance(arguments.get("query"), str):
-        return observe_search(runtime, actor, arguments["query"])
-    else:
-        return []
-    return runtime.interventions.apply(seen)
-
-
-def observe_search(runtime: Runtime, actor: str, query: str) -> list[Intervention]:
-    """A search of the libraries by ``actor`` (the agent's grounding search, or its
-    ``search_docs`` tool): a research overlap when it is close to the topic of a file
-    another actor edits. The hook the agent's ``on_search`` calls."""
-    if not actor or not query.strip():
-        return []
-    return runtime.interventions.apply(activity_of(runtime).observe_search(actor, query))

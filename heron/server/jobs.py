@@ -15,26 +15,24 @@ import asyncio
 import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
-from pydantic import BaseModel, Field
+from pydantic import Field
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response, StreamingResponse
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from heron.agent import job_runner
-from heron.jobs import JobNotFound, Jobs, Risk, State
+from heron.agent.wiring import job_runner
+from heron.jobs import JobNotFound, Risk, State
+from heron.server.replies import invalid, not_found
+from heron.server.rpc import Params, Registry
+from heron.server.runtime import Runtime
 
 #: Seconds between keep-alive comments on an idle event stream.
 KEEPALIVE = 15.0
 
-if TYPE_CHECKING:
-    from heron.server.rpc import Registry
-    from heron.server.runtime import Runtime
 
-
-class CreateParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class CreateParams(Params):
     prompt: str = Field(description="What to check, e.g. 'is main broken?'.")
     success_criteria: str = Field(default="", description="What a good outcome looks like.")
     risk_level: Risk = "read_only"
@@ -43,8 +41,7 @@ class CreateParams(BaseModel):
     )
 
 
-class IdParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class IdParams(Params):
     id: str
 
 
@@ -57,71 +54,60 @@ class EventsParams(IdParams):
     limit: int = Field(default=1000, ge=1, le=10_000)
 
 
-class ListParams(BaseModel):
-    model_config = {"extra": "forbid"}
+class ListParams(Params):
     state: list[State] = Field(default_factory=list, description="Only these states.")
     limit: int = Field(default=100, ge=1, le=10_000)
 
 
-def jobs_of(runtime: Runtime) -> Jobs:
-    """The server's ``Jobs``: the runtime's one job store, opened on first use."""
-    return runtime.jobs
-
-
 def register(registry: Registry, runtime: Runtime) -> None:
-    """Add the ``jobs.*`` JSON-RPC methods to ``registry``."""
+    """Add the ``jobs.*`` JSON-RPC methods to ``registry``, on the runtime's job store."""
+    method = registry.method
 
+    @method("jobs.create", CreateParams, summary="Queue a job; returns it.")
     def create(p: CreateParams) -> dict[str, Any]:
-        job = jobs_of(runtime).create(
+        job = runtime.jobs.create(
             p.prompt, p.success_criteria, p.risk_level, p.requires_confirmation, by="api"
         )
         return job.to_dict()
 
+    @method("jobs.list", ListParams, summary="Jobs, newest first.")
     def list_(p: ListParams) -> list[dict[str, Any]]:
-        return [job.to_dict() for job in jobs_of(runtime).list(p.state, p.limit)]
+        return [job.to_dict() for job in runtime.jobs.list(p.state, p.limit)]
 
+    @method("jobs.get", IdParams, summary="One job.")
+    def get(p: IdParams) -> dict[str, Any]:
+        return runtime.jobs.get(p.id).to_dict()
+
+    @method("jobs.events", EventsParams, summary="A job's events, oldest first.")
     def events(p: EventsParams) -> list[dict[str, Any]]:
-        return [e.to_dict() for e in jobs_of(runtime).events(p.id, p.after, p.limit)]
+        return [e.to_dict() for e in runtime.jobs.events(p.id, p.after, p.limit)]
 
-    registry.add("jobs.create", create, CreateParams, summary="Queue a job; returns it.")
-    registry.add("jobs.list", list_, ListParams, summary="Jobs, newest first.")
-    registry.add(
-        "jobs.get", lambda p: jobs_of(runtime).get(p.id).to_dict(), IdParams, summary="One job."
-    )
-    registry.add("jobs.events", events, EventsParams, summary="A job's events, oldest first.")
-    registry.add(
-        "jobs.confirm",
-        lambda p: jobs_of(runtime).confirm(p.id, p.by).to_dict(),
-        ActParams,
-        summary="Let a job waiting for confirmation act.",
-    )
-    registry.add(
-        "jobs.deny",
-        lambda p: jobs_of(runtime).deny(p.id, p.by).to_dict(),
-        ActParams,
-        summary="End a job waiting for confirmation without acting.",
-    )
-    registry.add(
-        "jobs.abort",
-        lambda p: jobs_of(runtime).abort(p.id, p.by).to_dict(),
-        ActParams,
-        summary="Stop a job now, killing its running command.",
-    )
+    @method("jobs.confirm", ActParams, summary="Let a job waiting for confirmation act.")
+    def confirm(p: ActParams) -> dict[str, Any]:
+        return runtime.jobs.confirm(p.id, p.by).to_dict()
+
+    @method("jobs.deny", ActParams, summary="End a job waiting for confirmation without acting.")
+    def deny(p: ActParams) -> dict[str, Any]:
+        return runtime.jobs.deny(p.id, p.by).to_dict()
+
+    @method("jobs.abort", ActParams, summary="Stop a job now, killing its running command.")
+    def abort(p: ActParams) -> dict[str, Any]:
+        return runtime.jobs.abort(p.id, p.by).to_dict()
 
 
 def routes(runtime: Runtime) -> list[BaseRoute]:
     """``GET /jobs/{id}/events/stream``."""
 
     async def stream(request: Request) -> Response:
-        jobs = jobs_of(runtime)
+        jobs = runtime.jobs
         job_id = request.path_params["id"]
         given = request.headers.get("last-event-id") or request.query_params.get("after", "0")
         if not given.strip().isdigit():
-            return _error(400, f"Last-Event-ID must be an event's seq number, got {given!r}.")
+            return invalid(f"Last-Event-ID must be an event's seq number, got {given!r}.")
         try:
             await asyncio.to_thread(jobs.get, job_id)
         except JobNotFound as exc:
-            return _error(404, str(exc))
+            return not_found(str(exc))
 
         async def frames() -> AsyncIterator[str]:
             # A comment line every KEEPALIVE seconds keeps proxies from closing the stream
@@ -155,16 +141,12 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
     return [Route("/jobs/{id}/events/stream", stream, methods=["GET"])]
 
 
-def _error(status: int, message: str) -> Response:
-    return JSONResponse({"error": {"message": message}}, status_code=status)
-
-
 @asynccontextmanager
 async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
     """Run the job workers (``jobs_concurrency`` at once) while the server runs; on the
     way in they recover jobs a crashed server left ``running``."""
     stop = asyncio.Event()
-    runner = job_runner(jobs_of(runtime), store=lambda: runtime.store)
+    runner = job_runner(runtime.jobs, store=lambda: runtime.store)
     task = asyncio.create_task(runner.serve(stop))
     try:
         yield

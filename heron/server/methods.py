@@ -1,23 +1,22 @@
 """The JSON-RPC methods: each validates its params with a model, then calls the library
-function the matching CLI command calls (``search.query`` is ``heron search``)."""
+function the matching CLI command calls (``search.query`` is ``heron search``). A
+feature module (``heron.server.hooks``) with methods only."""
 
 from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 
+from heron.agent.turn import Turn
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
-from heron.server.rpc import Registry
+from heron.server.hooks import no_lifespan, no_routes
+from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
-
-
-class Params(BaseModel):
-    model_config = ConfigDict(extra="forbid")
 
 
 class ChatParams(Params):
@@ -34,11 +33,10 @@ class ChatParams(Params):
         default="", max_length=200, description="Who asks: the actor interventions see."
     )
 
-    def agent_options(self) -> dict[str, Any]:
-        """The keyword arguments of ``Agent.ask`` and ``Agent.stream`` after the message:
-        every other field is one of theirs, by the same name; hints name the request's
-        fields, not the CLI's flags (``surface="api"``)."""
-        return {**self.model_dump(exclude={"message"}), "surface": "api"}
+    def turn(self) -> Turn:
+        """The agent's turn: every field is one of ``Turn``'s, by the same name; hints
+        name the request's fields, not the CLI's flags (``surface="api"``)."""
+        return Turn(**self.model_dump(), surface="api")
 
 
 class SearchParams(Params):
@@ -88,52 +86,62 @@ class ToolCall(Params):
     arguments: dict[str, Any] = Field(default_factory=dict)
 
 
-def chat(rt: Runtime, p: ChatParams) -> Any:
-    """The agent's answer (``heron ask``), shared by ``agent.chat`` and ``/v1``."""
-    return rt.agent.ask(p.message, **p.agent_options())
-
-
 def register(registry: Registry, rt: Runtime) -> None:
     """Add Heron's methods, bound to ``rt``'s shared store, skills, tools and agent."""
     settings = rt.settings
+    method = registry.method
 
+    @method("agent.chat", ChatParams, summary="Answer a question, grounded and cited.")
+    def agent_chat(p: ChatParams) -> dict[str, Any]:
+        return rt.agent.ask(p.turn()).to_dict()  # heron ask
+
+    @method("search.query", SearchParams, summary="Search the libraries (heron search).")
     def search(p: SearchParams) -> list[dict[str, Any]]:
         found = rt.search(
             p.query, library=p.library, collection=p.collection, top_k=p.top_k, mode=p.mode
         )
         return [r.to_dict() for r in found]
 
+    @method("library.list", summary="The configured libraries.")
     def library_list(_: Params) -> list[dict[str, Any]]:
         return [
             {"name": x.name, "source": x.source, "builtin": x.builtin}
             for x in read_libraries(settings)
         ]
 
+    @method("library.add", LibraryAdd, summary="Add a library to libraries.txt.")
     def library_add(p: LibraryAdd) -> dict[str, Any]:
         # A caller over the API is not the machine's user: folders only under
         # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.libraries.config.check_source).
         library = add_library(p.name, p.source, settings, caller="api")
         return {"name": library.name, "source": library.source}
 
+    @method("library.remove", LibraryName, summary="Remove a library and its index.")
     def library_remove(p: LibraryName) -> dict[str, Any]:
         return {"name": forget_library(p.name, rt.store, settings).name, "removed": True}
 
+    @method("library.index", OptionalLibrary, summary="Sync and index libraries.")
     def library_index(p: OptionalLibrary) -> list[dict[str, Any]]:
         names = [p.name] if p.name else [lib.name for lib in read_libraries(settings)]
         return [index_library(n, rt.store, settings=settings).to_dict() for n in names]
 
+    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.")
     def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:
         return [s.to_dict() for s in statuses(rt.store, settings, p.name)]
 
+    @method("skills.search", SkillSearch, summary="Skills that fit a task.")
     def skills_search(p: SkillSearch) -> list[dict[str, Any]]:
         return [h.to_dict() for h in rt.skills.search(p.query, p.top_k)]
 
+    @method("skills.status", summary="Skill directories and index state.")
     def skills_status(_: Params) -> dict[str, Any]:
         return rt.skills.status().to_dict()
 
+    @method("skills.show", SkillName, summary="One skill: fields and body.")
     def skills_show(p: SkillName) -> dict[str, Any]:
         return rt.skills.show(p.name).to_dict()
 
+    @method("tools.list", summary="Every tool and MCP server status.")
     def tools_list(_: Params) -> dict[str, Any]:
         box = rt.toolbox
         return {
@@ -141,6 +149,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             "tools": [t.to_dict() for t in box.registry.tools()],
         }
 
+    @method("tools.route", ToolRoute, summary="The tools to offer for a request.")
     def tools_route(p: ToolRoute) -> dict[str, Any]:
         router = rt.router(
             mode=p.mode,
@@ -151,12 +160,14 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return router.route(p.query).to_dict()
 
+    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.")
     def tools_call(p: ToolCall) -> dict[str, Any]:
         tools = rt.toolbox.registry
         # Wrong argument types are the caller's error (-32001), not a handler's crash.
         check_arguments(tools.get(p.name), p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
+    @method("models.list", summary="The models.yml aliases: provider, model.")
     def models_list(_: Params) -> list[dict[str, Any]]:
         from heron.llm.config import load_table
 
@@ -168,29 +179,12 @@ def register(registry: Registry, rt: Runtime) -> None:
             for alias, spec in table.models.items()
         ]  # fmt: skip
 
+    @method("rpc.discover", summary="This API as an OpenRPC document.")
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__
 
         return registry.openrpc("Heron", __version__)
 
-    add = registry.add
-    add(
-        "agent.chat",
-        lambda p: chat(rt, p).to_dict(),
-        ChatParams,
-        summary="Answer a question, grounded and cited.",
-    )
-    add("search.query", search, SearchParams, summary="Search the libraries (heron search).")
-    add("library.list", library_list, Params, summary="The configured libraries.")
-    add("library.add", library_add, LibraryAdd, summary="Add a library to libraries.txt.")
-    add("library.remove", library_remove, LibraryName, summary="Remove a library and its index.")
-    add("library.index", library_index, OptionalLibrary, summary="Sync and index libraries.")
-    add("library.status", library_status, OptionalLibrary, summary="Pages, chunks, last sync.")
-    add("skills.search", skills_search, SkillSearch, summary="Skills that fit a task.")
-    add("skills.status", skills_status, Params, summary="Skill directories and index state.")
-    add("skills.show", skills_show, SkillName, summary="One skill: fields and body.")
-    add("tools.list", tools_list, Params, summary="Every tool and MCP server status.")
-    add("tools.route", tools_route, ToolRoute, summary="The tools to offer for a request.")
-    add("tools.call", tools_call, ToolCall, summary="Call one tool with JSON arguments.")
-    add("models.list", models_list, Params, summary="The models.yml aliases: provider, model.")
-    add("rpc.discover", discover, Params, summary="This API as an OpenRPC document.")
+
+routes = no_routes
+lifespan = no_lifespan

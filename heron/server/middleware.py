@@ -18,10 +18,10 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heron.server import auth
 from heron.server.logs import request_id
 from heron.server.metrics import Metrics
 from heron.server.replies import for_path
-from heron.web import auth as web_auth
 
 log = logging.getLogger("heron.server.access")
 
@@ -89,20 +89,20 @@ class TokenMiddleware:
         self.token = token.encode() if token else None
 
     def authorized(self, scope: Scope) -> bool:
-        if self.token is None or scope["path"] in OPEN_PATHS or web_auth.is_open(scope["path"]):
+        if self.token is None or scope["path"] in OPEN_PATHS or auth.is_open(scope["path"]):
             return True
         headers = dict(scope["headers"])
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
         if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
             return True
         # The web page's sign-in cookie, with its CSRF header for unsafe methods.
-        return web_auth.cookie_authorized(scope, self.token)
+        return auth.cookie_authorized(scope, self.token)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or self.authorized(scope):
             await self.app(scope, receive, send)
             return
-        page = web_auth.refusal(scope)  # a browser asking for a page: the sign-in form
+        page = auth.refusal(scope)  # a browser asking for a page: the sign-in form
         if page is not None:
             await page(scope, receive, send)
             return

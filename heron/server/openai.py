@@ -3,7 +3,7 @@ cited answers. ``POST /v1/chat/completions`` (plain or ``stream: true``) and
 ``GET /v1/models`` (the aliases of models.yml); ``/v1/embeddings`` is
 ``heron.server.embeddings``.
 
-What a request says reaches the agent (``Agent.ask`` / ``Agent.stream``):
+What a request says reaches the agent as one ``heron.agent.turn.Turn`` (``turn``):
 
 - ``messages``: system (and ``developer``) messages become the agent's ``instructions``;
   the last user message is the question the libraries are searched for; the turns
@@ -48,29 +48,29 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
+from heron.agent.turn import Turn
 from heron.core.chat import Message, Sampling, ToolCall
 from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
-from heron.llm.errors import BadRequest, NoModelAvailable
-from heron.llm.payload import check_sampling, count_tokens, json_schema, parse_arguments
-from heron.server.replies import openai_error
+from heron.llm.broker import count_tokens
+from heron.llm.payload import check_sampling, json_schema, parse_arguments
+from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
-from heron.server.sse import http_status
-from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+from heron.server.strictjson import StrictJSONResponse, dumps
 from heron.settings import Settings
 
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
     from heron.agent.answer import AgentEvent, Answer
 
-M = TypeVar("M", bound=BaseModel)
 #: Roles whose messages are the agent's instructions (``developer`` is OpenAI's newer
 #: name for ``system``).
 INSTRUCTION_ROLES = ("system", "developer")
@@ -201,7 +201,7 @@ class Conversation:
     """The request's messages as the agent takes them."""
 
     message: str
-    instructions: str | None = None
+    instructions: str = ""
     history: list[Message] = field(default_factory=list)
 
 
@@ -258,7 +258,7 @@ def conversation(messages: list[ChatMessage]) -> Conversation:
             "assistant's tool_calls."
         )
     history = turns[:question] + ((turns[question:]) if after else [])
-    return Conversation(turns[question].content, "\n\n".join(instructions) or None, history)
+    return Conversation(turns[question].content, "\n\n".join(instructions), history)
 
 
 def _call(call: CallIn, where: str) -> ToolCall:
@@ -303,10 +303,10 @@ def client_tools(req: CompletionRequest) -> tuple[list[Tool], str]:
     return tools, choice or "auto"
 
 
-def agent_options(req: CompletionRequest, settings: Settings) -> dict[str, Any]:
-    """The keyword arguments of ``Agent.ask`` / ``Agent.stream`` for this request: its
-    messages, sampling and tools, Heron's tools held to ``openai_tool_safety``, and
-    hints that name the request's fields (``surface="api"``)."""
+def turn(req: CompletionRequest, settings: Settings) -> Turn:
+    """The agent's turn for this request: its messages, sampling and tools, Heron's tools
+    held to ``openai_tool_safety``, and hints that name the request's fields
+    (``surface="api"``)."""
     refused_fields(req)
     talk = conversation(req.messages)
     tools, choice = client_tools(req)
@@ -319,60 +319,29 @@ def agent_options(req: CompletionRequest, settings: Settings) -> dict[str, Any]:
             f"{what}: an extractive answer is quoted from the passages, with no model "
             f"call, so it cannot honour {what}; leave out answer: extractive."
         )
-    return {
-        "message": talk.message,
-        "instructions": talk.instructions,
+    return Turn(
+        talk.message,
+        instructions=talk.instructions,
         # A server-side session keeps its own history unless the client sends one.
-        "history": talk.history if talk.history or req.session_id is None else None,
-        "session_id": req.session_id,
-        "library": req.library,
-        "model": req.model,
-        "answer": req.answer,
-        "sampling": options,
-        "client_tools": tools,
-        "tool_choice": choice,
-        "user": req.user or "",
-        "tool_safety": settings.openai_tool_safety,
-        "surface": "api",
-    }
-
-
-# -- replies ----------------------------------------------------------------------------
-
-
-def invalid(message: str) -> Response:
-    """400 in OpenAI's shape; the message names the field at fault."""
-    return openai_error(400, message, "invalid_request_error")
-
-
-def heron_error(exc: HeronError) -> Response:
-    """A refused request is a 400 whatever refused it: Heron, or the model's provider
-    (``BadRequest``: a parameter it does not take, a prompt over its window)."""
-    refused = isinstance(exc, BadRequest) or (
-        isinstance(exc, NoModelAvailable) and all(isinstance(e, BadRequest) for e in exc.errors)
+        history=talk.history if talk.history or req.session_id is None else None,
+        session_id=req.session_id,
+        library=req.library,
+        model=req.model,
+        answer=req.answer,
+        sampling=options,
+        client_tools=tools,
+        tool_choice=choice,
+        user=req.user or "",
+        tool_safety=settings.openai_tool_safety,
+        surface="api",
     )
-    status = 400 if refused else http_status(exc)
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    return openai_error(status, str(exc), kind, type(exc).__name__)
-
-
-async def read_body(request: Request, model: type[M]) -> M | Response:
-    """The body validated as ``model``, or the 400 saying what is wrong with it."""
-    try:
-        return model.model_validate(await read_json(request))
-    except ValidationError as exc:
-        first = exc.errors(include_url=False)[0]
-        where = ".".join(str(p) for p in first["loc"]) or "body"
-        return invalid(f"Invalid request: {where}: {first['msg']}.")
-    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
-        return invalid(f"Invalid request: {exc}")
 
 
 def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
     """OpenAI's usage of ``answer``: what the model's provider reported for the turn's
     calls. An answer no model call wrote (extractive, no lead) has none to report; it
     gets the client's messages (``sent``) as prompt tokens and the answer as completion
-    tokens, counted with the model's tokenizer (``heron.llm.payload.count_tokens``), so
+    tokens, counted with the model's tokenizer (``heron.llm.broker.count_tokens``), so
     usage is never 0 and compares with a generated answer's. Runs in a worker thread
     (the first count may read the GGUF's vocabulary)."""
     prompt, written = answer.usage.prompt_tokens, answer.usage.completion_tokens
@@ -489,36 +458,34 @@ async def _stream(
                 else:
                     yield chunk({}, finish_reason=finish, **tail)
     except HeronError as exc:  # mid-stream: OpenAI sends the error as a data line
-        body = {"error": {"message": str(exc), "type": "server_error", "code": type(exc).__name__}}
+        body = error_body(str(exc), "server_error", type(exc).__name__)
         yield f"data: {dumps(body)}\n\n"
     yield "data: [DONE]\n\n"
 
 
-async def chat_completions(request: Request) -> Response:
-    rt: Runtime = request.app.state.runtime
+async def chat_completions(rt: Runtime, request: Request) -> Response:
     req = await read_body(request, CompletionRequest)
     if isinstance(req, Response):
         return req
     try:
-        options = agent_options(req, rt.settings)
+        asked = turn(req, rt.settings)
     except InputError as exc:
         return invalid(str(exc))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
-    message = options.pop("message")
-    sent = [message, options["instructions"] or "", *(m.content for m in options["history"] or ())]
+    sent = [asked.message, asked.instructions, *(m.content for m in asked.history or ())]
     start = time.perf_counter()
     try:
         if req.stream:
             # Bad input (an unknown model, a missing library) raises here, before any
             # chunk, so it is answered with a status code.
-            events = await run_in_threadpool(lambda: rt.agent.stream(message, **options))
+            events = await run_in_threadpool(lambda: rt.agent.stream(asked))
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
             return StreamingResponse(
                 _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
                 media_type="text/event-stream",
                 headers={"cache-control": "no-cache"},
             )
-        answer = await run_in_threadpool(lambda: rt.agent.ask(message, **options))
+        answer = await run_in_threadpool(lambda: rt.agent.ask(asked))
         used = await run_in_threadpool(usage, rt, answer, sent)
     except HeronError as exc:
         return heron_error(exc)
@@ -530,11 +497,10 @@ def _model(alias: str, provider: str) -> dict[str, Any]:
     return {"id": alias, "object": "model", "created": 0, "owned_by": f"heron:{provider}"}
 
 
-async def models(request: Request) -> Response:
+async def models(rt: Runtime, request: Request) -> Response:
     """``GET /v1/models`` (every alias) and ``GET /v1/models/{model}`` (one)."""
     from heron.llm.config import load_table
 
-    rt: Runtime = request.app.state.runtime
     try:
         table = await run_in_threadpool(load_table, rt.settings)
     except HeronError as exc:
@@ -549,8 +515,15 @@ async def models(request: Request) -> Response:
     return StrictJSONResponse(_model(wanted, table.models[wanted].provider))
 
 
-routes = [
-    Route("/v1/chat/completions", chat_completions, methods=["POST"]),
-    Route("/v1/models", models, methods=["GET"]),
-    Route("/v1/models/{model:path}", models, methods=["GET"]),
-]
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """``POST /v1/chat/completions`` and ``GET /v1/models[/{model}]``."""
+
+    return [
+        Route("/v1/chat/completions", endpoint(chat_completions, rt), methods=["POST"]),
+        Route("/v1/models", endpoint(models, rt), methods=["GET"]),
+        Route("/v1/models/{model:path}", endpoint(models, rt), methods=["GET"]),
+    ]
+
+
+register = no_methods
+lifespan = no_lifespan

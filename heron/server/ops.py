@@ -1,6 +1,7 @@
 """``/health`` (the process answers), ``/ready`` (it can serve), ``/metrics``
-(Prometheus), ``/doctor``, and the JSON-RPC methods ``ops.doctor``, ``ops.reload``,
-``ops.watchdog`` and ``ops.board`` (the watchdog's checks as a status board)."""
+(Prometheus), ``/doctor``, and the JSON-RPC methods ``ops.doctor``, ``ops.watchdog`` and
+``ops.board`` (the watchdog's checks as a status board); ``ops.reload`` is
+``heron.server.reload``'s."""
 
 from __future__ import annotations
 
@@ -10,18 +11,21 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
 from heron.errors import ConfigError, HeronError
 from heron.libraries.library import statuses
 from heron.ops.doctor import CHECKS, doctor
 from heron.ops.watchdog import history_path, latest_path, read_latest
+from heron.server.hooks import endpoint, no_lifespan
 from heron.server.metrics import CONTENT_TYPE, Gauges, watchdog_gauges
-from heron.server.rpc import Registry
+from heron.server.reload import reloader
+from heron.server.replies import invalid
+from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
 
@@ -45,7 +49,7 @@ def readiness(rt: Runtime) -> dict[str, Any]:
     except HeronError as exc:
         checks.setdefault("store", {"ok": False, "error": str(exc)})
         checks.setdefault("libraries", {"ok": False, "error": str(exc)})
-    checks["config"] = rt.reloader.ready()
+    checks["config"] = reloader(rt).ready()
     checks["agent"] = {"ok": True, "opened": rt.opened("agent")}
     return checks
 
@@ -54,10 +58,15 @@ async def health(request: Request) -> Response:
     return StrictJSONResponse({"status": "ok"})
 
 
-async def ready(request: Request) -> Response:
-    checks = await run_in_threadpool(readiness, request.app.state.runtime)
+async def ready(rt: Runtime, request: Request) -> Response:
+    checks = await run_in_threadpool(readiness, rt)
     ok = all(check["ok"] for check in checks.values())
     return StrictJSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
+
+
+async def metrics(rt: Runtime, request: Request) -> Response:
+    body = await run_in_threadpool(rt.metrics.render)
+    return Response(body, media_type=CONTENT_TYPE)
 
 
 def gauges(rt: Runtime) -> Gauges:
@@ -73,29 +82,21 @@ def gauges(rt: Runtime) -> Gauges:
     return found | watchdog_gauges(latest_path(rt.settings.home))
 
 
-async def metrics(request: Request) -> Response:
-    rt: Runtime = request.app.state.runtime
-    body = await run_in_threadpool(rt.metrics.render)
-    return Response(body, media_type=CONTENT_TYPE)
-
-
 def run_doctor(rt: Runtime, checks: list[str], offline: bool) -> dict[str, Any]:
     """``heron doctor`` on the server's own store (no second embedding model loaded)."""
     return doctor(rt.settings, checks=checks, offline=offline, store=rt.store).to_dict()
 
 
-async def doctor_route(request: Request) -> Response:
+async def doctor_route(rt: Runtime, request: Request) -> Response:
     """``GET /doctor?check=store&check=libraries``: 200 when every check passes, else 503,
     with the report either way. Offline unless ``offline=0``: a page that polls it must
     not pay for a model call each time."""
     params = request.query_params
     offline = params.get("offline", "1").lower() not in ("0", "false", "no")
     try:
-        report = await run_in_threadpool(
-            run_doctor, request.app.state.runtime, params.getlist("check"), offline
-        )
+        report = await run_in_threadpool(run_doctor, rt, params.getlist("check"), offline)
     except HeronError as exc:  # an unknown check name
-        return StrictJSONResponse({"error": {"message": str(exc)}}, status_code=400)
+        return invalid(str(exc), "check")
     return StrictJSONResponse(report, status_code=200 if report["ok"] else 503)
 
 
@@ -171,9 +172,7 @@ def board(home: Path) -> dict[str, Any]:
     return {"report": report, "checks": checks}
 
 
-class DoctorParams(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
+class DoctorParams(Params):
     checks: list[str] = Field(
         default_factory=list, description=f"Checks to run; default all: {', '.join(CHECKS)}."
     )
@@ -183,35 +182,40 @@ class DoctorParams(BaseModel):
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """Add ``ops.doctor``, ``ops.reload`` and ``ops.watchdog`` to ``registry``, and the
-    scrape-time gauges to the runtime's metrics."""
+    """Add ``ops.doctor``, ``ops.watchdog`` and ``ops.board`` to
+    ``registry``, and the scrape-time gauges to the runtime's metrics."""
     rt.metrics.watch(lambda: gauges(rt))
-    registry.add(
+    method = registry.method
+
+    @method(
         "ops.doctor",
-        lambda p: run_doctor(rt, p.checks, p.offline),
         DoctorParams,
         summary="Run heron doctor's checks; the report as heron doctor --json prints it.",
     )
-    registry.add(
-        "ops.reload",
-        lambda p: rt.reloader.reload(),
-        summary="Re-read models.yml and mcp.json; an invalid file is kept out, and said why.",
-    )
-    registry.add(
-        "ops.watchdog",
-        lambda p: read_latest(latest_path(rt.settings.home)),
-        summary="The watchdog's latest report (heron watchdog report --json).",
-    )
-    registry.add(
+    def ops_doctor(p: DoctorParams) -> dict[str, Any]:
+        return run_doctor(rt, p.checks, p.offline)
+
+    @method("ops.watchdog", summary="The watchdog's latest report (heron watchdog report --json).")
+    def watchdog(_: Params) -> dict[str, Any]:
+        return read_latest(latest_path(rt.settings.home))
+
+    @method(
         "ops.board",
-        lambda p: board(rt.settings.home),
         summary="The watchdog's checks as a status board: colour, last change, last runs.",
     )
+    def ops_board(_: Params) -> dict[str, Any]:
+        return board(rt.settings.home)
 
 
-routes = [
-    Route("/health", health, methods=["GET"]),
-    Route("/ready", ready, methods=["GET"]),
-    Route("/metrics", metrics, methods=["GET"]),
-    Route("/doctor", doctor_route, methods=["GET"]),
-]
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """``/health``, ``/ready``, ``/metrics`` and ``/doctor``."""
+
+    return [
+        Route("/health", health, methods=["GET"]),
+        Route("/ready", endpoint(ready, rt), methods=["GET"]),
+        Route("/metrics", endpoint(metrics, rt), methods=["GET"]),
+        Route("/doctor", endpoint(doctor_route, rt), methods=["GET"]),
+    ]
+
+
+lifespan = no_lifespan

@@ -1,9 +1,10 @@
 """``Reloader``: a running server picks up edits to ``mcp.json`` and ``models.yml``.
 
-A reload happens when either file changes (``watchfiles`` watches their folders, so a
-file created, replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on
-the JSON-RPC method ``ops.reload``. Each file is read and checked whole first; only a
-valid one replaces what the server runs:
+A feature module (``heron.server.hooks``): its ``lifespan`` watches the files, and a reload
+happens when either changes (``watchfiles`` watches their folders, so a file created,
+replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the JSON-RPC
+method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
+file is read and checked whole first; only a valid one replaces what the server runs:
 
 - ``models.yml``: the agent gets a new ``Broker`` over the new table; answers already
   running finish on the old one (closed at shutdown).
@@ -27,17 +28,19 @@ import signal
 import threading
 import time
 from collections.abc import AsyncIterator, Iterable
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
 from heron.errors import HeronError
+from heron.server.hooks import no_routes
+from heron.server.rpc import Params, Registry
+from heron.server.runtime import Runtime
 
 if TYPE_CHECKING:
     from heron.llm import Broker
-    from heron.server.runtime import Runtime
 
 log = logging.getLogger("heron.server.reload")
 
@@ -183,3 +186,27 @@ class Reloader:
         for broker in self._retired:
             broker.close()
         self._retired.clear()
+
+
+def reloader(runtime: Runtime) -> Reloader:
+    """The server's ``Reloader``, made on first use."""
+    return runtime.shared("reloader", lambda: Reloader(runtime))
+
+
+def register(registry: Registry, runtime: Runtime) -> None:
+    """Add ``ops.reload``."""
+
+    @registry.method(
+        "ops.reload",
+        summary="Re-read models.yml and mcp.json; an invalid file is kept out, and said why.",
+    )
+    def reload(_: Params) -> dict[str, Any]:
+        return reloader(runtime).reload()
+
+
+routes = no_routes
+
+
+def lifespan(runtime: Runtime) -> AbstractAsyncContextManager[None]:
+    """``Reloader.watching`` while the server runs."""
+    return reloader(runtime).watching()

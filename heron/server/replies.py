@@ -1,6 +1,10 @@
-"""Error replies at the HTTP edge, in the shape each door's clients read: a JSON-RPC error
-object on ``/rpc``, OpenAI's ``{"error": {...}}`` everywhere else. Never HTML, never a
-traceback.
+"""Every reply the server builds besides a result, and the one way a JSON body is read.
+
+Errors come in one shape per door: a JSON-RPC error object on ``/rpc`` (``rpc_error``),
+OpenAI's ``{"error": {"message", "type", "param", "code"}}`` on every other route
+(``openai_error``), never HTML, never a traceback. ``for_path`` picks the shape for a
+path; ``heron_error`` turns a ``HeronError`` into its status (``http_status``) and body;
+``read_body`` reads a request's JSON body into a pydantic model, or answers the 400.
 
 >>> for_path("/v1/models", 421, "Unknown Host.", "host_not_allowed").body
 b'{"error": {"message": "Unknown Host.", "type": "host_not_allowed", "param": null, "code": null}}'
@@ -9,11 +13,25 @@ b'{"error": {"message": "Unknown Host.", "type": "host_not_allowed", "param": nu
 from __future__ import annotations
 
 from collections.abc import Mapping
+from typing import Any, TypeVar
 
+from pydantic import BaseModel, ValidationError
+from starlette.requests import Request
 from starlette.responses import Response
 
+from heron.errors import ConfigError, HeronError, InputError, NotFound
+from heron.llm.errors import BadRequest, NoModelAvailable
 from heron.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
-from heron.server.strictjson import StrictJSONResponse
+from heron.server.strictjson import StrictJSONResponse, read_json
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def error_body(
+    message: str, kind: str, code: str | None = None, param: str | None = None
+) -> dict[str, Any]:
+    """OpenAI's error object, also what a stream sends as its ``data:`` line mid-answer."""
+    return {"error": {"message": message, "type": kind, "param": param, "code": code}}
 
 
 def openai_error(
@@ -22,9 +40,11 @@ def openai_error(
     kind: str,
     code: str | None = None,
     headers: Mapping[str, str] | None = None,
+    *,
+    param: str | None = None,
 ) -> Response:
-    """OpenAI's error body: ``{"error": {"message", "type", "param", "code"}}``."""
-    body = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+    """OpenAI's error reply: ``error_body`` with ``status``."""
+    body = error_body(message, kind, code, param)
     return StrictJSONResponse(body, status_code=status, headers=headers)
 
 
@@ -49,3 +69,45 @@ def for_path(
     if path == "/rpc":
         return rpc_error(status, message, kind, headers)
     return openai_error(status, message, kind, headers=headers)
+
+
+def invalid(message: str, param: str | None = None) -> Response:
+    """400 in OpenAI's shape; the message (and ``param``) name the field at fault."""
+    return openai_error(400, message, "invalid_request_error", param=param)
+
+
+def not_found(message: str) -> Response:
+    """404 in OpenAI's shape; the message says where to find what is there."""
+    return openai_error(404, message, "not_found")
+
+
+def http_status(exc: HeronError) -> int:
+    """400 for a refused request, whatever refused it: Heron (bad input or settings) or
+    the model's provider (``BadRequest``: a parameter it does not take, a prompt over its
+    window); 404 for what is not there; 502 for a model that failed."""
+    refused = isinstance(exc, BadRequest) or (
+        isinstance(exc, NoModelAvailable) and all(isinstance(e, BadRequest) for e in exc.errors)
+    )
+    if isinstance(exc, NotFound):
+        return 404
+    return 400 if refused or isinstance(exc, InputError | ConfigError) else 502
+
+
+def heron_error(exc: HeronError) -> Response:
+    """``exc`` as OpenAI's error reply, its class as the ``code``."""
+    status = http_status(exc)
+    kind = "invalid_request_error" if status < 500 else "server_error"
+    return openai_error(status, str(exc), kind, type(exc).__name__)
+
+
+async def read_body(request: Request, model: type[M]) -> M | Response:
+    """The body validated as ``model``, or the 400 saying what is wrong with it (the
+    first problem, its field as ``param``)."""
+    try:
+        return model.model_validate(await read_json(request))
+    except ValidationError as exc:
+        first = exc.errors(include_url=False)[0]
+        where = ".".join(str(p) for p in first["loc"]) or None
+        return invalid(f"Invalid request: {where or 'body'}: {first['msg']}.", where)
+    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
+        return invalid(f"Invalid request: {exc}")

@@ -5,22 +5,18 @@ JSON-able (a pydantic model is dumped). Sync functions run in the threadpool, as
 are awaited. The same ``Method`` gives the dispatcher its validation and the OpenRPC
 document its schemas, so the two cannot drift.
 
-Registering (this is how ``heron.server.jobs.register(registry, runtime)`` adds ``jobs.*``)::
+Registering: a feature module's ``register(registry, runtime)`` hook
+(``heron.server.hooks``) declares each method with the decorator, beside its function::
 
-    class SubmitParams(BaseModel):
-        kind: str
-        args: dict[str, Any] = {}
+    class GetParams(Params):
+        id: str
 
-    def submit(params: SubmitParams) -> dict[str, Any]:
-        return runtime.jobs.submit(params.kind, params.args).to_dict()
+    @registry.method("jobs.get", GetParams, summary="One job.")
+    def get(params: GetParams) -> dict[str, Any]:
+        return runtime.jobs.get(params.id).to_dict()
 
-    registry.add("jobs.submit", submit, SubmitParams, summary="Queue a job.")
-
-    # or, the same thing as a decorator:
-    @registry.method("jobs.submit", SubmitParams, summary="Queue a job.")
-    def submit(params: SubmitParams) -> dict[str, Any]: ...
-
-Params arrive by name (``{"kind": ...}``) or by position (``["index", {...}]``, mapped onto
+Every params model derives from ``Params``, which refuses fields it does not declare.
+Params arrive by name (``{"id": ...}``) or by position (``["9f3c..."]``, mapped onto
 the model's fields in order). Errors:
 
 - a ``HeronError`` raised by a method becomes an application error (``APP_ERRORS``:
@@ -50,7 +46,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from heron.errors import (
@@ -110,10 +106,12 @@ class RpcError(Exception):
         return {"jsonrpc": "2.0", "id": id_, "error": self.to_dict()}
 
 
-class NoParams(BaseModel):
-    """Params of a method that takes none."""
+class Params(BaseModel):
+    """The base of every method's params: a field the method does not declare is the
+    caller's error (-32602), not silently dropped. As it is, the params of a method that
+    takes none."""
 
-    model_config = {"extra": "forbid"}
+    model_config = ConfigDict(extra="forbid")
 
 
 @dataclass(frozen=True)
@@ -157,7 +155,7 @@ class Registry:
         self,
         name: str,
         func: Func,
-        params: type[BaseModel] = NoParams,
+        params: type[BaseModel] = Params,
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
@@ -169,7 +167,7 @@ class Registry:
     def method(
         self,
         name: str,
-        params: type[BaseModel] = NoParams,
+        params: type[BaseModel] = Params,
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,

@@ -9,6 +9,10 @@ agent are handed that store, and leave it open when they close (the ownership ru
 methods and the agent's ``delegate_job`` share it. One store serves every threadpool
 worker: ``SQLiteStore`` serialises its connection with a lock, the embedding cache its
 own. ``close()`` closes what the runtime opened, the store last.
+
+It imports no endpoint module: the feature modules (``heron.server.hooks``) are handed
+the runtime, and keep what they need for the server's life with ``shared``; the agent's
+observers come from the wiring (``heron.agent.wiring.Observers``).
 """
 
 from __future__ import annotations
@@ -19,14 +23,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
-from heron.libraries.tool import search_docs
 from heron.server.metrics import Metrics
-from heron.server.reload import Reloader
 from heron.settings import Settings
 from heron.store import Store, open_store
 
 if TYPE_CHECKING:
     from heron.agent import Agent
+    from heron.agent.wiring import Observers
     from heron.interventions import Interventions
     from heron.jobs import Jobs
     from heron.skills import SkillIndex
@@ -36,18 +39,20 @@ T = TypeVar("T")
 
 
 class Runtime:
-    """Shared resources of one server. ``jobs`` modules may hang their own on it."""
+    """Shared resources of one server."""
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
         self.metrics = Metrics()
-        self.reloader = Reloader(self)  # mcp.json and models.yml, re-read when they change
-        self.extras: dict[str, Any] = {}  # resources other modules (jobs) attach
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self._opened: dict[str, Any] = {}
 
-    def _get(self, name: str, open_: Callable[[], T]) -> T:
+    def shared(self, name: str, open_: Callable[[], T]) -> T:
+        """The resource ``name``, ``open_()`` on first use and kept: each is opened once
+        however many threads ask at the same time. A feature keeps its own here (the SSE
+        hub, the MCP server); ``close()`` closes only the runtime's (``store``, ``agent``,
+        ...), so what a feature keeps needs none or is closed by its ``lifespan``."""
         if name in self._opened:
             return self._opened[name]
         # One lock per resource: opening the agent (seconds) must not hold up searches.
@@ -63,36 +68,34 @@ class Runtime:
 
     @property
     def store(self) -> Store:
-        return self._get("store", lambda: open_store(self.settings))
+        return self.shared("store", lambda: open_store(self.settings))
 
     @property
     def reranker(self) -> Reranker | None:
-        return self._get("reranker", lambda: load_reranker(self.settings))
+        return self.shared("reranker", lambda: load_reranker(self.settings))
 
     @property
     def skills(self) -> SkillIndex:
         from heron.skills import open_skills
 
-        return self._get("skills", lambda: open_skills(self.settings, store=self.store))
+        return self.shared("skills", lambda: open_skills(self.settings, store=self.store))
 
     @property
     def toolbox(self) -> Toolbox:
         from heron.agent import open_tools
 
-        return self._get(
+        return self.shared(
             "toolbox",
             lambda: open_tools(
                 self.settings,
                 store=self.store,
                 skills=lambda: self.skills,
-                docs_search=self.docs_tool,
             ),
         )
 
     @property
     def agent(self) -> Agent:
         from heron.agent import open_agent
-        from heron.server.interventions import observe_search, observe_tool_use
 
         def open_() -> Agent:
             agent = open_agent(
@@ -103,28 +106,36 @@ class Runtime:
                 # Only an agent with a workspace delegates jobs; without one, none is opened.
                 jobs=self.jobs if self.settings.tools_root is not None else None,
                 # Who writes and searches what: collisions and research overlaps.
-                on_tool_use=lambda actor, use: observe_tool_use(
-                    self, actor, use.name, use.arguments, use.ok
-                ),
-                on_search=lambda actor, query: observe_search(self, actor, query),
+                on_tool_use=lambda actor, use: self.observers.tool_use(actor, use),
+                on_search=lambda actor, query: self.observers.search(actor, query),
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
             return agent
 
-        return self._get("agent", open_)
+        return self.shared("agent", open_)
+
+    @property
+    def observers(self) -> Observers:
+        """The agent's observers, for the room's interventions (opened on first card)."""
+        from heron.agent.wiring import Observers
+
+        return self.shared(
+            "observers",
+            lambda: Observers(self.settings, self.store.embedder, lambda: self.interventions),
+        )
 
     @property
     def jobs(self) -> Jobs:
         """The one job store (a second PostgreSQL pool, not one per user of it)."""
         from heron.jobs import open_jobs
 
-        return self._get("jobs", lambda: open_jobs(self.settings))
+        return self.shared("jobs", lambda: open_jobs(self.settings))
 
     @property
     def interventions(self) -> Interventions:
         from heron.interventions import open_interventions
 
-        return self._get("interventions", lambda: open_interventions(self.settings))
+        return self.shared("interventions", lambda: open_interventions(self.settings))
 
     def router(self, **options: Any) -> ToolRouter:
         """``toolbox.router(**options)``, built once per distinct options: building one
@@ -133,7 +144,7 @@ class Runtime:
         kept = sum(k.startswith("router:") for k in list(self._opened))
         if key not in self._opened and kept >= 32:
             return self.toolbox.router(**options)  # callers may vary options without end
-        return self._get(key, lambda: self.toolbox.router(**options))
+        return self.shared(key, lambda: self.toolbox.router(**options))
 
     def forget(self, prefix: str) -> None:
         """Drop the cached resources whose name starts with ``prefix`` (``router:`` once
@@ -155,10 +166,6 @@ class Runtime:
         )[0]
         self.metrics.observe_search(mode, time.perf_counter() - started)
         return found
-
-    def docs_tool(self, arguments: dict[str, Any]) -> list[dict[str, Any]]:
-        """``search_docs`` (the agent tool) on the shared store."""
-        return search_docs(arguments, self.store, self.settings)["results"]
 
     def start(self) -> None:
         """Open what every request needs: the store and the embedding model."""

@@ -20,19 +20,21 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from pydantic import ValidationError
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
-from starlette.routing import Route
+from starlette.routing import BaseRoute, Route
 
-from heron.errors import ConfigError, HeronError, InputError, NotFound
+from heron.errors import HeronError
+from heron.server.hooks import endpoint, no_methods
 from heron.server.methods import ChatParams
+from heron.server.replies import heron_error, not_found, read_body
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse, dumps, read_json
+from heron.server.strictjson import dumps
 from heron.web.markdown import with_html
 
 log = logging.getLogger("heron.server")
@@ -179,71 +181,43 @@ def _sse(stream: Stream, after: int) -> Response:
 
 
 def _gone(last_event_id: str) -> Response:
-    return StrictJSONResponse(
-        {
-            "error": {
-                "message": f"No stream to resume at Last-Event-ID {last_event_id!r}: it "
-                "finished too long ago or never existed. Start a new one with POST /chat/stream.",
-                "type": "not_found",
-            }
-        },
-        status_code=404,
+    return not_found(
+        f"No stream to resume at Last-Event-ID {last_event_id!r}: it finished too long ago "
+        "or never existed. Start a new one with POST /chat/stream."
     )
 
 
-async def chat_stream(request: Request) -> Response:
-    hub: StreamHub = request.app.state.streams
+def hub_of(rt: Runtime) -> StreamHub:
+    """The server's live and recently finished streams (``server_stream_ttl``)."""
+    return rt.shared("streams", lambda: StreamHub(rt.settings.server_stream_ttl))
+
+
+async def chat_stream(rt: Runtime, request: Request) -> Response:
+    hub = hub_of(rt)
     resume_from = request.headers.get("last-event-id")
     if resume_from:
         try:
             return _sse(*hub.resume(resume_from))
         except KeyError:
             return _gone(resume_from)
-    try:
-        params = ChatParams.model_validate(await read_json(request))
-    except ValidationError as exc:
-        problems = exc.errors(include_url=False, include_input=False)
-        return bad_request(
-            'Send JSON like {"message": "how do I roll back?"}.',
-            [{"loc": list(p["loc"]), "msg": p["msg"], "type": p["type"]} for p in problems],
-        )
-    except ValueError as exc:  # not JSON, or JSON Heron does not take (too deep, NaN)
-        problem = str(exc).rstrip(".")
-        return bad_request(
-            f"The body is not JSON Heron takes ({problem}); "
-            'send an object like {"message": "how do I roll back?"}.'
-        )
-    rt: Runtime = request.app.state.runtime
+    params = await read_body(request, ChatParams)
+    if isinstance(params, Response):
+        return params
     try:
         events = await run_in_threadpool(open_stream, rt, params)
     except HeronError as exc:
-        return bad_request(str(exc), status=http_status(exc))
+        return heron_error(exc)
     return _sse(hub.start(rt, events), 0)
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
-    return rt.agent.stream(params.message, **params.agent_options())
+    return rt.agent.stream(params.turn())
 
 
-def http_status(exc: HeronError) -> int:
-    """404 for what is not there, 400 for bad input or settings, 502 for a failed model."""
-    if isinstance(exc, NotFound):
-        return 404
-    return 400 if isinstance(exc, InputError | ConfigError) else 502
-
-
-def bad_request(message: str, problems: Any = None, *, status: int = 400) -> Response:
-    kind = "invalid_request_error" if status < 500 else "server_error"
-    body = {"message": message, "type": kind}
-    return StrictJSONResponse(
-        {"error": body | ({"problems": problems} if problems else {})}, status
-    )
-
-
-async def chat_resume(request: Request) -> Response:
-    hub: StreamHub = request.app.state.streams
+async def chat_resume(rt: Runtime, request: Request) -> Response:
+    hub = hub_of(rt)
     sid = request.path_params["stream_id"]
     last = request.headers.get("last-event-id") or f"{sid}:0"
     if not last.startswith(f"{sid}:"):
@@ -254,7 +228,20 @@ async def chat_resume(request: Request) -> Response:
         return _gone(last)
 
 
-routes = [
-    Route("/chat/stream", chat_stream, methods=["POST"]),
-    Route("/chat/stream/{stream_id}", chat_resume, methods=["GET"]),
-]
+register = no_methods
+
+
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """``POST /chat/stream`` and ``GET /chat/stream/{stream_id}``."""
+
+    return [
+        Route("/chat/stream", endpoint(chat_stream, rt), methods=["POST"]),
+        Route("/chat/stream/{stream_id}", endpoint(chat_resume, rt), methods=["GET"]),
+    ]
+
+
+@asynccontextmanager
+async def lifespan(rt: Runtime) -> AsyncIterator[None]:
+    """On the way out, let running answers finish (graceful shutdown), then forget them."""
+    yield
+    await hub_of(rt).close()

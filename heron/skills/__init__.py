@@ -7,7 +7,7 @@ from heron.skills.index import (
     SkillContext,
     SkillIndex,
     SkillIndexReport,
-    Status,
+    SkillIndexStatus,
     open_skills,
 )
 from heron.skills.parser import Diagnostic, Skill, SkillFileError, parse_skill, parse_text
@@ -31,7 +31,7 @@ __all__ = [
     "SkillHit",
     "SkillIndex",
     "SkillIndexReport",
-    "Status",
+    "SkillIndexStatus",
     "UsageLog",
     "combine",
     "hermes_home",

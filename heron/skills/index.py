@@ -62,7 +62,7 @@ class SkillIndexReport:
 
 
 @dataclass(frozen=True)
-class Status:
+class SkillIndexStatus:
     scan: ScanReport
     index: IndexState
 
@@ -133,10 +133,12 @@ class SkillIndex:
         )
         return SkillIndexReport(report, result)
 
-    def status(self) -> Status:
+    def status(self) -> SkillIndexStatus:
         """What a scan finds and how the index compares; changes nothing."""
         report = self.scan()
-        return Status(report, index_state(self.store, report.skills, namespace=self.namespace))
+        return SkillIndexStatus(
+            report, index_state(self.store, report.skills, namespace=self.namespace)
+        )
 
     def prune(self, *, apply: bool = False) -> PruneResult:
         """Orphans (records whose file is gone); deleted only when ``apply`` is true."""

@@ -27,18 +27,24 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 import numpy as np
-import psycopg
-from psycopg.adapt import Dumper, Loader
-from psycopg.types import TypeInfo
-from psycopg_pool import PoolTimeout
+
+from heron.errors import HeronError, InputError, StoreError
+from heron.extras import missing
+
+try:
+    import psycopg
+    from psycopg.adapt import Dumper, Loader
+    from psycopg.types import TypeInfo
+    from psycopg_pool import PoolTimeout
+except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
+    raise StoreError(missing("postgres")) from exc
 
 from heron.db.postgres import open_pool, where
 from heron.embed.base import Embedder
-from heron.errors import HeronError, InputError, StoreError
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
-from heron.store.checks import FilterTerms, check_model, no_namespace
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
+from heron.store.validate import FilterTerms, check_model, no_namespace
 
 T = TypeVar("T")
 #: The store's schema as numbered migrations, applied on start and recorded in

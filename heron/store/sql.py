@@ -38,7 +38,8 @@ import numpy as np
 from heron.embed.base import Embedder, check_vectors, embed_queries
 from heron.errors import InputError, NotFound, StoreError
 from heron.store.base import Filters, Hit, Progress, Record, SearchMode, Store, UpsertResult
-from heron.store.checks import (
+from heron.store.fusion import Fused, fuse_with_feedback
+from heron.store.validate import (
     FilterTerms,
     check_namespace_name,
     check_record,
@@ -47,7 +48,6 @@ from heron.store.checks import (
     metadata_json,
     no_record,
 )
-from heron.store.fusion import Fused, fuse_with_feedback
 
 #: Records per write transaction.
 BATCH = 256

@@ -26,8 +26,8 @@ from heron.embed.base import Embedder
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
-from heron.store.checks import FilterTerms, check_model, no_namespace
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
+from heron.store.validate import FilterTerms, check_model, no_namespace
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
 
 #: How a store moved aside comes back (the end of a ``DatabaseCorrupt`` message).

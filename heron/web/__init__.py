@@ -2,12 +2,13 @@
 interventions and operations, each pane a server-rendered Jinja2 shell whose small plain
 JavaScript calls the same JSON-RPC and SSE APIs any client uses.
 
-``routes(token)`` is what ``heron.server.app`` mounts; ``heron.web.auth`` is the sign-in
-and the cookie rule ``heron.server.middleware.TokenMiddleware`` applies. See docs/web.md.
+``heron.web.pages`` is a server feature (``heron.server.hooks``): its ``routes`` are
+what ``heron.server.app`` mounts; the sign-in and its cookie rule are
+``heron.server.auth``, beside the middleware that applies them. See docs/web.md.
 """
 
 from __future__ import annotations
 
-from heron.web.pages import routes
+from heron.web.pages import lifespan, register, routes
 
-__all__ = ["routes"]
+__all__ = ["lifespan", "register", "routes"]

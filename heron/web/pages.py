@@ -20,7 +20,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
-from heron.web import auth, i18n, source
+from heron.server import auth
+from heron.server.hooks import no_lifespan, no_methods
+from heron.server.runtime import Runtime
+from heron.web import i18n, source
 
 #: No inline script or style, nothing from elsewhere, never framed.
 CSP = (
@@ -111,8 +114,9 @@ async def static(request: Request) -> Response:
     return Response(asset.body, media_type=asset.media_type, headers=headers)
 
 
-def routes(token: str | None) -> list[BaseRoute]:
-    """The pages, ``/signin`` and ``/static``; ``token``: the server's, or ``None``."""
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """The pages, ``/signin`` and ``/static``, behind the server's token, if it has one."""
+    token = auth.api_token(rt.settings)
     secret = token.encode() if token else None
     csrf = auth.csrf(secret) if secret else ""
 
@@ -123,7 +127,7 @@ def routes(token: str | None) -> list[BaseRoute]:
         return Route(p.path, page, methods=["GET"], name=p.name)
 
     async def source_page(request: Request) -> Response:
-        found = await run_in_threadpool(source.lookup, request)
+        found = await run_in_threadpool(source.lookup, rt.store, request)
         status = 200 if found.lines else 404
         return html(request, "source", status, csrf=csrf, signed_in=secret is not None,
                     pane=None, found=found)  # fmt: skip
@@ -156,3 +160,7 @@ def routes(token: str | None) -> list[BaseRoute]:
         Route("/signout", signout, methods=["POST"]),
         Route("/static/{name}", static, methods=["GET"]),
     ]
+
+
+register = no_methods
+lifespan = no_lifespan

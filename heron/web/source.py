@@ -18,6 +18,7 @@ from heron.errors import HeronError
 from heron.libraries.index import page_of
 from heron.libraries.state import last_sync
 from heron.programs.policy import load_policy
+from heron.store import Store
 
 
 @dataclass
@@ -40,11 +41,10 @@ def _line(value: str | None) -> int:
     return int(value) if value and value.isdigit() else 0
 
 
-def lookup(request: Request) -> Found:
+def lookup(store: Store, request: Request) -> Found:
     query = request.query_params
     found = Found(query.get("library", ""), query.get("page", ""))
     found.first, found.last = _line(query.get("first")), _line(query.get("last"))
-    store = request.app.state.runtime.store
     try:
         ids = [i for i in store.ids(found.library) if page_of(i) == found.page and "#q" not in i]
     except HeronError:

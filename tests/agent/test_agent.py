@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Citations, Final, Token, ToolUsed, open_agent, repeats
+from heron.agent import Agent, Citations, Final, Token, ToolUsed, Turn, open_agent, repeats
 from heron.errors import InputError, NotFound
 from heron.libraries import index_library
 from heron.settings import Settings
@@ -27,27 +27,27 @@ from tests.llm_servers import ChatServer
 @pytest.mark.parametrize("message", ["", "   \n\t"])
 def test_an_empty_message_is_refused(agent: Agent, message: str) -> None:
     with pytest.raises(InputError, match="empty"):
-        agent.ask(message)
+        agent.ask(Turn(message))
 
 
 def test_a_message_over_one_megabyte_is_refused(agent: Agent) -> None:
     with pytest.raises(InputError, match=r"1,048,577 bytes.*1 MB"):
-        agent.ask("é" * 524_288 + "x")
+        agent.ask(Turn("é" * 524_288 + "x"))
     with pytest.raises(InputError, match="1 MB"):
-        agent.stream("x" * (1 << 20 + 1))  # the stream refuses before its first event
+        agent.stream(Turn("x" * (1 << 20 + 1)))  # the stream refuses before its first event
 
 
 def test_a_message_over_the_models_context_window_is_refused(agent: Agent) -> None:
     # The bundled model takes 8,192 tokens: 100 kB fits the 1 MB limit but not the model.
     with pytest.raises(InputError, match=r"8,192.*larger context window"):
-        agent.ask("why " * 25_000)
+        agent.ask(Turn("why " * 25_000))
 
 
 def test_bad_sessions_and_libraries_are_refused(agent: Agent) -> None:
     with pytest.raises(InputError, match="session id"):
-        agent.ask("What is Heron?", session_id="../../etc/passwd")
+        agent.ask(Turn("What is Heron?", session_id="../../etc/passwd"))
     with pytest.raises(NotFound, match="No library 'nope'"):
-        agent.ask("What is Heron?", library="nope")
+        agent.ask(Turn("What is Heron?", library="nope"))
     assert agent.sessions.turns("anything") == []
 
 
@@ -63,7 +63,7 @@ def test_a_prompt_over_the_context_window_drops_tools_then_passages(
     agent = open_agent(settings)
     index_library("garden", agent.store, settings=settings)
     try:
-        answer = agent.ask("How often should I water my tomato plants?")
+        answer = agent.ask(Turn("How often should I water my tomato plants?"))
     finally:
         agent.close()
     (request,) = chat.posted("/v1/chat/completions")
@@ -76,7 +76,7 @@ def test_a_prompt_over_the_context_window_drops_tools_then_passages(
 def test_a_confident_tool_is_forced_on_the_first_call_only(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
-    answer = make_agent().ask("List the files in my workspace")
+    answer = make_agent().ask(Turn("List the files in my workspace"))
     first, second = chat.posted("/v1/chat/completions")
     assert first["tool_choice"] == {"type": "function", "function": {"name": "list_files"}}
     assert second.get("tool_choice", "auto") == "auto"
@@ -91,7 +91,7 @@ def test_a_confident_tool_is_forced_on_the_first_call_only(
 def test_docs_triage_puts_the_passages_and_citations_in_the_prompt(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
-    answer = make_agent().ask("How often should I water my tomato plants?")
+    answer = make_agent().ask(Turn("How often should I water my tomato plants?"))
     (request,) = chat.posted("/v1/chat/completions")
     turn = request["messages"][-1]["content"]
     assert turn.startswith("Passages:\n\n[1] (garden, garden/watering) lines ")
@@ -118,7 +118,7 @@ def test_refused_arguments_of_a_forced_read_only_call_are_dropped_once(
         return "", [("call_1", "list_files", {"path": "C:\\Users\\me\\work"})]
 
     monkeypatch.setattr(llm_servers, "_answer", invented)
-    answer = make_agent().ask("List the files in my workspace")
+    answer = make_agent().ask(Turn("List the files in my workspace"))
     refused, rerun = answer.tools
     assert refused.refused and not refused.ok and "not a directory" in refused.error
     assert (rerun.arguments, rerun.ok, rerun.forced) == ({}, True, True)
@@ -139,7 +139,7 @@ def test_a_call_to_an_unknown_tool_becomes_a_tool_error_the_model_reads(
         return "", [("call_x", "delete_everything", {"path": "/"})]
 
     monkeypatch.setattr(llm_servers, "_answer", rogue)
-    answer = make_agent().ask("Tell me a joke")
+    answer = make_agent().ask(Turn("Tell me a joke"))
     (use,) = answer.tools
     assert use.name == "delete_everything" and not use.ok
     assert "delete_everything" in use.error
@@ -152,10 +152,10 @@ def test_a_tool_added_later_is_routed_and_its_invalid_json_is_a_tool_error(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
     agent = make_agent()
-    agent.ask("How often should I water my tomato plants?")  # builds the first router
+    agent.ask(Turn("How often should I water my tomato plants?"))  # builds the first router
     weather = Tool("weather_forecast", "Give the weather forecast for a city.")
     agent.toolbox.registry.add(weather, lambda a: {"temperature": math.nan})
-    answer = agent.ask("What is the weather forecast for Paris?")
+    answer = agent.ask(Turn("What is the weather forecast for Paris?"))
     (use,) = answer.tools
     assert (use.name, use.forced, use.ok) == ("weather_forecast", True, False)
     assert "not valid JSON" in use.error
@@ -171,7 +171,7 @@ def test_a_hanging_tool_times_out_and_the_answer_still_comes(
         Tool("weather_forecast", "Give the weather forecast for a city."),
         lambda a: release.wait(30),
     )
-    answer = agent.ask("What is the weather forecast for Paris?")
+    answer = agent.ask(Turn("What is the weather forecast for Paris?"))
     release.set()
     (use,) = answer.tools
     assert not use.ok and "did not answer within 0.5 s" in use.error
@@ -181,7 +181,7 @@ def test_a_hanging_tool_times_out_and_the_answer_still_comes(
 def test_the_stream_gives_tokens_then_citations_then_the_answer(
     make_agent: Callable[..., Agent],
 ) -> None:
-    events = list(make_agent().stream("How often should I water my tomato plants?"))
+    events = list(make_agent().stream(Turn("How often should I water my tomato plants?")))
     kinds = [type(e) for e in events]
     assert kinds[-2:] == [Citations, Final] and set(kinds[:-2]) == {Token}
     final = events[-1].answer
@@ -193,8 +193,8 @@ def test_a_session_carries_the_conversation_and_is_stored(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
     agent = make_agent()
-    first = agent.ask("How often should I water my tomato plants?")
-    second = agent.ask("And in a heat wave?", session_id=first.session_id)
+    first = agent.ask(Turn("How often should I water my tomato plants?"))
+    second = agent.ask(Turn("And in a heat wave?", session_id=first.session_id))
     assert second.session_id == first.session_id
     sent = chat.posted("/v1/chat/completions")[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
@@ -221,7 +221,9 @@ def local_agent(garden: Path, workspace: Path) -> Iterator[Agent]:
 def test_local_model_writes_a_grounded_answer_that_does_not_loop(local_agent: Agent) -> None:
     # The bundled model answers extractively by default; asked to write, it gets repeat
     # penalties and the guard, so what comes back never loops.
-    answer = local_agent.ask("How often should I water my tomato plants?", answer="generative")
+    answer = local_agent.ask(
+        Turn("How often should I water my tomato plants?", answer="generative")
+    )
     assert answer.model == "local" and answer.answer.strip()
     assert (answer.citations[0].library, answer.citations[0].page) == ("garden", "garden/watering")
     assert answer.usage.completion_tokens > 0 and answer.timings["model"] > 0
@@ -233,7 +235,7 @@ def test_local_model_writes_a_grounded_answer_that_does_not_loop(local_agent: Ag
 
 
 def test_local_model_lists_the_real_workspace(local_agent: Agent) -> None:
-    events = list(local_agent.stream("List the files in my workspace"))
+    events = list(local_agent.stream(Turn("List the files in my workspace")))
     used = [e.tool for e in events if isinstance(e, ToolUsed)]
     # SmolLM2 may invent a path; then the call runs again with the tool's defaults.
     assert {u.name for u in used} == {"list_files"} and all(u.forced for u in used)
@@ -295,7 +297,7 @@ def test_a_tool_that_served_a_request_learns_it_as_an_example(
     from heron.agent import open_tools
 
     agent = make_agent()
-    agent.ask("List the files in my workspace")
+    agent.ask(Turn("List the files in my workspace"))
     box = open_tools(agent.settings, connect=False)
     try:
         assert box.registry.get("list_files").examples == ("List the files in my workspace",)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import Agent, Limits, compose, open_agent
+from heron.agent import Agent, Limits, Turn, compose, open_agent
 from heron.embed import MiniLMEmbedder
 from heron.libraries import add_library, index_library
 from heron.libraries.parse import strip_markup
@@ -207,7 +207,7 @@ QUESTIONS = (
 
 def test_every_quoted_sentence_is_in_the_passage_it_cites(k8s: Agent) -> None:
     for question in QUESTIONS:
-        answer = k8s.ask(question)
+        answer = k8s.ask(Turn(question))
         assert answer.mode == "extractive" and answer.model == "local", question
         assert answer.usage.completion_tokens == 0 and answer.timings["model"] == 0
         quotes = _MARKER.findall(answer.answer)
@@ -221,12 +221,12 @@ def test_every_quoted_sentence_is_in_the_passage_it_cites(k8s: Agent) -> None:
 
 
 def test_the_same_question_gets_the_same_answer(k8s: Agent) -> None:
-    first = k8s.ask(QUESTIONS[1])
-    again = k8s.ask(QUESTIONS[1])
+    first = k8s.ask(Turn(QUESTIONS[1]))
+    again = k8s.ask(Turn(QUESTIONS[1]))
     assert again.answer == first.answer and again.citations == first.citations
     fresh = open_agent(Settings())  # a new process would open it the same way
     try:
-        assert fresh.ask(QUESTIONS[1]).answer == first.answer
+        assert fresh.ask(Turn(QUESTIONS[1])).answer == first.answer
     finally:
         fresh.close()
 
@@ -234,7 +234,7 @@ def test_the_same_question_gets_the_same_answer(k8s: Agent) -> None:
 def test_a_stream_gives_the_extractive_answer_whole(k8s: Agent) -> None:
     from heron.agent import Citations, Final, Token
 
-    events = list(k8s.stream(QUESTIONS[0]))
+    events = list(k8s.stream(Turn(QUESTIONS[0])))
     assert [type(e) for e in events] == [Token, Citations, Final]
     assert events[0].text == events[-1].answer.answer  # type: ignore[union-attr]
 
@@ -248,7 +248,7 @@ def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     agent = open_agent(Settings())
     try:
-        answer = agent.ask("What is a Pod?")
+        answer = agent.ask(Turn("What is a Pod?"))
     finally:
         agent.close()
     assert answer.answer.startswith("Grounding found nothing: no library is indexed yet")
@@ -257,7 +257,7 @@ def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(
 
 
 def test_no_library_matching_says_so_and_never_invents(agent: Agent) -> None:
-    answer = agent.ask("What is the capital of France?")
+    answer = agent.ask(Turn("What is the capital of France?"))
     assert answer.answer.startswith("Grounding found nothing for this question in garden")
     assert "--answer generative" in answer.answer and answer.citations == []
     assert "Paris" not in answer.answer
@@ -265,7 +265,7 @@ def test_no_library_matching_says_so_and_never_invents(agent: Agent) -> None:
 
 def test_a_weak_match_is_quoted_and_said_to_be_weak(agent: Agent) -> None:
     # Cosine 0.34: under the docs threshold (0.45), over unrelated texts' (0.1 to 0.3).
-    answer = agent.ask("How do I care for plants in summer?")
+    answer = agent.ask(Turn("How do I care for plants in summer?"))
     assert answer.triage.kind == "knowledge"
     assert answer.answer.startswith("Water tomato plants deeply twice a week") and answer.citations
     assert any(n.startswith("no passage fits closely (best match 0.3") for n in answer.notes)
@@ -306,11 +306,11 @@ def test_heron_docs_answer_questions_about_heron_only(
     with_heron_docs: Callable[[bool], Agent],
 ) -> None:
     agent = with_heron_docs(True)
-    garden = agent.ask("How often should I water my tomato plants?")
+    garden = agent.ask(Turn("How often should I water my tomato plants?"))
     assert garden.citations and {c.library for c in garden.citations} == {"garden"}
-    about = agent.ask("How does Heron pick tools?")
+    about = agent.ask(Turn("How does Heron pick tools?"))
     assert about.citations[0].library == "heron" and "hybrid router" in about.answer
-    chosen = agent.ask("What does the router offer?", library="heron")
+    chosen = agent.ask(Turn("What does the router offer?", library="heron"))
     assert {c.library for c in chosen.citations} == {"heron"}
 
 
@@ -318,7 +318,7 @@ def test_with_only_heron_docs_indexed_every_question_searches_them(
     with_heron_docs: Callable[[bool], Agent],
 ) -> None:
     agent = with_heron_docs(False)
-    answer = agent.ask("How do I prune water tools?")
+    answer = agent.ask(Turn("How do I prune water tools?"))
     assert answer.grounding.libraries == ("heron",)
     assert [c.library for c in answer.citations] == ["heron"]
 
@@ -329,7 +329,9 @@ def test_with_only_heron_docs_indexed_every_question_searches_them(
 def test_a_capable_model_writes_only_a_one_line_lead(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
-    answer = make_agent().ask("How often should I water my tomato plants?", answer="extractive")
+    answer = make_agent().ask(
+        Turn("How often should I water my tomato plants?", answer="extractive")
+    )
     (request,) = chat.posted("/v1/chat/completions")  # one call: the lead
     assert request["max_tokens"] == 48 and "tools" not in request
     assert "Quoted facts:\n- Water tomato plants deeply" in request["messages"][-1]["content"]

@@ -6,7 +6,7 @@ from collections.abc import Callable
 
 import numpy as np
 
-from heron.agent import Agent
+from heron.agent import Agent, Turn
 from heron.agent.followup import contextual, refers_back, standalone
 from heron.core.chat import Message
 from tests.llm_servers import ChatServer
@@ -60,8 +60,8 @@ def test_standalone_takes_one_question_or_none() -> None:
 
 
 def test_a_follow_up_is_searched_with_the_earlier_question(agent: Agent) -> None:
-    alone = agent.ask(FOLLOW_UP)
-    follow = agent.ask(FOLLOW_UP, history=HISTORY)
+    alone = agent.ask(Turn(FOLLOW_UP))
+    follow = agent.ask(Turn(FOLLOW_UP, history=HISTORY))
     assert follow.grounding.how == "context"
     assert follow.grounding.query.startswith(FOLLOW_UP) and FIRST in follow.grounding.query
     assert follow.citations[0].page == "garden/pruning"
@@ -70,14 +70,14 @@ def test_a_follow_up_is_searched_with_the_earlier_question(agent: Agent) -> None
 
 
 def test_a_session_gives_the_follow_up_its_context(agent: Agent) -> None:
-    first = agent.ask(FIRST)
-    follow = agent.ask(FOLLOW_UP, session_id=first.session_id)
+    first = agent.ask(Turn(FIRST))
+    follow = agent.ask(Turn(FOLLOW_UP, session_id=first.session_id))
     assert follow.grounding.how == "context"
     assert follow.citations[0].page == "garden/pruning"
 
 
 def test_a_standalone_question_after_another_keeps_its_own_words(agent: Agent) -> None:
-    answer = agent.ask("How often should I water my tomato plants?", history=HISTORY)
+    answer = agent.ask(Turn("How often should I water my tomato plants?", history=HISTORY))
     assert answer.grounding.how == "message"
     assert answer.citations[0].page == "garden/watering"
 
@@ -86,7 +86,7 @@ def test_a_capable_model_rewrites_the_follow_up_once(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
     agent = make_agent()
-    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    answer = agent.ask(Turn(FOLLOW_UP, history=HISTORY, answer="extractive"))
     (call,) = rewrites(chat)
     prompt = call["messages"][-1]["content"]
     assert FIRST in prompt and prompt.rstrip().endswith("Question:") and FOLLOW_UP in prompt
@@ -94,7 +94,7 @@ def test_a_capable_model_rewrites_the_follow_up_once(
     # is no rewrite, so the deterministic query stands in (and is cached as such).
     assert answer.grounding.how == "context"
     assert answer.citations[0].page == "garden/pruning"
-    agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    agent.ask(Turn(FOLLOW_UP, history=HISTORY, answer="extractive"))
     assert len(rewrites(chat)) == 1  # cached per conversation and turn
 
 
@@ -103,7 +103,7 @@ def test_a_rewritten_question_is_what_is_searched(
 ) -> None:
     agent = make_agent()
     chat.replies.append("What should I remove first when I prune roses?")
-    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    answer = agent.ask(Turn(FOLLOW_UP, history=HISTORY, answer="extractive"))
     assert answer.grounding.how == "model"
     assert answer.grounding.query == "What should I remove first when I prune roses?"
     assert answer.citations[0].page == "garden/pruning"
@@ -114,6 +114,6 @@ def test_when_the_rewrite_fails_the_deterministic_query_stands_in(
 ) -> None:
     agent = make_agent()
     chat.fail("gpt-test", 500, times=10)
-    answer = agent.ask(FOLLOW_UP, history=HISTORY, answer="extractive")
+    answer = agent.ask(Turn(FOLLOW_UP, history=HISTORY, answer="extractive"))
     assert answer.grounding.how == "context"
     assert answer.citations[0].page == "garden/pruning"

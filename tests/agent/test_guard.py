@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Final, Token, open_agent
+from heron.agent import Agent, Final, Token, Turn, open_agent
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.libraries import index_library
 from heron.llm import Sampling
@@ -114,7 +114,7 @@ def looping(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_a_looping_answer_falls_back_to_the_extractive_one(
     make_agent: Callable[..., Agent], looping: None
 ) -> None:
-    answer = make_agent().ask("How often should I water my tomato plants?")
+    answer = make_agent().ask(Turn("How often should I water my tomato plants?"))
     assert answer.fallback == "degenerate" and answer.mode == "extractive"
     assert (
         answer.answer.startswith("Water tomato plants deeply twice a week")
@@ -130,7 +130,7 @@ def test_a_looping_answer_falls_back_to_the_extractive_one(
 def test_a_looping_stream_is_cut_short_and_says_so(
     make_agent: Callable[..., Agent], looping: None
 ) -> None:
-    events = list(make_agent().stream("How often should I water my tomato plants?"))
+    events = list(make_agent().stream(Turn("How often should I water my tomato plants?")))
     tokens = [e.text for e in events if isinstance(e, Token)]
     final = events[-1].answer  # type: ignore[union-attr]
     assert isinstance(events[-1], Final) and final.fallback == "degenerate"
@@ -150,10 +150,10 @@ def test_a_weak_models_answer_cut_at_herons_budget_falls_back(
     try:
         index_library("garden", agent.store, settings=settings)
         question = "How often should I water my tomato plants?"
-        cut = agent.ask(question, answer="generative")
+        cut = agent.ask(Turn(question, answer="generative"))
         assert cut.fallback == "degenerate" and cut.mode == "extractive"
         assert any("budget" in note for note in cut.notes)
-        asked = agent.ask(question, answer="generative", sampling=Sampling(max_tokens=3))
+        asked = agent.ask(Turn(question, answer="generative", sampling=Sampling(max_tokens=3)))
         assert asked.fallback is None and asked.finish_reason == "length"
         assert len(asked.answer.split()) <= 3
     finally:
@@ -161,5 +161,5 @@ def test_a_weak_models_answer_cut_at_herons_budget_falls_back(
 
 
 def test_a_capable_models_long_answer_is_kept(make_agent: Callable[..., Agent]) -> None:
-    cut = make_agent(agent_max_tokens=3).ask("How often should I water my tomato plants?")
+    cut = make_agent(agent_max_tokens=3).ask(Turn("How often should I water my tomato plants?"))
     assert cut.mode == "generative" and cut.fallback is None and cut.finish_reason == "length"

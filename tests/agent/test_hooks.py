@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 import pytest
 
-from heron.agent import Agent, ClientToolCalls, Final
+from heron.agent import Agent, ClientToolCalls, Final, Turn
 from heron.agent.prompt import RULES
 from heron.core.chat import Message, Sampling, ToolCall
 from heron.errors import InputError
@@ -34,7 +34,7 @@ def posted(chat: ChatServer) -> list[dict]:
 def test_instructions_join_the_system_prompt_after_herons_rules(
     make_agent: Make, chat: ChatServer
 ) -> None:
-    make_agent().ask(WATERING, instructions="Answer in French, in one sentence.")
+    make_agent().ask(Turn(WATERING, instructions="Answer in French, in one sentence."))
     (request,) = posted(chat)
     system = request["messages"][0]
     assert system["role"] == "system" and system["content"].startswith(RULES)
@@ -44,9 +44,9 @@ def test_instructions_join_the_system_prompt_after_herons_rules(
 
 def test_the_clients_history_replaces_the_sessions(make_agent: Make, chat: ChatServer) -> None:
     agent = make_agent()
-    first = agent.ask(WATERING)
+    first = agent.ask(Turn(WATERING))
     history = [Message("user", "Who are you?"), Message("assistant", "A gardener.")]
-    agent.ask("And the roses?", session_id=first.session_id, history=history)
+    agent.ask(Turn("And the roses?", session_id=first.session_id, history=history))
     sent = posted(chat)[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "user"]
     assert (sent[1]["content"], sent[2]["content"]) == ("Who are you?", "A gardener.")
@@ -57,7 +57,7 @@ def test_sampling_reaches_every_call_and_penalties_only_the_writing_ones(
     make_agent: Make, chat: ChatServer
 ) -> None:
     sampling = Sampling(max_tokens=33, temperature=0.2, seed=7)
-    answer = make_agent().ask("List the files in my workspace", sampling=sampling)
+    answer = make_agent().ask(Turn("List the files in my workspace", sampling=sampling))
     forced, writing = posted(chat)  # the forced list_files call, then the answer
     for request in (forced, writing):
         assert (request["max_tokens"], request["temperature"], request["seed"]) == (33, 0.2, 7)
@@ -71,8 +71,8 @@ def test_the_callers_own_penalties_win_and_max_tokens_defaults_to_the_setting(
     make_agent: Make, chat: ChatServer
 ) -> None:
     agent = make_agent(agent_max_tokens=77)
-    agent.ask(WATERING, sampling=Sampling(frequency_penalty=0.0))
-    agent.ask(WATERING)
+    agent.ask(Turn(WATERING, sampling=Sampling(frequency_penalty=0.0)))
+    agent.ask(Turn(WATERING))
     mine, default = posted(chat)
     assert (mine["frequency_penalty"], mine["presence_penalty"]) == (0.0, 0.3)
     assert default["max_tokens"] == 77 and default["frequency_penalty"] == 0.5
@@ -83,7 +83,7 @@ def test_a_client_tool_call_comes_back_unrun_and_the_turn_continues_from_its_res
 ) -> None:
     agent = make_agent()
     question = f"{WATERING} Check the weather in Paris first."
-    events = list(agent.stream(question, client_tools=[WEATHER], tool_choice="get_weather"))
+    events = list(agent.stream(Turn(question, client_tools=[WEATHER], tool_choice="get_weather")))
     first = events[-1].answer  # type: ignore[union-attr]
     assert isinstance(events[-1], Final) and first.finish_reason == "tool_calls"
     (calls,) = [e for e in events if isinstance(e, ClientToolCalls)]
@@ -103,7 +103,7 @@ def test_a_client_tool_call_comes_back_unrun_and_the_turn_continues_from_its_res
         Message("assistant", "", (ToolCall(call.id, call.name, call.arguments),)),
         Message("tool", json.dumps({"city": "Paris", "sky": "sunny"}), tool_call_id=call.id),
     ]
-    again = agent.ask(question, history=history, client_tools=[WEATHER])
+    again = agent.ask(Turn(question, history=history, client_tools=[WEATHER]))
     sent = posted(chat)[-1]["messages"]
     assert [m["role"] for m in sent] == ["system", "user", "assistant", "tool"]
     assert sent[1]["content"].startswith("Passages:\n\n[1] (garden, garden/watering)")  # grounded
@@ -116,7 +116,7 @@ def test_a_client_tool_call_comes_back_unrun_and_the_turn_continues_from_its_res
 def test_a_client_tool_wins_a_name_clash_with_herons(make_agent: Make, chat: ChatServer) -> None:
     theirs = Tool("list_files", "List the files on the client's laptop.")
     answer = make_agent().ask(
-        "List the files in my workspace", client_tools=[theirs], tool_choice="list_files"
+        Turn("List the files in my workspace", client_tools=[theirs], tool_choice="list_files")
     )
     (request,) = posted(chat)
     (named,) = [t["function"] for t in request["tools"]]
@@ -131,7 +131,9 @@ def test_with_client_tools_the_model_is_offered_theirs_alone(
     # list_files' own request, which triage forces without client tools; every tool of
     # Heron's allowed, so only the client's tools keep Heron's out.
     agent = make_agent(agent_tool_safety="execute")
-    answer = agent.ask("List the files in my workspace", client_tools=[WEATHER], tool_choice=choice)
+    answer = agent.ask(
+        Turn("List the files in my workspace", client_tools=[WEATHER], tool_choice=choice)
+    )
     (request,) = posted(chat)
     assert [t["function"]["name"] for t in request["tools"]] == ["get_weather"]
     assert answer.tools == []
@@ -145,7 +147,7 @@ def test_with_client_tools_the_model_is_offered_theirs_alone(
 def test_a_required_call_is_made_on_the_last_step_too(make_agent: Make, chat: ChatServer) -> None:
     # One model call in all: it is the last, and a client's call ends the turn anyway.
     answer = make_agent(agent_max_steps=1).ask(
-        WATERING, client_tools=[WEATHER], tool_choice="required"
+        Turn(WATERING, client_tools=[WEATHER], tool_choice="required")
     )
     (request,) = posted(chat)
     assert request["tool_choice"] == "required"
@@ -158,14 +160,14 @@ def test_a_model_that_ignores_the_clients_tool_choice_is_an_error(
     monkeypatch.setattr(llm_servers, "_answer", lambda body, openai: ("It is sunny.", []))
     agent = make_agent()
     with pytest.raises(ProviderError, match=r"did not call get_weather.*answered in text"):
-        agent.ask(WATERING, client_tools=[WEATHER], tool_choice="get_weather")
+        agent.ask(Turn(WATERING, client_tools=[WEATHER], tool_choice="get_weather"))
     with pytest.raises(ProviderError, match="did not call get_weather"):
-        agent.stream(WATERING, client_tools=[WEATHER], tool_choice="required")
+        agent.stream(Turn(WATERING, client_tools=[WEATHER], tool_choice="required"))
 
 
 def test_tool_choice_none_offers_no_tool_at_all(make_agent: Make, chat: ChatServer) -> None:
     answer = make_agent().ask(
-        "List the files in my workspace", client_tools=[WEATHER], tool_choice="none"
+        Turn("List the files in my workspace", client_tools=[WEATHER], tool_choice="none")
     )
     (request,) = posted(chat)
     assert "tools" not in request and answer.tools == [] and answer.tool_calls == []
@@ -196,7 +198,7 @@ def test_hooks_that_do_not_fit_together_are_refused_before_any_call(
 ) -> None:
     agent = make_agent()
     with pytest.raises(InputError, match=error):
-        agent.ask(WATERING, **options)
+        agent.ask(Turn(WATERING, **options))
     with pytest.raises(InputError, match=error):
-        agent.stream(WATERING, **options)  # before the first event
+        agent.stream(Turn(WATERING, **options))  # before the first event
     assert posted(chat) == []

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import open_agent
+from heron.agent import Turn, open_agent
 from heron.agent.answer import ToolUse
 from heron.errors import StoreError
 from heron.libraries import index_library
@@ -40,12 +40,12 @@ def test_observers_are_told_the_user_and_a_failing_one_never_fails_the_answer(
     try:
         index_library("garden", agent.store, settings=settings)
         with caplog.at_level(logging.WARNING, logger="heron.agent"):
-            answer = agent.ask("List the files in my workspace", user=" alice ")
+            answer = agent.ask(Turn("List the files in my workspace", user=" alice "))
         assert [u.name for u in answer.tools] == ["list_files"] and answer.answer
         assert told == [("alice", "List the files in my workspace"), ("alice", "list_files")]
         assert "the interventions database is locked" in caplog.text
         told.clear()
-        list(agent.stream("How often should I water my tomato plants?"))
+        list(agent.stream(Turn("How often should I water my tomato plants?")))
         assert told == [("", "How often should I water my tomato plants?")]
     finally:
         agent.close()

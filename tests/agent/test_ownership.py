@@ -8,7 +8,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.agent import Agent, open_agent
+from heron.agent import Agent, Turn, open_agent
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore
 from heron.tools import Tool
@@ -40,7 +40,7 @@ def test_a_tool_past_its_timeout_leaves_no_thread_after_close(
         Tool("weather_forecast", "Give the weather forecast for a city."),
         lambda a: release.wait(1.5),  # outlives its deadline, then ends on its own
     )
-    answer = agent.ask("What is the weather forecast for Paris?")
+    answer = agent.ask(Turn("What is the weather forecast for Paris?"))
     (use,) = answer.tools
     assert not use.ok and "did not answer within 0.3 s" in use.error
     assert len(tool_threads()) > len(before)  # still running when the answer came

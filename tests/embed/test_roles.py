@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.agent import open_agent
+from heron.agent import Turn, open_agent
 from heron.embed import (
     E5,
     MINILM,
@@ -146,7 +146,7 @@ def test_libraries_and_the_agent_embed_queries_as_queries(
     assert model.roles_of("when do I water tomatoes") == {"query"}
     agent = open_agent(settings, store=store)
     assert (agent.docs_threshold, agent.tool_threshold) == (ROLES.docs, ROLES.tool)
-    agent.ask(QUESTION)
+    agent.ask(Turn(QUESTION))
     assert model.roles_of(QUESTION) == {"query"}
     agent.close()
     chosen = open_agent(Settings(agent_docs_threshold=0.9), store=store)

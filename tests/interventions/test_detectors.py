@@ -14,7 +14,7 @@ from heron.interventions import (
     Activity,
     Condition,
     Interventions,
-    LibraryStatus,
+    LibraryHealth,
     Resolution,
     SearchRecord,
     job_changed,
@@ -62,9 +62,9 @@ def test_library_health_failing_and_stale() -> None:
     seen = library_health(
         "team",
         [
-            LibraryStatus("docs", now - DAY, failures=3, last_error="git: timeout"),
-            LibraryStatus("k8s", now - 9 * DAY),
-            LibraryStatus("fresh", now - 60),
+            LibraryHealth("docs", now - DAY, failures=3, last_error="git: timeout"),
+            LibraryHealth("k8s", now - 9 * DAY),
+            LibraryHealth("fresh", now - 60),
         ],
         now=now,
         max_failures=3,

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import httpx
 
-from heron.server.interventions import observe_tool_use
+from heron.agent import ToolUse
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from tests.interventions.conftest import COLLISION
@@ -155,20 +155,22 @@ def test_a_job_waiting_for_confirmation_becomes_a_card(serve: Callable[[], Serve
 
 def test_the_agents_tool_calls_become_collision_and_overlap_cards(home: Path) -> None:
     runtime = Runtime(Settings(interventions_cooldown=0))
+
+    def used(actor: str, name: str, arguments: dict[str, str], ok: bool = True) -> list:
+        return runtime.observers.tool_use(actor, ToolUse("1", name, arguments, ok))
+
     try:
         write = {"path": "backend/voice/livekit.py", "content": "# LiveKit room\nclass Agent:\n"}
-        assert observe_tool_use(runtime, "alice", "write_file", write, True) == []
-        (overlap,) = observe_tool_use(
-            runtime, "bob", "search_docs", {"query": "how do LiveKit agents join a room"}, True
-        )
+        assert used("alice", "write_file", write) == []
+        (overlap,) = used("bob", "search_docs", {"query": "how do LiveKit agents join a room"})
         assert overlap.kind == "research_overlap" and overlap.status == "delivered"
         assert overlap.text.startswith("bob is researching how do LiveKit agents join a room")
-        (collision,) = observe_tool_use(runtime, "bob", "write_file", write, True)
+        (collision,) = used("bob", "write_file", write)
         assert (
             collision.text
             == "Conflict: alice + bob both on backend/voice/livekit.py (uncommitted)."
         )
-        assert observe_tool_use(runtime, "carol", "write_file", write, False) == []  # failed
-        assert observe_tool_use(runtime, "carol", "read_file", write, True) == []
+        assert used("carol", "write_file", write, ok=False) == []  # failed
+        assert used("carol", "read_file", write) == []
     finally:
         runtime.close()

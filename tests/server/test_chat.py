@@ -130,7 +130,7 @@ def test_sse_bad_requests(served: Served) -> None:
         empty = http.post("/chat/stream", json={"message": ""})
         unknown = http.post("/chat/stream", json={"message": QUESTION, "model": "gpt-9"})
         missing = http.post("/chat/stream", json={"message": QUESTION, "library": "nope"})
-    assert empty.status_code == 400 and empty.json()["error"]["problems"][0]["loc"] == ["message"]
+    assert empty.status_code == 400 and empty.json()["error"]["param"] == "message"
     assert unknown.status_code == 400 and "Unknown model" in unknown.json()["error"]["message"]
     assert missing.status_code == 404 and "nope" in missing.json()["error"]["message"]
 

@@ -25,7 +25,7 @@ import pytest
 from heron.agent.answer import FINISH_REASONS
 from heron.jobs import open_jobs
 from heron.server import create_app
-from heron.server.openai import CompletionRequest, agent_options
+from heron.server.openai import CompletionRequest, turn
 from heron.settings import Settings
 from tests.server.conftest import WEATHER, Served, running
 
@@ -174,7 +174,7 @@ def test_openai_tool_safety_is_what_v1_requests_run_under(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     request = CompletionRequest(model="local", messages=[{"role": "user", "content": "hi"}])
-    options = agent_options(request, Settings())
-    assert (options["tool_safety"], options["surface"]) == ("read", "api")
+    asked = turn(request, Settings())
+    assert (asked.tool_safety, asked.surface) == ("read", "api")
     monkeypatch.setenv("HERON_OPENAI_TOOL_SAFETY", "execute")  # the operator enables it
-    assert agent_options(request, Settings())["tool_safety"] == "execute"
+    assert turn(request, Settings()).tool_safety == "execute"

@@ -11,7 +11,7 @@ from __future__ import annotations
 import socket
 from typing import Any, Literal
 
-from heron.notify import Channels, Severity
+from heron.notify import AlertLevel, Channels
 from heron.ops.watchdog.state import CheckState, iso
 
 Event = Literal["firing", "repeat", "escalated", "resolved"]
@@ -35,7 +35,7 @@ def notice(event: Event, name: str, spec: Any, state: CheckState, detail: str) -
     return title, "\n".join(lines)
 
 
-def severity(event: Event, spec: Any) -> Severity:
+def severity(event: Event, spec: Any) -> AlertLevel:
     if event == "resolved":
         return "resolved"
     return "critical" if spec.critical or event == "escalated" else "warning"

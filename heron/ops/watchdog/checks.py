@@ -1,9 +1,10 @@
 """Running one check: each kind of ``heron.ops.watchdog.config`` has one function here.
 
-The contract, for every kind: ``run(spec, context) -> Outcome``; it never raises for
-what it observes (a refused connection, a dead process, a full disk is a failed
-``Outcome`` whose ``detail`` says what was seen), only for a bug. ``Outcome.data`` holds
-what a report or a condition may want (status, milliseconds, free bytes ...).
+The contract, for every kind: ``run(spec, context) -> Outcome``
+(``heron.ops.watchdog.outcome``); it never raises for what it observes (a refused
+connection, a dead process, a full disk is a failed ``Outcome`` whose ``detail`` says what
+was seen), only for a bug. ``Outcome.data`` holds what a report or a condition may want
+(status, milliseconds, free bytes ...).
 """
 
 from __future__ import annotations
@@ -13,7 +14,6 @@ import os
 import shutil
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -21,31 +21,12 @@ import httpx
 
 from heron.ops.watchdog import config as cfg
 from heron.ops.watchdog.conditions import Condition
-from heron.ops.watchdog.programs import environment, heron_argv, run_program
+from heron.ops.watchdog.deploy import sync_deploy
+from heron.ops.watchdog.outcome import Context, Outcome
+from heron.ops.watchdog.programs import environment, heron_argv, run_program, systemd_available
 from heron.programs.processes import alive
 from heron.redact import redact
 from heron.settings import Settings
-
-
-@dataclass
-class Outcome:
-    ok: bool
-    detail: str
-    seconds: float = 0.0
-    data: dict[str, Any] = field(default_factory=dict)
-    #: What the check itself did (a deploy's steps), recorded like remedies.
-    actions: list[dict[str, Any]] = field(default_factory=list)
-
-
-@dataclass
-class Context:
-    """What a check may use besides its spec: ``memory`` is this check's own persisted
-    dict (a deploy remembers a commit it rolled back); ``run_named`` runs other checks of
-    the config by name, now (a deploy's strict checks)."""
-
-    settings: Settings
-    memory: dict[str, Any]
-    run_named: Callable[[list[str]], list[tuple[str, Outcome]]]
 
 
 def run(spec: Any, context: Context) -> Outcome:
@@ -176,15 +157,6 @@ def _named(pid: int, name: str) -> bool:
     return name in (comm, os.path.basename(argv0))
 
 
-def systemd_available() -> str | None:
-    """Why systemd cannot be asked here, or None when it can."""
-    if shutil.which("systemctl") is None:
-        return "systemd not available: systemctl is not installed"
-    if not Path("/run/systemd/system").is_dir():
-        return "systemd not available: it is not running on this machine (PID 1 is not systemd)"
-    return None
-
-
 def systemd(spec: cfg.SystemdCheck, context: Context) -> Outcome:
     missing = systemd_available()
     if missing:
@@ -232,12 +204,6 @@ def command(spec: cfg.CommandCheck, context: Context) -> Outcome:
     return Outcome(ok, f"{detail}: {tail}" if tail and not ok else detail, data=data)
 
 
-def deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
-    from heron.ops.watchdog.deploy import sync_deploy
-
-    return sync_deploy(spec, context)
-
-
 KINDS: dict[str, Callable[[Any, Context], Outcome]] = {
     "http": http,
     "rpc": rpc,
@@ -246,5 +212,5 @@ KINDS: dict[str, Callable[[Any, Context], Outcome]] = {
     "systemd": systemd,
     "disk": disk,
     "command": command,
-    "deploy": deploy,
+    "deploy": sync_deploy,
 }

@@ -22,7 +22,7 @@ import time
 from typing import Any
 
 from heron.ops.watchdog import config as cfg
-from heron.ops.watchdog.checks import Context, Outcome
+from heron.ops.watchdog.outcome import Context, Outcome
 from heron.ops.watchdog.programs import Ran, environment, run_program
 from heron.ops.watchdog.remedies import apply, result
 from heron.programs import ProgramRefused, check_git_config

@@ -13,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import fnmatch
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -115,3 +116,12 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
 def _read(file: IO[bytes]) -> str:
     file.seek(0)
     return file.read().decode("utf-8", "replace")
+
+
+def systemd_available() -> str | None:
+    """Why systemd cannot be asked here, or None when it can."""
+    if shutil.which("systemctl") is None:
+        return "systemd not available: systemctl is not installed"
+    if not Path("/run/systemd/system").is_dir():
+        return "systemd not available: it is not running on this machine (PID 1 is not systemd)"
+    return None

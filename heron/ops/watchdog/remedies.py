@@ -8,8 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from heron.ops.watchdog import config as cfg
-from heron.ops.watchdog.checks import systemd_available
-from heron.ops.watchdog.programs import Ran, environment, heron_argv, run_program
+from heron.ops.watchdog.programs import Ran, environment, heron_argv, run_program, systemd_available
 from heron.redact import redact
 
 

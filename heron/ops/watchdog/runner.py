@@ -26,8 +26,9 @@ from typing import Any
 from heron.errors import ConfigError
 from heron.notify import Channels
 from heron.ops.watchdog import alerts, interventions, remedies
-from heron.ops.watchdog.checks import Context, Outcome, run
+from heron.ops.watchdog.checks import run
 from heron.ops.watchdog.config import WatchdogConfig, load_config
+from heron.ops.watchdog.outcome import Context, Outcome
 from heron.ops.watchdog.report import append_history, history_path, latest_path, write_latest
 from heron.ops.watchdog.state import CheckState, StateFile, iso, observe
 from heron.private import private_dir

@@ -1,14 +1,14 @@
+"""``heron.core.tools``: a tool's definition, read from OpenAI, Anthropic or MCP JSON."""
+
 from __future__ import annotations
 
 import doctest
-import json
 
 import pytest
 
 from heron.core import tools as model
-from heron.core.errors import ToolCallError, ToolInputError, UnknownTool
-from heron.tools import Tool, ToolRegistry, parse_tools
-from heron.tools.registry import load_imported, read_tool_file, save_imported
+from heron.core.errors import ToolInputError
+from heron.core.tools import Tool, parse_tools
 
 SCHEMA = {"type": "object", "properties": {"city": {"type": "string"}}}
 
@@ -55,35 +55,3 @@ def test_text_holds_name_words_description_and_parameters() -> None:
                 {"properties": {"owner": {"description": "who owns them"}, "n": {}}})  # fmt: skip
     assert tool.text() == "get Contact List: All contacts. Parameters: owner (who owns them), n"
     assert doctest.testmod(model).failed == 0
-
-
-def test_registry_calls_handlers_and_names_the_fix() -> None:
-    registry = ToolRegistry()
-    registry.add(Tool("add"), lambda a: a["x"] + 1)
-    registry.add(Tool("remote", source="import:t.json"))
-    assert registry.call("add", {"x": 1}) == 2
-    with pytest.raises(ToolCallError, match="call it where it lives"):
-        registry.call("remote", {})
-    with pytest.raises(UnknownTool, match="Did you mean: add"):
-        registry.get("ad")
-    with pytest.raises(ToolInputError, match="clashes"):
-        registry.add(Tool("add", source="mcp:x"), replace=False)
-    assert registry.remove_source("import:t.json") == 1 and len(registry) == 1
-
-
-def test_runnable_says_which_tools_have_a_handler_here() -> None:
-    registry = ToolRegistry()
-    registry.add(Tool("add"), lambda a: a["x"] + 1)
-    registry.add(Tool("remote", source="import:t.json"))
-    assert registry.runnable("add") and not registry.runnable("remote")
-
-
-def test_imported_tools_persist_in_the_store(tmp_path, store) -> None:
-    path = tmp_path / "tools.json"
-    path.write_text(json.dumps([{"name": "w", "description": "d", "input_schema": SCHEMA}]))
-    tools = read_tool_file(path)
-    assert tools[0].source == "import:tools.json"
-    assert save_imported(store, tools) == 1
-    assert load_imported(store) == tools
-    with pytest.raises(ToolInputError, match="No tool file"):
-        read_tool_file(tmp_path / "missing.json")

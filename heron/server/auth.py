@@ -1,4 +1,5 @@
-"""Signing in to the web page when the server has a token (``HERON_API_TOKEN``).
+"""The server's token (``HERON_API_TOKEN``, ``api_token``), and signing in to the web page
+with it; ``heron.server.middleware.TokenMiddleware`` applies both on every route.
 
 The sign-in form posts the token; when it matches (compared in constant time) the
 answer sets it as an ``HttpOnly; SameSite=Strict`` cookie, which the page's scripts
@@ -19,6 +20,8 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
+from heron.settings import Settings
+
 COOKIE = "heron_token"
 CSRF_HEADER = b"x-heron-csrf"
 #: Paths anyone may fetch: signing in and out, and the page's own scripts and styles.
@@ -29,6 +32,12 @@ PAGES = ("/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/op
 #: Pages that are no pane: a cited source (``/source``), opened from a passage.
 VIEWS = ("/source",)
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+
+
+def api_token(settings: Settings) -> str | None:
+    """The bearer token, ``None`` when unset or blank (a blank one must not pass as set)."""
+    secret = settings.api_token
+    return (secret.get_secret_value().strip() or None) if secret else None
 
 
 def csrf(token: bytes) -> str:

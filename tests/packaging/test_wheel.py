@@ -1,0 +1,90 @@
+"""The release as a user gets it: sdist and wheel built from this tree, the wheel
+installed alone (the core, no extra) into a fresh venv from wheels only, with no
+compiler on the PATH, then ``heron --version`` and ``heron doctor --offline`` run there.
+
+uv builds and installs (it caches what it downloads: after the first run this needs
+no network); the install runs under constraints.txt, as scripts/setup does."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import zipfile
+from email.parser import Parser
+from pathlib import Path
+
+import pytest
+from uv import find_uv_bin
+
+from heron import __version__
+from heron.extras import EXTRAS
+from tests.packaging.conftest import ROOT
+
+#: The uv program itself: ``python -m uv`` would put its packages into this test's own
+#: interpreter, whatever ``--python`` names.
+UV = find_uv_bin()
+
+
+def run(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 300) -> str:
+    done = subprocess.run(
+        [str(a) for a in args], capture_output=True, text=True, timeout=timeout, env=env
+    )
+    assert done.returncode == 0, f"{args}:\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    dist = tmp_path_factory.mktemp("dist")
+    run(UV, "build", "--quiet", "--out-dir", dist, ROOT)
+    (found,) = dist.glob("heron-*.whl")
+    return found
+
+
+def test_the_wheel_carries_its_metadata_license_and_type_marker(wheel: Path) -> None:
+    with zipfile.ZipFile(wheel) as archive:
+        names = archive.namelist()
+        info = next(n for n in names if n.endswith(".dist-info/METADATA"))
+        metadata = Parser().parsestr(archive.read(info).decode())
+    assert "heron/py.typed" in names
+    assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
+    assert "heron/web/templates/base.html" in names  # package data rides along
+    assert metadata["License-Expression"] == "Apache-2.0"
+    assert set(metadata.get_all("Provides-Extra")) == {*EXTRAS, "all", "dev"}
+    assert "Typing :: Typed" in metadata.get_all("Classifier")
+
+
+def test_the_core_installs_from_wheels_and_runs(wheel: Path, tmp_path: Path) -> None:
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    # The venv's own programs alone on the PATH: no compiler for a source build to find.
+    env = {**os.environ, "PATH": str(venv / "bin")}
+    started = time.perf_counter()
+    constraints = ROOT / "constraints.txt"
+    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
+    run(*pip, wheel, env=env)
+    seconds = time.perf_counter() - started
+    assert seconds < 60, f"the core took {seconds:.0f} s to install"
+    installed = run(UV, "pip", "freeze", "--python", python).lower()
+    for extra in EXTRAS.values():
+        for package in extra.packages:
+            assert f"\n{package}==" not in f"\n{installed}", f"{package} came with the core"
+
+    home = {**env, "HERON_HOME": str(tmp_path / "home"), "HERON_MODELS_DIR": str(tmp_path / "m")}
+    assert run(venv / "bin" / "heron", "--version", env=home).startswith(f"heron {__version__} ")
+    done = subprocess.run(
+        [venv / "bin" / "heron", "doctor", "--offline", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env=home,
+    )
+    report = json.loads(done.stdout)  # a report, not a traceback, though much is missing
+    checks = {c["name"]: c for c in report["checks"]}
+    assert done.returncode == 1 and not report["ok"]
+    assert checks["extras"]["fix"] == "pip install 'heron[local]'"  # the default model
+    assert not any(c["detail"].startswith("unexpected") for c in checks.values()), checks
