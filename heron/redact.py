@@ -22,6 +22,11 @@ word, so ``max_tokens`` and ``tokenizer`` are not labels):
   (``Cookie:``, ``*_COOKIE=``) to the end of the line, as their values hold ``;``;
 - credentials in URLs: ``user:pass@host`` and query values such as ``?api_key=``,
   ``&token=``, ``?sig=``, ``&key=``;
+- tokens of known shapes, bare: OpenAI/Anthropic ``sk-``, GitHub ``ghp_``, AWS ``AKIA``,
+  Slack ``xoxb-``, Google ``AIza``, JWTs, Hugging Face ``hf_``, GitLab ``glpat-``,
+  Stripe ``sk_live_``/``rk_live_``, npm ``npm_``, PyPI ``pypi-AgE``; and webhook URLs
+  whose path is the credential (``hooks.slack.com/services/...``,
+  ``discord.com/api/webhooks/...``, ``api.telegram.org/bot<token>``), their host kept;
 - a PEM private key from ``BEGIN`` to ``END``; one cut off at either end (output cut to
   a size limit) is masked from ``BEGIN`` to the end of the text, or from the start of the
   text to ``END``.
@@ -128,6 +133,22 @@ _PATTERNS = [
     re.compile(r"\bAIza[0-9A-Za-z_-]{35}\b"),
     # JSON Web Tokens: header.payload.signature, header and payload base64url JSON
     re.compile(r"\beyJ[A-Za-z0-9_-]{5,}\.eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]+"),
+    # Hugging Face tokens: hf_ and 34 letters. The body has no '_', so identifiers such
+    # as hf_hub_download never match.
+    re.compile(r"\bhf_[A-Za-z0-9]{30,}\b"),
+    # GitLab tokens: personal (glpat-), deploy (gldt-), runner (glrt-), trigger (glptt-);
+    # newer ones end in .01.xxxxxxxxx
+    re.compile(r"\bgl(?:pat|dt|rt|ptt)-[A-Za-z0-9_-]{20,}(?:\.[0-9a-z]{2}\.[0-9a-z]{6,})?"),
+    # Stripe secret and restricted keys, live and test
+    re.compile(r"\b[sr]k_(?:live|test)_[A-Za-z0-9]{16,}"),
+    # npm access tokens: npm_ and 36 letters and digits (npm_config_* has underscores)
+    re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
+    # PyPI API tokens: a macaroon, whose base64 always starts AgE
+    re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    # Webhook URLs whose path is the credential: Slack, Discord; a Telegram bot's token
+    re.compile(r"(?i)(\bhooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"),
+    re.compile(r"(?i)(\bdiscord(?:app)?\.com/api/webhooks/)[0-9]+/[A-Za-z0-9_-]+"),
+    re.compile(r"(?i)(\bapi\.telegram\.org/(?:file/)?bot)[0-9]+:[A-Za-z0-9_-]+"),
 ]
 
 

@@ -2,9 +2,10 @@
 
 A chunk is one section, or a run of whole subsections under it, or (for a long section)
 a run of its paragraphs; code fences are never cut in the middle unless they alone
-exceed the cap. Each chunk keeps its heading path, the anchor of its heading and the
-range of file lines it covers. Its ``text`` starts with the page title and heading
-path, so a chunk read alone still says where it is::
+exceed the cap. Sections, headings and code come from ``heron.libraries.markdown``
+(markdown-it-py's tokens). Each chunk keeps its heading path, the anchor of its heading
+(unique on its page) and the range of file lines it covers. Its ``text`` starts with the
+page title and heading path, so a chunk read alone still says where it is::
 
     Volumes > Types of volumes > configMap
     A ConfigMap provides a way to inject configuration data into pods...

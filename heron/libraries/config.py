@@ -3,9 +3,9 @@
 One library a line, ``name source [option=value ...]``, where source is a git URL or a
 local path; ``#`` starts a comment::
 
-    # name        source                                       options
-    kubernetes    https://github.com/kubernetes/website.git    branch=main include=content/en/docs/**
-    handbook      /srv/docs/handbook                           exclude=drafts/**,**/_*.md
+    # name      source                                     options
+    kubernetes  https://github.com/kubernetes/website.git  branch=main include=content/en/**
+    handbook    /srv/docs/handbook                         exclude=drafts/**,**/_*.md
 
 Options (``OPTIONS``): ``branch`` (a git library's branch or tag; the remote's default
 branch without it), ``include`` and ``exclude`` (comma-separated globs over page paths
@@ -29,7 +29,7 @@ from __future__ import annotations
 import fcntl
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -297,11 +297,31 @@ def _write(path: Path, lines: list[str]) -> None:
     os.replace(tmp, path)  # readers see the old file or the new one, never half of one
 
 
-def add_library(name: str, source: str, settings: Settings, *, caller: Caller = "local") -> Library:
-    """Append ``name source`` to ``libraries.txt``; a local source is stored absolute.
-    ``caller="api"`` applies the API's stricter rules (``check_source``)."""
+def add_library(
+    name: str,
+    source: str,
+    settings: Settings,
+    *,
+    caller: Caller = "local",
+    branch: str | None = None,
+    include: Sequence[str] = (),
+    exclude: Sequence[str] = (),
+) -> Library:
+    """Append ``name source [options]`` to ``libraries.txt``; a local source is stored
+    absolute. ``caller="api"`` applies the API's stricter rules (``check_source``). The
+    options are checked as ``libraries.txt`` is read: ``add_library("k8s", URL, settings,
+    branch="main", include=["content/en/**"])`` writes
+    ``k8s URL branch=main include=content/en/**``.
+    """
     check_name(name)
     source = check_source(source, settings, caller)
+    words = [f"branch={branch}"] if branch is not None else []
+    for key, globs in (("include", include), ("exclude", exclude)):
+        if any(not g or "," in g or g != "".join(g.split()) for g in globs):
+            raise InputError(f"{key} globs hold no spaces or commas: got {list(globs)!r}.")
+        words += [f"{key}={','.join(globs)}"] if globs else []
+    line = " ".join([name, source, *words])
+    library = _library(name, line.split(None, 1)[1])  # the options checked as when read
     path = config_path(settings)
     with _locked(path):
         if any(lib.name == name for lib in _parse(path)):
@@ -309,8 +329,8 @@ def add_library(name: str, source: str, settings: Settings, *, caller: Caller = 
                 f"Library {name!r} exists. Remove it first: heron library remove {name}"
             )
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        _write(path, [*lines, f"{name} {source}"])
-    return Library(name, source)
+        _write(path, [*lines, line])
+    return library
 
 
 def remove_library(name: str, settings: Settings) -> Library:

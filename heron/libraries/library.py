@@ -1,4 +1,5 @@
-"""A library's life as users see it: add, remove (config, index and checkout), status."""
+"""A library's life as users see it: add, remove (config, index and checkout), status,
+and one indexed page read back whole (``read_page``)."""
 
 from __future__ import annotations
 
@@ -7,16 +8,19 @@ import shutil
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from heron.errors import NotFound
+from heron.core.errors import ToolInputError
+from heron.core.workspace import Workspace
+from heron.errors import HeronError, NotFound
 from heron.libraries.config import Library, get_library, read_libraries, remove_library
-from heron.libraries.state import library_state
+from heron.libraries.state import last_sync, library_state
 from heron.libraries.sync import checkout_dir
+from heron.programs import default_policy
 from heron.settings import Settings
 from heron.store import Store, check_store
 
 
 @dataclass
-class Status:
+class LibraryStatus:
     name: str
     source: str
     kind: str  # git or local
@@ -34,14 +38,14 @@ class Status:
         return asdict(self)
 
 
-def library_status(library: Library, store: Store) -> Status:
+def library_status(library: Library, store: Store) -> LibraryStatus:
     name = library.name
     indexed = any(info.name == name for info in store.namespaces())
     ids = store.ids(name) if indexed else []
     questions = sum(1 for i in ids if i.rsplit("#", 1)[-1].startswith("q"))
     state = library_state(store, name)
     error_at, error = state.sync_error or (None, None)
-    return Status(
+    return LibraryStatus(
         name=name,
         source=library.source,
         kind="git" if library.is_git else "local",
@@ -57,7 +61,7 @@ def library_status(library: Library, store: Store) -> Status:
     )
 
 
-def statuses(store: Store, settings: Settings, name: str | None = None) -> list[Status]:
+def statuses(store: Store, settings: Settings, name: str | None = None) -> list[LibraryStatus]:
     """The status of one library or all; a damaged store raises ``DatabaseCorrupt`` rather
     than report counts read around the damage."""
     libraries = [get_library(name, settings)] if name else read_libraries(settings)
@@ -73,3 +77,40 @@ def forget_library(name: str, store: Store, settings: Settings) -> Library:
         store.drop(name)
     shutil.rmtree(checkout_dir(library, settings), ignore_errors=True)
     return library
+
+
+@dataclass(frozen=True)
+class PageText:
+    """An indexed page's file as it is now: ``text`` cut at ``MAX_READ`` bytes."""
+
+    library: str
+    page: str
+    title: str
+    path: str  # from the library's root
+    text: str
+    truncated: bool
+
+
+def read_page(library: str, page: str, store: Store, settings: Settings) -> PageText:
+    """The file of ``page``, a page the index of ``library`` holds, read from the folder
+    its last sync used. Only indexed pages are read, through ``Workspace`` (one path
+    component at a time, no symlink followed, regular files only), so no id can reach
+    another file. ``NotFound`` names what to do when the page or its file is gone."""
+    try:
+        meta = store.get(library, f"{page}#0").metadata  # every indexed page has chunk 0
+    except HeronError:
+        raise NotFound(
+            f"No page {page!r} in the index of library {library!r}; search_docs gives "
+            "the pages it has."
+        ) from None
+    root = last_sync(store, library).get("root")
+    try:
+        read = Workspace(root, policy=default_policy(settings)).read_file(meta["path"])
+    except (ToolInputError, TypeError):  # no folder synced, or the file has gone
+        raise NotFound(
+            f"The file of {library}/{page} is gone from the library's folder; run: "
+            f"heron index {library}"
+        ) from None
+    return PageText(
+        library, page, meta.get("title", ""), meta["path"], read["content"], read["truncated"]
+    )

@@ -49,7 +49,7 @@ class Outline:
 
 
 def slug(text: str) -> str:
-    """GitHub's anchor for a heading's plain text: ``"Types of volumes!"`` -> ``types-of-volumes``."""
+    """GitHub's anchor for a heading's text: ``"Types of volumes!"`` -> ``types-of-volumes``."""
     return _SLUG_DROP.sub("", text.strip().lower()).replace(" ", "-")
 
 

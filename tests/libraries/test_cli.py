@@ -73,3 +73,21 @@ def test_every_books_command_has_help_with_an_example() -> None:
         ["search"],
     ):
         assert "Example:" in heron(*command, "--help").stdout
+
+
+def test_add_with_options_writes_them_and_refuses_bad_ones(
+    home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]
+) -> None:
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
+    root = make_library()
+    heron("library", "add", "lib", str(root), "--include", "concepts/**", "--exclude", "**/s*")
+    lines = (home / "libraries.txt").read_text().splitlines()
+    assert lines == [f"lib {root} include=concepts/** exclude=**/s*"]
+    (report,) = json.loads(heron("index", "--json").stdout)
+    assert report["pages"] == 1  # concepts/pods; concepts/secrets excluded, tasks/ not included
+    done = heron("library", "add", "k8s", "https://example.com/k.git", "--branch", "-x", ok=False)
+    assert "is not a branch or tag name" in done.stderr and "Traceback" not in done.stderr
+    (home / "libraries.txt").write_text(f"lib {root} exclde=x\n")
+    done = heron("index", ok=False)
+    assert "unknown option 'exclde'" in done.stderr and "Known options: branch" in done.stderr
+    assert "Traceback" not in done.stderr

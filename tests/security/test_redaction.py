@@ -93,7 +93,22 @@ def test_a_key_cut_at_either_end_is_masked() -> None:
         assert leaked_lines(out.encode()) == []
 
 
-# -- secrets of several words, cookies, flags, URLs ------------------------------------
+# -- secrets of several words, cookies, flags, URLs, tokens of known shapes -------------
+
+# Bare, with no label before them; built from parts, so no scanner takes this file for a leak.
+TOKEN_SHAPES = [
+    ("HF_TOKEN is hf_" + "aBcDeFgHiJ" * 3 + "kLmN", "hf_" + "aBcDeFgHiJ" * 3 + "kLmN"),
+    ("push with glpat-" + "x1Y2z3_-Ab" * 2, "glpat-" + "x1Y2z3_-Ab" * 2),
+    ("runner glrt-" + "t0kEnT0kEn" * 3 + ".01.abc123def", "glrt-" + "t0kEnT0kEn" * 3),
+    ("Stripe(sk_live_" + "51Hx" * 6, "sk_live_" + "51Hx" * 6),
+    ("restricted rk_live_" + "9zQ" * 8, "rk_live_" + "9zQ" * 8),
+    ("npm publish with npm_" + "a1B2c3" * 6, "npm_" + "a1B2c3" * 6),
+    ("twine upload -p pypi-AgEIcHlwaS5vcmc" + "Ab-_" * 15, "pypi-AgEIcHlwaS5vcmc" + "Ab-_" * 15),
+    ("POST https://hooks.slack.com/services/T0123ABC/B0456DEF/" + "xYz" * 8, "T0123ABC"),
+    ("url: https://discord.com/api/webhooks/123456789012/" + "aB_-" * 10, "123456789012"),
+    ("https://api.telegram.org/bot123456789:AA" + "hJk" * 11 + "/sendMessage", "123456789:AA"),
+]
+
 
 MASKED_WHOLE = [
     (f'password: "{PASSPHRASE}"', PASSPHRASE),
@@ -120,6 +135,7 @@ MASKED_WHOLE = [
     ("https://s3/x?X-Amz-Signature=abcdef0123456789", "abcdef0123456789"),
     ("https://maps/api?key=AIzaNotQuiteAKey&q=x", "AIzaNotQuiteAKey"),
     ("DB_PASSWORD=correct-horse", "correct-horse"),
+    *TOKEN_SHAPES,
 ]
 
 
@@ -163,6 +179,16 @@ def test_a_secret_is_masked_whole(text: str, secret: str) -> None:
         "see https://example.com/docs/tokens.html?page=2",
         "Author: Alice <alice@example.com>",
         "keyboard: us",
+        # token prefixes without a token's body: identifiers, names and prose
+        "npm_config_cache=/tmp/npm and npm_package_version",
+        "from huggingface_hub import hf_hub_download; hf_hub_download(repo_id=x)",
+        "Stripe keys look like sk_live followed by an id; test keys like sk_test.",
+        "rk_live keys are restricted",
+        "pip install pypi-simple; see the pypi-server docs",
+        "glpat tokens are GitLab's personal access tokens",
+        "Post to a Slack channel through hooks.slack.com/services with a webhook.",
+        "Discord webhooks live under discord.com/api/webhooks/ in the docs.",
+        "The Bot API is at https://api.telegram.org/bot<token>/METHOD_NAME",
     ],
 )
 def test_ordinary_text_and_code_are_left_alone(text: str) -> None:
@@ -287,3 +313,13 @@ def test_values_under_secret_keys_are_masked_whatever_they_are() -> None:
         "env": {"GITHUB_TOKEN": MASK, "SESSION_COOKIE": MASK},
         "max_tokens": 512,
     }
+
+
+def test_a_webhook_keeps_its_host() -> None:
+    url = "https://hooks.slack.com/services/T0123ABC/B0456DEF/" + "xYz" * 8
+    assert redact(f"alert sent to {url} ok") == (
+        "alert sent to https://hooks.slack.com/services/[REDACTED] ok"
+    )
+    assert redact("https://api.telegram.org/bot123456789:AA" + "hJk" * 11 + "/getMe") == (
+        "https://api.telegram.org/bot[REDACTED]/getMe"
+    )

@@ -9,8 +9,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import pytest
 from mcp.client.client import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from heron.libraries.tool import SEARCH_DOCS
 from tests.server.conftest import Served, heron_env
@@ -22,11 +24,45 @@ ROOT = Path(__file__).parents[2]
 async def exercise(server: Any) -> dict[str, Any]:
     async with Client(server) as client:
         listed = await client.list_tools()
+        # The client checks each structuredContent against the tool's outputSchema.
         docs = await client.call_tool("search_docs", {"query": "undo a rollout", "top_k": 2})
+        skills = await client.call_tool("search_skills", {"query": "roll back", "top_k": 1})
         skill = await client.call_tool("read_skill", {"name": "rollback-deployment"})
         routed = await client.call_tool("route_tools", {"query": "read a skill", "top_k": 2})
         bad = await client.call_tool("search_docs", {"query": "x", "library": "nope"})
-    return {"tools": listed.tools, "docs": docs, "skill": skill, "routed": routed, "bad": bad}
+        resources = await client.list_resources()
+        templates = await client.list_resource_templates()
+        link = next(c for c in docs.content if c.type == "resource_link")
+        page = await client.read_resource(str(link.uri))
+        escaped = await client.read_resource("heron://library/tiny/concepts%2Fpods")
+        skill_page = await client.read_resource("heron://skill/rollback-deployment")
+        prompts = await client.list_prompts()
+        prompt = await client.get_prompt("rollback-deployment", {"task": "undo web's rollout"})
+        missing = {}
+        for uri in ("heron://library/tiny/concepts/nope", "heron://elsewhere/x"):
+            with pytest.raises(MCPError) as raised:
+                await client.read_resource(uri)
+            missing[uri] = raised.value
+        with pytest.raises(MCPError) as no_prompt:
+            await client.get_prompt("no-such-skill")
+    return {
+        "tools": listed.tools,
+        "docs": docs,
+        "skills": skills,
+        "skill": skill,
+        "routed": routed,
+        "bad": bad,
+        "resources": resources.resources,
+        "templates": templates.resource_templates,
+        "link": link,
+        "page": page.contents[0],
+        "escaped": escaped.contents[0],
+        "skill_page": skill_page.contents[0],
+        "prompts": prompts.prompts,
+        "prompt": prompt,
+        "missing": missing,
+        "no_prompt": no_prompt.value,
+    }
 
 
 def check(seen: dict[str, Any]) -> None:
@@ -42,6 +78,47 @@ def check(seen: dict[str, Any]) -> None:
     assert seen["routed"].structured_content["results"][0]["name"] == "read_skill"
     bad = seen["bad"]
     assert bad.is_error and "nope" in bad.content[0].text
+    check_surface(seen)
+
+
+def check_surface(seen: dict[str, Any]) -> None:
+    """Titles, every hint, output schemas, resources, templates, prompts, links."""
+    for tool in seen["tools"]:
+        hints = tool.annotations
+        assert tool.title and hints.title == tool.title
+        assert (hints.read_only_hint, hints.destructive_hint) == (True, False)
+        assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
+        assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
+    link = seen["link"]
+    assert (str(link.uri), link.name) == (
+        "heron://library/tiny/tasks/rollback",
+        "(tiny, tasks/rollback)",
+    )
+    assert link.title == "Roll back a Deployment" and link.mime_type == "text/markdown"
+    assert "kubectl rollout undo" in seen["page"].text and seen["page"].mime_type == "text/markdown"
+    assert seen["escaped"].text.startswith("---\ntitle: Pods")
+    (skill_link,) = [c for c in seen["skills"].content if c.type == "resource_link"]
+    assert str(skill_link.uri) == "heron://skill/rollback-deployment"
+    assert "kubectl rollout undo" in seen["skill_page"].text
+    assert [str(r.uri) for r in seen["resources"]] == [
+        "heron://skill/rollback-deployment",
+        "heron://library/tiny/concepts/pods",
+        "heron://library/tiny/concepts/secrets",
+        "heron://library/tiny/tasks/rollback",
+    ]
+    assert [t.uri_template for t in seen["templates"]] == [
+        "heron://library/{library}/{page}",
+        "heron://skill/{name}",
+    ]
+    (prompt,) = seen["prompts"]
+    assert prompt.name == "rollback-deployment" and prompt.arguments[0].name == "task"
+    (message,) = seen["prompt"].messages
+    assert message.role == "user" and "kubectl rollout undo" in message.content.text
+    assert message.content.text.endswith("The task: undo web's rollout")
+    gone = seen["missing"]["heron://library/tiny/concepts/nope"]
+    assert "No page 'concepts/nope' in the index of library 'tiny'" in gone.message
+    assert "resources/list names them" in seen["missing"]["heron://elsewhere/x"].message
+    assert "No skill named 'no-such-skill'" in seen["no_prompt"].message
 
 
 def test_mcp_over_streamable_http(served: Served) -> None:
