@@ -12,6 +12,7 @@ from __future__ import annotations
 import threading
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -60,6 +61,11 @@ class IndexTask:
     state: str = "running"  # running, done, failed
     done: int = 0
     total: int | None = None
+    #: The stage under way (``sync``, ``pages``, ``chunks``: ``index_library``'s) and
+    #: its units done of its total: chunks move as they embed, pages only per group.
+    stage: str | None = None
+    stage_done: int = 0
+    stage_total: int | None = None
     report: dict[str, Any] | None = None
     error: str | None = None
     started: float = field(default_factory=time.time)
@@ -72,6 +78,7 @@ class IndexTask:
             "state": self.state,
             "done": self.done,
             "total": self.total,
+            "stage": {"name": self.stage, "done": self.stage_done, "total": self.stage_total},
             "report": self.report,
             "error": self.error,
             "started": self.started,
@@ -108,6 +115,14 @@ class IndexTasks:
         def on_total(n: int) -> None:
             task.total = n
 
+        def stage(name: str, total: int | None) -> Callable[[int], None]:
+            task.stage, task.stage_done, task.stage_total = name, 0, total
+
+            def advance(n: int) -> None:
+                task.stage_done += n
+
+            return advance
+
         try:
             report = index_library(
                 task.name,
@@ -115,6 +130,7 @@ class IndexTasks:
                 settings=self.rt.settings,
                 progress=progress,
                 on_total=on_total,
+                stages=stage,
             )
             task.report = report.to_dict()
             task.error = report.error

@@ -64,6 +64,9 @@ def test_a_reindex_task_reports_its_end(heron: Heron) -> None:
         assert time.monotonic() < deadline
         time.sleep(0.05)
     assert state["state"] == "done" and state["report"]["unchanged"] == 1  # type: ignore[index]
+    stage = state["stage"]  # type: ignore[index]
+    assert stage["name"] in ("sync", "pages", "chunks")  # the last stage begun
+    assert stage["total"] is None or stage["done"] == stage["total"]  # ... and finished
 
 
 def test_models_name_alias_and_provider(heron: Heron) -> None:

@@ -47,7 +47,13 @@
       const task = await H.rpc("library.reindex", { name: name });
       for (;;) {
         const p = await H.rpc("library.progress", { task: task.task });
-        if (p.total !== null) {
+        const stage = p.stage || {};
+        if (stage.name && stage.total) {
+          // The stage under way moves per unit (chunks as they embed), not per page group.
+          bar.max = stage.total;
+          bar.value = stage.done;
+          label.textContent = t("libraries.stage_" + stage.name, { name: name, done: stage.done, total: stage.total });
+        } else if (p.total !== null) {
           bar.max = Math.max(p.total, 1);
           bar.value = p.total ? p.done : 1;
           label.textContent = t("libraries.indexing", { name: name, done: p.done, total: p.total });
