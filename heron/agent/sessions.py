@@ -11,24 +11,29 @@ from __future__ import annotations
 
 import json
 import re
-import threading
 import time
 import uuid
 from pathlib import Path
 from typing import Any
 
 from heron.core.chat import Message
-from heron.db import SQLiteFile
+from heron.db import Resource, Schema, SQLiteDatabase
 from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
 
-_SCHEMA = """
-CREATE TABLE IF NOT EXISTS sessions (
+#: ``{new}`` (``IF NOT EXISTS``) adopts a file written before its schema was numbered,
+#: whichever of the three tables it already has.
+_SESSIONS = Schema(
+    name="agent",
+    what="the session database",
+    migrations=(
+        """
+CREATE TABLE {new}sessions (
     id TEXT PRIMARY KEY,
     created REAL NOT NULL,
     updated REAL NOT NULL
 );
-CREATE TABLE IF NOT EXISTS turns (
+CREATE TABLE {new}turns (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     message TEXT NOT NULL,
@@ -37,11 +42,15 @@ CREATE TABLE IF NOT EXISTS turns (
     created REAL NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
-CREATE TABLE IF NOT EXISTS titles (
+CREATE TABLE {new}titles (
     session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
     title TEXT NOT NULL
 );
-"""
+""",
+    ),
+    rebuild="a new one starts on the next use",
+    reopen="heron.agent.open_agent(settings)",
+)
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
 #: Earlier turns replayed to the model; older ones stay stored but unsent.
 HISTORY_TURNS = 8
@@ -60,19 +69,20 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
-class Sessions:
-    """The session file; every use of it raises a damaged, read-only or locked file as
-    one ``StoreError`` naming the file and the fix (``heron.db.sqlite``)."""
+class Sessions(Resource):
+    """The session file, safe to share between threads (``heron.db.SQLiteDatabase``);
+    every use of it raises a damaged, read-only or locked file as one ``StoreError``
+    naming the file and the fix (``heron.db.sqlite``)."""
 
     def __init__(self, path: Path) -> None:
-        self._file = SQLiteFile(path, "the session database", "a new one starts on the next use")
-        self._db = self._file.connect(timeout=30, schema=_SCHEMA, pragmas=["foreign_keys=ON"])
-        self._lock = threading.Lock()
+        # ON DELETE CASCADE needs foreign_keys; the default synchronous=FULL stays: a
+        # turn answered is a turn kept, even through a power cut.
+        self._db = SQLiteDatabase(path, _SESSIONS, pragmas=("foreign_keys=ON",), rows=None)
 
     def history(self, session_id: str, turns: int = HISTORY_TURNS) -> list[Message]:
         """The last ``turns`` exchanges as user and assistant messages, oldest first."""
-        with self._lock, self._file.errors():
-            rows = self._db.execute(
+        with self._db.connection() as db:
+            rows = db.execute(
                 "SELECT message, answer FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, turns),
             ).fetchall()
@@ -86,7 +96,7 @@ class Sessions:
         number."""
         now = time.time()
         message, record = redact(message), redact_value(record)
-        with self._lock, self._file.transaction(self._db) as db:
+        with self._db.connection(write=True) as db:
             db.execute(
                 "INSERT INTO sessions VALUES (?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
@@ -112,8 +122,8 @@ class Sessions:
     def turns(self, session_id: str) -> list[dict[str, Any]]:
         """Every stored turn of a session, oldest first: ``{"seq", "message", "answer"}``
         with the answer as ``Answer.to_dict()`` gave it."""
-        with self._lock, self._file.errors():
-            rows = self._db.execute(
+        with self._db.connection() as db:
+            rows = db.execute(
                 "SELECT seq, message, record FROM turns WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
@@ -122,8 +132,8 @@ class Sessions:
     def recent(self, limit: int = 200) -> list[dict[str, Any]]:
         """Sessions, the latest first: ``{"id", "title", "created", "updated", "turns"}``;
         ``title`` is the one given (``rename``), else the first question."""
-        with self._lock, self._file.errors():
-            rows = self._db.execute(
+        with self._db.connection() as db:
+            rows = db.execute(
                 "SELECT s.id, s.created, s.updated, t.title,"
                 " (SELECT message FROM turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
                 " (SELECT COUNT(*) FROM turns WHERE session_id = s.id)"
@@ -138,7 +148,7 @@ class Sessions:
 
     def rename(self, session_id: str, title: str) -> None:
         """Give a session a title (``""``: back to its first question)."""
-        with self._lock, self._file.transaction(self._db) as db:
+        with self._db.connection(write=True) as db:
             if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
                 raise NotFound(f"No session {session_id!r}; sessions.list names them.")
             if title.strip():
@@ -152,7 +162,7 @@ class Sessions:
 
     def delete(self, session_id: str) -> bool:
         """Forget a session and its turns; ``False`` when there was none."""
-        with self._lock, self._file.transaction(self._db) as db:
+        with self._db.connection(write=True) as db:
             gone = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
         return bool(gone)
 
@@ -160,7 +170,7 @@ class Sessions:
         """Add ``extra``'s keys, redacted, to the record of the session's latest turn
         whose answer is ``answer``: what its stream knew and the answer does not say
         (the generated text a fallback replaced)."""
-        with self._lock, self._file.transaction(self._db) as db:
+        with self._db.connection(write=True) as db:
             row = db.execute(
                 "SELECT seq, record FROM turns WHERE session_id = ? AND answer = ? "
                 "ORDER BY seq DESC LIMIT 1",
@@ -174,5 +184,4 @@ class Sessions:
                 )
 
     def close(self) -> None:
-        with self._lock:
-            self._db.close()
+        self._db.close()

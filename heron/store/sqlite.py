@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from heron.db.sqlite import SQLiteFile, migrate
+from heron.db import Schema, SQLiteDatabase
 from heron.embed.base import Embedder
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
@@ -75,6 +75,14 @@ CREATE TABLE IF NOT EXISTS kv (
 ) WITHOUT ROWID;
 """,
 )
+#: The store's file (``heron.db``), opened and migrated by ``heron.db.SQLiteDatabase``.
+_STORE = Schema(
+    name="heron",
+    what="the store",
+    migrations=MIGRATIONS,
+    rebuild=REBUILD,
+    reopen="heron.store.open_store(settings)",
+)
 
 
 def _fts_query(text: str) -> str | None:
@@ -107,35 +115,30 @@ class SQLiteStore(SQLStore[_Scope]):
         super().__init__(embedder)
         self.path = Path(path)
         self.where = str(self.path)
-        self._file = SQLiteFile(self.path, "the store", REBUILD)
+        # The vector index cache's lock; the connection has its own (the database's).
         self._lock = threading.RLock()
         # The hybrid worker's FTS5 query runs on a second connection (WAL allows both
         # readers), so it does not wait for this one.
         self._side_db: sqlite3.Connection | None = None
         self._side_db_lock = threading.Lock()
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
-        self._db = self._file.connect(timeout=60, pragmas=("synchronous=NORMAL", "foreign_keys=ON"))
-        try:
-            self.schema_version = migrate(self._db, self._file, MIGRATIONS)
-        except BaseException:
-            self._db.close()
-            raise
+        self._database = SQLiteDatabase(self.path, _STORE, timeout=60, rows=None)
+        self.schema_version = self._database.schema_version
 
     def check(self) -> None:
         """Read every page of the file and raise ``DatabaseCorrupt`` if one is damaged,
         rather than leave it to the query that meets the damage (``PRAGMA quick_check``)."""
         self._check_open()
-        with self._lock:
-            self._file.quick_check(self._db)
+        with self._database.connection() as db:
+            self._database.file.quick_check(db)
 
     # -- transactions -------------------------------------------------------------------
 
     @contextmanager
     def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction; BEGIN IMMEDIATE takes the lock up front so two writers
-        queue instead of failing with 'database is locked' half-way."""
+        """One write transaction (``BEGIN IMMEDIATE``: two writers queue)."""
         self._check_open()
-        with self._lock, self._file.transaction(self._db) as db:
+        with self._database.connection(write=True) as db:
             yield db
 
     def _read(
@@ -143,12 +146,12 @@ class SQLiteStore(SQLStore[_Scope]):
     ) -> list[tuple[Any, ...]]:
         self._check_open()
         if side:
-            with self._side_db_lock, self._file.errors():
+            with self._side_db_lock, self._database.file.errors():
                 if self._side_db is None:
                     self._side_db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
                 return self._side_db.execute(sql, params).fetchall()
-        with self._lock, self._file.errors():
-            return self._db.execute(sql, params).fetchall()
+        with self._database.connection() as db:
+            return db.execute(sql, params).fetchall()
 
     # -- namespaces ---------------------------------------------------------------------
 
@@ -431,8 +434,7 @@ class SQLiteStore(SQLStore[_Scope]):
         with self._side_db_lock:
             if self._side_db is not None:
                 self._side_db.close()
-        with self._lock:
-            self._db.close()
+        self._database.close()
 
 
 def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:
