@@ -193,6 +193,16 @@ class Settings(BaseSettings):
     server_stream_ttl: float = Field(
         default=300.0, gt=0, description="Seconds a finished /chat/stream stays resumable."
     )
+    server_stream_grace: float = Field(
+        default=10.0,
+        ge=0,
+        description="Seconds a /chat/stream answer goes on with no client following it "
+        "(one that dropped resumes within them); then the agent stops at its next token.",
+    )
+    # > 0: sse-starlette's ping loop would spin without a pause at 0.
+    server_sse_ping: float = Field(
+        default=15.0, gt=0, description="Seconds between keep-alive comments on an event stream."
+    )
     server_allowed_hosts: list[str] = Field(
         default_factory=list,
         description="Host header values served besides loopback names and the bound address.",

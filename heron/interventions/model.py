@@ -8,7 +8,6 @@ the person did with it (``accept`` / ``dismiss``). ``Resolution`` ends a conditi
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
@@ -164,10 +163,6 @@ class Intervention:
         data["actions"] = [asdict(a) for a in self.actions]
         data["deliveries"] = [asdict(d) for d in self.deliveries]
         return data
-
-    def sse(self) -> str:
-        """The card as one Server-Sent Event; its id resumes a stream after it."""
-        return f"id: {self.id}\nevent: intervention\ndata: {json.dumps(self.card())}\n\n"
 
 
 @dataclass(frozen=True)

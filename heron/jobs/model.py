@@ -14,7 +14,6 @@ queued`` by ``confirm`` (a worker then claims it again and acts).
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -140,8 +139,3 @@ class JobEvent:
             "kind": self.kind,
             "payload": self.payload,
         }
-
-    def sse(self) -> str:
-        """This event as one Server-Sent Events message."""
-        data = json.dumps(self.to_dict(), ensure_ascii=False)
-        return f"id: {self.seq}\nevent: {self.kind}\ndata: {data}\n\n"

@@ -31,9 +31,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field
+from sse_starlette import ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.wiring import Scan
@@ -42,7 +43,7 @@ from heron.interventions import Intervention, Interventions, job_changed
 from heron.interventions.model import Severity
 from heron.interventions.service import audio_folder
 from heron.interventions.voice import AUDIO_NAME
-from heron.server.jobs import KEEPALIVE
+from heron.server.events import event_stream, message
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -115,7 +116,7 @@ def register(registry: Registry, runtime: Runtime) -> None:
         return [s.to_dict() for s in runtime.interventions.stats()]
 
 
-def _card(item: Intervention) -> str:
+def _card(item: Intervention) -> ServerSentEvent:
     """A card's event, with where it stands now (``resolved_at``, ``outcome``,
     ``outcome_by``): a card replayed after its condition ended, or after someone decided,
     is shown so, without the actions that no longer apply."""
@@ -124,15 +125,15 @@ def _card(item: Intervention) -> str:
         "outcome": item.outcome,
         "outcome_by": item.outcome_by,
     }
-    return f"id: {item.id}\nevent: intervention\ndata: {json.dumps(data)}\n\n"
+    return message(data, event="intervention", id=item.id)
 
 
-def _change(event: str, item: Intervention) -> str:
+def _change(event: str, item: Intervention) -> ServerSentEvent:
     """A ``resolved`` or ``outcome`` event: no id, so a resume is not moved by it."""
     fields = ("resolved_at",) if event == "resolved" else ("outcome", "outcome_by", "outcome_at")
     data = {"id": item.id, "key": item.key, "room": item.room}
     data |= {name: getattr(item, name) for name in fields}
-    return f"event: {event}\ndata: {json.dumps(data)}\n\n"
+    return message(data, event=event)
 
 
 def open_audio(folder: Path, name: str) -> bytes | None:
@@ -169,11 +170,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
             service = await run_in_threadpool(lambda: runtime.interventions)
         except HeronError as exc:
             return heron_error(exc)
-        return StreamingResponse(
-            _frames(service, room, int(given)),
-            media_type="text/event-stream",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
-        )
+        return event_stream(_frames(service, room, int(given)), runtime.settings)
 
     async def outcome(request: Request) -> Response:
         body = await read_body(request, OutcomeBody)
@@ -204,7 +201,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
     ]
 
 
-async def _frames(service: Interventions, room: str, after: int) -> AsyncIterator[str]:
+async def _frames(service: Interventions, room: str, after: int) -> AsyncIterator[ServerSentEvent]:
     """Cards after ``after``, then live ones; see the module docstring."""
     loop = asyncio.get_running_loop()
     woken: asyncio.Queue[tuple[str, Intervention]] = asyncio.Queue()
@@ -217,7 +214,7 @@ async def _frames(service: Interventions, room: str, after: int) -> AsyncIterato
     # wakes the stream, which then reads the room's cards after the last one it gave:
     # cards go out in id order, whichever server sent them, and none is skipped.
     unsubscribe = service.subscribe(listener)
-    last, idle = after, 0.0
+    last = after
     try:
         while True:
             for card in await asyncio.to_thread(service.cards, room, last):
@@ -226,12 +223,7 @@ async def _frames(service: Interventions, room: str, after: int) -> AsyncIterato
             try:
                 event, item = await asyncio.wait_for(woken.get(), POLL)
             except TimeoutError:
-                idle += POLL
-                if idle >= KEEPALIVE:  # keeps proxies from closing a quiet stream
-                    idle = 0.0
-                    yield ": keep-alive\n\n"
                 continue
-            idle = 0.0
             if event != "intervention":
                 yield _change(event, item)
     finally:

@@ -12,24 +12,22 @@ header (or ``?after=N``), then follows new ones until the job has finished::
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
 from pydantic import Field
+from sse_starlette import ServerSentEvent
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.wiring import job_runner
 from heron.jobs import JobNotFound, Risk, State
+from heron.server.events import event_stream, message
 from heron.server.replies import invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
-
-#: Seconds between keep-alive comments on an idle event stream.
-KEEPALIVE = 15.0
 
 
 class CreateParams(Params):
@@ -109,34 +107,11 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         except JobNotFound as exc:
             return not_found(str(exc))
 
-        async def frames() -> AsyncIterator[str]:
-            # A comment line every KEEPALIVE seconds keeps proxies from closing the stream
-            # of a job that waits (for a long build, or for a person to confirm).
-            events = jobs.follow(job_id, int(given))
-            pending = asyncio.ensure_future(anext(events))
-            try:
-                while True:
-                    done, _ = await asyncio.wait({pending}, timeout=KEEPALIVE)
-                    if not done:
-                        yield ": keep-alive\n\n"
-                        continue
-                    try:
-                        event = pending.result()
-                    except StopAsyncIteration:
-                        return
-                    yield event.sse()
-                    pending = asyncio.ensure_future(anext(events))
-            finally:
-                # Cancelling the pending step ends the generator (a client that left).
-                pending.cancel()
-                with contextlib.suppress(asyncio.CancelledError, StopAsyncIteration):
-                    await pending
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            async for event in jobs.follow(job_id, int(given)):
+                yield message(event.to_dict(), event=event.kind, id=event.seq)
 
-        return StreamingResponse(
-            frames(),
-            media_type="text/event-stream",
-            headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
-        )
+        return event_stream(frames(), runtime.settings)
 
     return [Route("/jobs/{id}/events/stream", stream, methods=["GET"])]
 

@@ -51,9 +51,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from sse_starlette import ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.turn import Turn
@@ -62,10 +63,11 @@ from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.llm.broker import count_tokens
 from heron.llm.payload import check_sampling, json_schema, parse_arguments
+from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_lifespan, no_methods
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse, dumps
+from heron.server.strictjson import StrictJSONResponse
 from heron.settings import Settings
 
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
@@ -396,13 +398,13 @@ def completion(answer: Answer, used: dict[str, int], cid: str, created: int) -> 
 
 @dataclass
 class _Chunks:
-    """``chat.completion.chunk`` lines of one answer."""
+    """``chat.completion.chunk`` events of one answer (``data:`` only, as OpenAI sends)."""
 
     cid: str
     created: int
     model: str
 
-    def __call__(self, delta: dict[str, Any] | None, **extra: Any) -> str:
+    def __call__(self, delta: dict[str, Any] | None, **extra: Any) -> ServerSentEvent:
         finish = extra.pop("finish_reason", None)
         choices = (
             []
@@ -417,7 +419,7 @@ class _Chunks:
             "choices": choices,
             **extra,
         }
-        return f"data: {dumps(body)}\n\n"
+        return message(body)
 
 
 async def _stream(
@@ -426,7 +428,7 @@ async def _stream(
     chunk: _Chunks,
     sent: Sequence[str],
     include_usage: bool,
-) -> AsyncIterator[str]:
+) -> AsyncIterator[ServerSentEvent]:
     """The agent's events as OpenAI chunks: text deltas, the client's tool calls as
     ``tool_calls`` deltas (each whole, ``index`` from 0), then the finishing chunk.
     Usage rides on exactly one chunk (clients that add usage up across chunks count it
@@ -437,7 +439,7 @@ async def _stream(
     start = time.perf_counter()
     yield chunk({"role": "assistant", "content": ""})
     try:
-        async for event in iterate_in_threadpool(events):
+        async for event in in_thread(events):
             if isinstance(event, Token):
                 yield chunk({"content": event.text})
             elif isinstance(event, ClientToolCalls):
@@ -459,8 +461,8 @@ async def _stream(
                     yield chunk({}, finish_reason=finish, **tail)
     except HeronError as exc:  # mid-stream: OpenAI sends the error as a data line
         body = error_body(str(exc), "server_error", type(exc).__name__)
-        yield f"data: {dumps(body)}\n\n"
-    yield "data: [DONE]\n\n"
+        yield message(body)
+    yield message("[DONE]")
 
 
 async def chat_completions(rt: Runtime, request: Request) -> Response:
@@ -480,10 +482,9 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
             # chunk, so it is answered with a status code.
             events = await run_in_threadpool(lambda: rt.agent.stream(asked))
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
-            return StreamingResponse(
+            return event_stream(
                 _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
-                media_type="text/event-stream",
-                headers={"cache-control": "no-cache"},
+                rt.settings,
             )
         answer = await run_in_threadpool(lambda: rt.agent.ask(asked))
         used = await run_in_threadpool(usage, rt, answer, sent)

@@ -6,7 +6,10 @@ fallback replaced the model's text, that text as ``generated``) or ``error``. Ea
 ``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
 client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>`` (to
 ``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
-then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds::
+then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds. An
+answer no client has followed for ``server_stream_grace`` seconds (the web page's Stop,
+a client that gave up) stops at its next event and ends with ``error``. Framing,
+keep-alives and the disconnect are ``heron.server.events``::
 
     id: 3f2a...:1
     event: token
@@ -20,21 +23,22 @@ import logging
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from contextlib import asynccontextmanager
+from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
+from sse_starlette import ServerSentEvent
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response, StreamingResponse
+from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.errors import HeronError
+from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
 from heron.server.methods import ChatParams
 from heron.server.replies import heron_error, not_found, read_body
 from heron.server.runtime import Runtime
-from heron.server.strictjson import dumps
 from heron.web.markdown import with_html
 
 log = logging.getLogger("heron.server")
@@ -79,16 +83,16 @@ def error_data(exc: BaseException) -> dict[str, Any]:
     return {"message": "The answer failed; see the server log.", "type": "InternalError"}
 
 
-def frame(stream_id: str, n: int, name: str, data: dict[str, Any]) -> str:
-    return f"id: {stream_id}:{n}\nevent: {name}\ndata: {dumps(data)}\n\n"
-
-
 @dataclass
 class Stream:
     id: str
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     finished_at: float | None = None
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
+    #: Clients reading the stream now, and since when none has (``None``: one is, or
+    #: none has come yet: the first response is on its way).
+    followers: int = 0
+    alone_since: float | None = None
 
     async def add(self, name: str, data: dict[str, Any], *, last: bool = False) -> None:
         async with self.changed:
@@ -97,27 +101,39 @@ class Stream:
                 self.finished_at = time.monotonic()
             self.changed.notify_all()
 
-    async def follow(self, after: int) -> AsyncIterator[str]:
-        """Frames of the events numbered above ``after`` (from 1), live until the end."""
+    def abandoned(self, grace: float) -> bool:
+        """Whether no client has followed the stream for more than ``grace`` seconds."""
+        return self.alone_since is not None and time.monotonic() - self.alone_since > grace
+
+    async def follow(self, after: int) -> AsyncIterator[ServerSentEvent]:
+        """The events numbered above ``after`` (from 1), live until the end."""
+        self.followers += 1
+        self.alone_since = None
         n = after
-        while True:
-            async with self.changed:
-                await self.changed.wait_for(
-                    lambda n=n: len(self.events) > n or self.finished_at is not None
-                )
-                fresh, done = self.events[n:], self.finished_at is not None
-            for name, data in fresh:
-                n += 1
-                yield frame(self.id, n, name, data)
-            if done and n >= len(self.events):
-                return
+        try:
+            while True:
+                async with self.changed:
+                    await self.changed.wait_for(
+                        lambda n=n: len(self.events) > n or self.finished_at is not None
+                    )
+                    fresh, done = self.events[n:], self.finished_at is not None
+                for name, data in fresh:
+                    n += 1
+                    yield message(data, event=name, id=f"{self.id}:{n}")
+                if done and n >= len(self.events):
+                    return
+        finally:  # the end, or a client that left (the response cancels this generator)
+            self.followers -= 1
+            if not self.followers:
+                self.alone_since = time.monotonic()
 
 
 class StreamHub:
     """The live and recently finished streams, by id."""
 
-    def __init__(self, ttl: float) -> None:
+    def __init__(self, ttl: float, grace: float) -> None:
         self.ttl = ttl
+        self.grace = grace
         self.streams: dict[str, Stream] = {}
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -129,7 +145,8 @@ class StreamHub:
 
     def start(self, rt: Runtime, events: Iterator[Any]) -> Stream:
         """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
-        completes and stays resumable even when its client goes away."""
+        goes on and stays resumable when its client drops, for ``grace`` seconds with no
+        client at all."""
         self._expire()
         stream = Stream(uuid.uuid4().hex)
         self.streams[stream.id] = stream
@@ -143,14 +160,21 @@ class StreamHub:
         start = time.perf_counter()
         texts: list[str] = []
         try:
-            async for event in iterate_in_threadpool(events):
-                name, data = event_data(event)
-                if name == "token":
-                    texts.append(data["text"])
-                if name == "final":
-                    rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
-                    data = await run_in_threadpool(finished, rt, data, texts)
-                await stream.add(name, data, last=name == "final")
+            # aclosing: leaving the loop early closes the agent's stream (in_thread).
+            async with aclosing(in_thread(events)) as agent_events:
+                async for event in agent_events:
+                    name, data = event_data(event)
+                    if name == "token":
+                        texts.append(data["text"])
+                    if name == "final":
+                        rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
+                        data = await run_in_threadpool(finished, rt, data, texts)
+                    await stream.add(name, data, last=name == "final")
+                    if stream.finished_at is None and stream.abandoned(self.grace):
+                        log.info("chat stream %s stopped: no client follows it", stream.id)
+                        stopped = {"message": "No client followed the answer.", "type": "Stopped"}
+                        await stream.add("error", stopped, last=True)
+                        break
         except Exception as exc:
             if not isinstance(exc, HeronError):
                 log.exception("chat stream %s failed", stream.id)
@@ -172,12 +196,8 @@ class StreamHub:
         self.streams.clear()
 
 
-def _sse(stream: Stream, after: int) -> Response:
-    return StreamingResponse(
-        stream.follow(after),
-        media_type="text/event-stream",
-        headers={"cache-control": "no-cache", "x-accel-buffering": "no"},
-    )
+def _sse(rt: Runtime, stream: Stream, after: int) -> Response:
+    return event_stream(stream.follow(after), rt.settings)
 
 
 def _gone(last_event_id: str) -> Response:
@@ -188,8 +208,12 @@ def _gone(last_event_id: str) -> Response:
 
 
 def hub_of(rt: Runtime) -> StreamHub:
-    """The server's live and recently finished streams (``server_stream_ttl``)."""
-    return rt.shared("streams", lambda: StreamHub(rt.settings.server_stream_ttl))
+    """The server's live and recently finished streams (``server_stream_ttl``,
+    ``server_stream_grace``)."""
+    settings = rt.settings
+    return rt.shared(
+        "streams", lambda: StreamHub(settings.server_stream_ttl, settings.server_stream_grace)
+    )
 
 
 async def chat_stream(rt: Runtime, request: Request) -> Response:
@@ -197,7 +221,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
     resume_from = request.headers.get("last-event-id")
     if resume_from:
         try:
-            return _sse(*hub.resume(resume_from))
+            return _sse(rt, *hub.resume(resume_from))
         except KeyError:
             return _gone(resume_from)
     params = await read_body(request, ChatParams)
@@ -207,7 +231,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
         events = await run_in_threadpool(open_stream, rt, params)
     except HeronError as exc:
         return heron_error(exc)
-    return _sse(hub.start(rt, events), 0)
+    return _sse(rt, hub.start(rt, events), 0)
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
@@ -223,7 +247,7 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
     if not last.startswith(f"{sid}:"):
         return _gone(last)
     try:
-        return _sse(*hub.resume(last))
+        return _sse(rt, *hub.resume(last))
     except KeyError:
         return _gone(last)
 

@@ -75,7 +75,7 @@ def test_lifecycle_records_one_event_per_change(job_store: JobStore) -> None:
     assert events[-1] == event
     assert [e.seq for e in job_store.events(job.id, after=2)] == [3, 4]
     assert [e.seq for e in job_store.events(job.id, after=1, limit=2)] == [2, 3]
-    assert json.loads(events[-1].sse().split("data: ", 1)[1])["seq"] == 4
+    assert events[-1].to_dict()["seq"] == 4
 
 
 def test_confirmation_parks_the_job_then_requeues_it_confirmed(job_store: JobStore) -> None:
