@@ -49,15 +49,20 @@ def seed(heron: Heron, message: str, text: str, **fields: Any) -> str:
     return sid
 
 
+def ask(heron: Heron, page, library: str, message: str) -> None:  # type: ignore[no-untyped-def]
+    """Open the chat page and send ``message`` to ``library``, quoted (no model call)."""
+    page.goto(heron.url + "/")
+    page.locator(f"#library option[value={library}]").wait_for(state="attached")
+    page.select_option("#mode", "extractive")
+    page.select_option("#library", library)
+    page.fill("#message", message)
+    page.keyboard.press("Enter")
+
+
 def test_an_answer_streams_and_its_inline_marker_opens_the_passage(
     heron: Heron, page, shoot
 ) -> None:  # type: ignore[no-untyped-def]
-    page.goto(heron.url + "/")
-    page.locator("#library option[value=tiny]").wait_for(state="attached")
-    page.select_option("#mode", "extractive")
-    page.select_option("#library", "tiny")
-    page.fill("#message", QUESTION)
-    page.keyboard.press("Enter")
+    ask(heron, page, "tiny", QUESTION)
     turn = page.locator("li.turn[data-done=true]")
     turn.wait_for()
     answer = turn.locator(".answer")
@@ -124,12 +129,7 @@ def test_markdown_renders_as_structure_and_nothing_in_it_runs(
 
 
 def test_library_text_made_of_markup_stays_inert_in_an_answer(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
-    page.goto(heron.url + "/")
-    page.locator("#library option[value=evil]").wait_for(state="attached")
-    page.select_option("#mode", "extractive")
-    page.select_option("#library", "evil")
-    page.fill("#message", "quokka marker passage")
-    page.keyboard.press("Enter")
+    ask(heron, page, "evil", "quokka marker passage")
     answer = page.locator("li.turn[data-done=true] .answer")
     answer.wait_for()
     assert answer.inner_text().strip()
@@ -188,12 +188,7 @@ def test_conversations_are_renamed_deleted_and_started_in_the_sidebar(heron: Her
 
 def test_copy_and_regenerate_an_answer(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
     page.context.grant_permissions(["clipboard-read", "clipboard-write"])
-    page.goto(heron.url + "/")
-    page.locator("#library option[value=tiny]").wait_for(state="attached")
-    page.select_option("#mode", "extractive")
-    page.select_option("#library", "tiny")
-    page.fill("#message", "What does a Secret hold?")
-    page.keyboard.press("Enter")
+    ask(heron, page, "tiny", "What does a Secret hold?")
     first = page.locator("li.turn[data-done=true]").first
     first.wait_for()
     first.get_by_role("button", name="Copy", exact=True).click()
