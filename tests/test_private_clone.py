@@ -22,6 +22,7 @@ import tempfile
 from pathlib import Path
 
 from tests.ci import missing
+from tests.conftest import SHARED
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The location-dependent tests: PostgreSQL's start and messages, and a store on it.
@@ -78,8 +79,7 @@ def test_the_location_dependent_tests_pass_from_a_private_clone() -> None:
             _link_tree(libs, site / libs.name)
         env = {k: v for k, v in os.environ.items() if not k.startswith(("HERON_", "PYTEST_"))}
         env.update(CI="true", PYTHONPATH=f"{site}{os.pathsep}{clone}")
-        if (ROOT.parent / "shared").is_dir():  # the data sets sit beside this checkout
-            env["HERON_SHARED"] = os.environ.get("HERON_SHARED", str(ROOT.parent / "shared"))
+        env["HERON_SHARED"] = str(SHARED)  # the data sets, wherever this run found them
         done = subprocess.run(
             [sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", *TESTS],
             cwd=clone,
