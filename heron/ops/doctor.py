@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from heron.errors import HeronError, InputError
-from heron.ops.checks import (
+from heron.ops.doctor_checks import (
     Blocked,
     Check,
     Context,
@@ -41,7 +41,7 @@ from heron.ops.checks import (
     check_store,
     check_tools,
 )
-from heron.ops.checks_services import check_jobs, check_mcp, check_models, check_skills
+from heron.ops.doctor_services import check_jobs, check_mcp, check_models, check_skills
 from heron.redact import redact
 from heron.settings import Settings
 

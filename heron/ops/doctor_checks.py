@@ -1,7 +1,7 @@
 """What one doctor check returns (``Check``), what checks share (``Context``), and the
 checks that need nothing but this machine: settings, store, embedder, libraries, tools,
 disk. The checks that talk to other things (MCP servers, models, skills, jobs) are in
-``heron.ops.checks_services``.
+``heron.ops.doctor_services``.
 
 A check is a function ``check(ctx) -> Check``. It may raise ``HeronError``: the doctor
 then reports it failed, with the error's message (which says what to do) as the detail.

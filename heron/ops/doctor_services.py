@@ -1,6 +1,6 @@
 """Doctor checks of what Heron talks to or runs: MCP servers, models, skills, jobs.
 
-Each is ``check(ctx) -> Check``, as in ``heron.ops.checks``.
+Each is ``check(ctx) -> Check``, as in ``heron.ops.doctor_checks``.
 """
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import time
 from collections import Counter
 
-from heron.ops.checks import Check, Context, failed, passed, warned
+from heron.ops.doctor_checks import Check, Context, failed, passed, warned
 
 #: A queued job older than this, with nothing running it, means no runner is up.
 QUEUED_TOO_LONG = 600.0
