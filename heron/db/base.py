@@ -17,6 +17,7 @@ managers (``with open_database(settings, JOBS) as db:``).
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol, Self
@@ -66,11 +67,12 @@ class Database(Protocol):
         ...
 
 
-class Resource:
+class Resource(ABC):
     """What Heron opens: ``with`` closes it at the block's end (``close()`` is idempotent)."""
 
+    @abstractmethod
     def close(self) -> None:
-        raise NotImplementedError
+        """Release what it holds; a second call does nothing."""
 
     def __enter__(self) -> Self:
         return self
