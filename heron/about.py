@@ -36,12 +36,10 @@ def about(settings: Settings) -> dict[str, Any]:
     # Reading must not create an empty SQLite file; a PostgreSQL store always exists.
     if settings.postgres_url or settings.db_path.exists():
         store = open_store(settings, embedder)
-        try:
+        with store:
             check_store(store)  # an info that looks fine must mean the store is fine
             info["namespaces"] = [
                 {"name": ns.name, "records": ns.count, "model_id": ns.model_id, "dim": ns.dim}
                 for ns in store.namespaces()
             ]
-        finally:
-            store.close()
     return info

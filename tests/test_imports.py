@@ -54,6 +54,7 @@ FOUNDATION = {
     "about",
     "extras",
     "modelfiles",
+    "resource",
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),

@@ -98,6 +98,7 @@ from heron.libraries.state import last_index, library_state
 from heron.llm import Broker, load_broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
+from heron.resource import Resource
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
@@ -116,7 +117,7 @@ LEAD_TOKENS = 48
 REWRITE_CACHE = 256
 
 
-class Agent:
+class Agent(Resource):
     """Everything an answer needs, opened once; see ``open_agent``."""
 
     def __init__(

@@ -21,6 +21,7 @@ from heron.agent.answer import ToolUse
 from heron.core.chat import ToolCall
 from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
+from heron.resource import Resource
 from heron.tools.registry import ToolRegistry
 
 #: A tool result reaches the model cut to this many characters (the answer keeps it whole).
@@ -31,7 +32,7 @@ TOOL_WORKERS = 8
 Outcome = tuple[Any, str | None, bool, float]
 
 
-class ToolExecutor:
+class ToolExecutor(Resource):
     """At most ``workers`` tool calls at once, on threads named ``heron-tool-*``.
 
     ``close()`` cancels the calls not started and waits for the running ones (a call past

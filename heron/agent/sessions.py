@@ -17,9 +17,10 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.chat import Message
-from heron.db import Resource, Schema, SQLiteDatabase
+from heron.db import Schema, SQLiteDatabase
 from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
+from heron.resource import Resource
 
 #: ``{new}`` (``IF NOT EXISTS``) adopts a file written before its schema was numbered,
 #: whichever of the three tables it already has.

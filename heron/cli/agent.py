@@ -132,7 +132,7 @@ def ask(
     """
     with working("opening the libraries, tools and models"):
         agent = open_agent()
-    try:
+    with agent:
         with working("searching and answering"):
             turn = Turn(
                 message,
@@ -143,8 +143,6 @@ def ask(
             )
             answer = agent.ask(turn)
         described = how(answer, agent)
-    finally:
-        agent.close()
     if as_json:
         print_json(answer.to_dict())
     else:
@@ -162,7 +160,7 @@ def chat(
     Example: heron chat --session 0f3a
     """
     agent = open_agent()
-    try:
+    with agent:
         while True:
             try:
                 message = console.input("[bold]you>[/] ")
@@ -192,8 +190,6 @@ def chat(
                         session = event.answer.session_id
             except HeronError as exc:  # one bad message does not end the conversation
                 errors.print(f"error: {exc}", markup=False, highlight=False)
-    finally:
-        agent.close()
     if session:
         console.print(
             f"[dim]session {session}; continue it with: heron chat --session {session}[/]"
@@ -229,7 +225,7 @@ def demo(
         agent = open_agent(
             Settings(tools_root=workspace, agent_tool_safety="read", agent_max_tokens=tokens)
         )
-    try:
+    with agent:
         with progress_bar(f"indexing {DEFAULT_DOCS_NAME}") as tracker:
             report = index_library(
                 DEFAULT_DOCS_NAME, agent.store, settings=agent.settings, stages=tracker.stage
@@ -250,8 +246,6 @@ def demo(
                 continue
             console.print(f"\n[bold]> {question}[/]")
             show(answer, how(answer, agent))
-    finally:
-        agent.close()
 
 
 def register_agent(app: typer.Typer) -> None:

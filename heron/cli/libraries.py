@@ -62,9 +62,14 @@ def library_add(
         name, source, Settings(), branch=branch, include=include or (), exclude=exclude or ()
     )
     if as_json:
-        print_json({"name": library.name, "source": library.source})
+        print_json(library.to_dict())
     else:
-        console.print(f"added {library.name} ({library.source}); now run: heron index {name}")
+        options = f" {library.options()}" if library.options() else ""
+        console.print(
+            f"added {library.name} ({library.source}{options}); now run: heron index {name}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @library_app.command("remove")
@@ -92,11 +97,11 @@ def library_list(as_json: JsonFlag = False) -> None:
     """
     libraries = read_libraries(Settings())
     if as_json:
-        print_json([{"name": x.name, "source": x.source, "builtin": x.builtin} for x in libraries])
+        print_json([x.to_dict() for x in libraries])
         return
     for lib in libraries:
-        note = " (built in)" if lib.builtin else ""
-        console.print(f"{lib.name}  {lib.source}{note}")
+        words = [lib.name, lib.source, lib.options(), "(built in)" if lib.builtin else ""]
+        console.print("  ".join(w for w in words if w), markup=False, highlight=False)
 
 
 @library_app.command("status")

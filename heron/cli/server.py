@@ -60,10 +60,8 @@ def mcp() -> None:
     from heron.server.runtime import Runtime
 
     runtime = Runtime()
-    try:
+    with runtime:
         serve_stdio(runtime)
-    finally:
-        runtime.close()
 
 
 def register_server(app: typer.Typer) -> None:

@@ -140,15 +140,13 @@ def parity_command(
             "No PostgreSQL store to compare with: set HERON_DATABASE_URL=postgresql://... "
             "or pass --postgres URL."
         )
-    embedder = load_embedder(settings)
-    one = SQLiteStore(sqlite or settings.home / "heron.db", embedder)
-    other = PostgresStore(url, embedder)
-    try:
-        with working(f"running {len(batch)} queries on both stores"):
-            report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)
-    finally:
-        one.close()
-        other.close()
+    with (
+        load_embedder(settings) as embedder,
+        SQLiteStore(sqlite or settings.home / "heron.db", embedder) as one,
+        PostgresStore(url, embedder) as other,
+        working(f"running {len(batch)} queries on both stores"),
+    ):
+        report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)
     if as_json:
         print_json(report.to_dict())
         return

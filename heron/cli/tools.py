@@ -57,10 +57,8 @@ def import_(
     """
     tools = read_tool_file(file)
     box = open_tools(connect=False)
-    try:
+    with box:
         save_imported(box.store, tools)
-    finally:
-        box.close()
     if as_json:
         print_json(
             {"imported": [t.name for t in tools], "source": tools[0].source if tools else None}
@@ -81,7 +79,7 @@ def list_(
     Example: heron tools list --json
     """
     box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
-    try:
+    with box:
         tools = box.registry.tools()
         if as_json:
             print_json(
@@ -98,8 +96,6 @@ def list_(
                 f"{escape(tool.description[:90])}"
             )
         console.print(f"{len(tools)} tools")
-    finally:
-        box.close()
 
 
 def _print_route(route: Route) -> None:
@@ -148,7 +144,7 @@ def route(
     """
     batch = query_batch(query, queries)
     box = open_tools(mcp_config=mcp_config, root=root)
-    try:
+    with box:
         _report_servers(box.statuses)
         router = box.router(
             mode=mode,
@@ -166,8 +162,6 @@ def route(
             print_json(result.to_dict())
         else:
             _print_route(result)
-    finally:
-        box.close()
 
 
 @tools_app.command("call")
@@ -190,13 +184,11 @@ def call(
             f'--args is not valid JSON ({exc}); write e.g. \'{{"path": "."}}\'.'
         ) from exc
     box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
-    try:
+    with box:
         _report_servers(box.statuses)
         if isinstance(arguments, dict):  # registry.call says what else --args must be
             check_arguments(box.registry.get(name), arguments)
         result = box.registry.call(name, arguments)
-    finally:
-        box.close()
     if as_json or not isinstance(result, str):
         print_json({"name": name, "result": result} if as_json else result)
     else:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from heron.db.base import Database, DatabaseStore, Resource, Schema
+from heron.db.base import Database, DatabaseStore, Schema
 from heron.db.dialect import POSTGRES, SQLITE, Dialect
 from heron.db.sqlite import SQLiteDatabase, SQLiteFile, migrate
 from heron.settings import Settings
@@ -26,7 +26,6 @@ __all__ = [
     "Database",
     "DatabaseStore",
     "Dialect",
-    "Resource",
     "SQLiteDatabase",
     "SQLiteFile",
     "Schema",

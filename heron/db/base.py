@@ -17,13 +17,13 @@ managers (``with open_database(settings, JOBS) as db:``).
 
 from __future__ import annotations
 
-from abc import ABC, abstractmethod
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
-from typing import Any, Protocol, Self
+from typing import Any, Protocol
 
 from heron.db.dialect import Dialect
 from heron.errors import StoreError
+from heron.resource import Resource
 
 
 @dataclass(frozen=True)
@@ -65,20 +65,6 @@ class Database(Protocol):
     def close(self) -> None:
         """Idempotent; no connection may be asked for after it."""
         ...
-
-
-class Resource(ABC):
-    """What Heron opens: ``with`` closes it at the block's end (``close()`` is idempotent)."""
-
-    @abstractmethod
-    def close(self) -> None:
-        """Release what it holds; a second call does nothing."""
-
-    def __enter__(self) -> Self:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
 
 
 class DatabaseStore(Resource):

@@ -10,12 +10,13 @@ imports psycopg.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+import time
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
-from heron.errors import StoreError
+from heron.errors import HeronError, InputError, StoreError
 from heron.extras import missing
 
 try:
@@ -25,9 +26,11 @@ try:
 except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
     raise StoreError(missing("postgres")) from exc
 
-from heron.db.base import Resource, Schema, capital, closed_error
+from heron.db.base import Schema, capital, closed_error
 from heron.db.dialect import POSTGRES
+from heron.resource import Resource
 
+T = TypeVar("T")
 #: ``pg_advisory_xact_lock`` key of the migrations (any fixed 64-bit number).
 LOCK = 0x4E524F4E_0001
 
@@ -118,9 +121,12 @@ def open_pool(
 class PostgresDatabase(Resource):
     """A pool on ``url`` for ``schema``'s store (``JOBS``: the pool ``heron-jobs``), with
     its migrations (in PostgreSQL's words, ``POSTGRES``) applied and recorded in
-    ``heron_{noun}_migrations``. Each ``connection()`` is one transaction, reads too, so a
-    read sees one snapshot. Raises ``StoreError`` when the server cannot be reached or a
-    migration cannot be applied; its messages end with the schema's ``advice``.
+    ``heron_{noun}_migrations`` (``heron_migrations`` without a noun). Each
+    ``connection()`` is one transaction, reads too, so a read sees one snapshot; ``run()``
+    is the store's way, retried when the connection drops. Rows are dicts unless ``rows``
+    is ``None`` (tuples); ``configure`` runs on each new connection. Raises ``StoreError``
+    when the server cannot be reached or a migration cannot be applied; its messages end
+    with the schema's ``advice``.
 
     >>> with PostgresDatabase("postgresql://heron@db/heron", JOBS) as db:  # doctest: +SKIP
     ...     with db.connection() as conn:
@@ -130,13 +136,29 @@ class PostgresDatabase(Resource):
     dialect = POSTGRES
 
     def __init__(
-        self, url: str, schema: Schema, *, pool_size: int = 4, timeout: float = 30
+        self,
+        url: str,
+        schema: Schema,
+        *,
+        pool_size: int = 4,
+        timeout: float = 30,
+        rows: Any = dict_row,
+        configure: Callable[[psycopg.Connection], None] | None = None,
     ) -> None:
         self.schema = schema
         self.where = where(url)
         self.what = f"{schema.what} at {self.where}"
         self._closed = False
         self._errors: tuple[type[Exception], ...] = (PoolTimeout, psycopg.Error)
+        # After a server restart every pooled connection is dead: one more attempt than
+        # the pool holds reaches a fresh one.
+        self._attempts = pool_size + 1
+        table = f"heron_{schema.noun}_migrations" if schema.noun else "heron_migrations"
+        options: dict[str, Any] = {"check": ConnectionPool.check_connection}
+        if rows is not None:
+            options["kwargs"] = {"row_factory": rows}
+        if configure is not None:
+            options["configure"] = configure
         try:
             self._pool = open_pool(
                 url,
@@ -144,9 +166,8 @@ class PostgresDatabase(Resource):
                 size=pool_size,
                 timeout=timeout,
                 migrations=[POSTGRES.schema(sql) for sql in schema.migrations],
-                table=f"heron_{schema.noun}_migrations",
-                kwargs={"row_factory": dict_row},
-                check=ConnectionPool.check_connection,
+                table=table,
+                **options,
             )
         except psycopg.Error as exc:
             raise self.error(exc) from exc
@@ -154,7 +175,8 @@ class PostgresDatabase(Resource):
     def error(self, exc: Exception) -> StoreError:
         return StoreError(
             f"{capital(self.what)} failed: "
-            f"{str(exc).strip()}. Check that PostgreSQL runs and HERON_DATABASE_URL, "
+            f"{str(exc).strip()}. Check that PostgreSQL runs (scripts/postgres start in a "
+            f"checkout) and HERON_DATABASE_URL, "
             f"{self.schema.advice}."
         )
 
@@ -168,6 +190,35 @@ class PostgresDatabase(Resource):
                 yield conn
         except self._errors as exc:
             raise self.error(exc) from exc
+
+    def run(self, work: Callable[[psycopg.Connection], T], *, write: bool = False) -> T:
+        """``work`` on a pooled connection, in one transaction if it ``write``s; again on
+        a fresh connection when the connection drops. Only for idempotent work (upserts
+        by key, deletes by key, key-value sets): a dropped transaction rolled back whole,
+        but a commit whose answer was lost may have landed, and it runs again. Reads run
+        without BEGIN/COMMIT, two round trips fewer, so a read of several statements does
+        not see one snapshot. Heron's own errors pass through; refused data is an
+        ``InputError``."""
+        if self._closed:
+            raise closed_error(self.what, self.schema)
+        for attempt in range(1, self._attempts + 1):
+            try:
+                with self._pool.connection() as conn:
+                    if not write:
+                        return work(conn)
+                    with conn.transaction():
+                        return work(conn)
+            except HeronError:
+                raise
+            except psycopg.OperationalError as exc:
+                if attempt == self._attempts:
+                    raise self.error(exc) from exc
+                time.sleep(0.05 * attempt)
+            except psycopg.DataError as exc:
+                raise InputError(f"PostgreSQL refused the data: {exc}") from exc
+            except self._errors as exc:
+                raise self.error(exc) from exc
+        raise AssertionError("unreachable")
 
     def close(self) -> None:
         """Idempotent."""

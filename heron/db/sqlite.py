@@ -32,10 +32,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from heron.db.base import Resource, Schema, closed_error
+from heron.db.base import Schema, closed_error
 from heron.db.dialect import SQLITE
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
 from heron.private import private_dir, private_file
+from heron.resource import Resource
 
 
 @dataclass(frozen=True)

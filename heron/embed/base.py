@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -32,10 +32,9 @@ class Embedder(Protocol):
 
     Example usage::
 
-        embedder = load_embedder(Settings())
-        vectors = embedder.embed(["A Pod runs containers.", "kubectl rollout undo"])
-        print(vectors.shape, vectors.dtype)    # (2, 384) float32
-        embedder.close()
+        with load_embedder(Settings()) as embedder:
+            vectors = embedder.embed(["A Pod runs containers.", "kubectl rollout undo"])
+            print(vectors.shape, vectors.dtype)    # (2, 384) float32
 
     ``model_id`` names the model and its settings: vectors with different ids are not
     comparable, and the store refuses to mix them in one namespace. ``dim`` is the
@@ -78,6 +77,10 @@ class Embedder(Protocol):
     def close(self) -> None:
         """Release what the embedder holds; a second call does nothing."""
         ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
 
 
 def embed_queries(embedder: Embedder, texts: Sequence[str]) -> np.ndarray:

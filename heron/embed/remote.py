@@ -9,9 +9,10 @@ import numpy as np
 
 from heron.embed.base import checked_output, clean_texts
 from heron.errors import ModelError, RemoteModelError
+from heron.resource import Resource
 
 
-class RemoteEmbedder:
+class RemoteEmbedder(Resource):
     """POSTs ``{"model", "input": [...]}`` to ``{base_url}/embeddings`` in batches.
 
     The dimension is learned from the first answer unless given. ``base_url`` includes

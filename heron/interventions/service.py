@@ -43,6 +43,7 @@ from heron.interventions.templates import Templates, load_templates
 from heron.interventions.voice import EspeakVoice, SpeechVoice, Voice, VoiceError, audio_name
 from heron.notify import Channels
 from heron.redact import redact_value
+from heron.resource import Resource
 from heron.settings import Settings
 
 log = logging.getLogger("heron.interventions")
@@ -81,7 +82,7 @@ def open_interventions(settings: Settings, **options: Any) -> Interventions:
         raise
 
 
-class Interventions:
+class Interventions(Resource):
     """Raise, resolve and record interventions; thread-safe."""
 
     def __init__(

@@ -23,6 +23,7 @@ from heron.jobs.model import RISK_LEVELS, Job, JobEvent, State
 from heron.jobs.sql import JOBS, SQLJobStore
 from heron.programs import default_policy
 from heron.redact import redact
+from heron.resource import Resource
 from heron.settings import Settings
 
 MAX_PROMPT = 20_000
@@ -56,7 +57,7 @@ def open_workspace(settings: Settings) -> Workspace:
     )
 
 
-class Jobs:
+class Jobs(Resource):
     def __init__(self, store: JobStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings

@@ -33,7 +33,7 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 from heron.errors import ConfigError, InputError, NotFound
 from heron.private import private_dir
@@ -76,6 +76,24 @@ class Library:
     @property
     def is_git(self) -> bool:
         return is_git_url(self.source)
+
+    def to_dict(self) -> dict[str, Any]:
+        """What ``heron library list --json`` and RPC ``library.list`` show of it."""
+        return {
+            "name": self.name,
+            "source": self.source,
+            "builtin": self.builtin,
+            "branch": self.branch,
+            "include": list(self.include),
+            "exclude": list(self.exclude),
+        }
+
+    def options(self) -> str:
+        """Its options as libraries.txt writes them: ``branch=main include=docs/**``."""
+        words = [f"branch={self.branch}"] if self.branch is not None else []
+        for key, globs in (("include", self.include), ("exclude", self.exclude)):
+            words += [f"{key}={','.join(globs)}"] if globs else []
+        return " ".join(words)
 
 
 def is_git_url(source: str) -> bool:
@@ -315,12 +333,11 @@ def add_library(
     """
     check_name(name)
     source = check_source(source, settings, caller)
-    words = [f"branch={branch}"] if branch is not None else []
     for key, globs in (("include", include), ("exclude", exclude)):
         if any(not g or "," in g or g != "".join(g.split()) for g in globs):
             raise InputError(f"{key} globs hold no spaces or commas: got {list(globs)!r}.")
-        words += [f"{key}={','.join(globs)}"] if globs else []
-    line = " ".join([name, source, *words])
+    given = Library(name, source, branch=branch, include=tuple(include), exclude=tuple(exclude))
+    line = " ".join(word for word in (name, source, given.options()) if word)
     library = _library(name, line.split(None, 1)[1])  # the options checked as when read
     path = config_path(settings)
     with _locked(path):

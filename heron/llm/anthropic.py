@@ -24,6 +24,7 @@ from heron.llm.config import ModelSpec
 from heron.llm.errors import BadRequest, ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
 from heron.llm.payload import ToolNames, forced_tool, refuse_unsupported, sampling_of
+from heron.resource import Resource
 
 API_VERSION = "2023-06-01"
 #: max_tokens is required by the API; used when neither the request nor models.yml sets it.
@@ -44,7 +45,7 @@ UNSUPPORTED = {
 }
 
 
-class AnthropicProvider:
+class AnthropicProvider(Resource):
     def __init__(self, spec: ModelSpec, key: str | None) -> None:
         self.spec = spec
         headers = {"anthropic-version": API_VERSION}

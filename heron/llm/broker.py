@@ -29,6 +29,7 @@ from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.errors import AuthError, NoModelAvailable, ProviderError, RateLimited
 from heron.llm.payload import CHARS_PER_TOKEN, check, fit
 from heron.llm.types import Provider
+from heron.resource import Resource
 from heron.settings import Settings
 
 log = logging.getLogger("heron.llm")
@@ -61,7 +62,7 @@ def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
 
 
-class Broker:
+class Broker(Resource):
     """Model calls over a ``RoutingTable``; ``load_broker(settings)`` builds one from settings."""
 
     def __init__(

@@ -24,9 +24,10 @@ from heron.llm.errors import (
     RateLimited,
 )
 from heron.redact import redact
+from heron.resource import Resource
 
 
-class HTTPModel:
+class HTTPModel(Resource):
     """A model reached over HTTP: ``alias`` for messages, ``url`` to POST to, ``headers``
     (with the key, which ``redact`` masks in every error), ``key_env`` to name the fix."""
 

@@ -47,6 +47,7 @@ from heron.llm.payload import (
     sampling_of,
 )
 from heron.modelfiles import fetch_member, verified
+from heron.resource import Resource
 from heron.settings import Settings
 
 #: Tokens of context the model is loaded with; SmolLM2 was trained on 8k.
@@ -151,7 +152,7 @@ def _close_models() -> None:
         _vocabs.clear()
 
 
-class LocalProvider:
+class LocalProvider(Resource):
     def __init__(self, spec: ModelSpec) -> None:
         self.spec = spec
 

@@ -19,9 +19,10 @@ from heron.llm.config import ModelSpec
 from heron.llm.errors import ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
 from heron.llm.payload import ToolNames, forced_tool, sampling_fields, sampling_of
+from heron.resource import Resource
 
 
-class OpenAIProvider:
+class OpenAIProvider(Resource):
     def __init__(self, spec: ModelSpec, key: str | None) -> None:
         self.spec = spec
         headers = {"Authorization": f"Bearer {key}"} if key else {}

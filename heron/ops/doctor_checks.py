@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from heron.errors import HeronError, StoreError
 from heron.extras import EXTRAS, installed
+from heron.resource import Resource
 from heron.settings import Settings, _config_file, _from_env
 
 if TYPE_CHECKING:
@@ -82,7 +83,7 @@ class Blocked(HeronError):
     """A check could not run because one it needs failed before it (reported as skipped)."""
 
 
-class Context:
+class Context(Resource):
     """What the checks of one doctor run share: the settings, whether to call models
     (``offline``), and the store opened once (a server hands in its own, left open)."""
 

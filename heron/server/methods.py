@@ -53,6 +53,15 @@ class LibraryName(Params):
 
 class LibraryAdd(LibraryName):
     source: str = Field(min_length=1, description="A git URL or a local folder.")
+    branch: str | None = Field(
+        default=None, description="A git library's branch or tag (default: the remote's)."
+    )
+    include: list[str] = Field(
+        default=[], max_length=100, description="Index only pages matching these globs."
+    )
+    exclude: list[str] = Field(
+        default=[], max_length=100, description="Skip pages matching these globs."
+    )
 
 
 class OptionalLibrary(Params):
@@ -104,17 +113,22 @@ def register(registry: Registry, rt: Runtime) -> None:
 
     @method("library.list", summary="The configured libraries.")
     def library_list(_: Params) -> list[dict[str, Any]]:
-        return [
-            {"name": x.name, "source": x.source, "builtin": x.builtin}
-            for x in read_libraries(settings)
-        ]
+        return [x.to_dict() for x in read_libraries(settings)]
 
     @method("library.add", LibraryAdd, summary="Add a library to libraries.txt.")
     def library_add(p: LibraryAdd) -> dict[str, Any]:
         # A caller over the API is not the machine's user: folders only under
         # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.libraries.config.check_source).
-        library = add_library(p.name, p.source, settings, caller="api")
-        return {"name": library.name, "source": library.source}
+        library = add_library(
+            p.name,
+            p.source,
+            settings,
+            caller="api",
+            branch=p.branch,
+            include=p.include,
+            exclude=p.exclude,
+        )
+        return library.to_dict()
 
     @method("library.remove", LibraryName, summary="Remove a library and its index.")
     def library_remove(p: LibraryName) -> dict[str, Any]:

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any
 from starlette.concurrency import run_in_threadpool
 
 from heron.errors import HeronError
+from heron.resource import Resource
 from heron.server.hooks import no_routes
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -47,7 +48,7 @@ log = logging.getLogger("heron.server.reload")
 FILES = ("models", "mcp")
 
 
-class Reloader:
+class Reloader(Resource):
     """Reloads the runtime's ``models.yml`` and ``mcp.json``; ``status`` says how the last
     reload of each went."""
 

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
+from heron.resource import Resource
 from heron.server.metrics import Metrics
 from heron.settings import Settings
 from heron.store import Store, open_store
@@ -38,7 +39,7 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 
-class Runtime:
+class Runtime(Resource):
     """Shared resources of one server."""
 
     def __init__(self, settings: Settings | None = None) -> None:

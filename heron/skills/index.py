@@ -20,6 +20,7 @@ from typing import Any
 
 from heron.embed import Embedder
 from heron.errors import InputError, NotFound
+from heron.resource import Resource
 from heron.settings import Settings
 from heron.skills.dirs import SkillDir, skill_dirs
 from heron.skills.parser import Skill
@@ -86,7 +87,7 @@ class SkillContext:
         }
 
 
-class SkillIndex:
+class SkillIndex(Resource):
     """Skills from ``dirs``, indexed in ``namespace`` of ``store``, queries logged to
     ``usage_path`` (no log when ``None``).
 

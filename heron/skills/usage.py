@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from heron.db import Schema, SQLiteDatabase
 from heron.errors import NotFound
+from heron.resource import Resource
 from heron.store.analysis import analyze
 
 QueryKind = Literal["vague", "concrete"]
@@ -121,7 +122,7 @@ class KindStats:
         }
 
 
-class UsageLog:
+class UsageLog(Resource):
     """Append-only log of skill queries and uses in one SQLite file (created on first use).
 
     Safe to share between threads (a server answers from a pool): one connection, used

@@ -26,7 +26,7 @@ import hashlib
 import json
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any, Literal, Protocol, Self
 
 import numpy as np
 
@@ -322,3 +322,7 @@ class Store(Protocol):
     def close(self) -> None:
         """Release what the store holds (see the class); idempotent."""
         ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...

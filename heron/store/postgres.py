@@ -18,7 +18,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import time
 import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -28,18 +27,18 @@ from typing import Any, TypeVar
 
 import numpy as np
 
-from heron.errors import HeronError, InputError, StoreError
+from heron.errors import InputError, StoreError
 from heron.extras import missing
 
 try:
     import psycopg
     from psycopg.adapt import Dumper, Loader
     from psycopg.types import TypeInfo
-    from psycopg_pool import PoolTimeout
 except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
     raise StoreError(missing("postgres")) from exc
 
-from heron.db.postgres import open_pool, where
+from heron.db import Schema
+from heron.db.postgres import PostgresDatabase
 from heron.embed.base import Embedder
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
@@ -95,6 +94,15 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (namespace, key)
     );
     """,
+)
+#: The store's database: the pool ``heron-store``, its migrations in ``heron_migrations``.
+_STORE = Schema(
+    name="store",
+    what="the PostgreSQL store",
+    migrations=MIGRATIONS,
+    rebuild="",
+    reopen="heron.store.open_store(settings)",
+    advice="then run the operation again (it wrote nothing; an upsert keeps its earlier batches)",
 )
 #: SQLite FTS5's BM25 constants, so both backends score alike.
 K1, B = 1.2, 0.75
@@ -226,56 +234,17 @@ class PostgresStore(SQLStore[_Scope]):
     ) -> None:
         super().__init__(embedder)
         self.url = url
-        self.where = where(url)
-        try:
-            self._pool = open_pool(
-                url,
-                name="heron-store",
-                size=pool_size,
-                timeout=timeout,
-                migrations=MIGRATIONS,
-                table="heron_migrations",
-                configure=_configure,
-            )
-        except psycopg.Error as exc:
-            raise self._unreachable(exc) from exc
-        # After a server restart every pooled connection is dead: one more attempt than
-        # the pool holds reaches a fresh one.
-        self._attempts = pool_size + 1
-
-    def _unreachable(self, exc: Exception) -> StoreError:
-        return StoreError(
-            f"Cannot reach the PostgreSQL store at {self.where}: {str(exc).strip()}. Check that "
-            "the server runs (scripts/postgres start) and HERON_DATABASE_URL; the failed "
-            "operation wrote nothing (an upsert keeps its earlier batches: run it again)."
+        self._database = PostgresDatabase(
+            url, _STORE, pool_size=pool_size, timeout=timeout, rows=None, configure=_configure
         )
+        self.where = self._database.where
 
     def _run(self, work: Callable[[psycopg.Connection], T], *, write: bool = False) -> T:
-        """``work`` on a pooled connection, in one transaction if it ``write``s; again on a
-        fresh connection if the connection drops: a dropped transaction rolled back whole,
-        and every write here is idempotent (upserts by id and hash, deletes by id,
-        key-value sets). Reads run without BEGIN/COMMIT: two round trips fewer."""
+        """``work`` on the database (``PostgresDatabase.run``: retried when the connection
+        drops, which every operation here allows: upserts by id and hash, deletes by id,
+        key-value sets)."""
         self._check_open()
-        for attempt in range(1, self._attempts + 1):
-            try:
-                with self._pool.connection() as conn:
-                    if not write:
-                        return work(conn)
-                    with conn.transaction():
-                        return work(conn)
-            except HeronError:
-                raise
-            except PoolTimeout as exc:
-                raise self._unreachable(exc) from exc
-            except psycopg.OperationalError as exc:
-                if attempt == self._attempts:
-                    raise self._unreachable(exc) from exc
-                time.sleep(0.05 * attempt)
-            except psycopg.DataError as exc:
-                raise InputError(f"PostgreSQL refused the data: {exc}") from exc
-            except psycopg.Error as exc:
-                raise StoreError(f"The PostgreSQL store at {self.where} failed: {exc}") from exc
-        raise AssertionError("unreachable")
+        return self._database.run(work, write=write)
 
     # -- namespaces ---------------------------------------------------------------------
 
@@ -618,4 +587,4 @@ class PostgresStore(SQLStore[_Scope]):
         )
 
     def _close(self) -> None:
-        self._pool.close()
+        self._database.close()

@@ -26,7 +26,7 @@ import contextlib
 import json
 import threading
 import time
-from abc import ABC, abstractmethod
+from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -37,6 +37,7 @@ import numpy as np
 
 from heron.embed.base import Embedder, check_vectors, embed_queries
 from heron.errors import InputError, NotFound, StoreError
+from heron.resource import Resource
 from heron.store.base import Filters, Hit, Progress, Record, SearchMode, Store, UpsertResult
 from heron.store.fusion import Fused, fuse_with_feedback
 from heron.store.validate import (
@@ -157,7 +158,7 @@ def best_first(
     return keys[order], scores[order], None if vectors is None else vectors[order]
 
 
-class SQLStore(Store, ABC, Generic[ScopeT]):
+class SQLStore(Resource, Store, Generic[ScopeT]):
     """The shared half of every backend (see the module doc); the contract each method
     keeps is written on ``heron.store.base.Store``, whose ``search`` it inherits."""
 

@@ -23,6 +23,7 @@ from typing import Any
 
 from heron.core.tools import Handler, Tool
 from heron.programs import default_policy
+from heron.resource import Resource
 from heron.settings import Settings
 from heron.store import Store
 from heron.tools.builtin import register_builtins
@@ -36,7 +37,7 @@ USAGE_FILE = "tools.db"
 
 
 @dataclass
-class Toolbox:
+class Toolbox(Resource):
     """The tools and what they run on. ``close()`` closes ``resources``: what was opened
     for this toolbox alone (``open_tools`` puts there the store, skill index and usage
     log it opened). The ``store`` it is handed stays open (the ownership rule,

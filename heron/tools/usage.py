@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from heron.db import Schema, SQLiteDatabase
+from heron.resource import Resource
 
 #: Examples per tool handed to the router: on MetaTool five lift Recall@5 by 0.08.
 PER_TOOL = 5
@@ -41,7 +42,7 @@ CREATE TABLE IF NOT EXISTS tool_requests (
 )
 
 
-class ToolUsage:
+class ToolUsage(Resource):
     """Safe to share between threads: one connection, used under a lock."""
 
     def __init__(self, path: Path, per_tool: int = PER_TOOL) -> None:

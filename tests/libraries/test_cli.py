@@ -21,7 +21,16 @@ def library(home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[
 
 def test_add_index_search_status_remove(library: Path, tmp_path: Path) -> None:
     listed = json.loads(heron("library", "list", "--json").stdout)
-    assert listed == [{"name": "lib", "source": str(library), "builtin": False}]
+    assert listed == [
+        {
+            "name": "lib",
+            "source": str(library),
+            "builtin": False,
+            "branch": None,
+            "include": [],
+            "exclude": [],
+        }
+    ]
     (report,) = json.loads(heron("index", "--json").stdout)
     assert (report["pages"], report["added"], report["error"]) == (3, 3, None)
     results = json.loads(heron("search", "undo a rollout", "--json", "-k", "2").stdout)

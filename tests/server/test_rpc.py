@@ -36,8 +36,13 @@ def test_library_methods(served: Served) -> None:
 
 def test_library_add_then_remove(served: Served, tmp_path) -> None:
     (tmp_path / "a.md").write_text("# A\nSome page.\n")
-    added = served.rpc("library.add", {"name": "extra", "source": str(tmp_path)})["result"]
-    assert added == {"name": "extra", "source": str(tmp_path)}
+    given = {"name": "extra", "source": str(tmp_path), "include": ["*.md"], "exclude": ["_*"]}
+    added = served.rpc("library.add", given)["result"]
+    assert added == {**given, "builtin": False, "branch": None}
+    listed = {lib["name"]: lib for lib in served.rpc("library.list")["result"]}
+    assert listed["extra"]["include"] == ["*.md"] and listed["extra"]["exclude"] == ["_*"]
+    unknown = served.rpc("library.add", {**given, "name": "other", "depth": 1})
+    assert unknown["error"]["code"] == -32602 and "depth" in unknown["error"]["message"]
     removed = served.rpc("library.remove", {"name": "extra"})["result"]
     assert removed == {"name": "extra", "removed": True}
     assert [lib["name"] for lib in served.rpc("library.list")["result"]] == ["tiny"]

@@ -32,7 +32,7 @@ class Opened:
     def _spy(self, monkeypatch: pytest.MonkeyPatch) -> None:
         real_init = SQLStore.__init__
         real_load = heron.store.load_embedder
-        real_pool = heron.store.postgres.open_pool
+        real_pool = heron.db.postgres.open_pool
         real_migrate = heron.db.postgres.migrate
 
         def init(store: SQLStore, embedder: Embedder) -> None:
@@ -52,7 +52,7 @@ class Opened:
             return embedder
 
         def pool(*args: Any, **kwargs: Any) -> Any:
-            self.pools += 1
+            self.pools += kwargs["name"] == "heron-store"
             return real_pool(*args, **kwargs)
 
         def migrate(*args: Any, **kwargs: Any) -> Any:
@@ -61,7 +61,7 @@ class Opened:
 
         monkeypatch.setattr(SQLStore, "__init__", init)
         monkeypatch.setattr(heron.store, "load_embedder", load)
-        monkeypatch.setattr(heron.store.postgres, "open_pool", pool)
+        monkeypatch.setattr(heron.db.postgres, "open_pool", pool)
         monkeypatch.setattr(heron.db.postgres, "migrate", migrate)
 
 

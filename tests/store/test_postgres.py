@@ -229,7 +229,7 @@ def test_database_refusing_connections_is_reported_then_recovered(
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS false')
     _terminate(admin, database)
-    with pytest.raises(StoreError, match="Cannot reach the PostgreSQL store"):
+    with pytest.raises(StoreError, match=r"The PostgreSQL store at .* failed"):
         store.search("k8s", "password")
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'ALTER DATABASE "{database}" ALLOW_CONNECTIONS true')
