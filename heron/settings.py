@@ -266,6 +266,11 @@ class Settings(BaseSettings):
     watchdog_interval: float = Field(
         default=300.0, gt=0, description="Seconds between runs of a looping heron watchdog."
     )
+    watchdog_deploy_interval: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds between runs of a deploy check without its own interval.",
+    )
 
     def __init__(self, **values: Any) -> None:
         from heron.errors import ConfigError
