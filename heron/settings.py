@@ -234,6 +234,14 @@ class Settings(BaseSettings):
     jobs_command_timeout: float = Field(
         default=600.0, gt=0, description="Seconds before a job's command is killed."
     )
+    jobs_typecheck_command: str = Field(
+        default="", description="What a job runs to typecheck (tools_commands); none if empty."
+    )
+    jobs_remote: str = Field(
+        default="origin",
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
+        description="The git remote (by name) whose reachability a job checks (git ls-remote).",
+    )
 
     # -- interventions (heron.interventions) --
     interventions_cooldown: float = Field(
@@ -265,6 +273,11 @@ class Settings(BaseSettings):
     )
     watchdog_interval: float = Field(
         default=300.0, gt=0, description="Seconds between runs of a looping heron watchdog."
+    )
+    watchdog_deploy_interval: float = Field(
+        default=120.0,
+        gt=0,
+        description="Seconds between runs of a deploy check without its own interval.",
     )
 
     def __init__(self, **values: Any) -> None:

@@ -88,6 +88,7 @@ from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.triage import DOCS_TAG, Triage, best_dense, triage
 from heron.agent.turn import Surface, Turn
 from heron.agent.wiring import add_job_tools, open_tools
+from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
 from heron.core.tools import SAFETY_LEVELS, Safety, Tool
 from heron.embed import calibration_of, embed_queries
@@ -549,6 +550,7 @@ class Agent(Resource):
             streaming=streaming,
             notes=record.notes,
             mode=grounded.mode,
+            caller=Caller(session_id=grounded.session_id, user=turn.user),
         )
         if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()

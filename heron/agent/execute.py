@@ -18,6 +18,7 @@ from concurrent.futures import Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from heron.agent.answer import ToolUse
+from heron.core.caller import Caller, calling
 from heron.core.chat import ToolCall
 from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
@@ -47,8 +48,14 @@ class ToolExecutor(Resource):
         self.workers = workers
         self._pool = ThreadPoolExecutor(workers, thread_name_prefix="heron-tool")
 
-    def submit(self, call: ToolCall, offered: Mapping[str, Tool], registry: ToolRegistry) -> Future:
-        return self._pool.submit(_timed, call, offered, registry)
+    def submit(
+        self,
+        call: ToolCall,
+        offered: Mapping[str, Tool],
+        registry: ToolRegistry,
+        caller: Caller | None = None,
+    ) -> Future:
+        return self._pool.submit(_timed, call, offered, registry, caller)
 
     def close(self, *, join: bool = True) -> None:
         """``join=False`` returns at once: the running calls end on their own."""
@@ -86,9 +93,12 @@ def _invoke(
     return result, None, False
 
 
-def _timed(call: ToolCall, offered: Mapping[str, Tool], registry: ToolRegistry) -> Outcome:
+def _timed(
+    call: ToolCall, offered: Mapping[str, Tool], registry: ToolRegistry, caller: Caller | None
+) -> Outcome:
     start = time.perf_counter()
-    return (*_invoke(call, offered, registry), time.perf_counter() - start)
+    with calling(caller):  # set on the worker thread itself: pool threads share no context
+        return (*_invoke(call, offered, registry), time.perf_counter() - start)
 
 
 def run_calls(
@@ -99,18 +109,28 @@ def run_calls(
     timeout: float,
     forced: str | None = None,
     executor: ToolExecutor | None = None,
+    caller: Caller | None = None,
 ) -> list[ToolUse]:
     """Run ``calls`` at once on ``executor`` and wait at most ``timeout`` seconds for all
     of them; the uses come back in the order of ``calls``. Without an ``executor``, one
     is made for these calls and let go at the deadline: a call past it then finishes on
-    a thread nobody joins. An agent passes its own, which its ``close()`` joins."""
+    a thread nobody joins. An agent passes its own, which its ``close()`` joins.
+    ``caller``: the conversation, current while each call runs (``heron.core.caller``)."""
     if executor is None:
         own = ToolExecutor(max(1, min(len(calls), TOOL_WORKERS)))
         try:
-            return run_calls(calls, offered, registry, timeout=timeout, forced=forced, executor=own)
+            return run_calls(
+                calls,
+                offered,
+                registry,
+                timeout=timeout,
+                forced=forced,
+                executor=own,
+                caller=caller,
+            )
         finally:
             own.close(join=False)
-    futures = [executor.submit(call, offered, registry) for call in calls]
+    futures = [executor.submit(call, offered, registry, caller) for call in calls]
     wait(futures, timeout=timeout)
     uses = []
     for call, future in zip(calls, futures, strict=True):

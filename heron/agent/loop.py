@@ -21,6 +21,7 @@ from heron.agent.execute import ToolExecutor, run_calls, tool_content
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
 from heron.agent.turn import Turn
+from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
 from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
@@ -149,8 +150,10 @@ class Loop:
         streaming: bool,
         notes: list[str],
         mode: AnswerMode,
+        caller: Caller | None = None,
     ) -> None:
         self.req = turn
+        self.caller = caller  # the conversation the tools are called in (heron.core.caller)
         self.broker = broker
         self.executor = executor
         self.registry = registry
@@ -332,6 +335,7 @@ class Loop:
             timeout=self.limits.tool_timeout,
             forced=forced,
             executor=self.executor,
+            caller=self.caller,
         )
 
     def _defaults_for_refused(

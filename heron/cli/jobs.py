@@ -27,7 +27,8 @@ By = Annotated[str | None, typer.Option("--by", help="Who decides; default: your
 def _show(job: Job) -> None:
     data = job.to_dict()
     console.print(f"[bold]{job.id}[/] {job.state}  ({job.risk_level})")
-    for key in ("prompt", "success_criteria", "created_at", "started_at", "finished_at"):
+    keys = ("prompt", "success_criteria", "created_by", "session_id", "room")
+    for key in (*keys, "created_at", "started_at", "finished_at"):
         if data[key]:
             console.print(f"  {key}: {escape(str(data[key]))}")
     if job.confirmed_by:
@@ -38,6 +39,14 @@ def _show(job: Job) -> None:
             console.print(f"  summary by: {escape(str(job.result['summary_by']))}")
         if job.result.get("summary_note"):
             console.print(f"  [dim]note: {escape(str(job.result['summary_note']))}[/]")
+        verdict = {True: "ok", False: "NOT met", None: "unverified"}
+        for criterion in job.result.get("criteria", []):
+            why = f" ({criterion['why']})" if criterion.get("why") else ""
+            line = f"{verdict[criterion['ok']]}: {criterion['criterion']}{why}"
+            console.print(f"  criterion {escape(line)}")
+        if isinstance(job.result.get("workspace"), list):
+            changed = ", ".join(job.result["workspace"])
+            console.print(f"  [red]the workspace changed:[/] {escape(changed)}")
 
 
 def _event_line(event: JobEvent) -> str:
@@ -71,6 +80,10 @@ def create(
         bool | None,
         typer.Option("--confirm/--no-confirm", help="Wait for confirmation before acting."),
     ] = None,
+    room: Annotated[
+        str, typer.Option(help="The room that shares it; default: HERON_INTERVENTIONS_ROOM.")
+    ] = "",
+    session: Annotated[str, typer.Option(help="The conversation it belongs to.")] = "",
     as_json: JsonFlag = False,
 ) -> None:
     """Queue a job; a worker (heron serve, or heron jobs run) runs it.
@@ -79,7 +92,15 @@ def create(
     """
     jobs = open_jobs()
     try:
-        job = jobs.create(prompt, success_criteria, risk_level, confirm, by=getpass.getuser())
+        job = jobs.create(
+            prompt,
+            success_criteria,
+            risk_level,
+            confirm,
+            by=getpass.getuser(),
+            session_id=session,
+            room=room,
+        )
     finally:
         jobs.close()
     if as_json:
@@ -94,15 +115,19 @@ def list_(
         list[str] | None, typer.Option(help=f"Only this state (repeatable): {', '.join(STATES)}.")
     ] = None,
     limit: Annotated[int, typer.Option(help="At most this many, newest first.")] = 50,
+    session: Annotated[
+        str | None, typer.Option(help="Only the jobs delegated in this conversation.")
+    ] = None,
+    room: Annotated[str | None, typer.Option(help="Only this room's jobs.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """List jobs, newest first.
 
-    Example: heron jobs list --state running --json
+    Example: heron jobs list --state running --room team --json
     """
     jobs = open_jobs()
     try:
-        found = jobs.list(state or [], limit)  # type: ignore[arg-type]
+        found = jobs.list(state or [], limit, session_id=session, room=room)  # type: ignore[arg-type]
     finally:
         jobs.close()
     if as_json:

@@ -1,4 +1,5 @@
-"""``heron watchdog``: run the checks of ``watchdog.yml`` once or in a loop; ``report``."""
+"""``heron watchdog``: run the checks of ``watchdog.yml`` once or in a loop; ``report``;
+``silence``, ``silences`` and ``expire``."""
 
 from __future__ import annotations
 
@@ -29,7 +30,8 @@ def show(report: dict[str, Any], as_json: bool) -> None:
     for check in report["checks"]:
         status = check["status"]
         mark = f"[{_COLOURS.get(status, 'default')}]{escape(status.upper()):<10}[/]"
-        console.print(f"  {mark} {escape(check['name'])}: {escape(check['detail'])}")
+        muted = f" [dim]({escape(check['muted'])})[/]" if check.get("muted") else ""
+        console.print(f"  {mark} {escape(check['name'])}: {escape(check['detail'])}{muted}")
     for action in report["actions"]:
         state = "done" if action.get("ok") else "FAILED"
         what = action.get("alert") or action.get("remedy") or action.get("method") or ""
@@ -54,6 +56,10 @@ def watchdog(
         bool, typer.Option("--strict", help="With --once: exit status 1 when a check fails.")
     ] = False,
     as_json: Annotated[bool, typer.Option("--json", help="Print each report as JSON.")] = False,
+    kind: Annotated[
+        list[str] | None,
+        typer.Option(help="Run only the checks of this kind (repeatable), e.g. deploy."),
+    ] = None,
 ) -> None:
     """Run the watchdog: --once for a timer, else a loop every --interval.
 
@@ -65,10 +71,16 @@ def watchdog(
     if ctx.invoked_subcommand is not None:
         return
     from heron.ops.watchdog import Watchdog, load_config, parse_duration, watch
+    from heron.ops.watchdog.config import KINDS
 
     settings = Settings()
+    kinds = kind or []
+    if unknown := [k for k in kinds if k not in KINDS]:
+        raise typer.BadParameter(
+            f"no check kind {', '.join(unknown)}; kinds: {', '.join(KINDS)}", param_hint="--kind"
+        )
     if once:
-        report = Watchdog(load_config(config, settings), settings).run_once()
+        report = Watchdog(load_config(config, settings), settings).run_once(kinds=kinds)
         show(report, as_json)
         if strict and not report["ok"]:
             raise typer.Exit(1)
@@ -77,7 +89,8 @@ def watchdog(
         seconds = parse_duration(interval) if interval else settings.watchdog_interval
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--interval") from None
-    watch(settings, interval=seconds, path=config, on_report=lambda report: show(report, as_json))
+    watch(settings, interval=seconds, path=config, kinds=kinds,
+          on_report=lambda report: show(report, as_json))  # fmt: skip
 
 
 @watchdog_app.command("report")
@@ -89,3 +102,95 @@ def report(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     from heron.ops.watchdog import latest_path, read_latest
 
     show(read_latest(latest_path(Settings().home)), as_json)
+
+
+@watchdog_app.command("silence")
+def silence(
+    check: Annotated[str, typer.Argument(help="A check's name, or a glob (server-*).")],
+    for_: Annotated[str, typer.Option("--for", help="How long: 30m, 2h, 1h30m, 1d.")],
+    reason: Annotated[str, typer.Option(help="Why, shown in reports and listings.")],
+    config: Annotated[
+        Path | None, typer.Option(help="The checks file; default $HERON_HOME/watchdog.yml.")
+    ] = None,
+) -> None:
+    """Mute a check: it runs and is recorded, but sends nothing and runs no remedy until
+    the silence ends; then, if it still fails, [FIRING] once.
+
+    Example: heron watchdog silence api --for 2h --reason "database upgrade"
+    """
+    import fnmatch
+    import getpass
+    import time
+
+    from heron.ops.watchdog import load_config, parse_duration
+    from heron.ops.watchdog.silences import Silences
+
+    try:
+        seconds = parse_duration(for_)
+    except ValueError as exc:
+        raise typer.BadParameter(str(exc), param_hint="--for") from None
+    if not reason.strip():
+        raise typer.BadParameter("say why (it is shown to whoever looks)", param_hint="--reason")
+    settings = Settings()
+    names = [c.name for c in load_config(config, settings).checks]
+    matched = [n for n in names if fnmatch.fnmatchcase(n, check)]
+    if not matched:
+        raise typer.BadParameter(
+            f"no check is named {check!r}; checks: {', '.join(names) or 'none'}",
+            param_hint="CHECK",
+        )
+    made = Silences(settings.home).add(check, seconds, reason.strip()[:500], getpass.getuser(),
+                                       time.time())  # fmt: skip
+    console.print(
+        f"Silence {escape(made.id)}: {escape(', '.join(matched))} muted until {_when(made.ends)} "
+        f"(heron watchdog expire {escape(made.id)} ends it sooner)."
+    )
+
+
+@watchdog_app.command("silences")
+def silences(
+    all_: Annotated[bool, typer.Option("--all", help="Ended ones too (kept a week).")] = False,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False,
+) -> None:
+    """List the active silences (--all: ended ones too).
+
+    Example: heron watchdog silences --json
+    """
+    import dataclasses
+    import time
+
+    from heron.ops.watchdog.silences import Silences
+
+    now = time.time()
+    found = [s for s in Silences(Settings().home).load() if all_ or s.active(now)]
+    if as_json:
+        print_json([{**dataclasses.asdict(s), "active": s.active(now)} for s in found])
+        return
+    if not found:
+        console.print("No silences." if all_ else "No active silences.")
+    for s in found:
+        state = "active" if s.active(now) else "ended"
+        console.print(
+            f"  {escape(s.id)}  {escape(s.matcher)}  {state} until {_when(s.ends)}  by "
+            f"{escape(s.by)}: {escape(s.reason)}"
+        )
+
+
+@watchdog_app.command("expire")
+def expire(silence_id: Annotated[str, typer.Argument(help="The silence's id.")]) -> None:
+    """End a silence now; a check still failing sends [FIRING] on its next run.
+
+    Example: heron watchdog expire 3f9a1c2e
+    """
+    import time
+
+    from heron.ops.watchdog.silences import Silences
+
+    ended = Silences(Settings().home).expire(silence_id, time.time())
+    console.print(f"Silence {escape(ended.id)} ({escape(ended.matcher)}) ended.")
+
+
+def _when(seconds: float) -> str:
+    from heron.ops.watchdog.state import iso
+
+    return iso(seconds)

@@ -51,9 +51,11 @@ class JobStore(Protocol):
         requires_confirmation: bool,
         *,
         created_by: str = "",
+        session_id: str = "",
+        room: str = "",
     ) -> Job:
         """A new job, ``queued``, with its event 1 ``created`` (payload: ``risk_level``,
-        ``requires_confirmation``, and ``by`` when ``created_by`` is given).
+        ``requires_confirmation``, and ``by``, ``session_id`` and ``room`` when given).
 
         The id is 16 random hex digits; ``attempts`` is 0. The arguments are stored as
         given (``Jobs.create`` checks and redacts them first); a ``risk_level`` outside
@@ -65,10 +67,17 @@ class JobStore(Protocol):
         """The job as last committed. ``JobNotFound`` if there is none."""
         ...
 
-    def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
+    def list(
+        self,
+        states: Iterable[State] = (),
+        limit: int = 100,
+        *,
+        session_id: str | None = None,
+        room: str | None = None,
+    ) -> list[Job]:
         """At most ``limit`` jobs, newest first (``created_at`` descending, then ``id``);
         only those in ``states`` when any are given (``JobInputError`` names an unknown
-        one)."""
+        one), of the conversation ``session_id`` and of the ``room`` when given."""
         ...
 
     def claim(self, worker: str) -> Job | None:

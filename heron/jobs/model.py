@@ -96,6 +96,11 @@ class Job:
     attempts: int = 0
     confirmed_by: str | None = None
     confirmed_at: float | None = None
+    #: Who asked for it (a user, ``agent``, ``api``); the conversation (the agent's
+    #: session) it was delegated from, and the room that shares it (``""``: neither).
+    created_by: str = ""
+    session_id: str = ""
+    room: str = ""
 
     @property
     def done(self) -> bool:
@@ -118,6 +123,9 @@ class Job:
             "attempts": self.attempts,
             "confirmed_by": self.confirmed_by,
             "confirmed_at": iso(self.confirmed_at),
+            "created_by": self.created_by,
+            "session_id": self.session_id,
+            "room": self.room,
         }
 
 

@@ -34,9 +34,12 @@ import os
 import secrets
 import signal
 import socket
+import tempfile
 import time
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from heron.core.errors import ToolCallError, ToolInputError
@@ -45,8 +48,9 @@ from heron.errors import ConfigError, HeronError
 from heron.jobs.errors import IllegalTransition
 from heron.jobs.model import Job
 from heron.jobs.service import Jobs, open_workspace
-from heron.jobs.steps import Step, plan
+from heron.jobs.steps import Plan, Step, plan
 from heron.jobs.summary import ChatBroker, facts, written
+from heron.jobs.verify import changes, quiet_environment, snapshot, verdicts
 from heron.programs.processes import alive
 from heron.redact import redact_then_cut
 
@@ -62,6 +66,8 @@ HEARTBEAT = 2.0
 STALE_AFTER = 60.0
 MAX_ATTEMPTS = 3
 IDLE_POLL = 0.25
+#: The jobs a ``store_counts`` step counts by state, newest first.
+COUNTED_JOBS = 10_000
 
 
 class Stopped(Exception):
@@ -123,7 +129,7 @@ class JobRunner:
             while stop is None or not stop.is_set():
                 job = None
                 if len(running) < self.concurrency:
-                    job = await asyncio.to_thread(self.jobs.store.claim, self.worker)
+                    job = await asyncio.to_thread(self.jobs.claim, self.worker)
                 if job is not None:
                     count += 1
                     task = asyncio.create_task(self.run_job(job))
@@ -153,14 +159,25 @@ class JobRunner:
 
     # -- one job --------------------------------------------------------------------------
 
+    def plan(self, job: Job) -> Plan:
+        """The job's steps and which verifies each criterion (``heron.jobs.steps``)."""
+        settings = self.settings
+        return plan(
+            job.prompt,
+            job.success_criteria,
+            test_command=settings.jobs_test_command,
+            typecheck_command=settings.jobs_typecheck_command,
+            remote=settings.jobs_remote,
+        )
+
     async def run_job(self, job: Job) -> Job:
         """Run a claimed job to its end (or its gate); returns the job as stored."""
-        store = self.jobs.store
-        steps = plan(job.prompt, self.settings.jobs_test_command)
+        planned = self.plan(job)
+        steps = planned.steps
         try:
             if job.requires_confirmation and job.confirmed_by is None:
                 parked, _ = await asyncio.to_thread(
-                    store.transition,
+                    self.jobs.transition,
                     job.id,
                     "waiting_for_confirmation",
                     "waiting",
@@ -171,31 +188,53 @@ class JobRunner:
                 )
                 return parked
             workspace = open_workspace(self.settings)
-            results, outputs = [], []
-            for step in steps:
-                await self._check(job)
-                outcome = await self._step(job, step, workspace)
-                results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
-                outputs.append(
-                    {"step": step.name, "ok": outcome.ok, "argv": list(step.argv or ())}
-                    | outcome.detail
-                )
+            with tempfile.TemporaryDirectory(prefix="heron-job-") as caches:
+                quiet = quiet_environment(Path(caches))
+                before = None
+                if job.risk_level == "read_only":
+                    before = await asyncio.to_thread(snapshot, workspace, quiet)
+                results, outputs = [], []
+                for step in steps:
+                    await self._check(job)
+                    outcome = await self._step(job, step, workspace, quiet)
+                    results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
+                    outputs.append(
+                        {"step": step.name, "ok": outcome.ok, "argv": list(step.argv or ())}
+                        | outcome.detail
+                    )
+                changed: list[str] = []
+                if before is not None:
+                    changed = changes(before, await asyncio.to_thread(snapshot, workspace, quiet))
             await self._check(job)
+            if changed:
+                await asyncio.to_thread(
+                    self.jobs.append, job.id, "workspace_changed", {"changes": changed}
+                )
+            criteria = verdicts(planned, outputs)
             summary = await asyncio.to_thread(self._summarize, job, outputs)
             await self._check(job)  # a model's summary takes seconds: an abort meanwhile wins
-            ok = all(r["ok"] for r in results)
+            unverified = [c["criterion"] for c in criteria if c["ok"] is None]
+            ok: bool | None = all(r["ok"] for r in results) and not changed
+            if ok and any(c["ok"] is False for c in criteria):
+                ok = False
+            if ok and unverified:
+                ok = None  # a criterion nothing checked is not met: not known either way
             result = {
                 "ok": ok,
                 "success_criteria": job.success_criteria,
+                "criteria": criteria,
+                "unverified": unverified,
                 "steps": results,
                 **summary,
             }
+            if before is not None:
+                result["workspace"] = changed or "unchanged"
             done, _ = await asyncio.to_thread(
-                store.transition, job.id, "completed", "completed", {"ok": ok}, result=result
+                self.jobs.transition, job.id, "completed", "completed", {"ok": ok}, result=result
             )
             return done
         except (Stopped, IllegalTransition):
-            return await asyncio.to_thread(store.get, job.id)
+            return await asyncio.to_thread(self.jobs.get, job.id)
         except (ConfigError, ToolInputError) as exc:
             return await self._fail(job, {"error": str(exc)})
         except Exception as exc:
@@ -208,7 +247,7 @@ class JobRunner:
         store = self.jobs.store
         try:
             failed, _ = await asyncio.to_thread(
-                store.transition, job.id, "failed", "failed", payload
+                self.jobs.transition, job.id, "failed", "failed", payload
             )
             return failed
         except IllegalTransition:  # aborted meanwhile: the abort stands
@@ -219,16 +258,17 @@ class JobRunner:
         if current.state != "running":
             raise Stopped(job.id)
 
-    async def _step(self, job: Job, step: Step, workspace: Workspace) -> _Outcome:
-        store = self.jobs.store
+    async def _step(
+        self, job: Job, step: Step, workspace: Workspace, quiet: dict[str, str]
+    ) -> _Outcome:
         started = time.monotonic()
         try:
             if step.argv is None:
-                await asyncio.to_thread(store.append, job.id, "step_started", step.to_dict())
+                await asyncio.to_thread(self.jobs.append, job.id, "step_started", step.to_dict())
                 detail = await asyncio.to_thread(self._call, step, job)
                 outcome = _Outcome(True, detail)
             else:
-                outcome = await self._command(job, step, workspace)
+                outcome = await self._command(job, step, workspace, quiet)
         except Stopped:
             raise
         except Exception as exc:  # a step's failure is the job's finding, not a crash
@@ -236,11 +276,13 @@ class JobRunner:
         outcome.detail["seconds"] = round(time.monotonic() - started, 3)
         kind = "step_finished" if "error" not in outcome.detail else "step_failed"
         await asyncio.to_thread(
-            store.append, job.id, kind, {"step": step.name, "ok": outcome.ok} | outcome.detail
+            self.jobs.append, job.id, kind, {"step": step.name, "ok": outcome.ok} | outcome.detail
         )
         return outcome
 
-    async def _command(self, job: Job, step: Step, workspace: Workspace) -> _Outcome:
+    async def _command(
+        self, job: Job, step: Step, workspace: Workspace, quiet: dict[str, str]
+    ) -> _Outcome:
         assert step.argv is not None
         # The same checks and environment as run_command (heron.programs): allowlist,
         # argument policy, minimal environment, hardened git, the repository's config.
@@ -252,7 +294,7 @@ class JobRunner:
             proc = await asyncio.create_subprocess_exec(
                 *command.argv,
                 cwd=workspace.root,
-                env=command.env,
+                env=command.env | quiet,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
@@ -263,7 +305,7 @@ class JobRunner:
                 f"Cannot run {argv[0]!r}: {exc.strerror}. Is it installed and on PATH?"
             ) from exc
         await asyncio.to_thread(
-            self.jobs.store.append, job.id, "step_started", step.to_dict() | {"pid": proc.pid}
+            self.jobs.append, job.id, "step_started", step.to_dict() | {"pid": proc.pid}
         )
         output = asyncio.create_task(proc.communicate())
         deadline = time.monotonic() + workspace.timeout
@@ -288,7 +330,7 @@ class JobRunner:
                     _kill(proc.pid)
                     await output
                     await asyncio.to_thread(
-                        self.jobs.store.append,
+                        self.jobs.append,
                         job.id,
                         "step_killed",
                         {"step": step.name, "pid": proc.pid, "because": current.state},
@@ -322,11 +364,15 @@ class JobRunner:
                         "heron.agent.job_runner (as heron jobs run and heron serve do)."
                     )
                 return {"results": self._search(job.prompt, store)}
+            namespaces = [
+                {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
+                for ns in store.namespaces()
+            ]
+            jobs = Counter(j.state for j in self.jobs.list(limit=COUNTED_JOBS))
             return {
-                "namespaces": [
-                    {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
-                    for ns in store.namespaces()
-                ],
+                "namespaces": namespaces,
+                "records": sum(ns["records"] for ns in namespaces),
+                "jobs": dict(sorted(jobs.items())),
             }
         finally:
             if self._shared_store is None:
@@ -373,12 +419,11 @@ class JobRunner:
             why = _orphaned(job)
             if why is None:
                 continue
-            steps = plan(job.prompt, self.settings.jobs_test_command)
-            read_only = all(s.read_only for s in steps)
+            read_only = self.plan(job).read_only
             self._kill_leftover(job)
             try:
                 if read_only and job.attempts < MAX_ATTEMPTS:
-                    job, _ = store.transition(
+                    job, _ = self.jobs.transition(
                         job.id,
                         "queued",
                         "requeued",
@@ -391,7 +436,7 @@ class JobRunner:
                         if not read_only
                         else f"{job.attempts} attempts already"
                     )
-                    job, _ = store.transition(
+                    job, _ = self.jobs.transition(
                         job.id, "failed", "failed", {"reason": reason}, expect="running"
                     )
             except IllegalTransition:
@@ -413,7 +458,7 @@ class JobRunner:
         pid = int(started[-1].payload["pid"])
         if alive(pid) or _group_alive(pid):
             _kill(pid)
-            self.jobs.store.append(
+            self.jobs.append(
                 job.id,
                 "step_killed",
                 {

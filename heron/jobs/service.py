@@ -10,9 +10,12 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
 from pathlib import Path
+from typing import Any
 
 from heron.core.workspace import Workspace
 from heron.db import database_path, open_database
@@ -27,6 +30,12 @@ from heron.resource import Resource
 from heron.settings import Settings
 
 MAX_PROMPT = 20_000
+#: The longest session id or room name a job records.
+MAX_SCOPE = 200
+#: The jobs of a conversation or room a stream follows: its latest.
+SCOPE_JOBS = 50
+
+log = logging.getLogger("heron.jobs")
 
 
 def jobs_db_path(settings: Settings) -> Path:
@@ -57,12 +66,73 @@ def open_workspace(settings: Settings) -> Workspace:
     )
 
 
+#: ``listener(job, event)``: told of each event this process writes (``Jobs.watch``).
+Watcher = Callable[[Job, JobEvent], None]
+
+
 class Jobs(Resource):
     def __init__(self, store: JobStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
         self._listeners: list[Callable[[], None]] = []
+        self._watchers: list[Watcher] = []
         self._listeners_lock = threading.Lock()
+
+    def watch(self, watcher: Watcher) -> Callable[[], None]:
+        """Call ``watcher(job, event)`` after each event written through this ``Jobs`` (its
+        ``create``, ``confirm``, ``deny``, ``abort``, and every step and state change of a
+        ``JobRunner`` on it), with the job as it stood once the event was committed: the
+        hook for "a job changed" (a stream wakes, a card resolves). Events another process
+        wrote are not seen here: a watcher that must see them also polls the store.
+        A watcher runs on the writer's thread and must return quickly; what it raises is
+        logged and ignored. Returns the unwatch function."""
+        with self._listeners_lock:
+            self._watchers.append(watcher)
+
+        def unwatch() -> None:
+            with self._listeners_lock:
+                self._watchers.remove(watcher)
+
+        return unwatch
+
+    def transition(
+        self,
+        job_id: str,
+        state: State,
+        kind: str,
+        payload: dict[str, Any] | None = None,
+        **given: Any,
+    ) -> tuple[Job, JobEvent]:
+        """``store.transition``, then the watchers are told."""
+        job, event = self.store.transition(job_id, state, kind, payload, **given)
+        self._tell(job, event)
+        return job, event
+
+    def append(self, job_id: str, kind: str, payload: dict[str, Any] | None = None) -> JobEvent:
+        """``store.append``, then the watchers are told."""
+        event = self.store.append(job_id, kind, payload)
+        if self._watchers:
+            self._tell(self.store.get(job_id), event)
+        return event
+
+    def claim(self, worker: str) -> Job | None:
+        """``store.claim``, then the watchers are told of its ``claimed`` event."""
+        job = self.store.claim(worker)
+        if job is not None and self._watchers:
+            events = self.store.events(job.id, after=0, limit=100_000)
+            claimed = [e for e in events if e.kind == "claimed"]
+            if claimed:
+                self._tell(job, claimed[-1])
+        return job
+
+    def _tell(self, job: Job, event: JobEvent) -> None:
+        with self._listeners_lock:
+            watchers = list(self._watchers)
+        for watcher in watchers:
+            try:
+                watcher(job, event)
+            except Exception:  # a watcher's bug must not fail the job that was written
+                log.exception("job watcher %r failed on %s #%d", watcher, job.id, event.seq)
 
     def subscribe(self, listener: Callable[[], None]) -> Callable[[], None]:
         """Call ``listener()`` after each ``create`` in this process (a runner wakes up
@@ -84,9 +154,14 @@ class Jobs(Resource):
         requires_confirmation: bool | None = None,
         *,
         by: str = "",
+        session_id: str = "",
+        room: str = "",
     ) -> Job:
         """Queue a job. ``requires_confirmation`` defaults to true for ``deploy_allowed``
-        and false otherwise; a job that requires it waits for ``confirm`` before acting."""
+        and false otherwise; a job that requires it waits for ``confirm`` before acting.
+        ``by``: who asks; ``session_id``: the conversation it was delegated from;
+        ``room``: who shares it (default: ``interventions_room``, the room of what Heron
+        raises itself)."""
         if not isinstance(prompt, str) or not prompt.strip():
             raise JobInputError(
                 "A job needs a prompt saying what to check, e.g. 'is main broken?'."
@@ -99,6 +174,7 @@ class Jobs(Resource):
             raise JobInputError(
                 f"Unknown risk level {risk_level!r}. Choose from: {', '.join(RISK_LEVELS)}."
             )
+        session_id, room = _scope("session", session_id), _scope("room", room)
         open_workspace(self.settings)  # fail now, not later in a worker
         if requires_confirmation is None:
             requires_confirmation = risk_level == "deploy_allowed"
@@ -108,23 +184,34 @@ class Jobs(Resource):
             redact(success_criteria or ""),
             risk_level,  # type: ignore[arg-type]
             bool(requires_confirmation),
-            created_by=by,
+            created_by=by.strip(),
+            session_id=session_id,
+            room=room or self.settings.interventions_room,
         )
+        if self._watchers:
+            self._tell(job, self.store.events(job.id, limit=1)[0])
         self._wake()
         return job
 
     def get(self, job_id: str) -> Job:
         return self.store.get(job_id)
 
-    def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
-        return self.store.list(states, limit)
+    def list(
+        self,
+        states: Iterable[State] = (),
+        limit: int = 100,
+        *,
+        session_id: str | None = None,
+        room: str | None = None,
+    ) -> list[Job]:
+        return self.store.list(states, limit, session_id=session_id, room=room)
 
     def events(self, job_id: str, after: int = 0, limit: int = 1000) -> list[JobEvent]:
         return self.store.events(job_id, after, limit)
 
     def confirm(self, job_id: str, by: str) -> Job:
         """Let a job waiting for confirmation act: it goes back to the queue, confirmed."""
-        job, _ = self.store.transition(
+        job, _ = self.transition(
             job_id,
             "queued",
             "confirmed",
@@ -137,14 +224,14 @@ class Jobs(Resource):
 
     def deny(self, job_id: str, by: str) -> Job:
         """End a job waiting for confirmation without acting (``aborted``)."""
-        job, _ = self.store.transition(
+        job, _ = self.transition(
             job_id, "aborted", "denied", {"by": _who(by)}, expect="waiting_for_confirmation"
         )
         return job
 
     def abort(self, job_id: str, by: str) -> Job:
         """Stop a job now; a worker running it kills its command within ``poll`` seconds."""
-        job, _ = self.store.transition(job_id, "aborted", "aborted", {"by": _who(by)})
+        job, _ = self.transition(job_id, "aborted", "aborted", {"by": _who(by)})
         return job
 
     async def follow(
@@ -163,6 +250,56 @@ class Jobs(Resource):
             if not events:
                 await asyncio.sleep(poll)
 
+    async def follow_scope(
+        self,
+        *,
+        session_id: str | None = None,
+        room: str | None = None,
+        limit: int = SCOPE_JOBS,
+        poll: float = 1.0,
+    ) -> AsyncIterator[tuple[Job, list[JobEvent]]]:
+        """The jobs of a conversation (``session_id``) or a room, live, for as long as the
+        caller reads: first each of its latest ``limit`` jobs (oldest first) with all its
+        events, then each job again with the events it gained (a new job with all of
+        its own), as they are written. Events written through this ``Jobs`` wake it at
+        once (``watch``); those of other processes (a ``heron jobs run`` worker, another
+        server on the same database) within ``poll`` seconds."""
+        loop = asyncio.get_running_loop()
+        woken = asyncio.Event()
+
+        def wake(job: Job, _: JobEvent) -> None:
+            if session_id is not None and job.session_id != session_id:
+                return
+            if room is not None and job.room != room:
+                return
+            loop.call_soon_threadsafe(woken.set)
+
+        seen: dict[str, int] = {}  # job id -> last seq given
+        finished: set[str] = set()  # jobs done whose every event was given
+        unwatch = self.watch(wake)
+        try:
+            while True:
+                woken.clear()
+                jobs = await asyncio.to_thread(
+                    self.list, (), limit, session_id=session_id, room=room
+                )
+                for job in reversed(jobs):
+                    if job.id in finished:
+                        continue
+                    events = await asyncio.to_thread(self.events, job.id, seen.get(job.id, 0))
+                    if events or job.id not in seen:
+                        seen[job.id] = events[-1].seq if events else seen.get(job.id, 0)
+                        # The job as it stands after these events (a state change is an event).
+                        current = await asyncio.to_thread(self.get, job.id) if events else job
+                        yield current, events
+                        job = current
+                    if job.done:
+                        finished.add(job.id)
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(woken.wait(), poll)
+        finally:
+            unwatch()
+
     def _wake(self) -> None:
         with self._listeners_lock:
             listeners = list(self._listeners)
@@ -175,3 +312,14 @@ class Jobs(Resource):
 
 def _who(by: str) -> str:
     return by.strip() or "unknown"
+
+
+def _scope(what: str, value: str) -> str:
+    """A session id or a room name, stripped; ``JobInputError`` when it cannot be one."""
+    value = (value or "").strip()
+    if len(value) > MAX_SCOPE or any(ch.isspace() or not ch.isprintable() for ch in value):
+        raise JobInputError(
+            f"A job's {what} is at most {MAX_SCOPE} printable characters without spaces, "
+            f"not {value[:40]!r}."
+        )
+    return value

@@ -48,7 +48,7 @@ from heron.jobs.model import (
     check_transition,
 )
 
-#: The columns a ``Job`` is read from: its fields (``created_by`` is stored, not read).
+#: The columns a ``Job`` is read from: its fields.
 FIELDS = tuple(field.name for field in dataclasses.fields(Job))
 COLUMNS = ", ".join(FIELDS)
 
@@ -103,6 +103,13 @@ CREATE TABLE {new}{p}job_events (
     PRIMARY KEY (job_id, seq)
 ){keyed};
 """,
+        # The conversation a job belongs to: jobs.list and the streams filter by them.
+        """
+ALTER TABLE {p}jobs ADD COLUMN session_id text NOT NULL DEFAULT '';
+ALTER TABLE {p}jobs ADD COLUMN room text NOT NULL DEFAULT '';
+CREATE INDEX {new}{p}jobs_by_session ON {p}jobs (session_id, created_at);
+CREATE INDEX {new}{p}jobs_by_room ON {p}jobs (room, created_at);
+""",
     ),
     rebuild="a new, empty job store starts on the next use (the old jobs stay in the moved file)",
     advice="then the job (heron jobs show ID) before retrying",
@@ -114,7 +121,8 @@ CREATE TABLE {new}{p}job_events (
 # checks the row again once it is locked.
 _CREATE = (
     "INSERT INTO {p}jobs (id, prompt, success_criteria, risk_level, requires_confirmation, "
-    "created_by, state, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
+    "created_by, session_id, room, state, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
     "RETURNING {columns}"
 )
 _CLAIM = (
@@ -191,18 +199,22 @@ class SQLJobStore(DatabaseStore):
         requires_confirmation: bool,
         *,
         created_by: str = "",
+        session_id: str = "",
+        room: str = "",
     ) -> Job:
         job_id = secrets.token_hex(8)
         now = time.time()
         with self._tx(write=True) as db:
-            given = (prompt, success_criteria, risk_level, requires_confirmation, created_by)
+            given = (prompt, success_criteria, risk_level, requires_confirmation)
+            given += (created_by, session_id, room)
             row = self._run(db, _CREATE, (job_id, *given, now, now)).fetchone()
+            where = {"by": created_by, "session_id": session_id, "room": room}
             self._append(
                 db,
                 job_id,
                 "created",
                 {"risk_level": risk_level, "requires_confirmation": requires_confirmation}
-                | ({"by": created_by} if created_by else {}),
+                | {key: value for key, value in where.items() if value},
             )
             return _job(row)
 
@@ -210,12 +222,26 @@ class SQLJobStore(DatabaseStore):
         with self._tx() as db:
             return self._get(db, job_id)
 
-    def list(self, states: Iterable[State] = (), limit: int = 100) -> list[Job]:
+    def list(
+        self,
+        states: Iterable[State] = (),
+        limit: int = 100,
+        *,
+        session_id: str | None = None,
+        room: str | None = None,
+    ) -> list[Job]:
         wanted = check_states(states)
-        where = f"WHERE state IN ({', '.join('?' * len(wanted))})" if wanted else ""
+        clauses, args = [], list[Any](wanted)
+        if wanted:
+            clauses.append(f"state IN ({', '.join('?' * len(wanted))})")
+        for column, value in (("session_id", session_id), ("room", room)):
+            if value is not None:
+                clauses.append(f"{column} = ?")
+                args.append(value)
+        where = "WHERE " + " AND ".join(clauses) if clauses else ""
         sql = "SELECT {columns} FROM {p}jobs " + where + " ORDER BY created_at DESC, id LIMIT ?"
         with self._tx() as db:
-            rows = self._run(db, sql, (*wanted, limit)).fetchall()
+            rows = self._run(db, sql, (*args, limit)).fetchall()
         return [_job(row) for row in rows]
 
     def claim(self, worker: str) -> Job | None:

@@ -14,7 +14,8 @@ What each step gives: ``git_status`` the branch and its distance from its upstre
 ``git_diff`` the files changed with the diff stat (``git diff --stat``'s last line);
 ``test`` pytest's last summary line when there is one (``12 passed, 1 failed in 3.2s``),
 else the exit code; ``search_docs`` the number of hits and the best page;
-``store_stats`` the namespaces and records. A step that could not run says why.
+``store_counts`` the namespaces and records; ``remote`` whether the remote answered and
+its branches; ``typecheck`` its verdict. A step that could not run says why.
 
 ``written(...)``: with a capable model (``capabilities.answers == "generative"``, not the
 bundled local model), the broker writes a short summary from the prompt and the outputs,
@@ -86,8 +87,12 @@ def facts(steps: Sequence[Mapping[str, Any]]) -> str:
         parts.append(repo)
     if "search_docs" in by and "error" not in by["search_docs"]:
         parts.append(_docs(by["search_docs"]))
-    if "store_stats" in by and "error" not in by["store_stats"]:
-        parts.append(_store(by["store_stats"]))
+    if "remote" in by and "error" not in by["remote"]:
+        parts.append(_remote(by["remote"]))
+    if "store_counts" in by and "error" not in by["store_counts"]:
+        parts.append(_store(by["store_counts"]))
+    if "typecheck" in by and "error" not in by["typecheck"]:
+        parts.append(_verdict("Typecheck", "the typecheck command", by["typecheck"]))
     if "test" in by and "error" not in by["test"]:
         parts.append(_tests(by["test"]))
     broken = [s for s in steps if "error" in s]
@@ -202,10 +207,23 @@ def _tests(step: Mapping[str, Any]) -> str:
     line = pytest_line(_output(step) or "") or pytest_line(str(step.get("stderr", "")))
     if line:
         return f"Tests: {line}"
-    command = shlex.join(step.get("argv") or []) or "the test command"
+    return _verdict("Tests", "the test command", step)
+
+
+def _verdict(what: str, default: str, step: Mapping[str, Any]) -> str:
+    command = shlex.join(step.get("argv") or []) or default
     code = step.get("exit_code")
     verdict = "passed" if code == 0 else "failed"
-    return f"Tests ({command}): {verdict}, exit code {code}"
+    return f"{what} ({command}): {verdict}, exit code {code}"
+
+
+def _remote(step: Mapping[str, Any]) -> str:
+    argv = step.get("argv") or []
+    name = argv[-1] if argv else "the remote"
+    if step.get("exit_code") != 0:
+        return f"Remote {name}: not reachable (git ls-remote exit code {step.get('exit_code')})"
+    heads = [ln for ln in (_output(step) or "").splitlines() if "\trefs/heads/" in ln]
+    return f"Remote {name}: reachable, {_count(len(heads), 'branch', 'branches')}"
 
 
 def pytest_line(output: str) -> str | None:
@@ -330,8 +348,8 @@ def _cut(text: str, most: int = MODEL_OUTPUT_CHARS) -> str:
     return text[: most // 2] + "\n...\n" + text[-most // 2 :]
 
 
-def _count(n: int, noun: str) -> str:
-    return f"{n:,} {noun}{'' if n == 1 else 's'}"
+def _count(n: int, noun: str, nouns: str = "") -> str:
+    return f"{n:,} {noun if n == 1 else nouns or noun + 's'}"
 
 
 def _names(names: list[str], total: int | None = None) -> str:

@@ -2,13 +2,14 @@
 
 >>> register_job_tools(registry, open_jobs())                      # doctest: +SKIP
 >>> registry.call("delegate_job", {"prompt": "is main broken?"})    # doctest: +SKIP
-{'id': '9f3c2a1b4d5e6f70', 'state': 'queued', 'watch': 'heron jobs watch 9f3c2a1b4d5e6f70'}
+{'id': '9f3c2a1b4d5e6f70', 'state': 'queued', 'session_id': '', 'room': 'default', ...}
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from heron.core.caller import Caller, current_caller
 from heron.core.errors import ToolInputError
 from heron.core.tools import Tool, ToolSink
 from heron.jobs.model import RISK_LEVELS
@@ -53,14 +54,25 @@ def register_job_tools(registry: ToolSink, jobs: Jobs) -> list[Tool]:
         prompt = arguments.get("prompt")
         if not isinstance(prompt, str) or not prompt.strip():
             raise ToolInputError("delegate_job needs a 'prompt' saying what the job should do.")
+        # The conversation it is delegated in (set by the agent around each call): the
+        # job's events reach that session and its room, its creator is who asked.
+        caller = current_caller() or Caller()
         job = jobs.create(
             prompt,
             str(arguments.get("success_criteria") or ""),
             str(arguments.get("risk_level") or "read_only"),
             None,
-            by="agent",
+            by=caller.user or "agent",
+            session_id=caller.session_id,
+            room=caller.room,
         )
-        return {"id": job.id, "state": job.state, "watch": f"heron jobs watch {job.id}"}
+        return {
+            "id": job.id,
+            "state": job.state,
+            "session_id": job.session_id,
+            "room": job.room,
+            "watch": f"heron jobs watch {job.id}",
+        }
 
     registry.add(DELEGATE_JOB, delegate)
     return [DELEGATE_JOB]

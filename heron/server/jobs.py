@@ -1,5 +1,6 @@
-"""Jobs over HTTP: the ``jobs.*`` JSON-RPC methods, ``GET /jobs/{id}/events/stream`` (SSE)
-and the workers that run jobs while the server runs.
+"""Jobs over HTTP: the ``jobs.*`` JSON-RPC methods, ``GET /jobs/{id}/events/stream`` and
+``GET /jobs/stream?session=S`` (or ``?room=R``) (SSE), and the workers that run jobs while
+the server runs.
 
 The stream replays a job's events from the start, or from after the ``Last-Event-ID``
 header (or ``?after=N``), then follows new ones until the job has finished::
@@ -7,6 +8,15 @@ header (or ``?after=N``), then follows new ones until the job has finished::
     id: 4
     event: step_finished
     data: {"job_id": "9f3c...", "seq": 4, "kind": "step_finished", "payload": {...}}
+
+The stream of a conversation (the agent's session: the chat page follows its own) or of
+a room gives each of its jobs, then each job again whenever it changes, as ``job``
+events carrying the job and the events it gained (all of them the first time). A client
+that reconnects gets every job again, whole: it replaces what it shows, and misses
+nothing::
+
+    event: job
+    data: {"job": {"id": "9f3c...", "state": "running", ...}, "events": [{"seq": 3, ...}]}
 """
 
 from __future__ import annotations
@@ -29,9 +39,15 @@ from heron.server.replies import invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 
+#: Seconds between looks at the database for job events another process wrote.
+SCOPE_POLL = 1.0
+
 
 class CreateParams(Params):
     prompt: str = Field(description="What to check, e.g. 'is main broken?'.")
+    session_id: str = Field(default="", description="The conversation it belongs to.")
+    room: str = Field(default="", description="Who shares it; default: interventions_room.")
+    by: str = Field(default="api", max_length=200, description="Who asks for it.")
     success_criteria: str = Field(default="", description="What a good outcome looks like.")
     risk_level: Risk = "read_only"
     requires_confirmation: bool | None = Field(
@@ -55,6 +71,10 @@ class EventsParams(IdParams):
 class ListParams(Params):
     state: list[State] = Field(default_factory=list, description="Only these states.")
     limit: int = Field(default=100, ge=1, le=10_000)
+    session_id: str | None = Field(
+        default=None, max_length=200, description="Only the jobs delegated in this conversation."
+    )
+    room: str | None = Field(default=None, max_length=200, description="Only this room's jobs.")
 
 
 def register(registry: Registry, runtime: Runtime) -> None:
@@ -64,13 +84,20 @@ def register(registry: Registry, runtime: Runtime) -> None:
     @method("jobs.create", CreateParams, summary="Queue a job; returns it.")
     def create(p: CreateParams) -> dict[str, Any]:
         job = runtime.jobs.create(
-            p.prompt, p.success_criteria, p.risk_level, p.requires_confirmation, by="api"
+            p.prompt,
+            p.success_criteria,
+            p.risk_level,
+            p.requires_confirmation,
+            by=p.by,
+            session_id=p.session_id,
+            room=p.room,
         )
         return job.to_dict()
 
     @method("jobs.list", ListParams, summary="Jobs, newest first.")
     def list_(p: ListParams) -> list[dict[str, Any]]:
-        return [job.to_dict() for job in runtime.jobs.list(p.state, p.limit)]
+        found = runtime.jobs.list(p.state, p.limit, session_id=p.session_id, room=p.room)
+        return [job.to_dict() for job in found]
 
     @method("jobs.get", IdParams, summary="One job.")
     def get(p: IdParams) -> dict[str, Any]:
@@ -113,7 +140,26 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
 
         return event_stream(frames(), runtime.settings)
 
-    return [Route("/jobs/{id}/events/stream", stream, methods=["GET"])]
+    async def scoped(request: Request) -> Response:
+        query = request.query_params
+        session_id, room = query.get("session"), query.get("room")
+        for name, value in (("session", session_id), ("room", room)):
+            if value is not None and (not value.strip() or len(value) > 200):
+                return invalid(f"?{name}= must name one, in at most 200 characters.")
+
+        async def frames() -> AsyncIterator[ServerSentEvent]:
+            async for job, events in runtime.jobs.follow_scope(
+                session_id=session_id, room=room, poll=SCOPE_POLL
+            ):
+                data = {"job": job.to_dict(), "events": [e.to_dict() for e in events]}
+                yield message(data, event="job")
+
+        return event_stream(frames(), runtime.settings)
+
+    return [
+        Route("/jobs/stream", scoped, methods=["GET"]),
+        Route("/jobs/{id}/events/stream", stream, methods=["GET"]),
+    ]
 
 
 @asynccontextmanager

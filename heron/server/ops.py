@@ -1,12 +1,13 @@
 """``/health`` (the process answers), ``/ready`` (it can serve), ``/metrics``
-(Prometheus), ``/doctor``, and the JSON-RPC methods ``ops.doctor``, ``ops.watchdog`` and
-``ops.board`` (the watchdog's checks as a status board); ``ops.reload`` is
-``heron.server.reload``'s."""
+(Prometheus), ``/doctor``, ``POST /watchdog/heartbeat/{name}`` (a watchdog push check),
+and the JSON-RPC methods ``ops.doctor``, ``ops.watchdog`` and ``ops.board`` (the
+watchdog's checks as a status board); ``ops.reload`` is ``heron.server.reload``'s."""
 
 from __future__ import annotations
 
 import json
 import os
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -20,11 +21,13 @@ from starlette.routing import BaseRoute, Route
 from heron.errors import ConfigError, HeronError
 from heron.libraries.library import statuses
 from heron.ops.doctor import CHECKS, doctor
-from heron.ops.watchdog import history_path, latest_path, read_latest
+from heron.ops.watchdog import history_path, latest_path, load_config, read_latest
+from heron.ops.watchdog.heartbeats import record_beat
+from heron.ops.watchdog.state import iso
 from heron.server.hooks import endpoint, no_lifespan
 from heron.server.metrics import CONTENT_TYPE, Gauges, watchdog_gauges
 from heron.server.reload import reloader
-from heron.server.replies import invalid
+from heron.server.replies import heron_error, invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -98,6 +101,29 @@ async def doctor_route(rt: Runtime, request: Request) -> Response:
     except HeronError as exc:  # an unknown check name
         return invalid(str(exc), "check")
     return StrictJSONResponse(report, status_code=200 if report["ok"] else 503)
+
+
+def beat(rt: Runtime, name: str) -> Response:
+    """Record a beat of the watchdog's heartbeat check ``name``; only names the watchdog
+    config declares as heartbeats are taken, so nothing else can fill the disk."""
+    try:
+        config = load_config(None, rt.settings)
+    except ConfigError as exc:
+        return heron_error(exc)
+    beats = [c.name for c in config.checks if c.kind == "heartbeat"]
+    if name not in beats:
+        return not_found(
+            f"No heartbeat check named {name[:64]!r} in {config.source}; heartbeat checks: "
+            f"{', '.join(beats) or 'none'}."
+        )
+    now = time.time()
+    record_beat(rt.settings.home, name, now)
+    return StrictJSONResponse({"ok": True, "check": name, "at": iso(now)})
+
+
+async def heartbeat(rt: Runtime, request: Request) -> Response:
+    """``POST /watchdog/heartbeat/{name}``: a job reporting in (the body is not read)."""
+    return await run_in_threadpool(beat, rt, request.path_params["name"])
 
 
 #: Watchdog runs a board shows per check, and the tail of the history read for them.
@@ -208,13 +234,14 @@ def register(registry: Registry, rt: Runtime) -> None:
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:
-    """``/health``, ``/ready``, ``/metrics`` and ``/doctor``."""
+    """``/health``, ``/ready``, ``/metrics``, ``/doctor`` and the watchdog's heartbeats."""
 
     return [
         Route("/health", health, methods=["GET"]),
         Route("/ready", endpoint(ready, rt), methods=["GET"]),
         Route("/metrics", endpoint(metrics, rt), methods=["GET"]),
         Route("/doctor", endpoint(doctor_route, rt), methods=["GET"]),
+        Route("/watchdog/heartbeat/{name}", endpoint(heartbeat, rt), methods=["POST"]),
     ]
 
 

@@ -129,11 +129,31 @@ def configured(home: Path, workspace: Path, monkeypatch: pytest.MonkeyPatch) -> 
     return workspace
 
 
+def tree(root: Path) -> dict[str, bytes]:
+    """Every file under ``root`` (``.git`` included) and its bytes: what "unchanged" means."""
+    return {
+        str(path.relative_to(root)): path.read_bytes()
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.is_symlink()
+    }
+
+
 @pytest.fixture
 def jobs(configured: Path) -> Iterator[Jobs]:
+    """The jobs of ``configured``. Afterwards, every read-only job that completed must
+    have found the workspace unchanged (the runner's own check, ``result.workspace``): a
+    test whose job writes on purpose opens its own ``Jobs``."""
     jobs = open_jobs()
     yield jobs
-    jobs.close()
+    try:
+        for job in jobs.list(["completed"], limit=10_000):
+            if job.risk_level == "read_only":
+                assert job.result is not None and job.result.get("workspace") == "unchanged", (
+                    f"read-only job {job.id} ({job.prompt!r}) changed the workspace: "
+                    f"{job.result and job.result.get('workspace')}"
+                )
+    finally:
+        jobs.close()
 
 
 def alive(pid: int) -> bool:

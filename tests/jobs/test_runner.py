@@ -36,15 +36,48 @@ def kinds(jobs: Jobs, job_id: str) -> list[str]:
     return [e.kind for e in jobs.events(job_id)]
 
 
+def names(prompt: str, criteria: str = "", **commands: str) -> list[str]:
+    return [s.name for s in plan(prompt, criteria, **commands).steps]
+
+
 def test_the_prompt_picks_the_checks() -> None:
-    names = [s.name for s in plan("what changed in the repo this week?", "pytest -q")]
-    assert names == ["git_status", "git_diff"]
-    assert [s.name for s in plan("Is the build broken?", "pytest -q")][-1] == "test"
-    assert [s.name for s in plan("does the index have our memory notes?", "")][-1] == "store_stats"
-    assert "search_docs" in [s.name for s in plan("what do the docs say about pods", "")]
-    assert plan("run the tests", "pytest -q")[-1].argv == ("pytest", "-q")
-    assert not plan("run the tests", "pytest -q")[-1].read_only
-    assert all(s.read_only for s in plan("what changed?", "pytest -q"))
+    assert names("what changed in the repo this week?", test_command="pytest -q") == [
+        "git_status",
+        "git_diff",
+    ]
+    assert names("Is the build broken?", test_command="pytest -q")[-1] == "test"
+    assert names("does the index have our memory notes?")[-1] == "store_counts"
+    assert names("how is our telemetry?")[-1] == "store_counts"
+    assert "search_docs" in names("what do the docs say about pods")
+    assert names("is GitHub reachable?")[-1] == "remote"
+    assert plan("is GitHub reachable?", remote="upstream").steps[-1].argv == (
+        "git",
+        "ls-remote",
+        "--heads",
+        "upstream",
+    )
+    typed = plan("does it typecheck?", typecheck_command="mypy .", test_command="pytest")
+    assert [s.name for s in typed.steps][-1] == "typecheck" and not typed.read_only
+    assert plan("run the tests", test_command="pytest -q").steps[-1].argv == ("pytest", "-q")
+    assert not plan("run the tests", test_command="pytest -q").read_only
+    assert plan("what changed?", test_command="pytest -q").read_only
+
+
+def test_the_success_criteria_pick_checks_too() -> None:
+    # The prompt asks for nothing but the criteria name the tests and the remote.
+    found = plan("look at main", "tests pass and the remote is reachable", test_command="pytest")
+    assert [s.name for s in found.steps] == ["git_status", "git_diff", "remote", "test"]
+    assert [(c.text, c.step) for c in found.criteria] == [
+        ("tests pass", "test"),
+        ("the remote is reachable", "remote"),
+    ]
+    # Without the command, or naming nothing a step checks: unverified, and why.
+    bare = plan("look at main", "tests pass; the typecheck passes; users are happy")
+    assert [(c.step, c.why) for c in bare.criteria] == [
+        (None, "no test command is configured (HERON_JOBS_TEST_COMMAND)"),
+        (None, "no typecheck command is configured (HERON_JOBS_TYPECHECK_COMMAND)"),
+        (None, "no step of a job checks this"),
+    ]
 
 
 def test_a_job_checks_the_workspace_and_records_each_step(jobs: Jobs) -> None:
@@ -356,7 +389,7 @@ def test_docs_and_index_steps_use_the_real_libraries(
         e.payload.get("step"): e.payload for e in jobs.events(job.id) if e.kind == "step_finished"
     }
     assert events["search_docs"]["results"][0]["citation"].startswith("(k8s, pods")
-    assert any(ns["records"] > 0 for ns in events["store_stats"]["namespaces"])
+    assert any(ns["records"] > 0 for ns in events["store_counts"]["namespaces"])
 
 
 def _dead_pid() -> int:

@@ -157,7 +157,7 @@ def test_other_steps_and_steps_that_could_not_run() -> None:
             ],
         },
         {
-            "step": "store_stats",
+            "step": "store_counts",
             "ok": True,
             "namespaces": [{"name": "a", "records": 1200}, {"name": "b", "records": 34}],
         },

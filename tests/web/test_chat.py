@@ -212,3 +212,27 @@ def test_stop_ends_an_answer_being_written(heron: Heron, page) -> None:  # type:
     assert page.locator("#send").is_enabled() and stop.is_hidden()
     assert page.locator("li.turn[data-done=true]").count() == 0
     assert not page.errors, page.errors
+
+
+def test_a_job_delegated_in_the_conversation_is_a_live_item_confirmed_there(
+    heron: Heron, page
+) -> None:  # type: ignore[no-untyped-def]
+    # A job of this session that waits for a person: the chat shows it live, with its
+    # buttons; confirming there runs it, and its steps and verdict arrive in the same item.
+    sid = seed(heron, "Is main broken?", "I'll check in a background job [1].")
+    job = heron.rpc("jobs.create", prompt="is main broken?", success_criteria="tests pass",
+                    risk_level="deploy_allowed", session_id=sid, by="ana")  # fmt: skip
+    other = heron.rpc("jobs.create", prompt="what changed?", session_id="another")
+    page.goto(f"{heron.url}/?session={sid}")
+    item = page.locator(f"li.job-item[data-job='{job['id']}']")  # type: ignore[index]
+    page.locator(
+        f"li.job-item[data-job='{job['id']}'][data-state=waiting_for_confirmation]"
+    ).wait_for()
+    assert page.locator(f"li.job-item[data-job='{other['id']}']").count() == 0  # type: ignore[index]
+    item.get_by_role("button", name="Confirm").click()
+    page.locator(f"li.job-item[data-job='{job['id']}'][data-state=completed]").wait_for()
+    assert item.get_by_role("button", name="Confirm").count() == 0
+    steps = item.locator(".job-step").evaluate_all("els => els.map(e => e.dataset.step)")
+    assert {"git_status", "git_diff", "test"} <= set(steps)
+    assert item.locator(".job-verdict").get_attribute("data-ok") == "true"
+    assert not page.errors, page.errors

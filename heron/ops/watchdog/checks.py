@@ -12,6 +12,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import socket
+import ssl
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -22,8 +24,11 @@ import httpx
 from heron.ops.watchdog import config as cfg
 from heron.ops.watchdog.conditions import Condition
 from heron.ops.watchdog.deploy import sync_deploy
+from heron.ops.watchdog.durations import human
+from heron.ops.watchdog.heartbeats import last_beat
 from heron.ops.watchdog.outcome import Context, Outcome
 from heron.ops.watchdog.programs import environment, heron_argv, run_program, systemd_available
+from heron.ops.watchdog.state import iso
 from heron.programs.processes import alive
 from heron.redact import redact
 from heron.settings import Settings
@@ -56,12 +61,28 @@ def _token(name: str | None, settings: Settings) -> str | None:
     return token or None
 
 
+def _tls_context(ca_file: Path | None) -> ssl.SSLContext:
+    """Verifying always (hostname and chain); ``ca_file`` trusts a private CA besides."""
+    return ssl.create_default_context(cafile=str(ca_file) if ca_file else None)
+
+
+def _time_left(ssl_object: ssl.SSLObject | ssl.SSLSocket | None) -> float | None:
+    """Milliseconds until the peer's certificate expires (``[CERTIFICATE_EXPIRATION]``)."""
+    if ssl_object is None:
+        return None
+    not_after = (ssl_object.getpeercert() or {}).get("notAfter")
+    if not isinstance(not_after, str):
+        return None
+    return round((ssl.cert_time_to_seconds(not_after) - time.time()) * 1000)
+
+
 def _request(
     method: str,
     url: str,
     timeout: float,
     headers: dict[str, str],
     token: str | None,
+    ca_file: Path | None = None,
     **kwargs: Any,
 ) -> dict[str, Any]:
     """What an HTTP exchange showed, as the placeholders conditions read."""
@@ -69,7 +90,13 @@ def _request(
         headers = {**headers, "authorization": f"Bearer {token}"}
     started = time.monotonic()
     try:
-        response = httpx.request(method, url, headers=headers, timeout=timeout, **kwargs)
+        with (
+            httpx.Client(verify=_tls_context(ca_file), timeout=timeout) as client,
+            client.stream(method, url, headers=headers, **kwargs) as response,
+        ):
+            stream = response.extensions.get("network_stream")
+            left = _time_left(stream.get_extra_info("ssl_object")) if stream else None
+            response.read()
     except httpx.HTTPError as exc:
         return {"CONNECTED": False, "error": redact(f"{type(exc).__name__}: {exc}")}
     millis = round((time.monotonic() - started) * 1000, 1)
@@ -77,12 +104,18 @@ def _request(
         body: Any = response.json()
     except ValueError:
         body = response.text
-    return {"CONNECTED": True, "STATUS": response.status_code, "RESPONSE_TIME": millis,
+    seen = {"CONNECTED": True, "STATUS": response.status_code, "RESPONSE_TIME": millis,
             "BODY": body}  # fmt: skip
+    if left is not None:
+        seen["CERTIFICATE_EXPIRATION"] = left
+    return seen
+
+
+_DATA = ("STATUS", "RESPONSE_TIME", "CERTIFICATE_EXPIRATION")
 
 
 def _exchange(seen: dict[str, Any], conditions: list[Condition], url: str) -> Outcome:
-    data = {k.lower(): seen[k] for k in ("STATUS", "RESPONSE_TIME") if k in seen}
+    data = {k.lower(): seen[k] for k in _DATA if k in seen}
     if not seen["CONNECTED"]:
         # [CONNECTED] == false may be what is wanted (a port that must stay closed).
         ok, detail = _conditions(conditions, seen)
@@ -94,7 +127,7 @@ def _exchange(seen: dict[str, Any], conditions: list[Condition], url: str) -> Ou
 def http(spec: cfg.HttpCheck, context: Context) -> Outcome:
     token = _token(spec.token_env, context.settings)
     seen = _request(spec.method, spec.url, spec.timeout, dict(spec.headers), token,
-                    content=spec.body)  # fmt: skip
+                    spec.ca_file, content=spec.body)  # fmt: skip
     return _exchange(seen, spec.conditions, spec.url)
 
 
@@ -204,6 +237,49 @@ def command(spec: cfg.CommandCheck, context: Context) -> Outcome:
     return Outcome(ok, f"{detail}: {tail}" if tail and not ok else detail, data=data)
 
 
+def tls(spec: cfg.TlsCheck, context: Context) -> Outcome:
+    """A TLS handshake with ``host:port``, verified (hostname, chain, dates), as Gatus's
+    ``tls://`` endpoints: ``[CONNECTED]``, ``[RESPONSE_TIME]``, ``[CERTIFICATE_EXPIRATION]``."""
+    host, port = spec.address()
+    started = time.monotonic()
+    seen: dict[str, Any]
+    try:
+        with (
+            socket.create_connection((host, port), timeout=spec.timeout) as sock,
+            _tls_context(spec.ca_file).wrap_socket(
+                sock, server_hostname=spec.server_name or host
+            ) as wrapped,
+        ):
+            millis = round((time.monotonic() - started) * 1000, 1)
+            seen = {"CONNECTED": True, "RESPONSE_TIME": millis,
+                    "CERTIFICATE_EXPIRATION": _time_left(wrapped)}  # fmt: skip
+    except (OSError, ssl.SSLError) as exc:  # refused, timed out, or not a trusted cert
+        seen = {"CONNECTED": False, "error": redact(f"{type(exc).__name__}: {exc}")}
+    if seen.get("CERTIFICATE_EXPIRATION") is None:
+        seen.pop("CERTIFICATE_EXPIRATION", None)
+    return _exchange(seen, spec.conditions, spec.url)
+
+
+def heartbeat(spec: cfg.HeartbeatCheck, context: Context) -> Outcome:
+    """Passes while ``POST /watchdog/heartbeat/NAME`` was called within ``period``; before
+    the first beat, the period counts from the check's first run."""
+    now = context.clock()
+    last = last_beat(context.settings.home, spec.name)
+    first = context.memory.setdefault("first_run", now)
+    since = last if last is not None else first
+    ago = now - since
+    data = {"last_beat": iso(last) if last is not None else None, "seconds_since": round(ago, 3)}
+    what = f"last beat {human(ago)} ago" if last is not None else f"no beat in {human(ago)}"
+    if ago <= spec.period:
+        return Outcome(True, f"{what} (period {human(spec.period)})", data=data)
+    return Outcome(
+        False,
+        f"{what}, past its period of {human(spec.period)}; whatever should call "
+        f"POST /watchdog/heartbeat/{spec.name} has not",
+        data=data,
+    )
+
+
 KINDS: dict[str, Callable[[Any, Context], Outcome]] = {
     "http": http,
     "rpc": rpc,
@@ -212,5 +288,7 @@ KINDS: dict[str, Callable[[Any, Context], Outcome]] = {
     "systemd": systemd,
     "disk": disk,
     "command": command,
+    "tls": tls,
+    "heartbeat": heartbeat,
     "deploy": sync_deploy,
 }

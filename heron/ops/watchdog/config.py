@@ -21,10 +21,14 @@ naming the file, the line and the field. ``default_config`` is what runs without
 
 from __future__ import annotations
 
+import fnmatch
 import re
 import socket
+from datetime import datetime, time, timedelta
 from pathlib import Path
 from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import yaml
 from pydantic import (
@@ -38,11 +42,12 @@ from pydantic import (
 )
 
 from heron.errors import ConfigError
+from heron.ops.watchdog import durations
 from heron.ops.watchdog.conditions import Condition, ConditionError
+from heron.ops.watchdog.durations import human
 from heron.settings import Settings
 from heron.yamlsafe import NoAliasLoader, YAMLRefused, load
 
-_UNITS = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400}
 _SIZES = {"": 1, "b": 1, "k": 1e3, "kb": 1e3, "kib": 1024, "m": 1e6, "mb": 1e6, "mib": 1024**2,
           "g": 1e9, "gb": 1e9, "gib": 1024**3, "t": 1e12, "tb": 1e12, "tib": 1024**4}  # fmt: skip
 #: What a check's name may be: it names files' entries, alerts and intervention keys.
@@ -50,21 +55,12 @@ NAME = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
 
 
 def parse_duration(value: Any) -> float:
-    """Seconds in ``value``: a number, or ``500ms``, ``30s``, ``5m``, ``1h``, ``1d``.
+    """Seconds in ``value``: a number, or ``500ms``, ``30s``, ``1h30m``, ``1d``.
 
-    >>> parse_duration("5m"), parse_duration(2.5)
-    (300.0, 2.5)
+    >>> parse_duration("1h30m"), parse_duration(2.5)
+    (5400.0, 2.5)
     """
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        seconds = float(value)
-    else:
-        found = re.fullmatch(r"\s*(\d+(?:\.\d+)?)\s*(ms|s|m|h|d)?\s*", str(value))
-        if found is None:
-            raise ValueError(f"{value!r} is not a duration; write e.g. 30s, 5m, 1h or 1d")
-        seconds = float(found.group(1)) * _UNITS[found.group(2) or "s"]
-    if seconds <= 0:
-        raise ValueError("a duration must be above zero")
-    return seconds
+    return durations.seconds(value)
 
 
 def parse_size(value: Any) -> int:
@@ -146,6 +142,10 @@ class CheckBase(_Model):
     restart_budget: int = Field(default=3, ge=0)
     budget_window: Duration = 3600.0
     alert: bool = True
+    #: Checks this one needs: while one of them fails, this one's alerts and remedies wait.
+    depends_on: list[str] = []
+    #: Run at most this often (a timer or loop that comes sooner skips it); none: each run.
+    interval: Duration | None = None
 
 
 class HttpCheck(CheckBase):
@@ -158,7 +158,52 @@ class HttpCheck(CheckBase):
     headers: dict[str, str] = {}
     body: str | None = None
     token_env: str | None = None
+    ca_file: Path | None = None
     conditions: Conditions = Field(default_factory=lambda: [_condition("[STATUS] == 200")])
+
+
+class TlsCheck(CheckBase):
+    """A verified TLS handshake with ``tls://HOST:PORT`` (Gatus's ``tls://``); conditions on
+    ``[CONNECTED]``, ``[RESPONSE_TIME]`` and ``[CERTIFICATE_EXPIRATION]``; ``ca_file``
+    trusts a private CA, ``server_name`` is the name the certificate must hold."""
+
+    kind: Literal["tls"]
+    url: str = Field(pattern=r"^tls://")
+    server_name: str | None = None
+    ca_file: Path | None = None
+    conditions: Conditions = Field(
+        default_factory=lambda: [
+            _condition("[CONNECTED] == true"),
+            _condition("[CERTIFICATE_EXPIRATION] > 168h"),
+        ]
+    )
+
+    @field_validator("url")
+    @classmethod
+    def _host_and_port(cls, url: str) -> str:
+        try:
+            parts = urlsplit(url)
+            port = parts.port
+        except ValueError as exc:
+            raise ValueError(f"{url!r} is not tls://HOST:PORT ({exc})") from None
+        if not parts.hostname or port is None or parts.path not in ("", "/"):
+            raise ValueError(f"{url!r} is not tls://HOST:PORT, e.g. tls://example.org:443")
+        return url
+
+    def address(self) -> tuple[str, int]:
+        parts = urlsplit(self.url)
+        assert parts.hostname is not None and parts.port is not None  # validated
+        return parts.hostname, parts.port
+
+
+class HeartbeatCheck(CheckBase):
+    """A push check: fails when ``POST /watchdog/heartbeat/NAME`` was not called within
+    ``period`` (``heron.ops.watchdog.heartbeats``); a missed period is already the
+    threshold, so one failed run fires."""
+
+    kind: Literal["heartbeat"]
+    period: Duration
+    failure_threshold: int = Field(default=1, ge=1)
 
 
 class RpcCheck(CheckBase):
@@ -258,10 +303,88 @@ Check = Annotated[
     | SystemdCheck
     | DiskCheck
     | CommandCheck
+    | TlsCheck
+    | HeartbeatCheck
     | DeployCheck,
     Field(discriminator="kind"),
 ]
-KINDS = ("http", "rpc", "doctor", "process", "systemd", "disk", "command", "deploy")
+KINDS = ("http", "rpc", "doctor", "process", "systemd", "disk", "command", "tls", "heartbeat",
+         "deploy")  # fmt: skip
+DAYS = ("Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday", "Sunday")
+
+
+class Maintenance(_Model):
+    """A window of planned work, in the manner of Gatus: the checks it names (names or
+    globs; none: all) run and are recorded, but send nothing and run no remedy.
+
+    ``start`` is ``HH:MM`` (each day, or each of ``every``'s days, in ``timezone``) or a
+    date and time (``2025-06-01T02:00``, once); the window lasts ``duration``."""
+
+    start: str
+    duration: Duration
+    every: list[Literal[DAYS]] = []  # type: ignore[valid-type]
+    timezone: str = "UTC"
+    checks: list[str] = []
+    reason: str = ""
+
+    @field_validator("timezone")
+    @classmethod
+    def _zone(cls, name: str) -> str:
+        try:
+            ZoneInfo(name)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{name!r} is not a time zone; write e.g. UTC or Europe/Paris"
+            ) from None
+        return name
+
+    @model_validator(mode="after")
+    def _when(self) -> Maintenance:
+        if self.daily() is None:
+            try:
+                datetime.fromisoformat(self.start)
+            except ValueError:
+                raise ValueError(
+                    f"start {self.start!r} is neither HH:MM (e.g. 23:00) nor a date and time "
+                    "(e.g. 2025-06-01T02:00)"
+                ) from None
+            if self.every:
+                raise ValueError("every goes with a daily start (HH:MM), not with a date")
+        if self.duration > 7 * 86400:
+            raise ValueError("a maintenance window lasts at most 7 days")
+        return self
+
+    def daily(self) -> time | None:
+        found = re.fullmatch(r"([01]?\d|2[0-3]):([0-5]\d)", self.start)
+        return time(int(found.group(1)), int(found.group(2))) if found else None
+
+    def covers(self, name: str) -> bool:
+        return not self.checks or any(fnmatch.fnmatchcase(name, c) for c in self.checks)
+
+    def active(self, now: float) -> bool:
+        zone = ZoneInfo(self.timezone)
+        here = datetime.fromtimestamp(now, zone)
+        at = self.daily()
+        if at is None:
+            begins = datetime.fromisoformat(self.start)
+            begins = begins if begins.tzinfo else begins.replace(tzinfo=zone)
+            return 0 <= now - begins.timestamp() < self.duration
+        # A window that began on an earlier day may still be open (23:00 for 2h).
+        for back in range(int(self.duration // 86400) + 2):
+            day = here.date() - timedelta(days=back)
+            if self.every and DAYS[day.weekday()] not in self.every:
+                continue
+            begins = datetime.combine(day, at, zone).timestamp()
+            if 0 <= now - begins < self.duration:
+                return True
+        return False
+
+    def describe(self) -> str:
+        days = f" on {', '.join(self.every)}" if self.every else ""
+        daily = " each day" if self.daily() and not self.every else ""
+        said = f": {self.reason}" if self.reason else ""
+        span = human(self.duration)
+        return f"maintenance from {self.start}{daily}{days} ({self.timezone}) for {span}{said}"
 
 
 class WatchdogConfig(_Model):
@@ -273,6 +396,7 @@ class WatchdogConfig(_Model):
     interventions_token_env: str = "HERON_API_TOKEN"
     history_max_bytes: Size = 5 * 1024 * 1024
     history_keep: int = Field(default=3, ge=1)
+    maintenance: list[Maintenance] = []
     source: str = "defaults"
 
     @field_validator("checks")
@@ -290,10 +414,43 @@ class WatchdogConfig(_Model):
                         f"deploy check {check.name!r} names checks that are not defined (or "
                         f"itself): {', '.join(unknown)}; checks: {', '.join(names)}"
                     )
+            unknown = [n for n in check.depends_on if n not in names or n == check.name]
+            if unknown:
+                raise ValueError(
+                    f"check {check.name!r} depends on checks that are not defined (or "
+                    f"itself): {', '.join(unknown)}; checks: {', '.join(names)}"
+                )
+        _ordered(checks)  # refuses a cycle
         return checks
+
+    def ordered(self) -> list[Any]:
+        """The checks, each after those it depends on, else in the file's order."""
+        return _ordered(self.checks)
 
     def check(self, name: str) -> Any:
         return next(check for check in self.checks if check.name == name)
+
+
+def _ordered(checks: list[Any]) -> list[Any]:
+    done: dict[str, Any] = {}
+    visiting: list[str] = []
+    by_name = {check.name: check for check in checks}
+
+    def visit(check: Any) -> None:
+        if check.name in done:
+            return
+        if check.name in visiting:
+            cycle = [*visiting[visiting.index(check.name) :], check.name]
+            raise ValueError(f"depends_on makes a cycle: {' -> '.join(cycle)}")
+        visiting.append(check.name)
+        for name in check.depends_on:
+            visit(by_name[name])
+        visiting.pop()
+        done[check.name] = check
+
+    for check in checks:
+        visit(check)
+    return list(done.values())
 
 
 def config_path(settings: Settings) -> Path:

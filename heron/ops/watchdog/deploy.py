@@ -3,13 +3,17 @@
 Each run of a ``deploy`` check, on the checkout at ``path``:
 
 1. refuse a repository whose config makes git run programs (``check_git_config``), and a
-   tree with local changes (a person is working there: nothing is overwritten);
+   tree with local changes to tracked files (a person is working there: nothing is
+   overwritten); untracked files are no such change and never block a deploy (a merge
+   that would overwrite one fails, and that release is rolled back);
 2. fetch ``remote``/``branch``; the same commit as ``HEAD``: pass, nothing to do;
 3. fast-forward only (a remote that rewrote history is refused, not followed);
 4. release: run ``build``, restart ``units`` (``systemctl restart``) or run ``restart``,
    then the config's checks named in ``checks`` until they pass (``check_attempts``
    tries, ``check_wait`` apart);
-5. when any step fails: reset to the previous commit, release that again, remember the
+5. when any step fails: reset to the previous commit, delete the untracked files the
+   failed release left (exactly those not there before it; ignored files are the
+   builds' own and are rebuilt), release that again, remember the
    bad commit (it is not deployed again; the check stays failed, so its incident stays
    open, until the remote moves on) and fail, which alerts.
 
@@ -54,7 +58,7 @@ def sync_deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
     head = git.out("rev-parse", "--verify", "HEAD")
     if head is None:
         return Outcome(False, f"{spec.path} is not a git checkout with a commit")
-    dirty = git("status", "--porcelain")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
     if not dirty.ok or dirty.stdout.strip():
         changes = dirty.stdout.strip().splitlines()[:3] if dirty.ok else [dirty.summary()]
         return Outcome(
@@ -86,12 +90,17 @@ def sync_deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
             data=data,
         )
     actions: list[dict[str, Any]] = []
+    before = _untracked(git)
+    if before is None:
+        return Outcome(False, f"{where}: cannot list untracked files", data=data)
     merged = git("merge", "--ff-only", "--quiet", target)
     actions.append({"action": "deploy", "from": head, "to": target, **result(merged)})
     failure = _release(spec, context, actions) if merged.ok else merged.summary()
     if failure is None:
         return Outcome(True, f"{where}: deployed {target[:12]}", data=data, actions=actions)
     reset = git("reset", "--hard", "--quiet", head)
+    if reset.ok:
+        actions.append(_clean(spec, git, before))
     again = _release(spec, context, actions) if reset.ok else reset.summary()
     actions.append(
         {"action": "rollback", "from": target, "to": head, **result(reset),
@@ -105,6 +114,38 @@ def sync_deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
         data={**data, "rolled_back": target},
         actions=actions,
     )
+
+
+def _untracked(git: _Git) -> set[str] | None:
+    """The untracked files git does not ignore, relative to the checkout."""
+    ran = git("ls-files", "--others", "--exclude-standard", "-z")
+    return set(filter(None, ran.stdout.split("\0"))) if ran.ok else None
+
+
+def _clean(spec: cfg.DeployCheck, git: _Git, before: set[str]) -> dict[str, Any]:
+    """Delete what the failed release left untracked (and the folders that leaves empty),
+    so the next good commit finds the checkout as it was; files there before are kept."""
+    now = _untracked(git)
+    if now is None:
+        return {"action": "clean", "ok": False, "removed": [], "detail": "cannot list files"}
+    removed, failed = [], []
+    root = spec.path.resolve()
+    for name in sorted(now - before):
+        path = spec.path / name
+        try:
+            path.unlink()
+            removed.append(name)
+        except OSError as exc:
+            failed.append(f"{name}: {exc.strerror or exc}")
+            continue
+        parent = path.parent
+        while parent.resolve() != root and not any(parent.iterdir()):
+            parent.rmdir()
+            parent = parent.parent
+    detail = f"removed {len(removed)} untracked files the failed release left"
+    if failed:
+        detail += f"; could not remove: {'; '.join(failed[:5])}"
+    return {"action": "clean", "ok": not failed, "removed": removed[:50], "detail": detail}
 
 
 def _release(spec: cfg.DeployCheck, context: Context, actions: list[dict[str, Any]]) -> str | None:

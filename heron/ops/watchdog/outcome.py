@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,8 +26,9 @@ class Outcome:
 class Context:
     """What a check may use besides its spec: ``memory`` is this check's own persisted
     dict (a deploy remembers a commit it rolled back); ``run_named`` runs other checks of
-    the config by name, now (a deploy's strict checks)."""
+    the config by name, now (a deploy's strict checks); ``clock`` is the watchdog's."""
 
     settings: Settings
     memory: dict[str, Any]
     run_named: Callable[[list[str]], list[tuple[str, Outcome]]]
+    clock: Callable[[], float] = time.time

@@ -10,7 +10,11 @@ after every run. The rules (``observe``), with thresholds as in Gatus:
   ``restart_budget`` times in ``budget_window``; the failure that finds the budget spent
   escalates (a critical alert) and no remedy runs again until the check recovers;
 - ``success_threshold`` passes in a row close the incident (alert ``resolved``, once);
-- while open, the alert is repeated every ``repeat_interval`` (as Alertmanager does).
+- while open, the alert is repeated every ``repeat_interval`` (as Alertmanager does);
+- a muted check (a silence, a maintenance window, a failing dependency) counts as ever
+  but runs no remedy and sends nothing (``events``); when the mute ends, an incident
+  still open sends ``firing`` once, and one that closed meanwhile ``resolved`` only if
+  its ``firing`` had been sent.
 """
 
 from __future__ import annotations
@@ -42,6 +46,11 @@ class CheckState:
     last_ok: bool | None = None
     last_detail: str = ""
     memory: dict[str, Any] = field(default_factory=dict)  # the check's own (deploy)
+    notified: bool = False  # this incident's firing was sent
+    owed_resolved: bool = False  # it closed while muted, after its firing was sent
+    last_run: float | None = None
+    last_seconds: float = 0.0
+    last_data: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -49,13 +58,12 @@ class Decision:
     """What this run's result asks for; ``observe`` has already updated the state."""
 
     fire: bool = False
-    repeat: bool = False
     resolve: bool = False
     remedy: bool = False
     escalate: bool = False
 
 
-def observe(state: CheckState, ok: bool, spec: Any, now: float, repeat_interval: float) -> Decision:
+def observe(state: CheckState, ok: bool, spec: Any, now: float, muted: bool = False) -> Decision:
     """Count ``ok`` into ``state`` and say what to do, by the rules in the module doc."""
     state.last_ok = ok
     if ok:
@@ -74,15 +82,40 @@ def observe(state: CheckState, ok: bool, spec: Any, now: float, repeat_interval:
     state.firing = state.firing or fire
     if not state.firing:
         return Decision()
-    repeat = not fire and state.last_alert is not None and now - state.last_alert >= repeat_interval
-    if spec.remedy is None or state.escalated:
-        return Decision(fire=fire, repeat=repeat)
+    if spec.remedy is None or state.escalated or muted:
+        return Decision(fire=fire)
     state.remedies = [t for t in state.remedies if now - t < spec.budget_window]
     if len(state.remedies) < spec.restart_budget:
         state.remedies.append(now)
-        return Decision(fire=fire, repeat=repeat, remedy=True)
+        return Decision(fire=fire, remedy=True)
     state.escalated = True
-    return Decision(fire=fire, repeat=repeat, escalate=True)
+    return Decision(fire=fire, escalate=True)
+
+
+def events(
+    state: CheckState, decision: Decision, muted: bool, now: float, repeat_interval: float
+) -> list[str]:
+    """The notices this run sends (``firing``, ``escalated``, ``repeat``, ``resolved``)."""
+    if muted:
+        if decision.resolve:
+            state.owed_resolved = state.owed_resolved or state.notified
+            state.notified = False
+        return []
+    if state.firing:
+        state.owed_resolved = False
+        sent = [] if state.notified else ["firing"]
+        state.notified = True
+        if decision.escalate:
+            sent.append("escalated")
+        due = state.last_alert is not None and now - state.last_alert >= repeat_interval
+        if not sent and due:
+            sent.append("repeat")
+        return sent
+    if (decision.resolve and state.notified) or state.owed_resolved:
+        state.notified = state.owed_resolved = False
+        return ["resolved"]
+    state.notified = False
+    return []
 
 
 class StateFile:

@@ -192,6 +192,7 @@
               }
             } else if (ev.event === "final") {
               finish(view, ev.data);
+              if (ev.data.session_id !== sessionId() || !jobsFeed) followJobs(ev.data.session_id);
               setSession(ev.data.session_id);
               $("status").textContent = t("chat.ready");
               done = true;
@@ -234,6 +235,64 @@
   });
   stop.addEventListener("click", () => { if (controller) controller.abort(); });
 
+  // -- the conversation's jobs ---------------------------------------------------------
+  // A job the agent delegated in this conversation is an item of the log, live from
+  // GET /jobs/stream?session=S: its state, its steps as they finish, Confirm/Deny while it
+  // waits, the verdict on its criteria once done. A reconnect sends each job whole again:
+  // events are kept by seq, so nothing shows twice.
+  let jobsFeed = null;
+  const jobItems = new Map();  // job id -> {item, events: Map(seq -> event)}
+  const VERDICT = { true: "chat.job_ok", false: "chat.job_not_ok", null: "chat.job_unverified" };
+
+  function jobItem(job) {
+    let view = jobItems.get(job.id);
+    if (!view) {
+      view = { events: new Map(), item: el("li", { class: "turn job-item", "data-job": job.id, "aria-live": "polite" }) };
+      jobItems.set(job.id, view);
+      log.append(view.item);
+      $("empty").hidden = true;
+    }
+    return view;
+  }
+
+  function showJob(job, events) {
+    const view = jobItem(job);
+    for (const e of events) view.events.set(e.seq, e);
+    const steps = [...view.events.values()].sort((a, b) => a.seq - b.seq)
+      .filter((e) => e.kind === "step_finished" || e.kind === "step_failed")
+      .map((e) => el("li", { class: "job-step " + (e.payload.ok ? "ok" : "bad"), "data-step": e.payload.step },
+        el("code", { text: e.payload.step }), " ",
+        el("span", { text: e.payload.ok ? t("chat.job_step_ok") : t("chat.job_step_bad") })));
+    const waiting = job.state === "waiting_for_confirmation";
+    const decide = (action) => el("button", { type: "button", class: action === "deny" ? "plain small" : "small",
+      "data-action": action, text: t("jobs." + action),
+      onclick: () => H.guard(view.item, t("jobs." + action), async () => {
+        showJob(await H.rpc("jobs." + action, { id: job.id, by: "web" }), []);
+      }) });
+    const result = job.result || null;
+    view.item.dataset.state = job.state;
+    view.item.replaceChildren(el("article", { class: "a job", "aria-label": t("chat.job") },
+      el("p", { class: "job-head" }, el("span", { class: "mini", text: t("chat.job") }), " ",
+        el("span", { class: `state state-${job.state}`, "data-state": job.state, text: t("jobs.state." + job.state, null, job.state) }), " ",
+        el("a", { href: "/jobs?job=" + encodeURIComponent(job.id), text: job.prompt })),
+      steps.length ? el("ol", { class: "job-steps" }, steps) : null,
+      result && "ok" in result ? el("p", { class: "job-verdict", "data-ok": String(result.ok),
+        text: t(VERDICT[result.ok]) + (result.unverified && result.unverified.length ? " " + result.unverified.join("; ") : "") }) : null,
+      result && result.summary ? el("p", { class: "job-summary", text: result.summary }) : null,
+      result && result.error ? el("p", { class: "error", text: result.error }) : null,
+      waiting ? el("div", { class: "actions" }, decide("confirm"), decide("deny")) : null));
+  }
+
+  function followJobs(id) {
+    if (jobsFeed) jobsFeed.close();
+    jobsFeed = null;
+    jobItems.clear();
+    if (!id) return;
+    jobsFeed = H.live("/jobs/stream?session=" + encodeURIComponent(id), (frame) => {
+      if (frame.event === "job") showJob(frame.data.job, frame.data.events || []);
+    });
+  }
+
   // -- conversations -------------------------------------------------------------------
 
   function title(text) {
@@ -249,12 +308,13 @@
     title(name);
     $("empty").hidden = Boolean(id);
     mark();
-    if (!id) { message.focus(); return; }
+    if (!id) { followJobs(null); message.focus(); return; }
     await H.guard(log, t("chat.history"), async () => {
       for (const done of await H.rpc("agent.history", { session_id: id })) {
         finish(turn(done.message), done.answer);
       }
     });
+    followJobs(id);
   }
 
   function mark() {

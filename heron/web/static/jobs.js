@@ -114,4 +114,6 @@
   $("refresh").addEventListener("click", list);
 
   list();
+  const given = new URLSearchParams(location.search).get("job");  // the chat's job links
+  if (given) open(given);
 })();

@@ -10,8 +10,10 @@ SEEN = {
     "STATUS": 200,
     "RESPONSE_TIME": 42.5,
     "CONNECTED": True,
-    "BODY": {"ready": True, "status": "UP", "checks": [{"ok": True}, {"ok": False}], "n": 1},
-}
+    "CERTIFICATE_EXPIRATION": 36 * 3600 * 1000,  # 36 hours, in milliseconds as in Gatus
+    "BODY": {"ready": True, "status": "UP", "checks": [{"ok": True}, {"ok": False}], "n": 1,
+             "name": "john-doe", "errors": [], "uptime": "90s", "ip": "192.168.1.7"},
+}  # fmt: skip
 
 
 @pytest.mark.parametrize(
@@ -36,10 +38,44 @@ SEEN = {
         ("[BODY].n == true", False),  # but a bool is never a number
         ("[BODY].missing == null", False),  # missing is not null
         ("[BODY].status < 5", False),  # ordering compares numbers only
+        # Gatus's functions, as its README documents them.
+        ("[STATUS] == any(200, 429)", True),
+        ("[STATUS] == any(201, 429)", False),
+        ("[STATUS] != any(500, 503)", True),
+        ("[BODY].status == any(UP, DEGRADED)", True),
+        ("[STATUS] == pat(2*)", True),
+        ("[STATUS] == pat(4*)", False),
+        ("[BODY].name == pat(john*)", True),
+        ("[BODY].name == pat(*doe)", True),
+        ("[BODY].name == pat(jane*)", False),
+        ("[BODY].ip == pat(192.168.*.*)", True),
+        ("[BODY].name == pat(john-?oe)", True),
+        ("[BODY] == pat(*john-doe*)", True),  # the whole body as text
+        ("pat(2*) == [STATUS]", True),  # either side
+        ("has([BODY].errors) == true", True),
+        ("has([BODY].nothing) == false", True),
+        ("has([BODY].checks[1].ok) == true", True),
+        ("len([BODY].name) == 8", True),
+        ("len([BODY].errors) == 0", True),
+        # Durations: literals and what the check saw, in milliseconds.
+        ("[RESPONSE_TIME] < 1s", True),
+        ("[RESPONSE_TIME] < 40ms", False),
+        ("[RESPONSE_TIME] < 1m30s", True),
+        ("[CERTIFICATE_EXPIRATION] > 48h", False),
+        ("[CERTIFICATE_EXPIRATION] > 1d", True),
+        ("[CERTIFICATE_EXPIRATION] > 35h59m", True),
+        ("[BODY].uptime > 1m", True),
+        ("[BODY].uptime < 1m", False),
+        ("[BODY].uptime == 90s", True),  # equality compares as written
     ],
 )
 def test_conditions_evaluate(text: str, holds: bool) -> None:
     assert Condition.parse(text).evaluate(SEEN)[0] is holds
+
+
+def test_a_certificate_s_time_left_is_shown_as_a_duration() -> None:
+    detail = Condition.parse("[CERTIFICATE_EXPIRATION] > 48h").evaluate(SEEN)[1]
+    assert detail == "[CERTIFICATE_EXPIRATION] (36h) > 48h"
 
 
 def test_the_detail_shows_the_value_found() -> None:
@@ -62,6 +98,10 @@ def test_the_detail_shows_the_value_found() -> None:
         ("[STATUS] == 200 and true", "unexpected 'and' after the condition"),
         ("__import__('os') == 1", "expected an operator but found '('"),
         ("[STATUS] == $HOME", "unexpected '$HOME'"),
+        ("[STATUS] < pat(2*)", "pat() and any() go with == or !="),
+        ("[STATUS] == pat(2*", "pat( is not closed by ')'"),
+        ("pat(a) == any(b)", "pat() or any() on both sides"),
+        ("len(has([BODY])) == 1", "len() takes a placeholder or a value"),
     ],
 )
 def test_a_malformed_condition_is_a_clear_error(text: str, said: str) -> None:

@@ -87,10 +87,30 @@ def test_durations_and_sizes() -> None:
     assert [parse_duration(v) for v in ("500ms", "30s", "5m", "1h", "1d", 7)] == [
         0.5, 30, 300, 3600, 86400, 7
     ]  # fmt: skip
+    # Compound, as Go, Gatus and Alertmanager write them.
+    assert [parse_duration(v) for v in ("1h30m", "2m30s", "1.5h", "1h0m15s", "300us")] == [
+        5400, 150, 5400, 3615, 0.0003
+    ]  # fmt: skip
     assert [parse_size(v) for v in ("2GiB", "500MB", 10)] == [2 * 1024**3, 500_000_000, 10]
-    for bad in ("0s", "-1m", "5 minutes"):
+    for bad in ("0s", "-1m", "5 minutes", "1h 30m", "h", "1x", "1h30"):
         with pytest.raises(ValueError):
             parse_duration(bad)
+
+
+def test_every_duration_field_takes_compound_durations(settings: Settings) -> None:
+    config = parse_config(
+        "repeat_interval: 1h30m\nchecks:\n  - {name: a, kind: disk, timeout: 2m30s, "
+        "budget_window: 1h30m, interval: 500ms}\n  - {name: b, kind: heartbeat, period: 1d12h}",
+        "watchdog.yml",
+    )
+    a, b = config.checks
+    assert (config.repeat_interval, a.timeout, a.budget_window, a.interval) == (
+        5400,
+        150,
+        5400,
+        0.5,
+    )
+    assert b.period == 36 * 3600
 
 
 def test_a_named_file_must_exist(tmp_path: Path, settings: Settings) -> None:

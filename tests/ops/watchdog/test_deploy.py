@@ -36,6 +36,13 @@ def commit(work: Path, healthy: bool, message: str) -> str:
 
 
 @pytest.fixture
+def settings(home: Path) -> Settings:
+    """Every run runs the deploy check (its own interval, 2 minutes by default, is tested
+    in test_intervals)."""
+    return Settings(library_default_docs=False, watchdog_deploy_interval=0.001)
+
+
+@pytest.fixture
 def repos(tmp_path: Path) -> tuple[Path, Path, str]:
     """The developer's clone, the deployed checkout (both of one bare remote), and the
     first commit."""
@@ -97,8 +104,8 @@ def test_a_good_commit_is_deployed_and_a_broken_one_rolled_back_with_an_alert(
     assert git(deployed, "rev-parse", "HEAD") == good  # rolled back
     assert (deployed / "build.out").read_text() == "yes\n"  # and the old release rebuilt
     steps = [a["action"] for a in release["actions"]]
-    assert steps == ["deploy", "build", "restart", "verify", "build", "restart", "verify",
-                     "rollback", "alert"]  # fmt: skip
+    assert steps == ["deploy", "build", "restart", "verify", "clean", "build", "restart",
+                     "verify", "rollback", "alert"]  # fmt: skip
     rollback = next(a for a in release["actions"] if a["action"] == "rollback")
     assert (rollback["from"], rollback["to"], rollback["healthy"]) == (broken, good, True)
     [alert] = hook.received

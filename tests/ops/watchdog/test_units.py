@@ -18,15 +18,20 @@ DOCUMENTED = "/opt/heron/venv/bin/heron"
 
 def test_the_units_exist_and_name_the_documented_program() -> None:
     names = sorted(p.name for p in UNITS.iterdir())
-    assert names == ["heron-index.service", "heron-index.timer", "heron-watchdog.service",
-                     "heron-watchdog.timer", "heron.service"]  # fmt: skip
-    for name in ("heron.service", "heron-watchdog.service", "heron-index.service"):
+    assert names == ["heron-deploy.service", "heron-deploy.timer", "heron-index.service",
+                     "heron-index.timer", "heron-watchdog.service", "heron-watchdog.timer",
+                     "heron.service"]  # fmt: skip
+    for name in ("heron.service", "heron-watchdog.service", "heron-index.service",
+                 "heron-deploy.service"):  # fmt: skip
         assert f"ExecStart={DOCUMENTED} " in (UNITS / name).read_text()
     serve = (UNITS / "heron.service").read_text()
     for option in ("ProtectSystem=strict", "PrivateTmp=yes", "NoNewPrivileges=yes",
                    "ReadWritePaths=/var/lib/heron"):  # fmt: skip
         assert option in serve
     assert "OnUnitActiveSec=5min" in (UNITS / "heron-watchdog.timer").read_text()
+    # Sync-deploy on its own 2-minute timer, running only the deploy checks.
+    assert "OnUnitActiveSec=2min" in (UNITS / "heron-deploy.timer").read_text()
+    assert "heron watchdog --once --kind deploy\n" in (UNITS / "heron-deploy.service").read_text()
 
 
 def test_systemd_analyze_verifies_every_unit(tmp_path: Path) -> None:
