@@ -217,6 +217,11 @@ class Settings(BaseSettings):
     server_max_batch: int = Field(
         default=100, ge=1, description="Calls in one JSON-RPC batch, at most."
     )
+    mcp_tool_safety: Literal["read", "write", "execute"] = Field(
+        default="read",
+        description="Most harmful tool an MCP client of heron serve or heron mcp may run: "
+        "through call_tool, and the jobs and interventions tools it is offered.",
+    )
     openai_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",
         description="Most harmful of Heron's own tools a /v1 request may run (it replaces "
