@@ -34,6 +34,7 @@ from bench import (
     realuse,
     scifact,
     search_latency,
+    security,
     server,
     skills,
     tools,
@@ -69,6 +70,7 @@ BENCHMARKS = {
     "heldout-libraries": heldout_libraries.run,
     "heldout-skills": heldout_skills.run,
     "realuse": realuse.run,
+    "security": security.run,
 }
 
 

@@ -227,6 +227,35 @@ class Settings(BaseSettings):
         description="Most harmful of Heron's own tools a /v1 request may run (it replaces "
         "agent_tool_safety there): read never writes a file, creates a job or runs a program.",
     )
+    # -- what one request may cost (docs/security.md, "Costs") --
+    openai_max_messages: int = Field(
+        default=2048, ge=1, description="Messages in one /v1/chat/completions request, at most."
+    )
+    openai_max_input_tokens: int = Field(
+        default=200_000,
+        ge=1,
+        description="Estimated tokens (3 characters each) of a /v1 request's messages and "
+        "tools together, at most.",
+    )
+    openai_schema_max_repeat: int = Field(
+        default=10_000,
+        ge=1,
+        description="Largest minLength, maxLength, minItems, maxItems (...) or pattern "
+        "{n,m} of a /v1 request's JSON schemas (nested quantifiers multiplied).",
+    )
+    openai_schema_max_size: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Estimated grammar characters of all of a /v1 request's JSON schemas.",
+    )
+    embeddings_max_tokens: int = Field(
+        default=8192,
+        ge=1,
+        description="Estimated tokens (3 characters each) of one /v1/embeddings request.",
+    )
+    embeddings_concurrency: int = Field(
+        default=2, ge=1, description="/v1/embeddings requests served at once; more are 429."
+    )
 
     # -- jobs (heron.jobs) --
     jobs_concurrency: int = Field(default=2, ge=1, description="Jobs run at once per server.")

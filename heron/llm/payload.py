@@ -153,15 +153,28 @@ def forced_tool(request: ChatRequest) -> str | None:
 
 
 def estimate_tokens(request: ChatRequest) -> int:
-    """An upper-side estimate of the prompt's tokens (text and tool schemas)."""
-    chars = sum(len(m.content) + 16 for m in request.messages)
-    chars += sum(
-        len(json.dumps(c.arguments)) + len(c.name) for m in request.messages for c in m.tool_calls
-    )
-    chars += sum(
-        len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools
-    )
+    """An upper-side estimate of the prompt's tokens (text and tool schemas): the
+    characters of ``message_chars`` and ``tool_chars`` added up, ``/ CHARS_PER_TOKEN``."""
+    chars = sum(map(message_chars, request.messages)) + sum(map(tool_chars, request.tools))
+    return tokens_of(chars)
+
+
+def tokens_of(chars: int) -> int:
+    """``estimate_tokens`` of a prompt of ``chars`` characters."""
     return chars // CHARS_PER_TOKEN + 1
+
+
+def message_chars(message: Message) -> int:
+    """What one message adds to ``estimate_tokens``, in characters: its text, its tool
+    calls, 16 for its framing. Additive, so a caller dropping messages one by one
+    subtracts instead of estimating again."""
+    calls = sum(len(json.dumps(c.arguments)) + len(c.name) for c in message.tool_calls)
+    return len(message.content) + 16 + calls
+
+
+def tool_chars(tool: Tool) -> int:
+    """What one tool adds to ``estimate_tokens``, in characters."""
+    return len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
 
 
 def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:

@@ -58,12 +58,15 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.turn import Turn
-from heron.core.chat import Message, Sampling, ToolCall
+from heron.core.cancel import Gone
+from heron.core.chat import ChatRequest, Message, Sampling, ToolCall
+from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.llm.broker import count_tokens
-from heron.llm.payload import check_sampling, json_schema, parse_arguments
+from heron.llm.payload import check_sampling, estimate_tokens, json_schema, parse_arguments
 from heron.server.events import event_stream, in_thread, message
+from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
@@ -79,7 +82,12 @@ INSTRUCTION_ROLES = ("system", "developer")
 
 
 class Invalid(InputError):
-    """A request Heron cannot honour as sent; the message names the field."""
+    """A request Heron cannot honour as sent; the message names the field, ``param``
+    too when it is one."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class Part(BaseModel):
@@ -310,9 +318,16 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
     held to ``openai_tool_safety``, and hints that name the request's fields
     (``surface="api"``)."""
     refused_fields(req)
+    if len(req.messages) > settings.openai_max_messages:
+        raise Invalid(
+            f"messages: {len(req.messages):,} messages, over the {settings.openai_max_messages:,} "
+            "a request may send (HERON_OPENAI_MAX_MESSAGES); send the recent ones.",
+            "messages",
+        )
     talk = conversation(req.messages)
     tools, choice = client_tools(req)
     options = sampling(req)
+    measure(talk, tools, options, settings)
     wants_json = json_schema(options.response_format) is not None
     if req.answer == "extractive" and (wants_json or (tools and choice != "none")):
         # The agent would quote the passages and ignore them; say so instead.
@@ -337,6 +352,32 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
         tool_safety=settings.openai_tool_safety,
         surface="api",
     )
+
+
+def measure(talk: Conversation, tools: list[Tool], options: Sampling, settings: Settings) -> None:
+    """Refuse a request that costs more than it may, before any work: its estimated
+    input tokens (``openai_max_input_tokens``) and its JSON schemas
+    (``heron.core.schema_bounds``, one check for all of them), the field named."""
+    messages = (Message("system", talk.instructions), *talk.history, Message("user", talk.message))
+    tokens = estimate_tokens(ChatRequest(messages, tuple(tools)))
+    if tokens > settings.openai_max_input_tokens:
+        raise Invalid(
+            f"messages: about {tokens:,} tokens with the tools, over the "
+            f"{settings.openai_max_input_tokens:,} a request may send "
+            "(HERON_OPENAI_MAX_INPUT_TOKENS); send less history.",
+            "messages",
+        )
+    check = SchemaCheck(
+        SchemaBounds(
+            max_repeat=settings.openai_schema_max_repeat,
+            max_size=settings.openai_schema_max_size,
+        )
+    )
+    wanted = json_schema(options.response_format)
+    if wanted:
+        check.check(wanted, "response_format.json_schema.schema")
+    for i, tool in enumerate(tools):
+        check.check(tool.parameters, f"tools[{i}].function.parameters")
 
 
 def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
@@ -471,6 +512,8 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
         return req
     try:
         asked = turn(req, rt.settings)
+    except (Invalid, SchemaTooLarge) as exc:
+        return invalid(str(exc), exc.param)
     except InputError as exc:
         return invalid(str(exc))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -486,8 +529,10 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
                 _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
                 rt.settings,
             )
-        answer = await run_in_threadpool(lambda: rt.agent.ask(asked))
+        answer = await unless_gone(request, lambda: rt.agent.ask(asked))
         used = await run_in_threadpool(usage, rt, answer, sent)
+    except Gone:
+        return gone()
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_answer(answer, time.perf_counter() - start)
