@@ -18,12 +18,23 @@ import httpx
 from heron.llm.errors import (
     AuthError,
     BadRequest,
+    ContextTooLong,
     ProviderDown,
     ProviderError,
     ProviderTimeout,
     RateLimited,
 )
 from heron.redact import redact
+
+#: How providers word a prompt over the context window: OpenAI's error code, Anthropic's
+#: and vLLM's messages, llama.cpp's server.
+CONTEXT_MARKS = (
+    "context_length_exceeded",
+    "prompt is too long",
+    "maximum context length",
+    "exceed context window",
+    "exceeds the available context size",
+)
 
 
 class HTTPModel:
@@ -118,6 +129,8 @@ class HTTPModel:
                 f"server error {status}: {detail}. The provider is failing; try "
                 "later or add a fallback in models.yml.",
             )
+        if any(mark in detail.lower() for mark in CONTEXT_MARKS):
+            raise ContextTooLong(self.alias, f"request refused ({status}): {detail}")
         raise BadRequest(self.alias, f"request refused ({status}): {detail}")
 
     def close(self) -> None:

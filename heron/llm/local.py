@@ -38,7 +38,7 @@ from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent,
 from heron.errors import ModelError
 from heron.extras import missing
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
-from heron.llm.errors import BadRequest, ProviderError
+from heron.llm.errors import BadRequest, ContextTooLong, ProviderError
 from heron.llm.payload import (
     ToolNames,
     forced_tool,
@@ -233,7 +233,7 @@ class LocalProvider:
                 messages=_messages(request, names), stream=stream, **kwargs
             )
         except ValueError as exc:  # llama.cpp: "Requested tokens (...) exceed context window"
-            raise BadRequest(self.spec.alias, f"{exc}. Shorten the messages.") from None
+            raise ContextTooLong(self.spec.alias, f"{exc}. Shorten the messages.") from None
 
     def _grammar(self, schema: dict[str, Any]) -> Any:
         from llama_cpp import LlamaGrammar

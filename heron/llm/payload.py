@@ -18,7 +18,7 @@ from heron.core.errors import UnknownTool
 from heron.core.names import NameCodec
 from heron.core.tools import Tool
 from heron.llm.config import ModelSpec
-from heron.llm.errors import BadRequest, RequestError
+from heron.llm.errors import BadRequest, ContextTooLong, RequestError
 
 log = logging.getLogger("heron.llm")
 
@@ -168,7 +168,8 @@ def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
     """``request`` as ``spec``'s model can take it: at most ``max_tools`` tools (the first,
     as callers rank them; a forced tool is always kept), none for a model without tool
     calling. Raises ``BadRequest`` (the broker falls back) when the model cannot serve
-    it: a forced tool without tool calling, or a prompt over its context window."""
+    it: a forced tool without tool calling, or (``ContextTooLong``) a prompt over its
+    context window."""
     caps = spec.capabilities
     tools = request.tools
     if tools and not caps.tool_calling:
@@ -199,7 +200,7 @@ def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
         request = replace(request, tools=tuple(kept))
     needed = estimate_tokens(request) + (sampling_of(request).max_tokens or ANSWER_RESERVE)
     if needed > caps.context_window:
-        raise BadRequest(
+        raise ContextTooLong(
             spec.alias,
             f"the request needs about {needed} tokens, over the model's context "
             f"window of {caps.context_window}; shorten the messages, or route to a model "

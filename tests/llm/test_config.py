@@ -205,8 +205,10 @@ def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
     )
     assert (mini.provider, mini.model) == ("openai", "gpt-4o-mini")
     notes = "\n".join(table.notes)
-    for ignored in ("litellm_settings", "router_settings", "general_settings"):
-        assert f"{ignored} is LiteLLM's own setting; Heron ignores it" in notes
+    assert "general_settings is LiteLLM's own setting; Heron ignores it" in notes
+    assert "Heron ignores the LiteLLM litellm_settings key(s) drop_params, set_verbose" in notes
+    assert "Heron ignores the LiteLLM router_settings key(s) routing_strategy." in notes
+    assert table.policy.retries == 3  # router_settings.num_retries is read
     assert "rpm, stream_timeout, timeout" in notes
     assert "2 entries are named 'gpt-4o'" in notes and "falls back to gpt-4o#2" in notes
 
