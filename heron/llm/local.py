@@ -30,6 +30,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,7 @@ from heron.llm.config import BUNDLED_MODEL, ModelSpec
 from heron.llm.errors import BadRequest, ContextTooLong, ProviderError
 from heron.llm.payload import (
     ToolNames,
+    extra_fields,
     forced_tool,
     json_schema,
     sampling_fields,
@@ -209,6 +211,10 @@ class LocalProvider:
     def _run(
         self, request: ChatRequest, names: ToolNames, schema: dict[str, Any] | None, *, stream: bool
     ) -> Any:
+        # OpenAI's other fields: none is llama.cpp's; ``user`` (who asks, for a provider's
+        # abuse checks) has nothing to tell a model run in-process.
+        others = {k: v for k, v in request.extra.items() if k != "user"}
+        extra_fields(self.spec.alias, replace(request, extra=others), frozenset())
         model = load_model(self.path, self.spec.alias)
         # Sampling's names are llama.cpp's own (both follow OpenAI's).
         kwargs = sampling_fields(sampling_of(request, self.spec))
