@@ -315,7 +315,8 @@ class Broker:
         left, rate_limited = self.cooldowns.remaining(spec)
         return CoolingDown(
             spec.alias,
-            f"cooling down after repeated failures; tried again in {left:.0f} s. Wait, "
+            f"cooling down after {'a 429 (rate limited)' if rate_limited else 'failures'}; "
+            f"tried again in {left:.0f} s. Wait, "
             "or add a fallback in models.yml (heron models list shows the cooldowns).",
             retry_after=left,
             rate_limited=rate_limited,
