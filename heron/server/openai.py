@@ -560,8 +560,16 @@ def raw_messages(messages: list[ChatMessage]) -> list[Message]:
 
 def raw_request(req: CompletionRequest) -> ChatRequest:
     """The broker's request for a ``raw/`` model: messages, tools, sampling and the
-    passed fields, as the client sent them."""
+    passed fields, as the client sent them. Heron's own grounding fields are refused:
+    a raw model searches nothing and keeps no session."""
     refused_fields(req)
+    for name in ("library", "session_id", "answer"):
+        if getattr(req, name) is not None:
+            raise Invalid(
+                f"{name}: {req.model} is the model alone, with no library search or "
+                f"session; call {req.model.removeprefix(RAW_PREFIX)} for a grounded answer, "
+                f"or leave {name} out."
+            )
     tools, choice = client_tools(req)
     return ChatRequest(
         tuple(raw_messages(req.messages)),

@@ -6,6 +6,7 @@ as a 429 with its ``Retry-After`` (raw, grounded and JSON-RPC)."""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -110,7 +111,8 @@ def test_raw_streams_piece_by_piece_with_the_sdk(client: openai.OpenAI, chat: Ch
         stream_options={"include_usage": True},
     )
     chunks = list(stream)
-    pieces = [c.choices[0].delta.content for c in chunks if c.choices and c.choices[0].delta.content]
+    deltas = [c.choices[0].delta for c in chunks if c.choices]
+    pieces = [d.content for d in deltas if d.content]
     assert pieces == ["echo: ", "hello ", "there"]  # the provider's pieces, as they came
     finishing = [c for c in chunks if c.choices and c.choices[0].finish_reason]
     assert [c.choices[0].finish_reason for c in finishing] == ["stop"]
@@ -247,4 +249,5 @@ def test_ready_and_metrics_show_a_cooling_model(raw: Served, chat: ChatServer) -
     assert ready["default_available"] is False
     metrics = httpx.get(f"{raw.url}/metrics", timeout=10).text
     assert 'heron_model_cooling{model="gpt"} 1.0' in metrics
-    assert 'heron_model_cooldowns_total{model="gpt"} 1.0' in metrics
+    cooled = re.search(r'heron_model_cooldowns_total\{model="gpt"\} (\d+)', metrics)
+    assert cooled and int(cooled.group(1)) >= 1  # this module cooled it more than once
