@@ -158,7 +158,15 @@ class Settings(BaseSettings):
     llm_retries: int = Field(default=2, ge=0, description="Retries per model on 429/5xx/timeout.")
     llm_backoff: float = Field(default=1.0, ge=0, description="First retry wait; doubles, +jitter.")
     llm_max_wait: float = Field(
-        default=30.0, ge=0, description="Cap on one retry wait, retry-after included."
+        default=5.0,
+        ge=0,
+        description="Longest wait before a retry; a 429 asking longer goes to the caller.",
+    )
+    llm_allowed_fails: int = Field(
+        default=3, ge=0, description="5xx/429s a minute a model may have before a cooldown."
+    )
+    llm_cooldown: float = Field(
+        default=60.0, ge=0, description="Seconds a failing model is skipped; 0: never."
     )
     agent_docs_threshold: float | None = Field(
         default=None,

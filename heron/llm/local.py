@@ -37,6 +37,7 @@ import os
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -46,9 +47,10 @@ from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.errors import ModelError
 from heron.extras import missing
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
-from heron.llm.errors import BadRequest, ProviderError
+from heron.llm.errors import BadRequest, ContextTooLong, ProviderError
 from heron.llm.payload import (
     ToolNames,
+    extra_fields,
     forced_tool,
     json_schema,
     sampling_fields,
@@ -230,6 +232,10 @@ class LocalProvider(Resource):
     ) -> dict[str, Any]:
         """The arguments of ``create_chat_completion``, its grammar made (``grammar``):
         all the work that needs no lock."""
+        # OpenAI's other fields: none is llama.cpp's; ``user`` (who asks, for a provider's
+        # abuse checks) has nothing to tell a model run in-process.
+        others = {k: v for k, v in request.extra.items() if k != "user"}
+        extra_fields(self.spec.alias, replace(request, extra=others), frozenset())
         model = load_model(self.path, self.spec.alias)
         # Sampling's names are llama.cpp's own (both follow OpenAI's).
         kwargs = sampling_fields(sampling_of(request, self.spec))
@@ -258,7 +264,7 @@ class LocalProvider(Resource):
         try:
             return model.create_chat_completion(**call)
         except ValueError as exc:  # llama.cpp: "Requested tokens (...) exceed context window"
-            raise BadRequest(self.spec.alias, f"{exc}. Shorten the messages.") from None
+            raise ContextTooLong(self.spec.alias, f"{exc}. Shorten the messages.") from None
 
     def grammar(self, model: Any, schema: dict[str, Any] | None, what: str, fallback: bool) -> Any:
         """The ``LlamaGrammar`` generation is held to: ``schema``'s (any JSON object for
