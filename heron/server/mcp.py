@@ -246,7 +246,7 @@ def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
                 f"{most} tools at most (HERON_MCP_TOOL_SAFETY, set by its operator)."
             )
         check_arguments(tool, arguments)
-        return {"name": name, "result": registry.call(name, arguments)}
+        return {"name": name, "result": _plain(registry.call(name, arguments))}
 
     pairs = [
         *retrieval_tools(rt.settings, lambda: rt.store, lambda: rt.skills),
@@ -254,6 +254,19 @@ def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
         (CALL_TOOL, call),
     ]
     return {tool.name: (tool, handler) for tool, handler in pairs}
+
+
+def _plain(result: Any) -> Any:
+    """An MCP server's answer (``{"content": [...], "structuredContent": ...}``, as
+    ``heron.tools.mcp_client`` passes it on) as its structured content, else its text;
+    any other tool's result as it is. Its errors were raised already (``ToolCallError``)."""
+    if not isinstance(result, dict) or not isinstance(result.get("content"), list):
+        return result
+    if set(result) - {"content", "structuredContent", "isError"}:
+        return result
+    if "structuredContent" in result:
+        return result["structuredContent"]
+    return "\n".join(b["text"] for b in result["content"] if b.get("type") == "text")
 
 
 def page_uri(library: str, page: str) -> str:

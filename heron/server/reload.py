@@ -120,12 +120,15 @@ class Reloader(Resource):
         if not (apply and self.rt.opened("toolbox")):
             return {"servers": names}
         box = self.rt.toolbox
-        client = MCPClient(servers)
+        client = MCPClient(servers, keep=True)
+        box.resources.callback(client.close)
         gone = set(box.client.servers if box.client else ()) - set(names)
         for name in gone:
             box.registry.remove_source(f"mcp:{name}")
         box.statuses = client.discover(box.registry)
-        box.client = client
+        old, box.client = box.client, client
+        if old is not None:
+            old.close()  # its sessions: the registry's handlers now call the new client
         self.rt.forget("router:")
         return {"servers": names, "tools": {s.name: s.tools for s in box.statuses}}
 

@@ -10,10 +10,15 @@ Configuration is the ``mcp.json`` that Claude Desktop and Cursor read::
 ``headers``) reaches a streamable-HTTP one. Every string may use ``${VAR}`` and
 ``${VAR:-default}``. ``timeout`` (seconds) bounds each whole operation on that server.
 
-Each operation opens its own session (spawn or connect, initialize, work, close). That
-costs a start-up per call, and buys the behaviour wanted of a flaky server: a server
-that hangs, crashes or speaks garbage fails that one operation with ``ServerError``,
-and the next use simply connects again.
+A client made with ``keep=True`` (the toolbox's: the agent's and the MCP door's calls)
+keeps one session per server open, on an event loop of its own in a thread, so a call
+costs a round trip, not a server start (2 to 4 s per call for a Python stdio server on
+2 cores; see ``tests/server/test_mcp_door.py``); ``close()`` ends the sessions and their
+servers. Otherwise each operation opens its own session (spawn or connect, initialize,
+work, close), as the doctor's one-off checks do. Either way a flaky server gets the
+behaviour wanted of it: a server that hangs, crashes or speaks garbage fails that one
+operation with ``ServerError``, its kept session is dropped, and the next use simply
+connects again.
 
 A server is not trusted:
 
@@ -39,19 +44,23 @@ import os
 import re
 import stat
 import sys
-from collections.abc import AsyncIterator, Mapping
-from contextlib import asynccontextmanager
+import threading
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
 import anyio
+import anyio.abc
+import anyio.from_thread
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from heron.core.errors import ServerError, ToolCallError, ToolInputError
 from heron.core.tools import MAX_DESCRIPTION, Tool, check_name, clean_text, parse_tool
 from heron.errors import ConfigError
 from heron.redact import redact
+from heron.resource import Resource
 from heron.tools.registry import ToolRegistry
 
 DEFAULT_TIMEOUT = 30.0
@@ -306,14 +315,103 @@ def load_config(
     return parse_config(document, environ, timeout=timeout, origin=str(path))
 
 
-class MCPClient:
-    """Lists and calls the tools of the configured servers; see the module docstring."""
+@dataclass
+class _Kept:
+    """One server's kept session, owned by the task that opened it (``_keep_open``)."""
 
-    def __init__(self, servers: list[ServerConfig], *, errlog: TextIO | None = None) -> None:
+    ready: anyio.Event = field(default_factory=anyio.Event)
+    done: anyio.Event = field(default_factory=anyio.Event)
+    session: Any = None
+    error: BaseException | None = None
+
+
+class MCPClient(Resource):
+    """Lists and calls the tools of the configured servers; see the module docstring.
+    ``keep``: one session per server kept open until ``close()``."""
+
+    def __init__(
+        self, servers: list[ServerConfig], *, errlog: TextIO | None = None, keep: bool = False
+    ) -> None:
         self.servers = {s.name: s for s in servers}
         self.errlog = errlog or sys.stderr
         #: (server, qualified name) -> the name the server knows the tool by.
         self.originals: dict[tuple[str, str], str] = {}
+        self.keep = keep
+        self._lock = threading.Lock()
+        self._closed = False
+        self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
+        self._portal: anyio.from_thread.BlockingPortal | None = None
+        self._kept: dict[str, _Kept] = {}
+        self._group: anyio.abc.TaskGroup
+        self._stop: anyio.Event
+
+    def _blocking(self, work: Callable[..., Awaitable[Any]], *args: Any) -> Any:
+        """``work(*args)`` from synchronous code: on this client's own loop when it keeps
+        sessions (they live there), else on a fresh one."""
+        if not self.keep:
+            return anyio.run(work, *args)
+        with self._lock:
+            if self._closed:
+                raise ServerError("This MCP client was closed; open the toolbox again.")
+            if self._portal is None:
+                self._portal_cm = anyio.from_thread.start_blocking_portal()
+                self._portal = self._portal_cm.__enter__()
+                self._portal.start_task(self._host)
+            portal = self._portal
+        return portal.call(work, *args)
+
+    async def _host(self, *, task_status: Any = anyio.TASK_STATUS_IGNORED) -> None:
+        """The task group the kept sessions run in, until ``close()`` stops it."""
+        self._stop = anyio.Event()
+        async with anyio.create_task_group() as group:
+            self._group = group
+            task_status.started()
+            await self._stop.wait()
+
+    async def _keep_open(self, config: ServerConfig, kept: _Kept) -> None:
+        try:
+            async with self._session(config) as session:
+                kept.session = session
+                kept.ready.set()
+                await kept.done.wait()
+        except Exception as exc:  # reported to the waiting call; the next use reconnects
+            kept.error = exc
+        finally:
+            kept.session = None
+            kept.done.set()
+            kept.ready.set()
+
+    async def _kept_session(self, config: ServerConfig) -> Any:
+        kept = self._kept.get(config.name)
+        if kept is None or kept.done.is_set():
+            kept = self._kept[config.name] = _Kept()
+            self._group.start_soon(self._keep_open, config, kept)
+        await kept.ready.wait()
+        if kept.session is None:
+            raise kept.error or ServerError(f"MCP server {config.name!r} closed its session.")
+        return kept.session
+
+    def _drop(self, name: str) -> None:
+        kept = self._kept.pop(name, None)
+        if kept is not None:
+            kept.done.set()
+
+    async def _end_all(self) -> None:
+        for name in list(self._kept):
+            self._drop(name)
+        self._stop.set()
+
+    def close(self) -> None:
+        """End the kept sessions (their stdio servers exit); idempotent."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            portal, cm = self._portal, self._portal_cm
+            self._portal = self._portal_cm = None
+        if portal is not None and cm is not None:
+            portal.call(self._end_all)
+            cm.__exit__(None, None, None)  # waits for each session's task to end
 
     def server(self, name: str) -> ServerConfig:
         try:
@@ -347,8 +445,16 @@ class MCPClient:
         """Run ``work(session)`` within the server's timeout, its failures as ``ServerError``."""
         try:
             with anyio.fail_after(config.timeout):
-                async with self._session(config) as session:
-                    return await work(session)
+                if not self.keep:
+                    async with self._session(config) as session:
+                        return await work(session)
+                try:
+                    return await work(await self._kept_session(config))
+                except (ToolCallError, ToolInputError):
+                    raise
+                except BaseException:
+                    self._drop(config.name)  # hung, crashed or garbled: start afresh
+                    raise
         except (ToolCallError, ToolInputError):
             raise
         except TimeoutError:
@@ -483,13 +589,13 @@ class MCPClient:
 
     # Blocking forms for scripts and the CLI; from async code use the a* methods.
     def list_tools(self, name: str) -> list[Tool]:
-        return anyio.run(self.alist_tools, name)
+        return self._blocking(self.alist_tools, name)
 
     def call_tool(self, name: str, tool: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        return anyio.run(self.acall_tool, name, tool, arguments)
+        return self._blocking(self.acall_tool, name, tool, arguments)
 
     def discover(self, registry: ToolRegistry) -> list[ServerStatus]:
-        return anyio.run(self.adiscover, registry)
+        return self._blocking(self.adiscover, registry)
 
 
 def _result(result: Any) -> dict[str, Any]:

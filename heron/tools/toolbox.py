@@ -104,7 +104,10 @@ def open_toolbox(
         client = None
         statuses: list[ServerStatus] = []
         if connect and (mcp_config is not None or config.exists()):
-            client = MCPClient(load_config(config, timeout=mcp_timeout))
+            # Sessions kept open for the toolbox's life: a call is a round trip, not a
+            # server start; resources.close() ends them.
+            client = MCPClient(load_config(config, timeout=mcp_timeout), keep=True)
+            resources.callback(client.close)
             statuses = client.discover(registry)
         usage = None
         if learn:
