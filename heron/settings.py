@@ -260,6 +260,9 @@ class Settings(BaseSettings):
     interventions_keep_per_room: int = Field(
         default=1000, ge=1, description="Interventions kept per room, newest first."
     )
+    interventions_keep_total: int = Field(
+        default=100_000, ge=1, description="Interventions kept in all rooms, newest first."
+    )
     interventions_audio_keep: int = Field(
         default=100, ge=1, description="Spoken audio files kept, newest first."
     )

@@ -115,10 +115,13 @@ class InterventionStore(Protocol):
         """The policy changes, newest first."""
         ...
 
-    def prune(self, *, before: float, keep_per_room: int) -> tuple[Pruned, list[str]]:
-        """Remove interventions created before ``before`` or beyond the newest
-        ``keep_per_room`` of their room (active ones too: their guard goes with them),
-        suppressed counts and policy changes by the same rule, and rooms and learning
+    def prune(
+        self, *, before: float, keep_per_room: int, keep_total: int | None = None
+    ) -> tuple[Pruned, list[str]]:
+        """Remove interventions created before ``before``, beyond the newest
+        ``keep_per_room`` of their room or beyond the newest ``keep_total`` of all
+        (default: 100 rooms' worth), active ones too (their guard goes with them);
+        suppressed counts and policy changes by the same rules; and rooms and learning
         nothing is left of. Returns the counts and the removed ones' audio URLs."""
         ...
 

@@ -276,13 +276,16 @@ class Interventions:
     # -- retention ----------------------------------------------------------------------
 
     def prune(self) -> Pruned:
-        """One retention pass: history older than ``interventions_keep_days`` or beyond
-        ``interventions_keep_per_room`` of a room, then audio by the same age and
+        """One retention pass: history older than ``interventions_keep_days``, beyond
+        ``interventions_keep_per_room`` of a room or ``interventions_keep_total`` of all
+        (a storm naming a new room each time), then audio by the same age and
         ``interventions_audio_keep`` files."""
         self._pruned_at = time.monotonic()
         keep = self.settings.interventions_keep_days * 86400
         pruned, audio = self.store.prune(
-            before=time.time() - keep, keep_per_room=self.settings.interventions_keep_per_room
+            before=time.time() - keep,
+            keep_per_room=self.settings.interventions_keep_per_room,
+            keep_total=self.settings.interventions_keep_total,
         )
         removed = self._forget_audio(audio)
         removed += prune_audio(

@@ -483,15 +483,20 @@ class SQLInterventionStore(DatabaseStore):
 
     # -- retention ----------------------------------------------------------------------
 
-    def prune(self, *, before: float, keep_per_room: int) -> tuple[Pruned, list[str]]:
+    def prune(
+        self, *, before: float, keep_per_room: int, keep_total: int | None = None
+    ) -> tuple[Pruned, list[str]]:
+        total = keep_per_room * 100 if keep_total is None else keep_total
         with self._tx(write=True) as db:
             doomed = [
                 r["id"]
                 for r in self._run(
                     db,
                     "SELECT id FROM {p}interventions WHERE created_at < ? UNION "
-                    + _beyond("id", "id", "interventions"),
-                    (before, keep_per_room),
+                    + _beyond("id", "id", "interventions")
+                    + " UNION SELECT id FROM {p}interventions WHERE id <= (SELECT id FROM "
+                    "{p}interventions ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (before, keep_per_room, total),
                 ).fetchall()
             ]
             audio: list[str] = []
@@ -522,6 +527,13 @@ class SQLInterventionStore(DatabaseStore):
                 + _beyond("room, key, status", "last_at", "intervention_suppressed")
                 + ")",
                 (keep_per_room,),
+            ).rowcount
+            # However many rooms a storm names, the counts are bounded in all.
+            suppressed += self._run(
+                db,
+                "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
+                "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
+                (total,),
             ).rowcount
             changes = self._run(
                 db, "DELETE FROM {p}intervention_policy_changes WHERE at < ?", (before,)
