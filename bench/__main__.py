@@ -2,8 +2,8 @@
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
 answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
-interventions-storm, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
-tuned on), realuse (three libraries at once, follow-ups, extractive answers).
+interventions-storm, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from
+public packages, never tuned on), realuse (three libraries at once, follow-ups, extractive answers).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """

@@ -20,12 +20,13 @@ measured rate. Target: <= 1 GB after a day at the defaults.
 
 from __future__ import annotations
 
+import sqlite3
 import tempfile
 import time
 from pathlib import Path
 
 from bench.common import table
-from heron.interventions import Interventions, interventions_db_path, open_interventions
+from heron.interventions import interventions_db_path, open_interventions
 from heron.interventions.model import MAX_FACT
 from heron.interventions.service import PRUNE_EVERY
 from heron.settings import Settings
@@ -38,9 +39,9 @@ PADDING = {"padding": "p" * 64_000}
 BIG = {"actors": ["a" * 200] * 100, "file": "f" * 10_000, "state": "s" * 10_000}
 
 
-def _size(service: Interventions) -> int:
-    path = interventions_db_path(service.settings)
-    with service.store._tx(write=True) as db:  # a checkpoint: the WAL folded into the file
+def _size(path: Path) -> int:
+    """The database's bytes, its write-ahead log folded in first (as a last close does)."""
+    with sqlite3.connect(path) as db:
         db.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*"))
 
@@ -52,6 +53,7 @@ def _storm(name: str, home: Path) -> tuple[str, int, float, int, int, int, int]:
         interventions_keep_total=KEEP_TOTAL,
         interventions_tts_program="/nonexistent",
     )
+    path = interventions_db_path(settings)
     service = open_interventions(settings)
     service._pruned_at = float("inf")  # one pass at the end, to see the storm's own size
     start = time.perf_counter()
@@ -64,14 +66,18 @@ def _storm(name: str, home: Path) -> tuple[str, int, float, int, int, int, int]:
             }[name]
             service.raise_("collision", key, room, facts=BIG | PADDING)
         elapsed = time.perf_counter() - start
-        before = _size(service)
-        service.prune()
-        after = _size(service)  # SQLite reuses the freed pages: the file is the high mark
-        with service.store._tx() as db:
-            kept = db.execute("SELECT COUNT(*) FROM interventions").fetchone()[0]
-            counted = db.execute("SELECT COUNT(*) FROM intervention_suppressed").fetchone()[0]
     finally:
         service.close()
+    before = _size(path)
+    service = open_interventions(settings)
+    try:
+        service.prune()
+    finally:
+        service.close()
+    after = _size(path)  # SQLite reuses the freed pages: the file keeps its high mark
+    with sqlite3.connect(path) as db:
+        kept = db.execute("SELECT COUNT(*) FROM interventions").fetchone()[0]
+        counted = db.execute("SELECT COUNT(*) FROM intervention_suppressed").fetchone()[0]
     return name, STORM, STORM / elapsed, before, after, kept, counted
 
 
