@@ -2,9 +2,9 @@
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
 answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
-web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
-tuned on), realuse (three libraries at once, follow-ups, extractive answers), cooldown (a
-hung primary model with and without cooldowns).
+interventions-storm, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from
+public packages, never tuned on), realuse (three libraries at once, follow-ups, extractive
+answers), cooldown (a hung primary model with and without cooldowns).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -26,6 +26,7 @@ from bench import (
     heldout_skills,
     heldout_tools,
     interventions,
+    interventions_storm,
     jobs,
     libraries,
     multilingual,
@@ -66,6 +67,7 @@ BENCHMARKS = {
     "e5-fusion": e5_fusion.run,
     "multilingual": multilingual.run,
     "interventions": interventions.run,
+    "interventions-storm": interventions_storm.run,
     "web": web.run,
     "ops": ops.run,
     "heldout-tools": heldout_tools.run,

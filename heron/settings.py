@@ -304,6 +304,30 @@ class Settings(BaseSettings):
     interventions_scan_interval: float = Field(
         default=60.0, gt=0, description="Seconds between scans of library health and skill misses."
     )
+    interventions_keep_days: float = Field(
+        default=30.0, gt=0, description="Days an intervention (and its audio) is kept."
+    )
+    interventions_keep_per_room: int = Field(
+        default=1000, ge=1, description="Interventions kept per room, newest first."
+    )
+    interventions_keep_total: int = Field(
+        default=100_000, ge=1, description="Interventions kept in all rooms, newest first."
+    )
+    interventions_audio_keep: int = Field(
+        default=100, ge=1, description="Spoken audio files kept, newest first."
+    )
+    interventions_learn_outcomes: int = Field(
+        default=10, ge=1, description="Outcomes per block the learning rule decides on."
+    )
+    interventions_learn_dismiss_rate: float = Field(
+        default=0.8, gt=0, le=1, description="Dismissed share of a block that steps a kind down."
+    )
+    interventions_learn_accept_rate: float = Field(
+        default=0.5, gt=0, le=1, description="Accepted share of a block that steps it back up."
+    )
+    interventions_learn_cooldown_factor: float = Field(
+        default=2.0, ge=1, le=100, description="A kind's cooldown is multiplied by this per step."
+    )
 
     # -- watchdog (heron.ops.watchdog) --
     watchdog_config: Path | None = Field(

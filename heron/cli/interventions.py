@@ -1,9 +1,15 @@
-"""``heron interventions``: raise, resolve, record outcomes, list and count interventions."""
+"""``heron interventions``: raise, resolve, record outcomes, list and count interventions,
+see and reset what the learning loop changed, and prune by the retention rule.
+
+Text from the store (a notice's words, a room's name) is printed with its control
+characters escaped (an escape character shows as ``\\x1b``), so no data can drive the
+terminal."""
 
 from __future__ import annotations
 
 import getpass
 import json
+import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from typing import Annotated, Any
@@ -26,6 +32,14 @@ Room = Annotated[str, typer.Option("--room", help="The room: who shares the cond
 Key = Annotated[str, typer.Argument(help="The condition's identity, e.g. collision:README.md.")]
 
 
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _safe(text: str) -> str:
+    """``text`` for a terminal: control characters escaped, then Rich markup."""
+    return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
+
+
 @contextmanager
 def _opened() -> Iterator[Interventions]:
     service = open_interventions(Settings())
@@ -38,7 +52,7 @@ def _opened() -> Iterator[Interventions]:
 def _line(item: Intervention) -> str:
     state = item.status if not item.delivered else ("resolved" if item.resolved_at else "active")
     done = f" {item.outcome} by {item.outcome_by}" if item.outcome else ""
-    return escape(f"{item.id:>6} {state:<20} {item.room} {item.kind}: {item.text}{done}")
+    return _safe(f"{item.id:>6} {state:<20} {item.room} {item.kind}: {item.text}{done}")
 
 
 def _print(item: Intervention, as_json: bool) -> None:
@@ -48,14 +62,15 @@ def _print(item: Intervention, as_json: bool) -> None:
     console.print(_line(item))
     for d in item.deliveries:
         outcome = "ok" if d.ok else f"failed ({d.error})"
-        console.print(escape(f"        {d.channel} {d.target}: {outcome}, {d.attempts} attempt(s)"))
+        console.print(_safe(f"        {d.channel} {d.target}: {outcome}, {d.attempts} attempt(s)"))
 
 
 def _run(action: Callable[[Interventions], Intervention], as_json: bool) -> None:
     with _opened() as service:
         item = action(service)
         service.wait()
-        item = service.get(item.id)
+        if item.id:  # a suppressed raise is counted, not stored: it has no id to read
+            item = service.get(item.id)
     _print(item, as_json)
 
 
@@ -140,28 +155,86 @@ def list_(
 
 
 @interventions_app.command("stats")
-def stats(as_json: JsonFlag = False) -> None:
-    """Per kind: raised, delivered, suppressed (cooldown, guard), accepted and dismissed.
+def stats(
+    room: Annotated[str | None, typer.Option(help="Only this room's learning.")] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Per kind: raised, delivered, suppressed (cooldown, guard), accepted and dismissed;
+    then what the learning loop changed, per kind and room, and why.
 
-    Example: heron interventions stats --json
+    Example: heron interventions stats --room team
     """
     with _opened() as service:
-        rows = [s.to_dict() for s in service.stats()]
+        kinds = [s.to_dict() for s in service.stats()]
+        learned = [item.to_dict() for item in service.learned(room)]
+        changes = [change.to_dict() for change in service.changes(room, limit=20)]
     if as_json:
-        print_json(rows)
+        print_json({"kinds": kinds, "learned": learned, "changes": changes})
         return
 
     def pct(value: float | None) -> str:
         return "-" if value is None else f"{value:.0%}"
 
     console.print("kind                 raised delivered cooldown guard accept dismiss")
-    for r in rows:
+    for r in kinds:
         console.print(
-            escape(
+            _safe(
                 f"{r['kind']:<20} {r['raised']:>6} {r['delivered']:>9} "
                 f"{r['suppressed_cooldown']:>8} {r['suppressed_guard']:>5} "
                 f"{pct(r['accept_rate']):>6} {pct(r['dismiss_rate']):>7}"
             )
         )
-    if not rows:
+    if not kinds:
         console.print("No interventions yet.")
+    moved = [item for item in learned if item["step"]]
+    if moved:
+        console.print("\nlearned (room kind: steps down from the policy; reset with heron "
+                      "interventions reset KIND --room ROOM)")  # fmt: skip
+        for item in moved:
+            console.print(_safe(f"  {item['room']} {item['kind']}: {item['step']}"))
+    if changes:
+        console.print("\npolicy changes, newest first")
+        for c in changes:
+            console.print(
+                _safe(
+                    f"  {c['id']:>5} {c['room']} {c['kind']}: step {c['from_step']} -> "
+                    f"{c['to_step']} by {c['by']}: {c['reason']}"
+                )
+            )
+
+
+@interventions_app.command("reset")
+def reset(
+    kind: Annotated[str, typer.Argument(help="The kind whose learning to undo, e.g. collision.")],
+    room: Room = "default",
+    as_json: JsonFlag = False,
+) -> None:
+    """Put a kind in a room back at its policy: what the learning loop stepped down goes
+    back up, recorded as a change by you.
+
+    Example: heron interventions reset collision --room team
+    """
+    with _opened() as service:
+        done = service.reset(room, kind, getpass.getuser())
+    if as_json:
+        print_json(done.to_dict())
+        return
+    console.print(_safe(f"{done.room} {done.kind}: back at its policy (step {done.step})."))
+
+
+@interventions_app.command("prune")
+def prune(as_json: JsonFlag = False) -> None:
+    """Apply the retention rule now (HERON_INTERVENTIONS_KEEP_DAYS, _KEEP_PER_ROOM,
+    _AUDIO_KEEP); the server and raises also run it every minute.
+
+    Example: heron interventions prune --json
+    """
+    with _opened() as service:
+        done = service.prune().to_dict()
+    if as_json:
+        print_json(done)
+        return
+    console.print(
+        f"Removed {done['interventions']} interventions, {done['suppressed']} suppressed "
+        f"counts, {done['changes']} policy changes and {done['audio']} audio files."
+    )

@@ -13,10 +13,14 @@ Promises every method keeps (each method's docstring adds its own):
   intervention in one write transaction that holds the room: on PostgreSQL its row in
   the rooms table is locked (``FOR UPDATE``), on SQLite the whole file is
   (``BEGIN IMMEDIATE``). However many threads, processes or servers raise the same
-  condition at once, exactly one is ``delivered`` and every other is stored as
+  condition at once, exactly one is ``delivered`` and every other is counted as
   suppressed: none is lost, none is sent twice.
-- **Every condition is stored**, sent or not, with the words it was given, so that
-  ``stats`` counts what was held back.
+- **Delivered conditions are stored** with their words; **suppressed ones are counted**
+  (per room, key and reason: how many, and when the last came), not stored one row a
+  raise, so that ``stats`` counts what was held back and a storm costs one row a key.
+  A suppressed raise answers with id 0.
+- **Bounded by retention.** ``prune`` removes what is older than a time, and what lies
+  beyond the newest ``keep_per_room`` of each room (its deliveries and guard with it).
 - **Ids** are integers that grow in the order of the transactions that hold a room, so a
   stream of one room's cards resumes after the last id it gave (``cards``).
 - **Threads and processes.** One store may be shared by the threads of a process; any
@@ -33,27 +37,39 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from heron.interventions.learn import Learning
 from heron.interventions.model import (
     Condition,
     Delivery,
     Intervention,
     KindStats,
+    Learned,
     Outcome,
+    PolicyChange,
+    Pruned,
     Rendered,
 )
 
 
 class InterventionStore(Protocol):
     def raise_(
-        self, condition: Condition, render: Callable[[int], Rendered], *, cooldown: float
+        self,
+        condition: Condition,
+        render: Callable[[int], Rendered],
+        *,
+        cooldown: float,
+        learning: Learning | None = None,
     ) -> Intervention:
         """Store ``condition`` as an intervention, decided as ``guard.decide`` says.
 
-        ``render(seen_before)`` is called once inside the transaction with the number of
-        interventions of this key delivered in this room before, and gives its words.
-        A delivered one becomes the key's active intervention and, when ``cooldown`` is
-        above 0, starts the room's cooldown (0: a kind exempt from it). ``condition`` is
-        stored as given (``Interventions.raise_`` checks and redacts it first).
+        ``render(seen_before)`` is called once inside the transaction, for a delivered
+        one, with the number of interventions of this key delivered in this room before,
+        and gives its words. A delivered one becomes the key's active intervention and,
+        when ``cooldown`` is above 0, starts the room's cooldown (0: a kind exempt from
+        it). With ``learning`` (a kind that learns), the kind's learned step in the room
+        multiplies the cooldown (``Learning.cooldown``) and is recorded as the
+        intervention's ``step``. ``condition`` is stored as given
+        (``Interventions.raise_`` checks, trims and redacts it first).
         """
         ...
 
@@ -71,10 +87,47 @@ class InterventionStore(Protocol):
         for an unknown id."""
         ...
 
-    def outcome(self, intervention_id: int, outcome: Outcome, by: str) -> Intervention:
+    def outcome(
+        self,
+        intervention_id: int,
+        outcome: Outcome,
+        by: str,
+        *,
+        learning: Learning | None = None,
+    ) -> Intervention:
         """Record what the person did with a delivered intervention, once, with who and
         when. ``NotFound`` for an unknown id; ``InputError`` when it already has an
-        outcome (naming it) or was never delivered."""
+        outcome (naming it) or was never delivered. With ``learning``, the outcome counts
+        in its kind's block in its room, and a full block is decided in the same
+        transaction (``heron.interventions.learn``), a change recorded with its reason."""
+        ...
+
+    def reset(self, room: str, kind: str, by: str) -> Learned:
+        """Put ``kind`` in ``room`` back at its policy (step 0, a new block), recorded as
+        a change by ``by`` when it had moved. ``NotFound`` when nothing was learned."""
+        ...
+
+    def learned(self, room: str | None = None) -> list[Learned]:
+        """Each kind's learned state per room (only ``room``'s when given)."""
+        ...
+
+    def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
+        """The policy changes, newest first."""
+        ...
+
+    def prune(
+        self, *, before: float, keep_per_room: int, keep_total: int | None = None
+    ) -> tuple[Pruned, list[str]]:
+        """Remove interventions created before ``before``, beyond the newest
+        ``keep_per_room`` of their room or beyond the newest ``keep_total`` of all
+        (default: 100 rooms' worth), active ones too (their guard goes with them);
+        suppressed counts and policy changes by the same rules; and rooms and learning
+        nothing is left of. Returns the counts and the removed ones' audio URLs."""
+        ...
+
+    def get_many(self, ids: list[int]) -> list[Intervention]:
+        """Those of ``ids`` that exist (without deliveries), by id: where a stream's
+        open cards stand now."""
         ...
 
     def get(self, intervention_id: int) -> Intervention:

@@ -22,9 +22,13 @@ Outcome = Literal["accept", "dismiss"]
 OUTCOMES: tuple[Outcome, ...] = get_args(Outcome)
 Channel = Literal["card", "message", "voice"]
 
-#: The longest kind, key, room or actor taken; a fact's value is cut at ``MAX_FACT``.
+#: The longest kind, key, room or actor taken; a fact's text is cut at ``MAX_FACT``
+#: characters, a list fact at ``MAX_ITEMS`` items of at most ``MAX_ITEM`` characters each:
+#: one fact is at most about 2 KB, whatever the caller sent.
 MAX_NAME = 500
 MAX_FACT = 2_000
+MAX_ITEMS = 20
+MAX_ITEM = 100
 
 
 def severity_rank(severity: str) -> int:
@@ -68,13 +72,14 @@ class Condition:
         )
 
 
-def _fact(value: Any) -> Any:
-    """A fact as stored: a scalar, or a list of scalars (``["alice", "bob"]``)."""
-    if isinstance(value, list | tuple):
-        return [_fact(v) for v in value[:50]]
+def _fact(value: Any, limit: int = MAX_FACT) -> Any:
+    """A fact as stored: a scalar, or a flat list of scalars (``["alice", "bob"]``), cut
+    to the bounds above (a nested list or an object becomes its text, cut)."""
+    if isinstance(value, list | tuple) and limit == MAX_FACT:
+        return [_fact(v, MAX_ITEM) for v in value[:MAX_ITEMS]]
     if value is None or isinstance(value, bool | int | float):
         return value
-    return str(value)[:MAX_FACT]
+    return str(value)[:limit]
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ class Intervention:
     outcome: Outcome | None = None
     outcome_by: str | None = None
     outcome_at: float | None = None
+    step: int = 0  # the learned step of its kind in its room when raised (``learn``)
     deliveries: tuple[Delivery, ...] = ()
 
     @property
@@ -163,6 +169,53 @@ class Intervention:
         data["actions"] = [asdict(a) for a in self.actions]
         data["deliveries"] = [asdict(d) for d in self.deliveries]
         return data
+
+
+@dataclass(frozen=True)
+class Learned:
+    """Where the learning loop has put one kind in one room: its ``step`` down from the
+    policy, and the outcomes given since its last change (what the next one is decided
+    on)."""
+
+    room: str
+    kind: str
+    step: int
+    accepted: int
+    dismissed: int
+    changed_at: float | None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class PolicyChange:
+    """One step the learning loop (or an operator's reset) took, with its reason."""
+
+    id: int
+    room: str
+    kind: str
+    from_step: int
+    to_step: int
+    reason: str
+    by: str
+    at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
+class Pruned:
+    """What one retention pass removed."""
+
+    interventions: int = 0
+    suppressed: int = 0
+    changes: int = 0
+    audio: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)

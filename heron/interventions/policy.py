@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.errors import ConfigError
+from heron.interventions.learn import Learning
 from heron.interventions.model import SEVERITIES, Channel, severity_rank
 from heron.interventions.templates import read_yaml
 
@@ -29,23 +30,27 @@ class Rule:
     message: str = "warning"  # lowest severity sent as a message, or "never"
     voice: str = "critical"  # "critical" or "never"
     cooldown: bool = True  # false: neither held back by the room's cooldown nor starting it
+    learn: bool = True  # false: outcomes never move this kind (heron.interventions.learn)
 
-    def channels(self, severity: str) -> tuple[Channel, ...]:
+    def channels(self, severity: str, step: int = 0) -> tuple[Channel, ...]:
+        """The channels at ``severity``, each floor moved ``step`` ranks up (``learn``)."""
         chosen: list[Channel] = ["card"]
         for channel, floor in (("message", self.message), ("voice", self.voice)):
+            floor = Learning.floor(floor, step)
             if floor != NEVER and severity_rank(severity) >= severity_rank(floor):
                 chosen.append(channel)  # type: ignore[arg-type]
         return tuple(chosen)
 
 
 def _rule(spec: Any, where: str, base: Rule) -> Rule:
-    if not isinstance(spec, dict) or set(spec) - {"message", "voice", "cooldown"}:
+    if not isinstance(spec, dict) or set(spec) - {"message", "voice", "cooldown", "learn"}:
         raise ConfigError(
-            f"{where}: expected message, voice and cooldown, e.g. {{message: warning}}."
+            f"{where}: expected message, voice, cooldown and learn, e.g. {{message: warning}}."
         )
     cooldown = spec.get("cooldown", base.cooldown)
-    if not isinstance(cooldown, bool):
-        raise ConfigError(f"{where}: cooldown is true or false.")
+    learn = spec.get("learn", base.learn)
+    if not isinstance(cooldown, bool) or not isinstance(learn, bool):
+        raise ConfigError(f"{where}: cooldown and learn are true or false.")
     message = str(spec.get("message", base.message))
     voice = str(spec.get("voice", base.voice))
     if message not in (*SEVERITIES, NEVER):
@@ -54,7 +59,7 @@ def _rule(spec: Any, where: str, base: Rule) -> Rule:
         )
     if voice not in ("critical", NEVER):
         raise ConfigError(f"{where}: voice {voice!r}; voice is for critical only (or never).")
-    return Rule(message, voice, cooldown)
+    return Rule(message, voice, cooldown, learn)
 
 
 @dataclass(frozen=True)
@@ -79,8 +84,8 @@ class Policy:
     def rule(self, kind: str) -> Rule:
         return self.kinds.get(kind, self.default)
 
-    def channels(self, kind: str, severity: str) -> tuple[Channel, ...]:
-        return self.rule(kind).channels(severity)
+    def channels(self, kind: str, severity: str, step: int = 0) -> tuple[Channel, ...]:
+        return self.rule(kind).channels(severity, step)
 
 
 def load_policy(home: Path) -> Policy:

@@ -9,16 +9,25 @@
 'suppressed_guard'                                                # doctest: +SKIP
 
 A raise is decided in the store (``heron.interventions.base``), then delivered by the
-policy's channels: voice first for a critical one (so its card carries the audio), the
-card to live subscribers, then a message to the alert channels in a background thread
-(apprise retries with backoff; a raise does not wait for a dead webhook). Every channel's
-outcome is recorded as a ``Delivery``; a failing one never stops the card.
+policy's channels, as the learning loop has moved them (``heron.interventions.learn``):
+voice first for a critical one (so its card carries the audio), the card to live
+subscribers, then a message to the alert channels in a background thread (apprise
+retries with backoff; a raise does not wait for a dead webhook). Every channel's outcome
+is recorded as a ``Delivery``; a failing one never stops the card.
+
+What is kept is bounded: only the facts a kind declares, each capped
+(``heron.interventions.model``); suppressed raises counted, not stored; the spoken text
+cut (``templates.MAX_SPOKEN``) and its audio capped while written (``voice``), deleted
+when its card resolves; history, counts, changes and audio pruned by age and count
+(``prune``, at most every ``PRUNE_EVERY`` seconds after a raise, and by the server's
+scan).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from dataclasses import replace
@@ -28,19 +37,31 @@ from typing import Any
 from heron.db import database_path, open_database
 from heron.errors import InputError, NotFound
 from heron.interventions.base import InterventionStore
+from heron.interventions.learn import Learning
 from heron.interventions.model import (
     OUTCOMES,
     Condition,
     Delivery,
     Intervention,
     KindStats,
+    Learned,
+    PolicyChange,
+    Pruned,
     Resolution,
     Severity,
 )
 from heron.interventions.policy import Policy, load_policy
 from heron.interventions.sql import INTERVENTIONS, SQLInterventionStore
 from heron.interventions.templates import Templates, load_templates
-from heron.interventions.voice import EspeakVoice, SpeechVoice, Voice, VoiceError, audio_name
+from heron.interventions.voice import (
+    AUDIO_NAME,
+    EspeakVoice,
+    SpeechVoice,
+    Voice,
+    VoiceError,
+    audio_name,
+    prune_audio,
+)
 from heron.notify import Channels
 from heron.redact import redact_value
 from heron.resource import Resource
@@ -54,6 +75,9 @@ AUDIO_URL = "/interventions/audio/"
 #: ``listener(event, intervention)``: ``"intervention"`` (a card went out), ``"resolved"``,
 #: ``"outcome"``.
 Listener = Callable[[str, Intervention], None]
+
+#: Seconds between two retention passes started by raises (the server's scan runs one too).
+PRUNE_EVERY = 60.0
 
 
 def interventions_db_path(settings: Settings) -> Path:
@@ -106,6 +130,13 @@ class Interventions(Resource):
             else channels
         )
         self.voice = voice or default_voice(settings)
+        self.learning = Learning(
+            settings.interventions_learn_outcomes,
+            settings.interventions_learn_dismiss_rate,
+            settings.interventions_learn_accept_rate,
+            settings.interventions_learn_cooldown_factor,
+        )
+        self._pruned_at = 0.0
         self._listeners: list[Listener] = []
         self._lock = threading.Lock()
         self._senders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="heron-alerts")
@@ -147,25 +178,37 @@ class Interventions(Resource):
         *,
         actor: str = "",
     ) -> Intervention:
-        """Raise a condition; returns its intervention, sent or suppressed.
+        """Raise a condition from outside Heron (the API, the CLI); returns its
+        intervention, sent or suppressed (id 0: counted, not stored).
 
-        ``InputError`` (nothing stored) for an unknown kind, a severity that is not
-        ``info``, ``warning`` or ``critical``, or facts lacking one the kind declares."""
-        return self.raise_condition(Condition(kind, key, room, severity, facts or {}, actor))
+        ``InputError`` (nothing stored) for an unknown kind, a kind one of Heron's own
+        detectors owns (``owner`` in the templates: ``job_waiting``, whose Confirm comes
+        from the job store, ...), a severity that is not ``info``, ``warning`` or
+        ``critical``, or facts lacking one the kind declares."""
+        c = Condition(kind, key, room, severity, facts or {}, actor).checked()
+        owner = self.templates.template(c.kind).owner
+        if owner is not None:
+            raise InputError(
+                f"{c.kind} interventions are raised by Heron's {owner} detector from its own "
+                "records, never through the API or the CLI; raise a notice instead."
+            )
+        return self._raise(c)
 
-    def raise_condition(self, condition: Condition) -> Intervention:
+    def _raise(self, condition: Condition) -> Intervention:
         c = condition.checked()
-        c = replace(c, facts=redact_value(c.facts))  # a token in a fact stays out of the store
-        self.templates.check(c.kind, c.facts)
+        # Only the declared facts are kept, and a token in one stays out of the store.
+        c = replace(c, facts=redact_value(self.templates.declared(c.kind, c.facts)))
         rule = self.policy.rule(c.kind)
         intervention = self.store.raise_(
             c,
             lambda seen: self.templates.render(c.kind, c.facts, seen_before=seen),
             cooldown=self.cooldown if rule.cooldown else 0.0,
+            learning=self.learning if rule.learn else None,
         )
+        self._maybe_prune()
         if not intervention.delivered:
             return intervention
-        channels = rule.channels(c.severity)
+        channels = rule.channels(c.severity, intervention.step)
         if "voice" in channels:
             intervention = self._speak(intervention)
         self._emit("intervention", intervention)
@@ -174,10 +217,19 @@ class Interventions(Resource):
             self._send_later(intervention)
         return self.store.get(intervention.id)
 
+    def ping(self, room: str, sender: str, teammate: str, about: str) -> Intervention:
+        """A research-overlap card's ``ping_teammate`` action: ``sender`` asks
+        ``teammate`` to sync up on ``about``, as a ``ping`` card (and message) in
+        ``room``, once per pair and subject while it is active."""
+        facts = {"sender": sender, "teammate": teammate, "about": about}
+        key = f"ping:{sender}:{teammate}:{about}"
+        return self._raise(Condition("ping", key, room, "info", facts, sender))
+
     def resolve(self, room: str, key: str) -> Intervention:
         """End the active condition ``key`` in ``room``; ``NotFound`` names an unknown room
         or a key with nothing active."""
         resolved = self.store.resolve(room.strip(), key.strip())
+        self._forget_audio([resolved.audio_url])  # spoken for a condition that is over
         self._emit("resolved", resolved)
         return resolved
 
@@ -192,7 +244,7 @@ class Interventions(Resource):
                 except NotFound:
                     continue
             else:
-                done.append(self.raise_condition(seen))
+                done.append(self._raise(seen))
         return done
 
     # -- outcomes and history -----------------------------------------------------------
@@ -202,9 +254,61 @@ class Interventions(Resource):
         time; ``NotFound`` for an unknown id)."""
         if outcome not in OUTCOMES:
             raise InputError(f"Unknown outcome {outcome!r}. Choose from: {', '.join(OUTCOMES)}.")
-        done = self.store.outcome(intervention_id, outcome, by.strip() or "unknown")  # type: ignore[arg-type]
+        found = self.store.get(intervention_id)
+        learning = self.learning if self.policy.rule(found.kind).learn else None
+        who = by.strip() or "unknown"
+        done = self.store.outcome(intervention_id, outcome, who, learning=learning)  # type: ignore[arg-type]
         self._emit("outcome", done)
         return done
+
+    def reset(self, room: str, kind: str, by: str) -> Learned:
+        """Undo what was learned of ``kind`` in ``room``: back to its policy, recorded."""
+        return self.store.reset(room.strip(), kind.strip(), by.strip() or "unknown")
+
+    def learned(self, room: str | None = None) -> list[Learned]:
+        return self.store.learned(room)
+
+    def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
+        return self.store.changes(room, limit)
+
+    def get_many(self, ids: list[int]) -> list[Intervention]:
+        return self.store.get_many(ids)
+
+    # -- retention ----------------------------------------------------------------------
+
+    def prune(self) -> Pruned:
+        """One retention pass: history older than ``interventions_keep_days``, beyond
+        ``interventions_keep_per_room`` of a room or ``interventions_keep_total`` of all
+        (a storm naming a new room each time), then audio by the same age and
+        ``interventions_audio_keep`` files."""
+        self._pruned_at = time.monotonic()
+        keep = self.settings.interventions_keep_days * 86400
+        pruned, audio = self.store.prune(
+            before=time.time() - keep,
+            keep_per_room=self.settings.interventions_keep_per_room,
+            keep_total=self.settings.interventions_keep_total,
+        )
+        removed = self._forget_audio(audio)
+        removed += prune_audio(
+            self.voice.folder, self.settings.interventions_audio_keep, max_age=keep
+        )
+        return replace(pruned, audio=removed)
+
+    def _maybe_prune(self) -> None:
+        if time.monotonic() - self._pruned_at >= PRUNE_EVERY:
+            self.prune()
+
+    def _forget_audio(self, urls: Iterable[str | None]) -> int:
+        removed = 0
+        for url in urls:
+            name = (url or "").removeprefix(AUDIO_URL)
+            if url and AUDIO_NAME.match(name):
+                try:
+                    (self.voice.folder / name).unlink()
+                    removed += 1
+                except FileNotFoundError:
+                    continue
+        return removed
 
     def get(self, intervention_id: int) -> Intervention:
         return self.store.get(intervention_id)

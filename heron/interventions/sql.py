@@ -16,7 +16,11 @@ wait on one another.
 Tables (``{p}`` is the dialect's prefix): ``{p}interventions`` (one row per condition
 raised, sent or not), ``{p}intervention_deliveries`` (one row per channel tried),
 ``{p}intervention_rooms`` (each room's last delivered intervention: the cooldown, and the
-row ``raise_`` locks) and ``{p}intervention_active`` (the guard: one row per active key).
+row ``raise_`` locks), ``{p}intervention_active`` (the guard: one row per active key),
+``{p}intervention_suppressed`` (what was held back, counted per room, key and reason, not
+stored one row a raise), ``{p}intervention_learned`` (each kind's learned step per room,
+and the outcomes of its current block) and ``{p}intervention_policy_changes`` (each step
+taken, with its reason).
 """
 
 from __future__ import annotations
@@ -30,21 +34,27 @@ from typing import Any, Protocol
 from heron.db import DatabaseStore, Schema
 from heron.errors import InputError, NotFound
 from heron.interventions.guard import decide
+from heron.interventions.learn import Learning
 from heron.interventions.model import (
     Action,
     Condition,
     Delivery,
     Intervention,
     KindStats,
+    Learned,
     Outcome,
+    PolicyChange,
+    Pruned,
     Rendered,
 )
 
 FIELDS = (
     "id", "kind", "key", "room", "severity", "facts", "actor", "status", "text", "spoken",
     "actions", "seen_before", "created_at", "resolved_at", "audio_url", "outcome",
-    "outcome_by", "outcome_at",
+    "outcome_by", "outcome_at", "step",
 )  # fmt: skip
+#: Ids deleted per statement when pruning (a bound on the statement's size).
+PRUNE_BATCH = 500
 COLUMNS = ", ".join(FIELDS)
 
 
@@ -104,6 +114,41 @@ CREATE TABLE {new}{p}intervention_active (
     PRIMARY KEY (room, key)
 ){keyed};
 """,
+        """
+ALTER TABLE {p}interventions ADD COLUMN step integer NOT NULL DEFAULT 0;
+CREATE INDEX {new}{p}interventions_by_age ON {p}interventions (created_at);
+CREATE TABLE {new}{p}intervention_suppressed (
+    room text NOT NULL,
+    key text NOT NULL,
+    status text NOT NULL CHECK (status IN ('suppressed_cooldown', 'suppressed_guard')),
+    kind text NOT NULL,
+    raised {bigint} NOT NULL,
+    last_at {real} NOT NULL,
+    PRIMARY KEY (room, key, status)
+){keyed};
+CREATE INDEX {new}{p}intervention_suppressed_by_age ON {p}intervention_suppressed (last_at);
+CREATE TABLE {new}{p}intervention_learned (
+    room text NOT NULL,
+    kind text NOT NULL,
+    step integer NOT NULL,
+    accepted integer NOT NULL,
+    dismissed integer NOT NULL,
+    changed_at {real},
+    PRIMARY KEY (room, kind)
+){keyed};
+CREATE TABLE {new}{p}intervention_policy_changes (
+    id {serial},
+    room text NOT NULL,
+    kind text NOT NULL,
+    from_step integer NOT NULL,
+    to_step integer NOT NULL,
+    reason text NOT NULL,
+    by text NOT NULL,
+    at {real} NOT NULL
+);
+CREATE INDEX {new}{p}intervention_policy_changes_by_room
+    ON {p}intervention_policy_changes (room, id);
+""",
     ),
     rebuild=(
         "a new, empty intervention store starts on the next use (the history stays in the "
@@ -129,18 +174,37 @@ _SEEN = (
 )
 _INSERT = (
     "INSERT INTO {p}interventions (kind, key, room, severity, facts, actor, status, text, "
-    "spoken, actions, seen_before, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) "
-    "RETURNING {columns}"
+    "spoken, actions, seen_before, created_at, step) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {columns}"
 )
 _STATS = """
-SELECT kind, COUNT(*) AS raised,
-    SUM(CASE WHEN status = 'delivered' THEN 1 ELSE 0 END) AS delivered,
-    SUM(CASE WHEN status = 'suppressed_cooldown' THEN 1 ELSE 0 END) AS suppressed_cooldown,
-    SUM(CASE WHEN status = 'suppressed_guard' THEN 1 ELSE 0 END) AS suppressed_guard,
+SELECT kind, COUNT(*) AS delivered,
     SUM(CASE WHEN outcome = 'accept' THEN 1 ELSE 0 END) AS accepted,
     SUM(CASE WHEN outcome = 'dismiss' THEN 1 ELSE 0 END) AS dismissed
-FROM {p}interventions GROUP BY kind ORDER BY kind
+FROM {p}interventions WHERE status = 'delivered' GROUP BY kind
 """
+_SUPPRESSED_STATS = (
+    "SELECT kind, status, SUM(raised) AS n FROM {p}intervention_suppressed GROUP BY kind, status"
+)
+_COUNT_SUPPRESSED = (
+    "INSERT INTO {p}intervention_suppressed (room, key, status, kind, raised, last_at) "
+    "VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (room, key, status) DO UPDATE SET "
+    "raised = {p}intervention_suppressed.raised + 1, last_at = excluded.last_at, "
+    "kind = excluded.kind"
+)
+_LEARNED = "SELECT room, kind, step, accepted, dismissed, changed_at FROM {p}intervention_learned"
+_ENSURE_LEARNED = (
+    "INSERT INTO {p}intervention_learned (room, kind, step, accepted, dismissed) "
+    "VALUES (?, ?, 0, 0, 0) ON CONFLICT (room, kind) DO NOTHING"
+)
+_CHANGES = (
+    "SELECT id, room, kind, from_step, to_step, reason, by, at FROM {p}intervention_policy_changes"
+)
+#: Per room, what lies beyond the newest ``keep`` rows of a table (``{order}``).
+_BEYOND = (
+    "SELECT {key} FROM (SELECT {key}, ROW_NUMBER() OVER (PARTITION BY room ORDER BY {order} "
+    "DESC) AS n FROM {p}{table}) ranked WHERE n > ?"
+)
 
 
 def _intervention(row: Any, deliveries: tuple[Delivery, ...] = ()) -> Intervention:
@@ -148,6 +212,18 @@ def _intervention(row: Any, deliveries: tuple[Delivery, ...] = ()) -> Interventi
     values["facts"] = json.loads(values["facts"])
     values["actions"] = tuple(Action(**a) for a in json.loads(values["actions"]))
     return Intervention(**values, deliveries=deliveries)
+
+
+def _learned(row: Any) -> Learned:
+    return Learned(
+        row["room"], row["kind"], int(row["step"]), int(row["accepted"]),
+        int(row["dismissed"]), row["changed_at"],
+    )  # fmt: skip
+
+
+def _beyond(key: str, order: str, table: str) -> str:
+    """The ``key`` of ``table``'s rows beyond the newest ``?`` (by ``order``) of each room."""
+    return _BEYOND.replace("{key}", key).replace("{order}", order).replace("{table}", table)
 
 
 def _delivery(row: Any) -> Delivery:
@@ -166,13 +242,25 @@ class SQLInterventionStore(DatabaseStore):
     # -- deciding -----------------------------------------------------------------------
 
     def raise_(
-        self, condition: Condition, render: Callable[[int], Rendered], *, cooldown: float
+        self,
+        condition: Condition,
+        render: Callable[[int], Rendered],
+        *,
+        cooldown: float,
+        learning: Learning | None = None,
     ) -> Intervention:
         c = condition
         with self._tx(write=True) as db:
             self._run(db, _ENSURE_ROOM, (c.room,))
             room = self._run(db, _ROOM, (c.room,)).fetchone()  # locked until commit
             now = time.time()
+            step = 0
+            if learning is not None:
+                learned = self._run(
+                    db, _LEARNED + " WHERE room = ? AND kind = ?", (c.room, c.kind)
+                ).fetchone()
+                step = int(learned["step"]) if learned else 0
+                cooldown = learning.cooldown(cooldown, step)
             active = self._run(db, _ACTIVE, (c.room, c.key)).fetchone() is not None
             status = decide(
                 active=active,
@@ -183,6 +271,12 @@ class SQLInterventionStore(DatabaseStore):
                 last_severity=room["last_severity"],
             )
             seen = int(self._run(db, _SEEN, (c.room, c.key)).fetchone()["n"])
+            if status != "delivered":  # counted, not stored: a storm costs one row a key
+                self._run(db, _COUNT_SUPPRESSED, (c.room, c.key, status, c.kind, now))
+                return Intervention(
+                    0, c.kind, c.key, c.room, c.severity, c.facts, c.actor, status, "", "",
+                    (), seen, now, step=step,
+                )  # fmt: skip
             words = render(seen)
             actions = json.dumps([asdict(a) for a in words.actions])
             row = self._run(
@@ -201,22 +295,21 @@ class SQLInterventionStore(DatabaseStore):
                     actions,
                     seen,
                     now,
+                    step,
                 ),
             ).fetchone()
-            if status == "delivered":
+            self._run(
+                db,
+                "INSERT INTO {p}intervention_active (room, key, intervention_id) VALUES (?, ?, ?)",
+                (c.room, c.key, row["id"]),
+            )
+            if cooldown > 0:  # a kind exempt from the cooldown does not start one
                 self._run(
                     db,
-                    "INSERT INTO {p}intervention_active (room, key, intervention_id) "
-                    "VALUES (?, ?, ?)",
-                    (c.room, c.key, row["id"]),
+                    "UPDATE {p}intervention_rooms SET last_id = ?, last_delivered_at = ?, "
+                    "last_severity = ? WHERE room = ?",
+                    (row["id"], now, c.severity, c.room),
                 )
-                if cooldown > 0:  # a kind exempt from the cooldown does not start one
-                    self._run(
-                        db,
-                        "UPDATE {p}intervention_rooms SET last_id = ?, last_delivered_at = ?, "
-                        "last_severity = ? WHERE room = ?",
-                        (row["id"], now, c.severity, c.room),
-                    )
             return _intervention(row)
 
     def resolve(self, room: str, key: str) -> Intervention:
@@ -272,7 +365,14 @@ class SQLInterventionStore(DatabaseStore):
                     (audio_url, intervention_id),
                 )
 
-    def outcome(self, intervention_id: int, outcome: Outcome, by: str) -> Intervention:
+    def outcome(
+        self,
+        intervention_id: int,
+        outcome: Outcome,
+        by: str,
+        *,
+        learning: Learning | None = None,
+    ) -> Intervention:
         with self._tx(write=True) as db:
             found = self._get(db, intervention_id, lock=True)
             if found.outcome is not None:
@@ -285,13 +385,182 @@ class SQLInterventionStore(DatabaseStore):
                     f"Intervention {intervention_id} was never shown ({found.status}), so it "
                     "has no outcome to give."
                 )
+            now = time.time()
             self._run(
                 db,
                 "UPDATE {p}interventions SET outcome = ?, outcome_by = ?, outcome_at = ? "
                 "WHERE id = ?",
-                (outcome, by, time.time(), intervention_id),
+                (outcome, by, now, intervention_id),
             )
+            if learning is not None:
+                self._learn(db, found.room, found.kind, outcome, learning, now)
             return self._get(db, intervention_id)
+
+    def _learn(
+        self, db: Connection, room: str, kind: str, outcome: Outcome, rule: Learning, now: float
+    ) -> None:
+        """Count ``outcome`` in the kind's block; a full block is decided (``learn``)."""
+        self._run(db, _ENSURE_LEARNED, (room, kind))
+        column = "accepted" if outcome == "accept" else "dismissed"
+        self._run(
+            db,
+            f"UPDATE {{p}}intervention_learned SET {column} = {column} + 1 "
+            "WHERE room = ? AND kind = ?",
+            (room, kind),
+        )
+        row = self._run(
+            db, _LEARNED + " WHERE room = ? AND kind = ?{lock}", (room, kind)
+        ).fetchone()
+        if row["accepted"] + row["dismissed"] < rule.outcomes:
+            return
+        step = int(row["step"])
+        decided = rule.next_step(step, accepted=row["accepted"], dismissed=row["dismissed"])
+        to_step, changed = (step, row["changed_at"]) if decided is None else (decided[0], now)
+        self._run(
+            db,
+            "UPDATE {p}intervention_learned SET step = ?, accepted = 0, dismissed = 0, "
+            "changed_at = ? WHERE room = ? AND kind = ?",
+            (to_step, changed, room, kind),
+        )
+        if decided is not None:
+            self._change(db, room, kind, step, to_step, decided[1], "learning", now)
+
+    def _change(
+        self,
+        db: Connection,
+        room: str,
+        kind: str,
+        from_step: int,
+        to_step: int,
+        reason: str,
+        by: str,
+        now: float,
+    ) -> None:
+        self._run(
+            db,
+            "INSERT INTO {p}intervention_policy_changes (room, kind, from_step, to_step, "
+            "reason, by, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+            (room, kind, from_step, to_step, reason, by, now),
+        )
+
+    def reset(self, room: str, kind: str, by: str) -> Learned:
+        with self._tx(write=True) as db:
+            row = self._run(
+                db, _LEARNED + " WHERE room = ? AND kind = ?{lock}", (room, kind)
+            ).fetchone()
+            if row is None:
+                raise NotFound(
+                    f"Nothing was learned for {kind!r} in room {room!r}: it runs as its "
+                    "policy says. See: heron interventions stats"
+                )
+            now = time.time()
+            if row["step"] != 0:
+                reason = f"reset by {by} to the policy as written"
+                self._change(db, room, kind, int(row["step"]), 0, reason, by, now)
+            self._run(
+                db,
+                "UPDATE {p}intervention_learned SET step = 0, accepted = 0, dismissed = 0, "
+                "changed_at = ? WHERE room = ? AND kind = ?",
+                (now if row["step"] != 0 else row["changed_at"], room, kind),
+            )
+            found = self._run(db, _LEARNED + " WHERE room = ? AND kind = ?", (room, kind))
+            return _learned(found.fetchone())
+
+    def learned(self, room: str | None = None) -> list[Learned]:
+        where, args = (" WHERE room = ?", (room,)) if room is not None else ("", ())
+        with self._tx() as db:
+            rows = self._run(db, _LEARNED + where + " ORDER BY room, kind", args).fetchall()
+        return [_learned(row) for row in rows]
+
+    def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
+        where, args = (" WHERE room = ?", (room,)) if room is not None else ("", ())
+        sql = _CHANGES + where + " ORDER BY id DESC LIMIT ?"
+        with self._tx() as db:
+            rows = self._run(db, sql, (*args, limit)).fetchall()
+        return [
+            PolicyChange(**{k: row[k] for k in PolicyChange.__dataclass_fields__}) for row in rows
+        ]
+
+    # -- retention ----------------------------------------------------------------------
+
+    def prune(
+        self, *, before: float, keep_per_room: int, keep_total: int | None = None
+    ) -> tuple[Pruned, list[str]]:
+        total = keep_per_room * 100 if keep_total is None else keep_total
+        with self._tx(write=True) as db:
+            doomed = [
+                r["id"]
+                for r in self._run(
+                    db,
+                    "SELECT id FROM {p}interventions WHERE created_at < ? UNION "
+                    + _beyond("id", "id", "interventions")
+                    + " UNION SELECT id FROM {p}interventions WHERE id <= (SELECT id FROM "
+                    "{p}interventions ORDER BY id DESC LIMIT 1 OFFSET ?)",
+                    (before, keep_per_room, total),
+                ).fetchall()
+            ]
+            audio: list[str] = []
+            for start in range(0, len(doomed), PRUNE_BATCH):
+                batch = tuple(doomed[start : start + PRUNE_BATCH])
+                marks = "(" + ", ".join("?" * len(batch)) + ")"
+                audio += [
+                    r["audio_url"]
+                    for r in self._run(
+                        db,
+                        "SELECT audio_url FROM {p}interventions WHERE audio_url IS NOT NULL "
+                        "AND id IN " + marks,
+                        batch,
+                    ).fetchall()
+                ]
+                for table, column in (
+                    ("intervention_deliveries", "intervention_id"),
+                    ("intervention_active", "intervention_id"),
+                    ("interventions", "id"),
+                ):
+                    self._run(db, f"DELETE FROM {{p}}{table} WHERE {column} IN " + marks, batch)
+            suppressed = self._run(
+                db, "DELETE FROM {p}intervention_suppressed WHERE last_at < ?", (before,)
+            ).rowcount
+            suppressed += self._run(
+                db,
+                "DELETE FROM {p}intervention_suppressed WHERE (room, key, status) IN ("
+                + _beyond("room, key, status", "last_at", "intervention_suppressed")
+                + ")",
+                (keep_per_room,),
+            ).rowcount
+            # However many rooms a storm names, the counts are bounded in all.
+            suppressed += self._run(
+                db,
+                "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
+                "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
+                (total,),
+            ).rowcount
+            changes = self._run(
+                db, "DELETE FROM {p}intervention_policy_changes WHERE at < ?", (before,)
+            ).rowcount
+            changes += self._run(
+                db,
+                "DELETE FROM {p}intervention_policy_changes WHERE id IN ("
+                + _beyond("id", "id", "intervention_policy_changes")
+                + ")",
+                (keep_per_room,),
+            ).rowcount
+            # A room nothing is left of, and whose cooldown is long over, goes too; so does
+            # a kind's learning there once it is back at its policy.
+            self._run(
+                db,
+                "DELETE FROM {p}intervention_rooms WHERE (last_delivered_at IS NULL OR "
+                "last_delivered_at < ?) AND room NOT IN (SELECT room FROM {p}interventions) "
+                "AND room NOT IN (SELECT room FROM {p}intervention_suppressed)",
+                (before,),
+            )
+            self._run(
+                db,
+                "DELETE FROM {p}intervention_learned WHERE step = 0 AND (changed_at IS NULL "
+                "OR changed_at < ?) AND room NOT IN (SELECT room FROM {p}interventions)",
+                (before,),
+            )
+        return Pruned(len(doomed), suppressed, changes), audio
 
     # -- reading ------------------------------------------------------------------------
 
@@ -345,8 +614,40 @@ class SQLInterventionStore(DatabaseStore):
         with self._tx() as db:
             return self._with_deliveries(db, self._run(db, sql, (room, after, limit)).fetchall())
 
+    def get_many(self, ids: list[int]) -> list[Intervention]:
+        if not ids:
+            return []
+        marks = ", ".join("?" * len(ids))
+        sql = "SELECT {columns} FROM {p}interventions WHERE id IN (" + marks + ") ORDER BY id"
+        with self._tx() as db:
+            return [_intervention(row) for row in self._run(db, sql, tuple(ids)).fetchall()]
+
     def stats(self) -> list[KindStats]:
         with self._tx() as db:
-            rows = self._run(db, _STATS).fetchall()
-        counts = [name for name in KindStats.__dataclass_fields__ if name != "kind"]
-        return [KindStats(row["kind"], *(int(row[name]) for name in counts)) for row in rows]
+            shown = {row["kind"]: row for row in self._run(db, _STATS).fetchall()}
+            held = self._run(db, _SUPPRESSED_STATS).fetchall()
+        counts: dict[str, dict[str, int]] = {}
+        for kind, row in shown.items():
+            counts[kind] = {
+                "delivered": int(row["delivered"]),
+                "accepted": int(row["accepted"] or 0),
+                "dismissed": int(row["dismissed"] or 0),
+            }
+        for row in held:
+            counts.setdefault(row["kind"], {})[row["status"]] = int(row["n"])
+        found = []
+        for kind in sorted(counts):
+            c = counts[kind]
+            held_back = c.get("suppressed_cooldown", 0) + c.get("suppressed_guard", 0)
+            found.append(
+                KindStats(
+                    kind,
+                    c.get("delivered", 0) + held_back,
+                    c.get("delivered", 0),
+                    c.get("suppressed_cooldown", 0),
+                    c.get("suppressed_guard", 0),
+                    c.get("accepted", 0),
+                    c.get("dismissed", 0),
+                )
+            )
+        return found

@@ -30,6 +30,13 @@ from heron.yamlsafe import load
 
 _FORMATTER = string.Formatter()
 
+#: The most characters a card's text keeps, and its spoken variant (about 25 s of
+#: speech: what a voice renders, whatever the facts held).
+MAX_TEXT = 4_000
+MAX_SPOKEN = 400
+#: A button's label, filled from facts, is cut here.
+MAX_LABEL = 60
+
 
 def placeholders(template: str, where: str) -> set[str]:
     """The names ``template`` fills; ``ConfigError`` for anything but ``{name}``.
@@ -65,10 +72,12 @@ def _text(value: Any) -> str:
 @dataclass(frozen=True)
 class Template:
     kind: str
-    facts: tuple[str, ...]
+    facts: tuple[str, ...]  # required: each a placeholder may use
     text: str
     spoken: str
     actions: tuple[Action, ...] = ()
+    optional: tuple[str, ...] = ()  # kept when given, never in the words
+    owner: str | None = None  # the Heron detector that alone raises it (not the API)
 
 
 @dataclass(frozen=True)
@@ -114,10 +123,14 @@ class Templates:
         values = {name: _text(facts[name]) for name in template.facts}
         seen = seen_before > 0
         return Rendered(
-            template.text.format(**values) + (self.seen_text if seen else ""),
-            template.spoken.format(**values) + (self.seen_spoken if seen else ""),
+            _cut(template.text.format(**values), MAX_TEXT) + (self.seen_text if seen else ""),
+            _cut(template.spoken.format(**values), MAX_SPOKEN) + (self.seen_spoken if seen else ""),
             tuple(
-                Action(a.label, a.method, {k: _fill(v, values) for k, v in a.params.items()})
+                Action(
+                    _fill(a.label, values)[:MAX_LABEL],
+                    a.method,
+                    {k: _fill(v, values) for k, v in a.params.items()},
+                )
                 for a in template.actions
             ),
         )
@@ -132,6 +145,21 @@ class Templates:
                 f"{', '.join(missing)}."
             )
 
+    def declared(self, kind: str, facts: dict[str, Any]) -> dict[str, Any]:
+        """Only the facts ``kind`` declares (required or optional): what is stored; the
+        rest a caller sent is dropped. ``InputError`` as ``check``."""
+        self.check(kind, facts)
+        template = self.template(kind)
+        return {k: facts[k] for k in (*template.facts, *template.optional) if k in facts}
+
+
+def _cut(text: str, limit: int) -> str:
+    """``text`` at most ``limit`` characters, cut at a word with an ellipsis."""
+    if len(text) <= limit:
+        return text
+    head = text[: limit - 1]
+    return (head.rsplit(" ", 1)[0] if " " in head[limit // 2 :] else head) + "…"
+
 
 def _fill(value: Any, values: dict[str, str]) -> Any:
     return value.format(**values) if isinstance(value, str) else value
@@ -141,16 +169,22 @@ def _template(kind: str, spec: Any, source: str) -> Template:
     where = f"{source}, kind {kind!r}"
     if not isinstance(spec, dict):
         raise ConfigError(f"{where}: expected facts, text and spoken.")
-    unknown = set(spec) - {"facts", "text", "spoken", "actions"}
+    unknown = set(spec) - {"facts", "optional", "text", "spoken", "actions", "owner"}
     if unknown:
         raise ConfigError(
-            f"{where}: unknown key {sorted(unknown)[0]!r}; use facts, text, spoken, actions."
+            f"{where}: unknown key {sorted(unknown)[0]!r}; use facts, optional, text, "
+            "spoken, actions, owner."
         )
     facts = spec.get("facts") or []
-    if not isinstance(facts, list) or not all(
-        isinstance(f, str) and f.isidentifier() for f in facts
-    ):
-        raise ConfigError(f"{where}: facts is a list of names, e.g. [actors, file].")
+    optional = spec.get("optional") or []
+    for name, names in (("facts", facts), ("optional", optional)):
+        if not isinstance(names, list) or not all(
+            isinstance(f, str) and f.isidentifier() for f in names
+        ):
+            raise ConfigError(f"{where}: {name} is a list of names, e.g. [actors, file].")
+    owner = spec.get("owner")
+    if owner is not None and (not isinstance(owner, str) or not owner.strip()):
+        raise ConfigError(f"{where}: owner names the detector that raises it, e.g. jobs.")
     for part in ("text", "spoken"):
         if not isinstance(spec.get(part), str) or not spec[part].strip():
             raise ConfigError(
@@ -165,6 +199,7 @@ def _template(kind: str, spec: Any, source: str) -> Template:
         if not isinstance(params, dict):
             raise ConfigError(f"{where}: action {n + 1}'s params is a mapping.")
         texts |= {f"action {n + 1} {k}": v for k, v in params.items() if isinstance(v, str)}
+        texts[f"action {n + 1} label"] = str(action["label"])
         actions.append(Action(str(action["label"]), str(action["method"]), dict(params)))
     for part, text in texts.items():
         undeclared = placeholders(text, f"{where}, {part}") - set(facts)
@@ -173,7 +208,15 @@ def _template(kind: str, spec: Any, source: str) -> Template:
                 f"{where}, {part}: {{{sorted(undeclared)[0]}}} is not among its facts "
                 f"({', '.join(facts) or 'none'}); declare it under facts or fix the name."
             )
-    return Template(kind, tuple(facts), spec["text"], spec["spoken"], tuple(actions))
+    return Template(
+        kind,
+        tuple(facts),
+        spec["text"],
+        spec["spoken"],
+        tuple(actions),
+        tuple(f for f in optional if f not in facts),
+        owner,
+    )
 
 
 def user_templates_path(home: Path) -> Path:

@@ -10,10 +10,12 @@ Two backends, one method (``render(text, name) -> Path``), both writing into one
 - ``SpeechVoice``: any OpenAI-compatible ``POST {base}/v1/audio/speech`` (a broker, a
   local TTS server), asked for ``wav``.
 
-A failure (the program missing, a timeout, an error answer) is a ``VoiceError``; the
-service records it as the voice delivery's outcome and the card goes out without audio.
-Files are written under a temporary name and renamed, so a reader never sees half a
-file.
+A failure (the program missing, a timeout, an error answer, audio past
+``MAX_AUDIO_BYTES``) is a ``VoiceError``; the service records it as the voice delivery's
+outcome and the card goes out without audio. Audio is written as it comes, under a
+temporary name, counted while written (never held whole in memory, never past the cap),
+and renamed when complete, so a reader never sees half a file. ``prune_audio`` keeps the
+folder to a count and an age.
 """
 
 from __future__ import annotations
@@ -22,8 +24,12 @@ import os
 import re
 import shutil
 import subprocess
+import tempfile
+import threading
+import time
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Protocol
+from typing import BinaryIO, Protocol
 
 import httpx
 
@@ -34,6 +40,10 @@ from heron.redact import redact
 
 #: What an audio file may be called: what ``audio_name`` makes, and all the server serves.
 AUDIO_NAME = re.compile(r"^[0-9]{1,20}\.wav$")
+#: The most bytes one spoken intervention may take: about 45 s of 24 kHz 16-bit mono,
+#: well over what ``templates.MAX_SPOKEN`` characters need.
+MAX_AUDIO_BYTES = 4 * 1024 * 1024
+CHUNK = 64 * 1024
 
 
 class VoiceError(HeronError):
@@ -52,13 +62,51 @@ class Voice(Protocol):
         ...
 
 
-def _write(folder: Path, name: str, data: bytes) -> Path:
+def _write(folder: Path, name: str, chunks: Iterable[bytes], what: str) -> Path:
+    """``chunks`` as ``folder / name``, written as they come and refused (the partial file
+    removed) past ``MAX_AUDIO_BYTES``."""
     private_dir(folder)
     target = folder / name
     partial = folder / f".{name}.part"
-    partial.write_bytes(data)
-    os.replace(partial, target)
+    size = 0
+    try:
+        with partial.open("wb") as out:
+            for chunk in chunks:
+                size += len(chunk)
+                if size > MAX_AUDIO_BYTES:
+                    raise VoiceError(
+                        f"{what} sent over {MAX_AUDIO_BYTES // 1024 // 1024} MiB of audio; "
+                        "the card goes out without it."
+                    )
+                out.write(chunk)
+        if size == 0:
+            raise VoiceError(f"{what} sent no audio.")
+        os.replace(partial, target)
+    finally:
+        partial.unlink(missing_ok=True)
     return target
+
+
+def _read(stream: BinaryIO) -> Iterable[bytes]:
+    while chunk := stream.read(CHUNK):
+        yield chunk
+
+
+def prune_audio(folder: Path, keep: int, *, max_age: float) -> int:
+    """Remove the folder's audio files older than ``max_age`` seconds, and all but the
+    newest ``keep``; returns how many went. Only files named as ``audio_name`` makes."""
+    try:
+        found = [(p.stat().st_mtime, p) for p in folder.iterdir() if AUDIO_NAME.match(p.name)]
+    except FileNotFoundError:
+        return 0
+    found.sort(reverse=True)
+    oldest = time.time() - max_age
+    removed = 0
+    for n, (mtime, path) in enumerate(found):
+        if n >= keep or mtime < oldest:
+            path.unlink(missing_ok=True)
+            removed += 1
+    return removed
 
 
 class EspeakVoice:
@@ -77,23 +125,68 @@ class EspeakVoice:
                 "(apt-get install espeak-ng), set HERON_INTERVENTIONS_TTS_PROGRAM to one that "
                 "is, or HERON_INTERVENTIONS_TTS_URL to a speech server."
             )
-        try:
-            done = subprocess.run(
-                [found, "--stdin", "--stdout"],
-                input=text.encode("utf-8"),
-                capture_output=True,
-                timeout=self.timeout,
-                env=program_environment(),
-                check=False,
-            )
-        except subprocess.TimeoutExpired as exc:
-            raise VoiceError(f"{self.program} took over {self.timeout:g} s to speak.") from exc
-        except OSError as exc:
-            raise VoiceError(f"{self.program} could not be run: {exc.strerror}.") from exc
-        if done.returncode != 0 or not done.stdout.startswith(b"RIFF"):
-            error = redact(done.stderr.decode("utf-8", "replace").strip()[:300])
-            raise VoiceError(f"{self.program} failed (exit {done.returncode}): {error}")
-        return _write(self.folder, name, done.stdout)
+        # Read as it is written, and killed past the timeout, so neither a long text nor
+        # a program that never stops can fill the memory or the disk.
+        with tempfile.TemporaryFile() as errors:
+            try:
+                process = subprocess.Popen(
+                    [found, "--stdin", "--stdout"],
+                    stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE,
+                    stderr=errors,
+                    env=program_environment(),
+                )
+            except OSError as exc:
+                raise VoiceError(f"{self.program} could not be run: {exc.strerror}.") from exc
+            timed_out = threading.Event()
+
+            def stop() -> None:
+                timed_out.set()
+                process.kill()
+
+            timer = threading.Timer(self.timeout, stop)
+            timer.start()
+            try:
+                assert process.stdin is not None and process.stdout is not None
+                try:
+                    process.stdin.write(text.encode("utf-8"))
+                    process.stdin.close()
+                except BrokenPipeError:  # it stopped before reading: its exit says why
+                    pass
+                path = _write(self.folder, name, _checked(_read(process.stdout)), self.program)
+            except VoiceError:
+                process.kill()
+                code = process.wait()
+                if timed_out.is_set():
+                    raise VoiceError(
+                        f"{self.program} took over {self.timeout:g} s to speak."
+                    ) from None
+                if code > 0:
+                    raise self._failed(code, errors) from None
+                raise
+            finally:
+                timer.cancel()
+                process.stdout.close()  # type: ignore[union-attr]
+            code = process.wait()
+            if code != 0:
+                path.unlink(missing_ok=True)
+                raise self._failed(code, errors)
+            return path
+
+    def _failed(self, code: int | None, errors: BinaryIO) -> VoiceError:
+        errors.seek(0)
+        error = redact(errors.read(4096).decode("utf-8", "replace").strip()[:300])
+        return VoiceError(f"{self.program} failed (exit {code}): {error}")
+
+
+def _checked(chunks: Iterable[bytes]) -> Iterable[bytes]:
+    """``chunks``, refused unless the first starts a WAV file (``RIFF``)."""
+    first = True
+    for chunk in chunks:
+        if first and not chunk.startswith(b"RIFF"):
+            raise VoiceError("the answer is not WAV audio")
+        first = False
+        yield chunk
 
 
 class SpeechVoice:
@@ -118,16 +211,17 @@ class SpeechVoice:
 
     def render(self, text: str, name: str) -> Path:
         body = {"model": self.model, "voice": self.voice, "input": text, "response_format": "wav"}
+        what = f"The speech server {self.url}"
         try:
-            answer = httpx.post(self.url, json=body, headers=self.headers, timeout=self.timeout)
+            with httpx.stream(
+                "POST", self.url, json=body, headers=self.headers, timeout=self.timeout
+            ) as answer:
+                if answer.status_code != 200:
+                    detail = redact(answer.read()[:300].decode("utf-8", "replace"))
+                    raise VoiceError(f"{what} answered {answer.status_code}: {detail}")
+                return _write(self.folder, name, answer.iter_bytes(CHUNK), what)
         except httpx.HTTPError as exc:
             raise VoiceError(
-                f"The speech server {self.url} could not be reached ({type(exc).__name__}); "
+                f"{what} could not be reached ({type(exc).__name__}); "
                 "check HERON_INTERVENTIONS_TTS_URL."
             ) from exc
-        if answer.status_code != 200 or not answer.content:
-            raise VoiceError(
-                f"The speech server {self.url} answered {answer.status_code}: "
-                f"{redact(answer.text[:300])}"
-            )
-        return _write(self.folder, name, answer.content)

@@ -1,14 +1,22 @@
 """Interventions over HTTP: the ``interventions.*`` JSON-RPC methods, a room's live cards
 (``GET /interventions/stream?room=R``, SSE), ``POST /interventions/{id}/outcome``,
-``GET /interventions/audio/{file}``, the watcher that turns job changes into cards, and
-the slower scan of the libraries' health and the skill searches that find nothing
-(``heron.agent.wiring.Scan``; the agent's observers are ``heron.agent.wiring.Observers``).
+``GET /interventions/audio/{file}``, the watcher that turns job changes into cards (and
+resolves a job's card once the job store says it no longer waits, however it moved on),
+and the slower scan of the libraries' health and the skill searches that find nothing
+(``heron.agent.wiring.Scan``; the agent's observers are ``heron.agent.wiring.Observers``),
+which also applies the retention rule.
+
+A card's buttons run through ``interventions.act``: the server takes the action from the
+stored card (never from the caller), runs it as the person who clicked (``by``), records
+that as the card's accept, and settles the card from the action's source of truth.
 
 The stream replays the room's cards after the ``Last-Event-ID`` header (or ``?after=N``),
 then sends new ones as they go out: at once for those raised in this process, within
 ``POLL`` seconds for those another server sharing the database raised. A card carries
 where it stands when sent (``resolved_at``, ``outcome``, ``outcome_by``). Only cards carry
-an ``id:``; ``resolved`` and ``outcome`` events say what changed and are not replayed::
+an ``id:``; ``resolved`` and ``outcome`` events say what changed and are not replayed.
+They reach every open stream: at once from this process, and within ``POLL`` seconds
+from any other (each stream looks again at the open cards it sent)::
 
     id: 42
     event: intervention
@@ -25,7 +33,7 @@ import json
 import logging
 import os
 import stat
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any, Literal
@@ -34,15 +42,15 @@ from pydantic import Field
 from sse_starlette import ServerSentEvent
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.wiring import Scan
-from heron.errors import HeronError
-from heron.interventions import Intervention, Interventions, job_changed
-from heron.interventions.model import Severity
+from heron.errors import HeronError, InputError, NotFound
+from heron.interventions import Intervention, Interventions, Resolution, job_changed
+from heron.interventions.model import MAX_NAME, Severity
 from heron.interventions.service import audio_folder
-from heron.interventions.voice import AUDIO_NAME
+from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.server.events import event_stream, message
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
@@ -52,6 +60,10 @@ log = logging.getLogger("heron.server")
 
 #: Seconds between looks at the database for cards another server sent, and at the jobs.
 POLL = 1.0
+#: The most open cards one stream keeps looking at for changes (the newest).
+WATCHED = 1000
+#: The kinds whose card stands for a job waiting, by the fact naming the job.
+JOB_CARDS = {"job_waiting": "job_id"}
 
 
 class RaiseParams(Params):
@@ -70,11 +82,34 @@ class ResolveParams(Params):
 
 class OutcomeBody(Params):
     outcome: Literal["accept", "dismiss"]
-    by: str = Field(default="api", description="Who decided.")
+    by: str = Field(default="api", max_length=MAX_NAME, description="Who decided.")
+
+
+class ActParams(Params):
+    id: int = Field(ge=1, le=2**63 - 1, description="The card's id.")
+    action: int = Field(ge=0, le=100, description="Which of its actions, from 0.")
+    by: str = Field(min_length=1, max_length=MAX_NAME, description="Who clicked it.")
+
+
+class PingParams(Params):
+    room: str = Field(min_length=1, max_length=MAX_NAME)
+    teammate: str = Field(min_length=1, max_length=MAX_NAME, description="Whom to ping.")
+    about: str = Field(min_length=1, max_length=MAX_NAME, description="The file or topic.")
+    by: str = Field(min_length=1, max_length=MAX_NAME, description="Who pings.")
+
+
+class ResetParams(Params):
+    kind: str = Field(min_length=1, max_length=MAX_NAME)
+    room: str = Field(min_length=1, max_length=MAX_NAME)
+    by: str = Field(default="api", min_length=1, max_length=MAX_NAME, description="Who resets.")
+
+
+class StatsParams(Params):
+    room: str | None = Field(default=None, description="Only this room's learning.")
 
 
 class OutcomeParams(OutcomeBody):
-    id: int
+    id: int = Field(ge=1, le=2**63 - 1)
 
 
 class ListParams(Params):
@@ -110,10 +145,66 @@ def register(registry: Registry, runtime: Runtime) -> None:
 
     @method(
         "interventions.stats",
-        summary="Per kind: raised, delivered, suppressed, accepted, dismissed.",
+        StatsParams,
+        summary="Per kind: raised, delivered, suppressed, accepted, dismissed; what was learned.",
     )
-    def stats(_: Params) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in runtime.interventions.stats()]
+    def stats(p: StatsParams) -> dict[str, Any]:
+        service = runtime.interventions
+        return {
+            "kinds": [s.to_dict() for s in service.stats()],
+            "learned": [item.to_dict() for item in service.learned(p.room)],
+            "changes": [change.to_dict() for change in service.changes(p.room, limit=100)],
+        }
+
+    @method(
+        "interventions.reset",
+        ResetParams,
+        summary="Undo what was learned of a kind in a room: back to its policy.",
+    )
+    def reset(p: ResetParams) -> dict[str, Any]:
+        return runtime.interventions.reset(p.room, p.kind, p.by).to_dict()
+
+    @method(
+        "interventions.ping_teammate",
+        PingParams,
+        summary="Ask a teammate to sync up (a research-overlap card's action).",
+    )
+    def ping(p: PingParams) -> dict[str, Any]:
+        return runtime.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
+
+    @method(
+        "interventions.act",
+        ActParams,
+        summary="Run one of a card's actions as the person who clicked it.",
+    )
+    async def act(p: ActParams) -> dict[str, Any]:
+        service = await run_in_threadpool(lambda: runtime.interventions)
+        item = await run_in_threadpool(service.get, p.id)
+        if not item.delivered or item.resolved_at is not None:
+            raise InputError(
+                f"Intervention {p.id} is over (its condition ended): its actions no longer "
+                "apply. See: heron interventions list --active"
+            )
+        if p.action >= len(item.actions):
+            raise InputError(f"Intervention {p.id} has {len(item.actions)} action(s).")
+        action = item.actions[p.action]
+        target = registry.methods.get(action.method)
+        if target is None or action.method == "interventions.act":
+            raise InputError(f"The action {action.label!r} calls no method this server has.")
+        # The card's own params, from its template and its facts; the caller adds only
+        # who clicked (and, for a method that takes one, the card's room).
+        params = dict(action.params)
+        context = {"by": p.by, "room": item.room}
+        params |= {k: v for k, v in context.items() if k in target.params.model_fields}
+        try:
+            result = await registry.call(action.method, params)
+        finally:
+            await run_in_threadpool(_settle, runtime, service, [item])
+        if item.outcome is None:
+            with suppress(InputError):  # decided meanwhile: the first outcome stands
+                await run_in_threadpool(service.outcome, item.id, "accept", p.by)
+        done = await run_in_threadpool(service.get, item.id)
+        return {"intervention": done.to_dict(), "result": result}
 
 
 def _card(item: Intervention) -> ServerSentEvent:
@@ -136,10 +227,11 @@ def _change(event: str, item: Intervention) -> ServerSentEvent:
     return message(data, event=event)
 
 
-def open_audio(folder: Path, name: str) -> bytes | None:
-    """The file ``name`` of ``folder``, or ``None``: opened relative to the folder with
-    ``O_NOFOLLOW`` and checked as a regular file on the open descriptor, so a link or a
-    file swapped in between a check and the open cannot be served."""
+def open_audio(folder: Path, name: str) -> tuple[Iterator[bytes], int] | None:
+    """The file ``name`` of ``folder`` as chunks and its size, or ``None``: opened relative
+    to the folder with ``O_NOFOLLOW`` and checked as a regular file on the open
+    descriptor, so a link or a file swapped in between a check and the open cannot be
+    served; read a chunk at a time as it is sent, never whole."""
     try:
         dir_fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError:
@@ -150,10 +242,18 @@ def open_audio(folder: Path, name: str) -> bytes | None:
         return None
     finally:
         os.close(dir_fd)
-    with os.fdopen(fd, "rb") as handle:
-        if not stat.S_ISREG(os.fstat(handle.fileno()).st_mode):
-            return None
-        return handle.read()
+    handle = os.fdopen(fd, "rb")
+    info = os.fstat(handle.fileno())
+    if not stat.S_ISREG(info.st_mode):
+        handle.close()
+        return None
+
+    def chunks() -> Iterator[bytes]:
+        with handle:
+            while chunk := handle.read(CHUNK):
+                yield chunk
+
+    return chunks(), info.st_size
 
 
 def routes(runtime: Runtime) -> list[BaseRoute]:
@@ -192,7 +292,9 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
             found = await run_in_threadpool(open_audio, audio_folder(runtime.settings), name)
         if found is None:
             return not_found(f"No audio file {name!r}.")
-        return Response(found, media_type="audio/wav", headers={"cache-control": "no-store"})
+        chunks, size = found
+        headers = {"cache-control": "no-store", "content-length": str(size)}
+        return StreamingResponse(chunks, media_type="audio/wav", headers=headers)
 
     return [
         Route("/interventions/stream", stream, methods=["GET"]),
@@ -202,7 +304,8 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
 
 
 async def _frames(service: Interventions, room: str, after: int) -> AsyncIterator[ServerSentEvent]:
-    """Cards after ``after``, then live ones; see the module docstring."""
+    """Cards after ``after``, then live ones, and the changes of the open ones; see the
+    module docstring."""
     loop = asyncio.get_running_loop()
     woken: asyncio.Queue[tuple[str, Intervention]] = asyncio.Queue()
 
@@ -215,19 +318,52 @@ async def _frames(service: Interventions, room: str, after: int) -> AsyncIterato
     # cards go out in id order, whichever server sent them, and none is skipped.
     unsubscribe = service.subscribe(listener)
     last = after
+    # The cards this stream sent that have not ended, with the outcome it last told: on
+    # each quiet ``POLL`` it reads them again, so an end or a decision made by another
+    # server (or anything this process did not hear) reaches this stream too.
+    watched: dict[int, str | None] = {}
     try:
         while True:
             for card in await asyncio.to_thread(service.cards, room, last):
                 last = card.id
+                if card.resolved_at is None:
+                    watched[card.id] = card.outcome
                 yield _card(card)
+            while len(watched) > WATCHED:
+                del watched[next(iter(watched))]
             try:
                 event, item = await asyncio.wait_for(woken.get(), POLL)
             except TimeoutError:
+                for change in _changes(
+                    watched, await asyncio.to_thread(service.get_many, [*watched])
+                ):
+                    yield change
                 continue
-            if event != "intervention":
-                yield _change(event, item)
+            if event != "intervention" and item.id in watched:
+                for change in _changes(watched, [item], event):
+                    yield change
     finally:
         unsubscribe()
+
+
+def _changes(
+    watched: dict[int, str | None], found: list[Intervention], only: str | None = None
+) -> list[ServerSentEvent]:
+    """The ``outcome`` and ``resolved`` events of ``found`` not yet told; ``watched``
+    updated (an ended or removed card is no longer watched)."""
+    told = []
+    present = {item.id for item in found}
+    for item in found:
+        if item.outcome is not None and watched.get(item.id) != item.outcome and only != "resolved":
+            watched[item.id] = item.outcome
+            told.append(_change("outcome", item))
+        if item.resolved_at is not None and only != "outcome":
+            watched.pop(item.id, None)
+            told.append(_change("resolved", item))
+    if only is None:
+        for gone in [i for i in watched if i not in present]:
+            del watched[gone]
+    return told
 
 
 @asynccontextmanager
@@ -266,9 +402,37 @@ async def _watch_jobs(runtime: Runtime) -> None:
                     await asyncio.to_thread(runtime.interventions.apply, seen)
             known = {job.id: job.state for job in jobs}
             first = False
+            # Whatever the diff saw or missed (a server restart, a job confirmed while
+            # none ran, one beyond the last 200), each open job card is held against
+            # the job store.
+            await asyncio.to_thread(_settle, runtime, runtime.interventions)
         except HeronError as exc:
             log.warning("job interventions: %s", exc)
         await asyncio.sleep(POLL)
+
+
+def _settle(
+    runtime: Runtime, service: Interventions, cards: list[Intervention] | None = None
+) -> None:
+    """Resolve each open job card (``cards``, or all the active ones) whose job no longer
+    waits for confirmation, or is gone, as the job store says."""
+    if cards is None:
+        cards = service.list(None, limit=WATCHED, active_only=True)
+    ended = []
+    for card in cards:
+        fact = JOB_CARDS.get(card.kind)
+        if fact is None or card.resolved_at is not None:
+            continue
+        try:
+            waiting = runtime.jobs.get(str(card.facts.get(fact))).state == (
+                "waiting_for_confirmation"
+            )
+        except NotFound:
+            waiting = False
+        if not waiting:
+            ended.append(Resolution(card.room, card.key))
+    if ended:
+        service.apply(ended)
 
 
 async def _scan(runtime: Runtime) -> None:
@@ -276,6 +440,7 @@ async def _scan(runtime: Runtime) -> None:
     while True:
         try:
             await asyncio.to_thread(scan)
+            await asyncio.to_thread(lambda: runtime.interventions.prune())
         except HeronError as exc:
             log.warning("library and search interventions: %s", exc)
         await asyncio.sleep(runtime.settings.interventions_scan_interval)

@@ -37,7 +37,7 @@ def test_raise_resolve_outcome_list_stats(home: Path) -> None:
     heron("resolve", "collision:app.py", "--room", "team")
     unknown = heron("resolve", "collision:app.py", "--room", "team", ok=False)
     assert "Nothing is active for 'collision:app.py'" in unknown.stderr  # type: ignore[attr-defined]
-    stats = {s["kind"]: s for s in heron("stats", "--json")}  # type: ignore[union-attr]
+    stats = {s["kind"]: s for s in heron("stats", "--json")["kinds"]}  # type: ignore[index]
     assert stats["collision"]["raised"] == 2 and stats["collision"]["accept_rate"] == 1.0
     assert stats["notice"]["suppressed_cooldown"] == 1
     assert "collision" in heron("stats")  # type: ignore[operator]

@@ -16,6 +16,7 @@ import pytest
 
 from heron.errors import InputError, NotFound, StoreError
 from heron.interventions import Condition, Delivery, InterventionStore, Rendered
+from heron.interventions.learn import Learning
 
 COOLDOWN = 180.0
 
@@ -36,7 +37,7 @@ def test_guard_cooldown_resolve_and_seen_before(stores: Callable[[], Interventio
     assert (first.status, first.seen_before, first.text) == ("delivered", 0, "text (0 before)")
     assert first.facts == {"file": "README.md"} and first.actor == "alice"
     again = store.raise_(condition(), words, cooldown=COOLDOWN)
-    assert again.status == "suppressed_guard" and again.id > first.id
+    assert again.status == "suppressed_guard" and again.id == 0  # counted, not stored
     other = store.raise_(condition("collision:app.py"), words, cooldown=COOLDOWN)
     assert other.status == "suppressed_cooldown"  # the room was just told something
     elsewhere = store.raise_(condition(room="other-team"), words, cooldown=COOLDOWN)
@@ -78,8 +79,7 @@ def test_outcome_is_given_once_with_who_and_when(stores: Callable[[], Interventi
     assert done.outcome_at is not None and done.outcome_at >= before - 1
     with pytest.raises(InputError, match="already has its outcome: accept by alice"):
         store.outcome(sent.id, "dismiss", "bob")
-    with pytest.raises(InputError, match="never shown"):
-        store.outcome(held.id, "accept", "bob")
+    assert held.id == 0  # a suppressed raise is counted, not stored: nothing to decide
     with pytest.raises(NotFound, match="No intervention 999999"):
         store.outcome(999_999, "accept", "bob")
     with pytest.raises(NotFound):
@@ -126,8 +126,8 @@ def test_a_storm_from_two_stores_and_20_threads_sends_exactly_one(
     with ThreadPoolExecutor(20) as pool:
         statuses = Counter(pool.map(raise_one, range(1000)))
     assert statuses == {"delivered": 1, "suppressed_guard": 999}
-    assert len(pair[1].list(limit=2000)) == 1000  # every one stored: nothing lost
-    stats = {s.kind: s for s in pair[0].stats()}["collision"]
+    assert len(pair[1].list(limit=2000)) == 1  # the one sent; the others are counted
+    stats = {s.kind: s for s in pair[0].stats()}["collision"]  # none lost
     assert (stats.raised, stats.delivered, stats.suppressed_guard) == (1000, 1, 999)
     pair[1].resolve("team", "collision:README.md")
     assert pair[0].raise_(condition(), words, cooldown=COOLDOWN).status == "delivered"
@@ -163,3 +163,43 @@ def test_a_closed_store_refuses_use(stores: Callable[[], InterventionStore]) -> 
     store.close()  # idempotent
     with pytest.raises(StoreError, match="was closed"):
         store.list()
+
+
+def test_learning_moves_a_kind_in_its_room_in_the_outcomes_transaction(
+    stores: Callable[[], InterventionStore],
+) -> None:
+    store, rule = stores(), Learning(outcomes=2, dismiss_rate=0.8, accept_rate=0.5)
+    with pytest.raises(NotFound, match="Nothing was learned for 'collision'"):
+        store.reset("team", "collision", "ops")
+    for key in ("a", "b"):
+        sent = store.raise_(condition(key), words, cooldown=COOLDOWN, learning=rule)
+        store.outcome(sent.id, "dismiss", "bob", learning=rule)
+        store.resolve("team", key)
+    (learned,) = store.learned()
+    assert (learned.room, learned.kind, learned.step) == ("team", "collision", 1)
+    stepped = store.raise_(condition("c"), words, cooldown=COOLDOWN, learning=rule)
+    assert stepped.step == 1 and store.get(stepped.id).step == 1
+    (change,) = store.changes("team")
+    assert (change.from_step, change.to_step, change.by) == (0, 1, "learning")
+    assert store.reset("team", "collision", "ops").step == 0
+    assert [c.by for c in store.changes()] == ["ops", "learning"]
+
+
+def test_prune_keeps_the_newest_of_each_room_and_nothing_older(
+    stores: Callable[[], InterventionStore],
+) -> None:
+    store = stores()
+    kept = [store.raise_(condition(f"k{i}"), words, cooldown=0).id for i in range(6)]
+    store.raise_(condition("k5"), words, cooldown=0)  # counted as suppressed
+    store.raise_(condition("o", room="other"), words, cooldown=0)
+    store.deliver(kept[0], Delivery("voice", "1.wav", True), audio_url="/interventions/audio/1.wav")
+    pruned, audio = store.prune(before=0.0, keep_per_room=4)
+    assert (pruned.interventions, pruned.suppressed, audio) == (
+        2,
+        0,
+        ["/interventions/audio/1.wav"],
+    )
+    assert [i.id for i in store.list("team")] == kept[:1:-1]
+    assert store.raise_(condition("k0"), words, cooldown=0).status == "delivered"  # re-armed
+    pruned, _ = store.prune(before=time.time() + 1, keep_per_room=4)
+    assert (pruned.interventions, pruned.suppressed) == (6, 1) and store.list() == []

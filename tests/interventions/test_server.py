@@ -125,7 +125,7 @@ def test_cards_stream_resume_outcomes_and_audio(serve: Callable[[], Server], hom
     os.symlink(home / "heron.db", folder / "99.wav")
     assert httpx.get(f"{server.url}/interventions/audio/99.wav").status_code == 404
     assert httpx.get(f"{server.url}/interventions/audio/..%2Fheron.db").status_code == 404
-    stats = {s["kind"]: s for s in server.result("interventions.stats")}  # type: ignore[union-attr]
+    stats = {s["kind"]: s for s in server.result("interventions.stats")["kinds"]}  # type: ignore[index]
     assert stats["collision"]["suppressed_guard"] == 1 and stats["collision"]["accepted"] == 1
     listed = server.result("interventions.list", room="team", active_only=True)
     assert [i["id"] for i in listed] == [critical["id"]]  # type: ignore[index, union-attr]
@@ -134,7 +134,8 @@ def test_cards_stream_resume_outcomes_and_audio(serve: Callable[[], Server], hom
 def test_a_job_waiting_for_confirmation_becomes_a_card(serve: Callable[[], Server]) -> None:
     server = serve()
     stream = f"{server.url}/interventions/stream?room=default"
-    live = in_background(lambda: read_events(stream, 2))
+    # Two pages open on the room: confirming in one resolves the card in both.
+    pages = [in_background(lambda: read_events(stream, 2)) for _ in range(2)]
     job = server.result("jobs.create", prompt="deploy the fix", risk_level="deploy_allowed")
     job_id = job["id"]  # type: ignore[index]
 
@@ -146,11 +147,21 @@ def test_a_job_waiting_for_confirmation_becomes_a_card(serve: Callable[[], Serve
         {"label": "Confirm", "method": "jobs.confirm", "params": {"id": job_id}},
         {"label": "Deny", "method": "jobs.deny", "params": {"id": job_id}},
     ]
-    action = shown["actions"][0]
-    server.result(action["method"], **action["params"], by="alice")  # what the button does
-    events = live()
-    assert [e["event"] for e in events] == ["intervention", "resolved"]
-    assert events[1]["data"]["key"] == f"job_waiting:{job_id}"
+    # What the page's Confirm does: the server runs the card's own action as alice.
+    done = server.result("interventions.act", id=shown["id"], action=0, by="alice")
+    assert done["result"]["state"] == "queued"  # type: ignore[index]
+    assert (done["intervention"]["outcome"], done["intervention"]["outcome_by"]) == (  # type: ignore[index]
+        "accept",
+        "alice",
+    )
+    assert done["intervention"]["resolved_at"]  # type: ignore[index]  # settled from the job
+    assert server.result("jobs.get", id=job_id)["confirmed_by"] == "alice"  # type: ignore[index]
+    for page in pages:
+        events = page()
+        assert [e["event"] for e in events] == ["intervention", "resolved"]
+        assert events[1]["data"]["key"] == f"job_waiting:{job_id}"
+    again = server.rpc("interventions.act", id=shown["id"], action=1, by="bob")
+    assert again["error"]["code"] == -32001 and "is over" in again["error"]["message"]
 
 
 def test_the_agents_tool_calls_become_collision_and_overlap_cards(home: Path) -> None:

@@ -1,5 +1,6 @@
 """Interventions in the page: a raised card appears live and is accepted there; a job's
-card turns resolved, without its actions, when the job is confirmed elsewhere; a stream
+card turns resolved, without its actions, when the job is confirmed elsewhere, and
+confirming it in one page resolves it in every other open page; a stream
 the server cuts resumes from the last card, none lost and none repeated."""
 
 from __future__ import annotations
@@ -66,6 +67,32 @@ def test_a_job_card_turns_resolved_when_the_job_is_confirmed_elsewhere(
     )
     assert card.locator(".card-actions").count() == 0
     shoot("interventions-resolved")
+    assert not page.errors, page.errors
+
+
+def test_confirming_a_job_in_one_page_resolves_its_card_in_every_other(heron: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    prompt = f"deploy the confirmed release {int(time.time() * 1000)}"
+    other = page.context.new_page()
+    for tab in (page, other):
+        tab.goto(f"{heron.url}/interventions?room=default")
+        tab.locator("#watching[data-state=open]").wait_for()
+    job = heron.rpc(
+        "jobs.create", prompt=prompt, risk_level="deploy_allowed", requires_confirmation=True
+    )
+    cards = [tab.locator("#cards article.card", has_text=prompt) for tab in (page, other)]
+    for card in cards:
+        card.wait_for(timeout=30_000)
+    page.fill("#by", "erin")
+    cards[0].get_by_role("button", name="Confirm").click()
+    for tab in (page, other):
+        tab.locator("#cards article.card[data-state=resolved]", has_text=prompt).wait_for(
+            timeout=30_000
+        )
+    assert [card.locator(".card-actions").count() for card in cards] == [0, 0]
+    assert heron.rpc("jobs.get", id=job["id"])["confirmed_by"] == "erin"  # type: ignore[index]
+    (stored,) = [i for i in heron.rpc("interventions.list", room="default")  # type: ignore[union-attr]
+                 if i["facts"].get("job_id") == job["id"]]  # type: ignore[index]  # fmt: skip
+    assert (stored["outcome"], stored["outcome_by"]) == ("accept", "erin")
     assert not page.errors, page.errors
 
 

@@ -1,6 +1,8 @@
 // Interventions: live cards for a room from GET /interventions/stream?room=R, resumed
 // after a drop from the last card seen; accept or dismiss with interventions.outcome; a
-// card whose condition ended, or that someone decided, shows so and offers nothing more.
+// card's own buttons (Confirm, Ping) through interventions.act, which runs the stored
+// action as the person named in "by"; a card whose condition ended, or that someone
+// decided, shows so and offers nothing more.
 "use strict";
 (function () {
   const H = window.Heron, { $, t, el } = H;
@@ -54,10 +56,13 @@
       el("div", { class: "row card-actions" },
         el("button", { type: "button", text: t("interventions.accept"), onclick: () => outcome(card, node, "accept") }),
         el("button", { type: "button", class: "plain", text: t("interventions.dismiss"), onclick: () => outcome(card, node, "dismiss") }),
-        (card.actions || []).map((a) => el("button", { type: "button", class: "plain", text: a.label,
+        (card.actions || []).map((a, i) => el("button", { type: "button", class: "plain", text: a.label,
           onclick: () => H.guard(out, a.label, async () => {
-            await H.rpc(a.method, a.params || {});
-            out.textContent = t("interventions.action_done", { label: a.label });
+            const done = await H.rpc("interventions.act", { id: card.id, action: i, by: $("by").value || "web" });
+            const now = done.intervention;
+            if (now.resolved_at) settle(node, t("interventions.action_done", { label: a.label }));
+            else if (now.outcome) decided(node, now.outcome, now.outcome_by);
+            else out.textContent = t("interventions.action_done", { label: a.label });
           }) }))),
       out);
     const old = byId(card.id);
