@@ -150,10 +150,11 @@ class Settings(BaseSettings):
     library_enrich_questions: int = Field(
         default=5, ge=1, le=20, description="Questions asked of the model per page."
     )
-    library_enrich_max_chars: int = Field(
-        default=12_000,
+    library_enrich_max_chars: int | None = Field(
+        default=None,
         ge=1000,
-        description="Page characters sent to the model, at most (also cut to its context).",
+        description="Page characters sent to the model, at most (also cut to its context); "
+        "default 12,000, or 3,000 for the local model (its CPU time grows with the page).",
     )
     skills_follow_symlinks: bool = Field(
         default=False,

@@ -151,6 +151,11 @@ def job_runner(jobs: Jobs, **options: Any) -> JobRunner:
 
 #: Tokens the model may write for one page's questions (5 short pairs fit in ~400).
 ENRICH_MAX_TOKENS = 600
+#: Page characters a model reads by default: most pages whole, for an API model; the
+#: local model's first 3,000 (on 2 cores its prompt time is ~1 minute a 1,000 tokens).
+MAX_CHARS = 12_000
+LOCAL_MAX_CHARS = 3_000
+LOCAL_PROVIDER = "local"
 #: Tokens of the prompt besides the page: the instructions and the title.
 PROMPT_TOKENS = 200
 #: Low: the questions should say what the page says, not wander.
@@ -171,7 +176,10 @@ def library_enricher(settings: Settings, broker: Broker) -> ModelEnricher:
     alias = settings.library_enrich_model
     spec = broker.table.spec(alias)
     budget = spec.capabilities.context_window - ENRICH_MAX_TOKENS - PROMPT_TOKENS
-    max_chars = max(1000, min(settings.library_enrich_max_chars, budget * CHARS_PER_TOKEN))
+    wanted = settings.library_enrich_max_chars or (
+        LOCAL_MAX_CHARS if spec.provider == LOCAL_PROVIDER else MAX_CHARS
+    )
+    max_chars = max(1000, min(wanted, budget * CHARS_PER_TOKEN))
     response_format = None if spec.provider in NO_JSON_MODE else "json_schema"
 
     def complete(system: str, user: str, schema: dict[str, Any]) -> str:

@@ -105,8 +105,9 @@ SCHEMA: dict[str, Any] = {
     },
     "required": ["qa"],
 }
-#: A question shorter than this (characters) says nothing a search could match.
-MIN_QUESTION = 8
+#: A question of fewer words ("What's next?", a heading echoed) says nothing a search
+#: could match.
+MIN_WORDS = 3
 MAX_QUESTION = 300
 MAX_ANSWER = 1000
 
@@ -141,9 +142,16 @@ class ModelEnricher:
         return pairs
 
 
+#: One pair's fields in JSON that does not parse as a whole (an answer cut at the
+#: token limit): ``"question": "...", "answer": "..."``.
+_JSON_PAIR = re.compile(
+    r'"question"\s*:\s*"((?:[^"\\]|\\.)*)"(?:\s*,\s*"answer"\s*:\s*"((?:[^"\\]|\\.)*)")?'
+)
+
+
 def _objects(text: str) -> list[Any]:
     """The JSON value of ``text``, or of the first ``{...}`` in it (a model may wrap
-    its JSON in prose or a code fence)."""
+    its JSON in prose or a code fence), or the whole pairs of JSON cut short."""
     for candidate in (text, text[text.find("{") : text.rfind("}") + 1]):
         try:
             value = json.loads(candidate)
@@ -151,7 +159,15 @@ def _objects(text: str) -> list[Any]:
             continue
         items = value.get("qa", []) if isinstance(value, dict) else value
         return items if isinstance(items, list) else []
-    return []
+    pairs = []
+    for question, answer in _JSON_PAIR.findall(text):
+        try:
+            pairs.append(
+                {"question": json.loads(f'"{question}"'), "answer": json.loads(f'"{answer}"')}
+            )
+        except ValueError:
+            continue
+    return pairs
 
 
 _LINE_QA = re.compile(r"^\s*(?:\d+[.)]\s*)?(?:Q(?:uestion)?\s*[:.]\s*)(.+?)\s*$", re.I | re.M)
@@ -169,7 +185,7 @@ def parse_pairs(text: str, page: Page) -> list[QA]:
         if not isinstance(item, dict):
             continue
         question = " ".join(str(item.get("question", "")).split())[:MAX_QUESTION]
-        if len(question) < MIN_QUESTION or question.lower() in seen:
+        if len(question.split()) < MIN_WORDS or question.lower() in seen:
             continue
         seen.add(question.lower())
         section = " ".join(str(item.get("section", "")).split()).lower().lstrip("# ")
