@@ -97,6 +97,18 @@ def test_answers_are_parsed_from_json_prose_or_lines() -> None:
         QA("How do I grow a claim?", "About How do I grow a claim?", "")
     ]
     assert parse_pairs("I cannot help with that.", page) == []
+    cut = '{"qa": [{"question": "Can a \\"claim\\" shrink?", "answer": "No."}, {"question": "Why'
+    assert parse_pairs(cut, page) == [QA('Can a "claim" shrink?', "No.")]  # cut at max_tokens
+
+
+def test_the_page_is_cut_to_the_model(settings: Settings, chat: ChatServer) -> None:
+    with closing(load_broker(Settings())) as remote:
+        assert library_enricher(Settings(), remote).max_chars == 12_000
+    (settings.home / "models.yml").unlink()  # the bundled local model: not loaded here
+    with closing(load_broker(Settings())) as local:
+        assert library_enricher(Settings(), local).max_chars == 3_000
+        small = Settings(library_enrich_max_chars=2000)
+        assert library_enricher(small, local).max_chars == 2000
 
 
 def test_shipped_cache_is_indexed_with_zero_model_calls(
