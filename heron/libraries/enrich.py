@@ -154,16 +154,19 @@ def _objects(text: str) -> list[Any]:
     its JSON in prose or a code fence), or the whole pairs of JSON cut short."""
     for candidate in (text, text[text.find("{") : text.rfind("}") + 1]):
         try:
-            value = json.loads(candidate)
+            value = json.loads(candidate, strict=False)
         except ValueError:
             continue
         items = value.get("qa", []) if isinstance(value, dict) else value
         return items if isinstance(items, list) else []
     pairs = []
     for question, answer in _JSON_PAIR.findall(text):
-        try:
+        try:  # strict=False: a small model writes raw newlines inside its strings
             pairs.append(
-                {"question": json.loads(f'"{question}"'), "answer": json.loads(f'"{answer}"')}
+                {
+                    "question": json.loads(f'"{question}"', strict=False),
+                    "answer": json.loads(f'"{answer}"', strict=False),
+                }
             )
         except ValueError:
             continue

@@ -99,6 +99,8 @@ def test_answers_are_parsed_from_json_prose_or_lines() -> None:
     assert parse_pairs("I cannot help with that.", page) == []
     cut = '{"qa": [{"question": "Can a \\"claim\\" shrink?", "answer": "No."}, {"question": "Why'
     assert parse_pairs(cut, page) == [QA('Can a "claim" shrink?', "No.")]  # cut at max_tokens
+    raw = '{"qa": [{"question": "How does an autoscaler work?", "answer": "A loop\n\n{ " } ]}'
+    assert parse_pairs(raw, page) == [QA("How does an autoscaler work?", "A loop {")]
 
 
 def test_the_page_is_cut_to_the_model(settings: Settings, chat: ChatServer) -> None:
