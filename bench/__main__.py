@@ -1,6 +1,6 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
+Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), enrich, agent,
 answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
 interventions-storm, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from
 public packages, never tuned on), realuse (three libraries at once, follow-ups, extractive
@@ -22,6 +22,7 @@ from bench import (
     e5,
     e5_fusion,
     embed_throughput,
+    enrich,
     heldout_libraries,
     heldout_skills,
     heldout_tools,
@@ -55,6 +56,7 @@ BENCHMARKS = {
     "skills": skills.run,
     "tools": tools.run,
     "libraries": libraries.run,
+    "enrich": enrich.run,
     "books": libraries.run,  # the old name
     "agent": agent.run,
     "answers": answers.run,

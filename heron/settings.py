@@ -142,6 +142,20 @@ class Settings(BaseSettings):
     library_allow_file_urls: bool = Field(
         default=False, description="Let library.add over the API take file:// git URLs."
     )
+    library_enrich_model: str | None = Field(
+        default=None,
+        description="models.yml alias that writes a page's questions at index time "
+        "(heron index --enrich, enrich=yes); default: the default alias.",
+    )
+    library_enrich_questions: int = Field(
+        default=5, ge=1, le=20, description="Questions asked of the model per page."
+    )
+    library_enrich_max_chars: int | None = Field(
+        default=None,
+        ge=1000,
+        description="Page characters sent to the model, at most (also cut to its context); "
+        "default 12,000, or 3,000 for the local model (its CPU time grows with the page).",
+    )
     skills_follow_symlinks: bool = Field(
         default=False,
         description="Index a SKILL.md that is a symlink leaving its skill directory.",

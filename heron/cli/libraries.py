@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 from typing import Annotated
 
 import typer
 
+from heron.agent.wiring import library_enricher
 from heron.cli.output import (
     QueriesOption,
     console,
@@ -18,6 +20,7 @@ from heron.cli.output import (
 )
 from heron.libraries import (
     MODES,
+    LibraryIndexReport,
     add_library,
     index_library,
     read_libraries,
@@ -25,6 +28,7 @@ from heron.libraries import (
     search_many,
 )
 from heron.libraries.library import forget_library, statuses
+from heron.llm import load_broker
 from heron.settings import Settings
 from heron.store import open_store
 
@@ -51,6 +55,14 @@ def library_add(
     exclude: Annotated[
         list[str] | None, typer.Option(help="Skip pages matching this glob; repeatable.")
     ] = None,
+    enrich: Annotated[
+        bool,
+        typer.Option(help="Ask the model for each changed page's questions at every index."),
+    ] = False,
+    collections: Annotated[
+        str | None,
+        typer.Option(help="The folder whose sub-folders are collections (default: collections)."),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Add a library to libraries.txt; index it next with heron index NAME.
@@ -59,7 +71,14 @@ def library_add(
     --include 'content/en/docs/**'
     """
     library = add_library(
-        name, source, Settings(), branch=branch, include=include or (), exclude=exclude or ()
+        name,
+        source,
+        Settings(),
+        branch=branch,
+        include=include or (),
+        exclude=exclude or (),
+        enrich=enrich,
+        collections=collections,
     )
     if as_json:
         print_json(library.to_dict())
@@ -129,37 +148,73 @@ def library_status(
 
 def index(
     name: Annotated[str | None, typer.Argument(help="One library; default: all.")] = None,
+    enrich: Annotated[
+        bool | None,
+        typer.Option(
+            "--enrich/--no-enrich",
+            help="Ask the model (HERON_LIBRARY_ENRICH_MODEL) for the questions of each page "
+            "without a current Q&A cache; default: each library's enrich= option.",
+        ),
+    ] = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Sync and index libraries; only changed pages are re-chunked and re-embedded.
 
-    Example: heron index kubernetes
+    Example: heron index kubernetes --enrich
     """
     settings = Settings()
     store = open_store(settings)
-    names = [name] if name else [lib.name for lib in read_libraries(settings)]
+    configured = read_libraries(settings)
+    names = [name] if name else [lib.name for lib in configured]
+    wanted = any(lib.enrich for lib in configured if lib.name in names)
+    asking = wanted if enrich is None else enrich
     reports = []
-    for library in names:
-        with progress_bar(f"indexing {library}") as tracker:  # pages, then chunks
-            report = index_library(library, store, settings=settings, stages=tracker.stage)
-        reports.append(report)
-        if not as_json:
-            if report.error:
-                errors.print(f"[red]error[/]: {report.error}")
-                continue
-            console.print(
-                f"{library}: {report.pages} pages ({report.added} added, {report.changed} "
-                f"changed, {report.removed} removed, {report.unchanged} unchanged), "
-                f"{report.records} records, {report.embedded} embedded, {report.seconds:.1f} s"
-            )
-            for skipped in report.skipped:
-                errors.print(f"  skipped {skipped['path']}: {skipped['reason']}")
-            for warning in report.warnings:
-                errors.print(f"  warning {warning}")
+    with contextlib.ExitStack() as stack:
+        enricher = None
+        if asking:  # no models.yml is read unless a page may be asked
+            broker = stack.enter_context(contextlib.closing(load_broker(settings)))
+            enricher = library_enricher(settings, broker)
+        for library in names:
+            with progress_bar(f"indexing {library}") as tracker:  # pages, then chunks
+                report = index_library(
+                    library,
+                    store,
+                    settings=settings,
+                    enricher=enricher,
+                    enrich=enrich,
+                    stages=tracker.stage,
+                )
+            reports.append(report)
+            if not as_json:
+                _print_report(report)
     if as_json:
         print_json([r.to_dict() for r in reports])
     if any(r.error for r in reports):
         raise typer.Exit(1)
+
+
+def _print_report(report: LibraryIndexReport) -> None:
+    if report.error:
+        errors.print(f"[red]error[/]: {report.error}")
+        return
+    asked = f", {report.model_calls} model calls" if report.model_calls else ""
+    console.print(
+        f"{report.library}: {report.pages} pages ({report.added} added, {report.changed} "
+        f"changed, {report.removed} removed, {report.unchanged} unchanged), "
+        f"{report.records} records, {report.questions} questions{asked}, "
+        f"{report.embedded} embedded, {report.seconds:.1f} s"
+    )
+    for skipped in report.skipped:
+        errors.print(f"  skipped {skipped['path']}: {skipped['reason']}")
+    for warning in report.warnings:
+        errors.print(f"  warning {warning}")
+    for failed in report.enrich_errors:
+        errors.print(f"  [yellow]no questions[/] for {failed['page']}: {failed['error']}")
+    if report.stale_caches:
+        errors.print(
+            f"  {report.stale_caches} pages have a Q&A cache for an older text, left out; "
+            f"regenerate them with: heron index {report.library} --enrich"
+        )
 
 
 def search(

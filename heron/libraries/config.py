@@ -10,7 +10,12 @@ local path; ``#`` starts a comment::
 Options (``OPTIONS``): ``branch`` (a git library's branch or tag; the remote's default
 branch without it), ``include`` and ``exclude`` (comma-separated globs over page paths
 from the library's root: ``*`` stays within a folder, ``**`` spans folders; a page is
-indexed when it matches an ``include``, or there is none, and no ``exclude``).
+indexed when it matches an ``include``, or there is none, and no ``exclude``),
+``enrich`` (``yes``: ``heron index`` asks the model for the questions of each changed
+page, as ``heron index --enrich`` does; ``no``, the default: shipped caches only) and
+``collections`` (the folder whose sub-folders are the collections, ``collections`` by
+default: ``collections/guide/intro.md`` is in the collection ``guide``; see
+``heron.libraries.scan``).
 
 Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
 another library ``heron`` or ``HERON_LIBRARY_DEFAULT_DOCS=false``.
@@ -36,6 +41,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from heron.errors import ConfigError, InputError, NotFound
+from heron.libraries.scan import COLLECTIONS
 from heron.private import private_dir
 from heron.settings import Settings
 
@@ -58,7 +64,10 @@ OPTIONS = {
     "branch": "a branch or tag of a git library",
     "include": "comma-separated globs of the pages to index",
     "exclude": "comma-separated globs of the pages to skip",
+    "enrich": "yes to generate each changed page's questions with the model, no (default)",
+    "collections": "the folder whose sub-folders are collections (default: collections)",
 }
+_YES_NO = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
 _OPTION = re.compile(r"^([A-Za-z_]+)=(.*)$")
 #: What git accepts as a branch or tag, less what it would read as an option or a range.
 _BRANCH = re.compile(r"^(?!-)(?!.*\.\.)[\w./-]+$")
@@ -72,6 +81,8 @@ class Library:
     branch: str | None = None
     include: tuple[str, ...] = ()
     exclude: tuple[str, ...] = ()
+    enrich: bool = False
+    collections: str = COLLECTIONS
 
     @property
     def is_git(self) -> bool:
@@ -86,13 +97,19 @@ class Library:
             "branch": self.branch,
             "include": list(self.include),
             "exclude": list(self.exclude),
+            "enrich": self.enrich,
+            "collections": self.collections,
         }
 
     def options(self) -> str:
-        """Its options as libraries.txt writes them: ``branch=main include=docs/**``."""
+        """Its options as libraries.txt writes them (those not at their defaults):
+        ``branch=main include=docs/** enrich=yes``."""
         words = [f"branch={self.branch}"] if self.branch is not None else []
         for key, globs in (("include", self.include), ("exclude", self.exclude)):
             words += [f"{key}={','.join(globs)}"] if globs else []
+        words += ["enrich=yes"] if self.enrich else []
+        if self.collections != COLLECTIONS:
+            words.append(f"collections={self.collections}")
         return " ".join(words)
 
 
@@ -263,12 +280,23 @@ def _library(name: str, rest: str) -> Library:
             f"branch= is for git libraries; {name!r} is the local folder {source}. "
             "Check out the branch there instead."
         )
+    enrich = options.get("enrich", "no")
+    if enrich.lower() not in _YES_NO:
+        raise InputError(f"enrich={enrich!r} for library {name!r}: use enrich=yes or enrich=no.")
+    collections = options.get("collections", COLLECTIONS).strip("/")
+    if not collections or any(part in ("", ".", "..") for part in collections.split("/")):
+        raise InputError(
+            f"collections={options['collections']!r} for library {name!r} is not a folder "
+            "path inside the library; use e.g. collections=docs/collections."
+        )
     return Library(
         name,
         source,
         branch=branch,
         include=_globs(options.get("include")),
         exclude=_globs(options.get("exclude")),
+        enrich=_YES_NO[enrich.lower()],
+        collections=collections,
     )
 
 
@@ -324,6 +352,8 @@ def add_library(
     branch: str | None = None,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    enrich: bool = False,
+    collections: str | None = None,
 ) -> Library:
     """Append ``name source [options]`` to ``libraries.txt``; a local source is stored
     absolute. ``caller="api"`` applies the API's stricter rules (``check_source``). The
@@ -336,7 +366,17 @@ def add_library(
     for key, globs in (("include", include), ("exclude", exclude)):
         if any(not g or "," in g or g != "".join(g.split()) for g in globs):
             raise InputError(f"{key} globs hold no spaces or commas: got {list(globs)!r}.")
-    given = Library(name, source, branch=branch, include=tuple(include), exclude=tuple(exclude))
+    if collections is not None and collections != "".join(collections.split()):
+        raise InputError(f"collections= is a folder path without spaces: {collections!r}.")
+    given = Library(
+        name,
+        source,
+        branch=branch,
+        include=tuple(include),
+        exclude=tuple(exclude),
+        enrich=enrich,
+        collections=COLLECTIONS if collections is None else collections,
+    )
     line = " ".join(word for word in (name, source, given.options()) if word)
     library = _library(name, line.split(None, 1)[1])  # the options checked as when read
     path = config_path(settings)

@@ -3,7 +3,16 @@
 Records: one per chunk (``page#0``, ``page#1`` ...) and one per cached question
 (``page#q0`` ...), all ids prefixed by their page id. Per page the key-value state
 ``page:<id>`` holds the hash the page was indexed with (its ``content_hash`` plus what
-else shapes its records: the chunk policy, the model, its questions).
+else shapes its records: the chunk policy, the model, its questions, its collection), so
+a page moved to another collection (a new ``.collection`` marker) is re-written on the
+next run, with no drop.
+
+Questions (``heron.libraries.enrich``): a page's come from a Q&A cache that matches its
+text; when enrichment is on (``enrich=True``, or the library's ``enrich=yes``) a page
+with no matching cache, or a stale one, is asked of the ``Enricher`` once and the answer
+cached, so the next run makes no model call. A failed call is reported
+(``enrich_errors``) and the page indexed without questions; without enrichment a stale
+cache is counted (``stale_caches``) and its questions left out.
 
 The crash-safety rule: **a page's state is written last**. For each changed page the
 indexer (1) upserts its records, (2) deletes the page's records that are no longer
@@ -47,7 +56,7 @@ from heron.libraries.state import (
     save_sync,
     save_sync_error,
 )
-from heron.libraries.sync import SyncError, checkout_dir, sync
+from heron.libraries.sync import SyncError, checkout_dir, qa_fallback_dir, sync
 from heron.private import private_dir
 from heron.settings import Settings
 from heron.store import Record, Store, check_store
@@ -84,6 +93,8 @@ class LibraryIndexReport:
     embedded: int = 0  # texts that reached the model
     questions: int = 0
     model_calls: int = 0  # enricher calls
+    stale_caches: int = 0  # pages whose Q&A cache is for another text, not regenerated
+    enrich_errors: list[dict[str, str]] = field(default_factory=list)  # {"page", "error"}
     revision: str | None = None
     seconds: float = 0.0
     error: str | None = None
@@ -160,8 +171,8 @@ def _page_work(
     return _Work(page, state, records, dense)
 
 
-def _state_hash(page: Page, fingerprint: str, pairs: list[QA]) -> str:
-    digest = hashlib.sha256(f"{page.content_hash}|{fingerprint}".encode())
+def _state_hash(page: Page, fingerprint: str, pairs: list[QA], collection: str) -> str:
+    digest = hashlib.sha256(f"{page.content_hash}|{fingerprint}|{collection}".encode())
     for pair in pairs:
         digest.update(json.dumps(asdict(pair), sort_keys=True).encode())
     return digest.hexdigest()
@@ -189,6 +200,7 @@ class _Indexer:
         self.store = store
         self.settings = settings
         self.enricher = enricher
+        self.qa_fallback = qa_fallback_dir(library, settings)
         self.progress = progress
         self.on_total = on_total
         self.stages = stages
@@ -221,6 +233,7 @@ class _Indexer:
             self.settings.library_max_page_bytes,
             self.library.include,
             self.library.exclude,
+            self.library.collections,
         )
         self.report.skipped = [asdict(s) for s in skipped]
         states = page_states(self.store, self.ns)
@@ -275,10 +288,14 @@ class _Indexer:
             page = parse_page(text, file.id)
             self.report.warnings += [f"{file.id}: {w}" for w in [warning, *page.warnings] if w]
             seen.add(page.id)
-            pairs, calls = page_questions(root, page, self.enricher)
-            self.report.model_calls += calls
+            asked = page_questions(root, page, self.enricher, self.qa_fallback)
+            pairs = asked.pairs
+            self.report.model_calls += asked.calls
             self.report.questions += len(pairs)
-            state = _state_hash(page, self.fingerprint, pairs)
+            self.report.stale_caches += asked.stale
+            if asked.error is not None:
+                self.report.enrich_errors.append({"page": page.id, "error": asked.error})
+            state = _state_hash(page, self.fingerprint, pairs, file.collection)
             if states.get(page.id) == state:
                 self.report.unchanged += 1
                 continue
@@ -373,6 +390,7 @@ def index_library(
     *,
     settings: Settings,
     enricher: Enricher | None = None,
+    enrich: bool | None = None,
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     stages: Stages | None = None,
@@ -384,6 +402,10 @@ def index_library(
     units are done: chunks as they embed, every second or so, not only as a group of
     pages is written.
 
+    ``enricher`` generates the questions of pages without a matching Q&A cache when
+    enrichment is on: ``enrich`` says, or (None) the library's ``enrich=`` option. Off,
+    only the caches are read and ``enricher`` is not called.
+
     A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
     store raises ``DatabaseCorrupt`` before anything is read or written.
     """
@@ -392,7 +414,9 @@ def index_library(
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
     started = time.perf_counter()
     with _exclusive(lock, library.name):
-        indexer = _Indexer(library, store, settings, enricher, progress, on_total, stages)
+        wanted = library.enrich if enrich is None else enrich
+        asker = enricher if wanted else None
+        indexer = _Indexer(library, store, settings, asker, progress, on_total, stages)
         report = indexer.run()
     report.seconds = time.perf_counter() - started
     if report.error is None:

@@ -13,7 +13,7 @@ from heron.core.workspace import Workspace
 from heron.errors import HeronError, NotFound
 from heron.libraries.config import Library, get_library, read_libraries, remove_library
 from heron.libraries.state import last_sync, library_state
-from heron.libraries.sync import checkout_dir
+from heron.libraries.sync import checkout_dir, qa_fallback_dir
 from heron.programs import default_policy
 from heron.settings import Settings
 from heron.store import Store, check_store
@@ -71,11 +71,13 @@ def statuses(store: Store, settings: Settings, name: str | None = None) -> list[
 
 def forget_library(name: str, store: Store, settings: Settings) -> Library:
     """Remove from ``libraries.txt`` first (a running indexer then stops and cleans up),
-    then drop the index, its state and any git checkout."""
+    then drop the index, its state, any git checkout and the Q&A caches Heron kept for
+    it (``qa_fallback_dir``; never those in the library's own folder)."""
     library = remove_library(name, settings)
     with contextlib.suppress(NotFound):  # never indexed nor synced
         store.drop(name)
     shutil.rmtree(checkout_dir(library, settings), ignore_errors=True)
+    shutil.rmtree(qa_fallback_dir(library, settings), ignore_errors=True)
     return library
 
 

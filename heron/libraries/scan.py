@@ -4,8 +4,13 @@ A page is a ``.md``, ``.mdx`` or ``.markdown`` file (``SUFFIXES``). Its id is it
 without the suffix, relative to the library root, with ``/`` separators:
 ``concepts/storage/volumes``; where two files would give one id (``a.md`` and
 ``a.mdx``), the first suffix in ``SUFFIXES`` wins and the other is skipped, said why.
-Its collection is the nearest folder above it that holds a ``.collection`` marker file,
-else its top-level folder, else ``""`` for pages at the root. Hidden files and folders
+Its collection is, in this order: the nearest folder above it that holds a
+``.collection`` marker file (the name the marker gives, ``name = "guide"`` or
+``name: guide``, else the folder's path); the folder under the library's collections
+folder (``collections`` by default, the docs-repo layout: ``collections/guide/a/b.md``
+is in ``guide``); its top-level folder; ``""`` for pages at the root. A marked folder
+under the collections folder is named without it (``collections/guide/.collection``
+gives ``guide``). Hidden files and folders
 (``.git``, ``.ai``) are not pages. A library's ``include`` and ``exclude`` globs
 (``heron.libraries.config``) are matched against the path from the root:
 ``matches("docs/a/b.md", "docs/**")`` is true, ``matches("docs/a/b.md", "docs/*.md")``
@@ -25,6 +30,8 @@ from functools import lru_cache
 from pathlib import Path
 
 MARKER = ".collection"
+#: The docs-repo layout's folder of collections (a library's ``collections=`` option).
+COLLECTIONS = "collections"
 #: Markdown file names, in the order that decides which of two same-named files is the page.
 SUFFIXES = (".md", ".mdx", ".markdown")
 #: Bytes inspected to tell binary from text, as git does.
@@ -44,11 +51,36 @@ class Skipped:
     reason: str
 
 
-def _collection(rel_parts: tuple[str, ...], root: Path, markers: set[Path]) -> str:
+_MARKER_NAME = re.compile(r"""^\s*name\s*[:=]\s*["']?([^"'\s]+)["']?\s*$""", re.M)
+#: A marker holding more than this is not read for a name (it is not a marker file).
+_MARKER_BYTES = 4096
+
+
+def marker_name(path: Path) -> str | None:
+    """The collection name a ``.collection`` file gives, if it gives one."""
+    try:
+        with path.open("rb") as marker:
+            text = marker.read(_MARKER_BYTES).decode("utf-8", "replace")
+    except OSError:
+        return None
+    found = _MARKER_NAME.search(text)
+    return found.group(1) if found else None
+
+
+def _collection(
+    rel_parts: tuple[str, ...], root: Path, markers: dict[Path, str | None], prefix: tuple[str, ...]
+) -> str:
     folders = rel_parts[:-1]
     for depth in range(len(folders), 0, -1):
-        if root.joinpath(*folders[:depth]) in markers:
-            return "/".join(folders[:depth])
+        marked = root.joinpath(*folders[:depth])
+        if marked in markers:
+            named = markers[marked]
+            if named:
+                return named
+            inside = folders[len(prefix) : depth] if folders[: len(prefix)] == prefix else ()
+            return "/".join(inside or folders[:depth])
+    if len(folders) > len(prefix) and folders[: len(prefix)] == prefix:
+        return folders[len(prefix)]
     return folders[0] if folders else ""
 
 
@@ -90,19 +122,22 @@ def scan(
     max_bytes: int,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
+    collections: str = COLLECTIONS,
 ) -> tuple[list[PageFile], list[Skipped]]:
     """Pages under ``root`` sorted by id, and the files skipped with the reason why.
-    A file outside ``include`` or inside ``exclude`` is not a page, and not reported."""
+    A file outside ``include`` or inside ``exclude`` is not a page, and not reported.
+    ``collections``: the folder whose sub-folders are collections (module docstring)."""
     root = Path(root)
     real_root = root.resolve()
     pages: list[PageFile] = []
     skipped: list[Skipped] = []
-    markers: set[Path] = set()
+    markers: dict[Path, str | None] = {}
+    prefix = tuple(p for p in collections.split("/") if p)
     candidates: list[tuple[int, Path, str]] = []  # (rank of the suffix, path, page id)
     for folder, dirs, files in os.walk(root):  # followlinks=False: loops cannot recur
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if MARKER in files:
-            markers.add(Path(folder))
+            markers[Path(folder)] = marker_name(Path(folder, MARKER))
         for name in files:
             suffix = _suffix(name)
             rel = Path(folder, name).relative_to(root).as_posix()
@@ -135,7 +170,7 @@ def scan(
             )
             continue
         owner[page_id] = rel.as_posix()
-        pages.append(PageFile(page_id, _collection(rel.parts, root, markers), path))
+        pages.append(PageFile(page_id, _collection(rel.parts, root, markers, prefix), path))
     pages.sort(key=lambda p: p.id)
     return pages, skipped
 

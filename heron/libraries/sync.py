@@ -51,6 +51,11 @@ def checkout_dir(library: Library, settings: Settings) -> Path:
     return settings.home / "libraries" / library.name
 
 
+def qa_fallback_dir(library: Library, settings: Settings) -> Path:
+    """Where the Q&A caches of a library whose own folder cannot be written are kept."""
+    return settings.home / "libraries" / f".{library.name}.ai"
+
+
 def _git(
     args: list[str],
     cwd: Path | None,

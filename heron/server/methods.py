@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from heron.agent.turn import Turn
+from heron.agent.wiring import library_enricher
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
@@ -136,8 +137,15 @@ def register(registry: Registry, rt: Runtime) -> None:
 
     @method("library.index", OptionalLibrary, summary="Sync and index libraries.")
     def library_index(p: OptionalLibrary) -> list[dict[str, Any]]:
-        names = [p.name] if p.name else [lib.name for lib in read_libraries(settings)]
-        return [index_library(n, rt.store, settings=settings).to_dict() for n in names]
+        configured = read_libraries(settings)
+        names = [p.name] if p.name else [lib.name for lib in configured]
+        # A library with enrich=yes has its pages' questions written by the agent's broker.
+        asking = any(lib.enrich for lib in configured if lib.name in names)
+        enricher = library_enricher(settings, rt.agent.broker) if asking else None
+        return [
+            index_library(n, rt.store, settings=settings, enricher=enricher).to_dict()
+            for n in names
+        ]
 
     @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.")
     def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:

@@ -9,6 +9,8 @@ from pathlib import Path
 import pytest
 
 from tests.cli.test_cli import heron
+from tests.llm_servers import KEY, ONE_MODEL
+from tests.llm_servers import serve as serve_chat
 
 
 @pytest.fixture
@@ -29,6 +31,8 @@ def test_add_index_search_status_remove(library: Path, tmp_path: Path) -> None:
             "branch": None,
             "include": [],
             "exclude": [],
+            "enrich": False,
+            "collections": "collections",
         }
     ]
     (report,) = json.loads(heron("index", "--json").stdout)
@@ -100,3 +104,31 @@ def test_add_with_options_writes_them_and_refuses_bad_ones(
     done = heron("index", ok=False)
     assert "unknown option 'exclde'" in done.stderr and "Known options: branch" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+def test_index_enrich_asks_once_then_never_again(
+    library: Path, home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    with serve_chat() as chat:
+        (home / "models.yml").write_text(ONE_MODEL.format(url=chat.url))
+        monkeypatch.setenv("TEST_OPENAI_KEY", KEY)
+        monkeypatch.setenv("HERON_LLM_RETRIES", "0")
+        chat.fail("gpt-test", 500)
+        chat.replies += [
+            json.dumps({"qa": [{"question": f"What does page {n} say?", "answer": "x"}]})
+            for n in (2, 3)
+        ]
+        done = heron("index", "--enrich")
+        assert "3 pages" in done.stdout and "2 questions, 3 model calls" in done.stdout
+        assert "no questions for concepts/pods" in done.stderr
+        assert "Traceback" not in done.stderr
+        chat.replies.append(json.dumps({"qa": [{"question": "What runs in a Pod?"}]}))
+        (again,) = json.loads(heron("index", "--enrich", "--json").stdout)
+        assert (again["model_calls"], again["questions"], again["enrich_errors"]) == (1, 3, [])
+        (third,) = json.loads(heron("index", "--enrich", "--json").stdout)
+        assert (third["model_calls"], third["unchanged"], third["questions"]) == (0, 3, 3)
+        assert len(chat.posted("/v1/chat/completions")) == 4
+    # No model configured is needed to index without enrichment: models.yml is not read.
+    (home / "models.yml").write_text("not: [valid")
+    (plain,) = json.loads(heron("index", "--json").stdout)
+    assert (plain["model_calls"], plain["questions"]) == (0, 3)

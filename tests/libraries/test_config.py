@@ -74,6 +74,7 @@ def test_options_after_the_source(settings: Settings) -> None:
     path.write_text(
         "k8s https://github.com/k/website.git branch=release-1.31 include=content/en/**\n"
         "local /srv/my docs exclude=drafts/**,**/_*.md  # a folder with a space\n"
+        "hero https://x/docs_hero.git enrich=yes collections=/docs/collections/\n"
     )
     assert read_libraries(settings) == [
         Library(
@@ -83,6 +84,7 @@ def test_options_after_the_source(settings: Settings) -> None:
             include=("content/en/**",),
         ),
         Library("local", "/srv/my docs", exclude=("drafts/**", "**/_*.md")),
+        Library("hero", "https://x/docs_hero.git", enrich=True, collections="docs/collections"),
     ]
 
 
@@ -97,6 +99,9 @@ def test_options_after_the_source(settings: Settings) -> None:
         ("k8s https://x/k.git branch=--upload-pack=x", "is not a branch or tag name"),
         ("k8s https://x/k.git branch=a..b", "is not a branch or tag name"),
         ("k8s /srv/docs branch=main", "branch= is for git libraries"),
+        ("k8s https://x/k.git enrich=maybe", "use enrich=yes or enrich=no"),
+        ("k8s https://x/k.git collections=../up", "is not a folder path inside the library"),
+        ("k8s https://x/k.git collections=/", "is not a folder path inside the library"),
     ],
 )
 def test_bad_options_say_what_is_known(settings: Settings, line: str, error: str) -> None:

@@ -35,6 +35,21 @@ def test_index_then_nothing_changed_embeds_nothing(
     assert (again.unchanged, again.changed, again.embedded) == (3, 0, 0)
 
 
+def test_a_new_collection_reaches_unchanged_pages_without_a_drop(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    root = make_library()
+    add_library("lib", str(root), settings)
+    index_library("lib", store, settings=settings)
+    (root / "concepts" / ".collection").write_text("name: core\n")
+    report = index_library("lib", store, settings=settings)
+    assert (report.changed, report.unchanged, report.embedded) == (2, 1, 0)  # vectors cached
+    assert store.get("lib", "concepts/pods#0").metadata["collection"] == "core"
+    found = search("password", store, settings=settings, library="lib", collection="core")
+    assert found and found[0].page == "concepts/secrets"
+    assert not search("password", store, settings=settings, library="lib", collection="concepts")
+
+
 def test_an_edit_re_embeds_only_the_changed_chunks(
     settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
 ) -> None:

@@ -31,6 +31,34 @@ def test_collections_are_top_folders_or_marked_folders(tmp_path: Path) -> None:
     assert skipped == []
 
 
+def test_the_docs_repo_layout_names_collections_by_their_folder(tmp_path: Path) -> None:
+    root = write_pages(
+        tmp_path / "lib",
+        {
+            "collections/guide/intro.md": "a",
+            "collections/guide/deep/more.md": "b",
+            "collections/api/.collection": 'name = "api_reference"\n',
+            "collections/api/calls.md": "c",
+            "collections/tools/sub/.collection": "",
+            "collections/tools/sub/x.md": "d",
+            "collections/loose.md": "e",
+            "docs/books/manual/m.md": "f",
+        },
+    )
+    pages, _ = scan(root, 10_000)
+    assert [(p.id, p.collection) for p in pages] == [
+        ("collections/api/calls", "api_reference"),
+        ("collections/guide/deep/more", "guide"),
+        ("collections/guide/intro", "guide"),
+        ("collections/loose", "collections"),  # not in a collection's folder
+        ("collections/tools/sub/x", "tools/sub"),
+        ("docs/books/manual/m", "docs"),
+    ]
+    configured, _ = scan(root, 10_000, collections="docs/books")
+    assert configured[-1].collection == "manual"
+    assert configured[1].collection == "collections"  # only the configured folder counts
+
+
 def test_symlink_loops_and_outside_links_are_skipped(tmp_path: Path) -> None:
     root = write_pages(tmp_path / "lib", {"a/page.md": "text"})
     os.symlink(root / "a", root / "a" / "loop")  # a folder loop

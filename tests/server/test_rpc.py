@@ -38,7 +38,13 @@ def test_library_add_then_remove(served: Served, tmp_path) -> None:
     (tmp_path / "a.md").write_text("# A\nSome page.\n")
     given = {"name": "extra", "source": str(tmp_path), "include": ["*.md"], "exclude": ["_*"]}
     added = served.rpc("library.add", given)["result"]
-    assert added == {**given, "builtin": False, "branch": None}
+    assert added == {
+        **given,
+        "builtin": False,
+        "branch": None,
+        "enrich": False,
+        "collections": "collections",
+    }
     listed = {lib["name"]: lib for lib in served.rpc("library.list")["result"]}
     assert listed["extra"]["include"] == ["*.md"] and listed["extra"]["exclude"] == ["_*"]
     unknown = served.rpc("library.add", {**given, "name": "other", "depth": 1})
