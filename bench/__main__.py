@@ -1,9 +1,9 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
-answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
-web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
-tuned on), realuse (three libraries at once, follow-ups, extractive answers).
+agent-routing, answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual,
+interventions, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public
+packages, never tuned on), realuse (three libraries at once, follow-ups, extractive answers).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -15,6 +15,7 @@ from datetime import date
 
 from bench import (
     agent,
+    agent_routing,
     answers,
     cache_calls,
     e5,
@@ -53,6 +54,7 @@ BENCHMARKS = {
     "libraries": libraries.run,
     "books": libraries.run,  # the old name
     "agent": agent.run,
+    "agent-routing": agent_routing.run,
     "answers": answers.run,
     "jobs": jobs.run,
     "server": server.run,
