@@ -9,6 +9,7 @@ error naming it and the closest setting (``skills_dir``: did you mean ``skills_d
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import os
 import re
@@ -334,6 +335,19 @@ class Settings(BaseSettings):
         # Path("") is ".": an empty HERON_TOOLS_ROOT would open the current directory.
         if isinstance(value, str) and not value.strip() and info.field_name in _path_fields():
             raise ValueError("must not be empty (an empty path means the current directory)")
+        return value
+
+    @field_validator("tools_fetch_allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{cidr!r} is no network; write CIDR blocks, e.g. "
+                    '["10.1.0.0/16", "192.168.4.7/32"]'
+                ) from None
         return value
 
     @property

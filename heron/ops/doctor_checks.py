@@ -185,6 +185,8 @@ def extras_used(settings: Settings) -> dict[str, str]:
         used["postgres"] = "HERON_DATABASE_URL"
     if settings.embedder == "e5":
         used["e5"] = "HERON_EMBEDDER=e5"
+    if settings.tools_fetch_url:
+        used["web"] = "HERON_TOOLS_FETCH_URL"
     try:
         table = load_table(settings)
     except HeronError:  # a broken models.yml is the models check's to report
@@ -390,6 +392,9 @@ def check_tools(ctx: Context) -> Check:
         "hash": have,
         "current": want == have,
     }
+    lacking = _optional_tools_lacking(settings)
+    if lacking:
+        return warned("tools", f"{len(tools)} tools, {routing}; {lacking[0]}", lacking[1], **data)
     unknown = sorted(set(pinned) - {t.name for t in tools})
     if unknown and not ctx.mcp_unlisted:  # unlisted: they may be the servers' tools
         return warned(
@@ -421,6 +426,14 @@ def check_tools(ctx: Context) -> Check:
             **data,
         )
     return passed("tools", f"{len(tools)} tools, index current, {routing}", **data)
+
+
+def _optional_tools_lacking(settings: Settings) -> tuple[str, str] | None:
+    """What an optional built-in that is turned on lacks to run (fetch_url's packages are
+    the extras check's), and the fix."""
+    if settings.tools_python_exec and shutil.which("bwrap") is None:
+        return "python_exec is on but bubblewrap is missing", "sudo apt-get install bubblewrap"
+    return None
 
 
 # -- disk ----------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ import httpcore
 
 from heron.core.errors import ToolCallError, ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
+from heron.extras import missing
 from heron.settings import Settings
 
 NETWORK = "network"
@@ -338,9 +339,7 @@ def to_markdown(html: str, url: str) -> tuple[str, str]:
     try:
         import trafilatura
     except ImportError:
-        raise ToolCallError(
-            "fetch_url needs trafilatura to read HTML: pip install 'heron[web]'."
-        ) from None
+        raise ToolCallError(missing("web")) from None
     text = trafilatura.extract(
         html,
         url=url,
@@ -399,9 +398,7 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import Route, sync_playwright
     except ImportError:
-        raise ToolCallError(
-            "fetch_url's rendering needs Playwright: pip install 'heron[web]'."
-        ) from None
+        raise ToolCallError(missing("web")) from None
     program = shutil.which(chromium)
     if program is None:
         raise ToolCallError(

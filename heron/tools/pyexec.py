@@ -11,7 +11,8 @@ The snippet runs under ``bwrap`` (Debian's ``bubblewrap``) with:
   when it ends;
 - an environment of ``PATH``, ``HOME``, ``LANG`` alone: none of Heron's variables (API
   keys, tokens) reach it, and the interpreter runs isolated (``-I``);
-- limits (``setrlimit`` before ``bwrap`` starts, inherited by the snippet): address space
+- limits (util-linux's ``prlimit`` before ``bwrap`` starts, inherited by the snippet):
+  address space
   (``tools_python_memory_mb``), CPU seconds, processes, open files, file size; a wall
   clock (``tools_python_timeout``) after which the whole sandbox is killed; stdout and
   stderr kept up to ``tools_python_max_output`` bytes each (the rest is read and dropped,
@@ -29,7 +30,6 @@ client's request (the ``local-only`` tag, ``heron.agent``).
 from __future__ import annotations
 
 import os
-import resource
 import shutil
 import signal
 import subprocess
@@ -111,23 +111,29 @@ def sandbox_command(program: str, code: str, interpreter: Path = INTERPRETER) ->
     return [*command, str(interpreter), "-I", "-c", code]
 
 
-def _limit(limits: Limits) -> None:
-    """Runs in the child before ``bwrap``: drop root, then the resource limits."""
-    if os.getuid() == 0:
-        os.setgroups([])
-        os.setgid(NOBODY)
-        os.setuid(NOBODY)
-    cpu = int(limits.timeout) + 1
+def limited(command: list[str], limits: Limits) -> list[str]:
+    """``command`` under util-linux's ``prlimit``: the limits are set in the child by a
+    program, not by Python code between fork and exec (``preexec_fn``, unsafe in the
+    agent's threads)."""
+    program = shutil.which("prlimit")
+    if program is None:
+        raise ToolCallError(
+            "python_exec needs prlimit (util-linux) for its limits: sudo apt-get install "
+            "util-linux, or turn HERON_TOOLS_PYTHON_EXEC off."
+        )
     memory = limits.memory_mb << 20
-    for kind, value in (
-        (resource.RLIMIT_AS, memory),
-        (resource.RLIMIT_CPU, cpu),
-        (resource.RLIMIT_NPROC, MAX_PROCESSES),
-        (resource.RLIMIT_NOFILE, MAX_FILES),
-        (resource.RLIMIT_FSIZE, WORKDIR_BYTES),
-        (resource.RLIMIT_CORE, 0),
-    ):
-        resource.setrlimit(kind, (value, value))
+    cpu = int(limits.timeout) + 1
+    return [
+        program,
+        f"--as={memory}",
+        f"--cpu={cpu}",
+        f"--nproc={MAX_PROCESSES}",
+        f"--nofile={MAX_FILES}",
+        f"--fsize={WORKDIR_BYTES}",
+        "--core=0",
+        "--",
+        *command,
+    ]
 
 
 class _Capped:
@@ -163,7 +169,8 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
         )
     if "\x00" in code:
         raise ToolInputError("python_exec: the code holds a NUL character.")
-    command = sandbox_command(bwrap(), code, interpreter)
+    command = limited(sandbox_command(bwrap(), code, interpreter), limits)
+    root = os.getuid() == 0
     started = time.monotonic()
     process = subprocess.Popen(
         command,
@@ -171,7 +178,10 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={},
-        preexec_fn=lambda: _limit(limits),
+        # Root drops to nobody first (see the module doc).
+        user=NOBODY if root else None,
+        group=NOBODY if root else None,
+        extra_groups=[] if root else None,
         start_new_session=True,  # one group: a timeout kills bwrap and all it started
         close_fds=True,
     )

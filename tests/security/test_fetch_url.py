@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from heron.core.errors import ToolCallError, ToolInputError
+from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.tools import ToolRegistry
 from heron.tools.fetch import fetch_tool, refusal
@@ -310,3 +311,8 @@ def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
     )
     assert rendered["rendered"] and "written by the page script" in rendered["markdown"]
     _no_connection(listener)  # the image on 0.0.0.0 was refused, not fetched
+
+
+def test_a_bad_allowed_network_is_a_setting_error(home: object) -> None:
+    with pytest.raises(ConfigError, match=r"tools_fetch_allowed_networks: '10\.0\.0\.0/33'"):
+        Settings(tools_fetch_allowed_networks=["10.0.0.0/33"])

@@ -31,7 +31,7 @@ def run(home: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
     settings = Settings(
         tools_python_exec=True,
         tools_python_timeout=2.0,  # room for a loaded machine; the loop test waits it out
-        tools_python_memory_mb=256,
+        tools_python_memory_mb=96,
         tools_python_max_output=4096,
     )
     registry = ToolRegistry()
@@ -97,7 +97,7 @@ def test_a_loop_that_never_ends_is_killed_at_the_timeout(run: Run) -> None:
 
 def test_an_allocation_without_bound_stops_at_the_memory_limit(run: Run) -> None:
     result = run("chunks = []\nwhile True:\n    chunks.append(bytearray(16 << 20))\n")
-    assert result["stopped"] == "memory: over the 256 MiB limit"
+    assert result["stopped"] == "memory: over the 96 MiB limit"
     assert "MemoryError" in result["stderr"] and result["exit_code"] == 1
 
 
