@@ -384,15 +384,9 @@ class Agent:
             and (local or LOCAL_ONLY not in routed.tool.tags)
         ]
 
-    def skills_for(self, message: str) -> SkillContext | None:
-        """The skills that fit ``message`` (the query is logged in the usage log either
-        way); ``None`` when none fits or none is indexed."""
-        context = self._skill_query(message)
-        if context is None or not _fits(context, self.thresholds.skill):
-            return None
-        return context
-
     def _skill_query(self, message: str) -> SkillContext | None:
+        """The skills' context for ``message``, logged in the usage log (``None``: no
+        skills indexed); whether it fits is ``_fits``'s to say."""
         try:
             return self.skills.context_for(message)
         except NotFound:  # no skills indexed
