@@ -1,10 +1,12 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), enrich, agent,
-answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
-interventions-storm, web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from
-public packages, never tuned on), realuse (three libraries at once, follow-ups, extractive
-answers), cooldown (a hung primary model with and without cooldowns).
+Names: scifact, embed, cache, vectors, latency, skills, tools, libraries, enrich, agent,
+agent-routing, answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual,
+interventions, interventions-storm, web, ops, heldout-tools, heldout-libraries,
+heldout-skills (sets from public packages, never tuned on), realuse (three libraries at
+once, follow-ups, extractive answers), cooldown (a hung primary model with and without
+cooldowns), security (the worst requests of at most 64 KB), mcp-door (a client reaching
+150 tools through Heron alone).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -16,6 +18,7 @@ from datetime import date
 
 from bench import (
     agent,
+    agent_routing,
     answers,
     cache_calls,
     cooldown,
@@ -30,6 +33,7 @@ from bench import (
     interventions_storm,
     jobs,
     libraries,
+    mcp_door,
     multilingual,
     ops,
     parity,
@@ -57,8 +61,8 @@ BENCHMARKS = {
     "tools": tools.run,
     "libraries": libraries.run,
     "enrich": enrich.run,
-    "books": libraries.run,  # the old name
     "agent": agent.run,
+    "agent-routing": agent_routing.run,
     "answers": answers.run,
     "jobs": jobs.run,
     "server": server.run,
@@ -78,6 +82,7 @@ BENCHMARKS = {
     "realuse": realuse.run,
     "security": security.run,
     "cooldown": cooldown.run,
+    "mcp-door": mcp_door.run,
 }
 
 

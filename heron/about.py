@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from heron import __version__
-from heron.embed import assets, load_embedder
+from heron.embed import assets, calibration_of, load_embedder
 from heron.errors import HeronError
 from heron.settings import Settings
 from heron.store import check_store, open_store
@@ -21,10 +21,13 @@ def about(settings: Settings) -> dict[str, Any]:
         "settings": settings.public(),
         "model": {"embedder": settings.embedder},
         "namespaces": [],
+        "routing": routing(settings),
     }
     try:
         embedder = load_embedder(settings)
         info["model"].update(id=embedder.model_id, dim=embedder.dim, ready=True)
+        if settings.agent_routing_threshold is None:
+            info["routing"]["threshold"] = calibration_of(embedder).route
         if settings.embedder == "minilm":
             info["model"].update(
                 onnx=str(assets.onnx_path()),
@@ -43,3 +46,16 @@ def about(settings: Settings) -> dict[str, Any]:
                 for ns in store.namespaces()
             ]
     return info
+
+
+def routing(settings: Settings) -> dict[str, Any]:
+    """How the agent picks the tools it offers (``agent_routing_*``); the threshold is
+    ``None`` until the embedder says its own (``about`` fills it in)."""
+    return {
+        "mode": settings.agent_routing_mode,
+        "top_k": settings.agent_routing_top_k,
+        "threshold": settings.agent_routing_threshold,
+        "always_include": list(settings.agent_routing_always_include),
+        "fetch_url": settings.tools_fetch_url,
+        "python_exec": settings.tools_python_exec,
+    }

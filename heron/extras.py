@@ -42,6 +42,12 @@ EXTRAS = {
             ("psycopg", "psycopg-pool"),
             ("psycopg", "psycopg_pool"),
         ),
+        Extra(
+            "web",
+            "fetch_url (HERON_TOOLS_FETCH_URL)",
+            ("trafilatura", "playwright"),
+            ("trafilatura", "playwright"),
+        ),
     )
 }
 

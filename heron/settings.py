@@ -9,6 +9,7 @@ error naming it and the closest setting (``skills_dir``: did you mean ``skills_d
 from __future__ import annotations
 
 import difflib
+import ipaddress
 import json
 import os
 import re
@@ -109,6 +110,55 @@ class Settings(BaseSettings):
     tools_policy: Path | None = Field(
         default=None,
         description="Extra per-program argument policies (YAML); default: the built-in table.",
+    )
+
+    # -- agent routing, fetch_url and python_exec (heron.agent, heron.tools.fetch/pyexec) --
+    agent_routing_mode: Literal["pattern", "semantic", "hybrid"] = Field(
+        default="hybrid",
+        description="How the agent picks the tools it offers: pattern (all, up to the "
+        "provider's limit), semantic (cosine) or hybrid (cosine and BM25).",
+    )
+    agent_routing_top_k: int = Field(
+        default=10, ge=1, description="Tools offered per request, at most (and the model's cap)."
+    )
+    agent_routing_threshold: float | None = Field(
+        default=None,
+        description="Cosine from which a routed tool is offered; default: the embedder "
+        "profile's (heron.embed.calibration; MiniLM 0.25).",
+    )
+    agent_routing_always_include: list[str] = Field(
+        default_factory=list,
+        description='Tools offered on every request (within top_k), e.g. ["search_docs"].',
+    )
+    tools_fetch_url: bool = Field(
+        default=False, description="Offer fetch_url (web pages as Markdown); off: no network."
+    )
+    tools_fetch_allowed_networks: list[str] = Field(
+        default_factory=list,
+        description="Non-public networks fetch_url may reach anyway (CIDR), e.g. "
+        '["10.1.0.0/16"]; none: public internet only.',
+    )
+    tools_fetch_max_bytes: int = Field(
+        default=5_000_000, ge=1024, description="Largest page body fetch_url reads, in bytes."
+    )
+    tools_fetch_timeout: float = Field(
+        default=20.0, gt=0, description="Seconds one fetch_url call may take, redirects included."
+    )
+    tools_fetch_max_redirects: int = Field(default=5, ge=0, description="Redirects followed.")
+    tools_fetch_chromium: str = Field(
+        default="chromium", description="Browser that renders pages needing JavaScript."
+    )
+    tools_python_exec: bool = Field(
+        default=False, description="Offer python_exec (snippets in a bubblewrap sandbox)."
+    )
+    tools_python_timeout: float = Field(
+        default=10.0, gt=0, le=600, description="Seconds a python_exec snippet may run."
+    )
+    tools_python_memory_mb: int = Field(
+        default=512, ge=32, description="Address space of a python_exec snippet, in MiB."
+    )
+    tools_python_max_output: int = Field(
+        default=64_000, ge=1024, description="Bytes of stdout and of stderr kept per snippet."
     )
 
     # -- libraries (heron.libraries; HERON_LIBRARY_*) --
@@ -378,6 +428,19 @@ class Settings(BaseSettings):
         # Path("") is ".": an empty HERON_TOOLS_ROOT would open the current directory.
         if isinstance(value, str) and not value.strip() and info.field_name in _path_fields():
             raise ValueError("must not be empty (an empty path means the current directory)")
+        return value
+
+    @field_validator("tools_fetch_allowed_networks")
+    @classmethod
+    def _networks(cls, value: list[str]) -> list[str]:
+        for cidr in value:
+            try:
+                ipaddress.ip_network(cidr.strip(), strict=False)
+            except ValueError:
+                raise ValueError(
+                    f"{cidr!r} is no network; write CIDR blocks, e.g. "
+                    '["10.1.0.0/16", "192.168.4.7/32"]'
+                ) from None
         return value
 
     @property

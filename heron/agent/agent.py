@@ -41,6 +41,8 @@ One ``ask`` runs three phases over small values (``_run``):
 from __future__ import annotations
 
 import contextlib
+import logging
+import re
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
@@ -92,7 +94,7 @@ from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
 from heron.core.tools import SAFETY_LEVELS, Safety, Tool
 from heron.embed import calibration_of, embed_queries
-from heron.errors import InputError, NotFound
+from heron.errors import HeronError, InputError, NotFound
 from heron.jobs import Jobs, open_jobs
 from heron.libraries import Reranker, Result, load_reranker, read_libraries, scopes, search_many
 from heron.libraries.state import last_index, library_state
@@ -103,11 +105,11 @@ from heron.resource import Resource
 from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex, open_skills
 from heron.store import Store, open_store
-from heron.tools import RoutedTool, Toolbox, ToolRouter
+from heron.tools import LOCAL_ONLY, RoutedTool, Toolbox, ToolRouter
+
+log = logging.getLogger("heron.agent")
 
 MAX_MESSAGE_BYTES = 1 << 20
-#: Tools offered per request: a small model reads every schema in its prompt.
-TOOLS_OFFERED = 5
 #: Passages an extractive answer may quote from (and cites): no prompt limits them, and
 #: the gold page is among the first five for 92% of the Kubernetes questions.
 EXTRACTIVE_PASSAGES = 5
@@ -116,6 +118,28 @@ LEAD_TOKENS = 48
 #: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
 #: costs one call).
 REWRITE_CACHE = 256
+
+
+def routing_options(
+    settings: Settings, tools: Sequence[Tool], max_tools: int | None = None
+) -> dict[str, Any]:
+    """``ToolRouter`` options from the ``agent_routing_*`` settings: the mode, ``top_k``
+    (capped by the model's ``max_tools``), the threshold (unset: the embedder's) and the
+    always-include tools that are registered (one that is not, e.g. a tool left off by its
+    setting, is skipped with a warning rather than failing every request; the doctor's
+    tools check names it)."""
+    known = {t.name for t in tools}
+    wanted = settings.agent_routing_always_include
+    missing = [name for name in wanted if name not in known]
+    if missing:
+        log.warning("agent_routing_always_include names unknown tools: %s", ", ".join(missing))
+    top_k = settings.agent_routing_top_k
+    return {
+        "mode": settings.agent_routing_mode,
+        "top_k": min(top_k, max_tools) if max_tools else top_k,
+        "threshold": settings.agent_routing_threshold,
+        "always_include": [name for name in wanted if name in known],
+    }
 
 
 class Agent(Resource):
@@ -335,9 +359,12 @@ class Agent(Resource):
         vector: np.ndarray | None = None,
         *,
         safety: Safety | None = None,
+        local: bool = True,
     ) -> list[RoutedTool]:
         """The tools to offer, best first: routed, callable here, no more harmful than
-        ``safety`` (default ``agent_tool_safety``)."""
+        ``safety`` (default ``agent_tool_safety``); unless ``local`` (``Turn.local_tools``,
+        false for ``/v1``), none tagged ``local-only`` (``python_exec``), whatever the
+        safety allows."""
         caps = self.broker.capabilities(model)
         if not caps.tool_calling:
             return []
@@ -346,8 +373,9 @@ class Agent(Resource):
         key = (caps.name_profile, tuple((t.name, t.source) for t in tools))
         router = self._routers.get(key)
         if router is None:  # a new tool (e.g. registered by heron.jobs) means a new index
-            limit = min(TOOLS_OFFERED, caps.max_tools or TOOLS_OFFERED)
-            router = self.toolbox.router(profile=caps.name_profile, top_k=limit)
+            router = self.toolbox.router(
+                profile=caps.name_profile, **routing_options(self.settings, tools, caps.max_tools)
+            )
             self._routers = {key: router}
         most = SAFETY_LEVELS.index(safety or self.settings.agent_tool_safety)
         return [
@@ -355,16 +383,40 @@ class Agent(Resource):
             for routed in router.route(message, vector=vector).tools
             if registry.runnable(routed.tool.name)
             and SAFETY_LEVELS.index(routed.tool.safety) <= most
+            and (local or LOCAL_ONLY not in routed.tool.tags)
         ]
 
-    def skills_for(self, message: str) -> SkillContext | None:
+    def _skill_query(self, message: str) -> SkillContext | None:
+        """The skills' context for ``message``, logged in the usage log (``None``: no
+        skills indexed); whether it fits is ``_fits``'s to say."""
         try:
-            context = self.skills.context_for(message)
+            return self.skills.context_for(message)
         except NotFound:  # no skills indexed
             return None
-        if not context.skills or context.skills[0].dense_score < self.thresholds.skill:
-            return None
-        return context
+
+    def _record_skill_use(self, turn: Turn, grounded: _Grounded, reply: _Reply) -> None:
+        """Tell the skills' usage log which skills served this turn: each one the model
+        read (``read_skill``) and each one in the prompt that the answer names, against
+        the turn's skill query (made now, when the turn made none, for a skill read in
+        an extractive answer). So ``heron skills usage`` fills with no report by hand."""
+        prompted = grounded.skills.skills if grounded.skills and grounded.prompt.skills else []
+        read = [
+            use.arguments["name"]
+            for use in reply.loop.tools
+            if use.name == "read_skill" and use.ok and isinstance(use.arguments.get("name"), str)
+        ]
+        named = [hit.name for hit in prompted if _names(reply.loop.text, hit.name)]
+        used = list(dict.fromkeys([*read, *named]))
+        if not used:
+            return
+        context = grounded.skill_query or self._skill_query(turn.message)
+        if context is None or context.query_id is None:  # no skills, or an index with no log
+            return
+        try:
+            for name in used:
+                self.skills.record_use(context.query_id, name)
+        except HeronError as exc:  # the log is a measure: it never fails an answer
+            log.warning("skill use not recorded: %s", exc)
 
     def names(self) -> list[str]:
         """What a message can name to be sent to the libraries: each indexed library,
@@ -470,9 +522,16 @@ class Agent(Resource):
             # decides what may happen, and Heron's would run here, unasked by it.
             routed: list[RoutedTool] = []
             if turn.tool_choice != "none" and not turn.client_tools:
-                routed = self.route(turn.message, turn.model, vector, safety=turn.tool_safety)
+                routed = self.route(
+                    turn.message,
+                    turn.model,
+                    vector,
+                    safety=turn.tool_safety,
+                    local=turn.local_tools,
+                )
         with record.clock("skills"):
-            skills = self.skills_for(turn.message) if mode == "generative" else None
+            query = self._skill_query(turn.message) if mode == "generative" else None
+            skills = query if query is not None and _fits(query, self.thresholds.skill) else None
         with record.clock("prompt"):
             decision = triage(
                 turn.message,
@@ -487,7 +546,7 @@ class Agent(Resource):
             prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
-        return _Grounded(session_id, mode, found, decision, passages, skills, prompt)
+        return _Grounded(session_id, mode, found, decision, passages, skills, prompt, query)
 
     def _passages(
         self, mode: AnswerMode, decision: Triage, results: list[Result], notes: list[str]
@@ -600,6 +659,7 @@ class Agent(Resource):
         """The answer, saved with the session; the tools that served it learn the request."""
         answer = self._answer(turn, grounded, reply, record)
         self.sessions.save(grounded.session_id, turn.message, answer.to_dict())
+        self._record_skill_use(turn, grounded, reply)
         for use in reply.loop.tools:
             if use.ok and not use.refused:  # the tool served this request: an example of it
                 self.toolbox.learn(use.name, turn.message)
@@ -767,6 +827,7 @@ class _Grounded:
     passages: list[Result]
     skills: SkillContext | None
     prompt: Prompt
+    skill_query: SkillContext | None = None
 
 
 @dataclass(frozen=True)
@@ -856,3 +917,16 @@ def open_agent(
         on_tool_use=on_tool_use,
         on_search=on_search,
     )
+
+
+def _names(text: str, name: str) -> bool:
+    """Whether ``text`` names the skill ``name`` (``release-notes`` also as "release
+    notes"), as a whole word: the answer followed it."""
+    spoken = "[-_ ]".join(re.escape(word) for word in re.split(r"[-_ ]+", name))
+    return re.search(rf"(?<![\w-]){spoken}(?![\w-])", text, re.IGNORECASE) is not None
+
+
+def _fits(context: SkillContext, threshold: float) -> bool:
+    """Whether the best skill of ``context`` fits at all (``context_for`` returns its
+    best, fitting or not)."""
+    return bool(context.skills) and context.skills[0].dense_score >= threshold

@@ -64,6 +64,8 @@ class Turn:
       ``on_search`` are told of; ``""`` for nobody in particular.
     - ``tool_safety``: the most harmful of Heron's tools offered (``SAFETY_LEVELS``);
       ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
+    - ``local_tools``: whether Heron's ``local-only`` tools (``python_exec``) may be
+      offered; ``/v1`` passes ``False``: a client's request never runs code here.
     - ``surface``: who reads the messages: ``"cli"`` (hints name flags, ``--model``) or
       ``"api"`` (they name the request's fields, ``model``).
 
@@ -82,6 +84,7 @@ class Turn:
     tool_choice: str = "auto"
     user: str = ""
     tool_safety: Safety | None = None
+    local_tools: bool = True
     surface: Surface = "cli"
 
     def __post_init__(self) -> None:

@@ -105,6 +105,15 @@ def info(as_json: JsonFlag = False) -> None:
         console.print(f"model:    {model['id']} ({model['dim']} dims)")
     else:
         console.print(f"model:    [red]not ready[/]: {model.get('error')}")
+    route = data["routing"]
+    threshold = "the model's" if route["threshold"] is None else f"{route['threshold']:g}"
+    pinned = ", ".join(route["always_include"]) or "none"
+    console.print(
+        f"routing:  {route['mode']}, top {route['top_k']}, threshold {threshold}, "
+        f"always include {pinned}"
+    )
+    web = [name for name in ("fetch_url", "python_exec") if route[name]]
+    console.print(f"extra tools: {', '.join(web) or 'none (fetch_url, python_exec are off)'}")
     for ns in data["namespaces"]:
         console.print(f"  {ns['name']}: {ns['records']} records")
     if not data["namespaces"]:

@@ -186,6 +186,8 @@ def extras_used(settings: Settings) -> dict[str, str]:
         used["postgres"] = "HERON_DATABASE_URL"
     if settings.embedder == "e5":
         used["e5"] = "HERON_EMBEDDER=e5"
+    if settings.tools_fetch_url:
+        used["web"] = "HERON_TOOLS_FETCH_URL"
     try:
         table = load_table(settings)
     except HeronError:  # a broken models.yml is the models check's to report
@@ -360,7 +362,8 @@ def check_libraries(ctx: Context) -> Check:
 
 def check_tools(ctx: Context) -> Check:
     from heron.agent import open_tools
-    from heron.tools.router import DEFAULT_MODE, stored_hash, tools_hash
+    from heron.embed import calibration_of
+    from heron.tools.router import stored_hash, tools_hash
 
     box = open_tools(ctx.settings, store=ctx.store, connect=False)
     try:
@@ -372,12 +375,41 @@ def check_tools(ctx: Context) -> Check:
     tools = sorted(tools, key=lambda t: t.name)
     want = tools_hash(ctx.embedder.model_id, tools)
     have = stored_hash(ctx.store)
-    data = {"tools": len(tools), "mode": DEFAULT_MODE, "hash": have, "current": want == have}
+    settings = ctx.settings
+    threshold = settings.agent_routing_threshold
+    if threshold is None:
+        threshold = calibration_of(ctx.embedder).route
+    pinned = settings.agent_routing_always_include
+    routing = (
+        f"routing {settings.agent_routing_mode}, top {settings.agent_routing_top_k}, "
+        f"threshold {threshold:g}" + (f", always {', '.join(pinned)}" if pinned else "")
+    )
+    data = {
+        "tools": len(tools),
+        "mode": settings.agent_routing_mode,
+        "top_k": settings.agent_routing_top_k,
+        "threshold": threshold,
+        "always_include": pinned,
+        "hash": have,
+        "current": want == have,
+    }
+    lacking = _optional_tools_lacking(settings)
+    if lacking:
+        return warned("tools", f"{len(tools)} tools, {routing}; {lacking[0]}", lacking[1], **data)
+    unknown = sorted(set(pinned) - {t.name for t in tools})
+    if unknown and not ctx.mcp_unlisted:  # unlisted: they may be the servers' tools
+        return warned(
+            "tools",
+            f"{len(tools)} tools, {routing}; always-include names unknown tools: "
+            f"{', '.join(unknown)} (skipped)",
+            "fix HERON_AGENT_ROUTING_ALWAYS_INCLUDE: heron tools list names the tools",
+            **data,
+        )
     if ctx.mcp_unlisted:  # the index covers tools the offline run did not list
         return passed(
             "tools",
-            f"{len(tools)} tools besides the MCP servers' (not listed offline), routing "
-            f"{DEFAULT_MODE}; index hash not compared",
+            f"{len(tools)} tools besides the MCP servers' (not listed offline), {routing}; "
+            "index hash not compared",
             **data | {"current": None},
         )
     if have is None:
@@ -394,7 +426,15 @@ def check_tools(ctx: Context) -> Check:
             "rebuild it now: heron tools route 'test'",
             **data,
         )
-    return passed("tools", f"{len(tools)} tools, index current, routing {DEFAULT_MODE}", **data)
+    return passed("tools", f"{len(tools)} tools, index current, {routing}", **data)
+
+
+def _optional_tools_lacking(settings: Settings) -> tuple[str, str] | None:
+    """What an optional built-in that is turned on lacks to run (fetch_url's packages are
+    the extras check's), and the fix."""
+    if settings.tools_python_exec and shutil.which("bwrap") is None:
+        return "python_exec is on but bubblewrap is missing", "sudo apt-get install bubblewrap"
+    return None
 
 
 # -- disk ----------------------------------------------------------------------------------

@@ -410,6 +410,7 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
         tool_choice=choice,
         user=req.user or "",
         tool_safety=settings.openai_tool_safety,
+        local_tools=False,  # python_exec is never a /v1 client's to run
         surface="api",
     )
 

@@ -23,6 +23,7 @@ from heron.core.tools import SAFETY_LEVELS, Safety, Tool, parse_tools
 from heron.core.workspace import Workspace
 from heron.tools.builtin import register_builtins
 from heron.tools.mcp_client import MCPClient, ServerConfig, ServerStatus, load_config
+from heron.tools.pyexec import LOCAL_ONLY
 from heron.tools.registry import ToolRegistry, load_imported, read_tool_file, save_imported
 from heron.tools.router import ROUTE_MODES, Route, RoutedTool, RouteMode, SyncReport, ToolRouter
 from heron.tools.toolbox import Toolbox, open_toolbox
@@ -30,6 +31,7 @@ from heron.tools.toolbox import Toolbox, open_toolbox
 __all__ = [
     "ANTHROPIC",
     "GEMINI",
+    "LOCAL_ONLY",
     "OPENAI",
     "PROFILES",
     "ROUTE_MODES",

@@ -17,13 +17,29 @@ from heron.core.errors import ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.core.workspace import DEFAULT_TIMEOUT, Workspace, json_type_name
 from heron.programs import Policy
+from heron.settings import Settings
+from heron.tools.fetch import fetch_tool
+from heron.tools.pyexec import python_tool
 from heron.tools.registry import ToolRegistry
 
 __all__ = [
     "check_arguments",
+    "optional_tools",
     "register_builtins",
     "workspace_tools",
 ]
+
+
+def optional_tools(settings: Settings) -> list[tuple[Tool, Handler]]:
+    """The built-ins that are off unless a setting turns them on: ``fetch_url``
+    (``tools_fetch_url``: the network) and ``python_exec`` (``tools_python_exec``: code
+    in a sandbox)."""
+    pairs = []
+    if settings.tools_fetch_url:
+        pairs.append(fetch_tool(settings))
+    if settings.tools_python_exec:
+        pairs.append(python_tool(settings))
+    return pairs
 
 
 def workspace_tools(workspace: Workspace) -> list[tuple[Tool, Handler]]:

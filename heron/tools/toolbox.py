@@ -26,7 +26,7 @@ from heron.programs import default_policy
 from heron.resource import Resource
 from heron.settings import Settings
 from heron.store import Store
-from heron.tools.builtin import register_builtins
+from heron.tools.builtin import optional_tools, register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
@@ -77,7 +77,8 @@ def open_toolbox(
     learn: bool = True,
 ) -> Toolbox:
     """The registry the settings describe, on ``store`` (left open by ``close()``):
-    ``tools`` (the capabilities' own, with their handlers) and the workspace tools, then
+    ``tools`` (the capabilities' own, with their handlers), the workspace tools and the
+    optional built-ins turned on (``fetch_url``, ``python_exec``), then
     the imported definitions and the MCP servers' tools. Arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:
@@ -96,6 +97,8 @@ def open_toolbox(
             commands=[*commands, *settings.tools_commands],
             policy=default_policy(settings),
         )
+        for tool, handler in optional_tools(settings):
+            registry.add(tool, handler)
         for tool in load_imported(store):
             registry.add(tool)
         mcp_config = mcp_config or settings.mcp_config

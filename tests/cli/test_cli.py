@@ -91,6 +91,15 @@ def test_info_reports_model_and_namespaces(home: Path, corpus: Path) -> None:
     assert info["namespaces"] == [
         {"name": "k8s", "records": 3, "model_id": info["model"]["id"], "dim": 384}
     ]
+    # The agent's routing, the threshold the embedder's (MiniLM's) when unset
+    assert info["routing"] == {
+        "mode": "hybrid",
+        "top_k": 10,
+        "threshold": 0.25,
+        "always_include": [],
+        "fetch_url": False,
+        "python_exec": False,
+    }
 
 
 def test_embed_prints_vectors(home: Path) -> None:

@@ -119,6 +119,10 @@ def test_the_tool_index_is_current_once_built(heron_home: Path) -> None:
         box.close()
     (tools,) = [c for c in doctor(Settings(), checks=["tools"]).checks if c.name == "tools"]
     assert tools.status == "ok" and tools.data["current"] is True, tools
+    assert "routing hybrid, top 10, threshold 0.25" in tools.detail  # the agent's settings
+    pinned = Settings(agent_routing_always_include=["read_skill", "no_such_tool"])
+    (tools,) = [c for c in doctor(pinned, checks=["tools"]).checks if c.name == "tools"]
+    assert tools.status == "warn" and "unknown tools: no_such_tool" in tools.detail
 
 
 def test_models_answer_a_one_token_call_or_fail_with_the_fix(

@@ -178,3 +178,5 @@ def test_openai_tool_safety_is_what_v1_requests_run_under(
     assert (asked.tool_safety, asked.surface) == ("read", "api")
     monkeypatch.setenv("HERON_OPENAI_TOOL_SAFETY", "execute")  # the operator enables it
     assert turn(request, Settings()).tool_safety == "execute"
+    # ...and still no python_exec: a client's request never runs code here (Agent.route)
+    assert turn(request, Settings()).local_tools is False

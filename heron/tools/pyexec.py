@@ -1,0 +1,233 @@
+"""``python_exec``: a short Python snippet run in a bubblewrap sandbox.
+
+The snippet runs under ``bwrap`` (Debian's ``bubblewrap``) with:
+
+- no network: its own empty network namespace (``--unshare-net``; even loopback is its
+  own), and its own user, PID, IPC, UTS and cgroup namespaces; no capabilities, no
+  further user namespaces;
+- a read-only view of the system programs only (``/usr`` and the ``/bin``, ``/lib``...
+  beside it): no ``/home``, ``/root``, ``/etc``, ``/tmp`` or Heron's data;
+- a fresh, empty, size-capped ``tmpfs`` as its working directory (and ``/tmp``), gone
+  when it ends;
+- an environment of ``PATH``, ``HOME``, ``LANG`` alone: none of Heron's variables (API
+  keys, tokens) reach it, and the interpreter runs isolated (``-I``);
+- limits (util-linux's ``prlimit`` before ``bwrap`` starts, inherited by the snippet):
+  address space
+  (``tools_python_memory_mb``), CPU seconds, processes, open files, file size; a wall
+  clock (``tools_python_timeout``) after which the whole sandbox is killed; stdout and
+  stderr kept up to ``tools_python_max_output`` bytes each (the rest is read and dropped,
+  so a flood cannot fill memory).
+
+Run by root, the sandbox drops to ``nobody`` first: the process limit then counts the
+sandbox's own processes, and a way out of the namespaces would find no privilege.
+The interpreter is ``/usr/bin/python3`` (the system's, with its standard library and none
+of Heron's packages).
+
+Safety ``execute``; offered only when ``tools_python_exec`` is on, and never to a ``/v1``
+client's request (the ``local-only`` tag, ``heron.agent``).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from heron.core.errors import ToolCallError, ToolInputError
+from heron.core.tools import Handler, Tool, argument, object_schema
+from heron.settings import Settings
+
+#: Tools with this tag are offered to Heron's own surfaces only, never to a /v1 request.
+LOCAL_ONLY = "local-only"
+INTERPRETER = Path("/usr/bin/python3")
+#: The snippet's source, at most (a snippet, not a program).
+MAX_CODE_BYTES = 100_000
+WORKDIR = "/sandbox"
+#: Size of the sandbox's tmpfs (its files), bytes.
+WORKDIR_BYTES = 64 << 20
+MAX_PROCESSES = 32
+MAX_FILES = 64
+NOBODY = 65534
+#: The system directories bound read-only (a symlink, as in merged-/usr Debian, is kept
+#: a symlink).
+SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
+
+
+@dataclass(frozen=True)
+class Limits:
+    timeout: float
+    memory_mb: int
+    max_output: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(
+            settings.tools_python_timeout,
+            settings.tools_python_memory_mb,
+            settings.tools_python_max_output,
+        )
+
+
+def bwrap() -> str:
+    """The ``bwrap`` program; ``ToolCallError`` saying how to install it when missing."""
+    found = shutil.which("bwrap")
+    if found is None:
+        raise ToolCallError(
+            "python_exec needs bubblewrap (bwrap) for its sandbox: sudo apt-get install "
+            "bubblewrap (scripts/setup installs it), or turn HERON_TOOLS_PYTHON_EXEC off."
+        )
+    return found
+
+
+def sandbox_command(program: str, code: str, interpreter: Path = INTERPRETER) -> list[str]:
+    """The ``bwrap`` command line that runs ``code`` (see the module doc)."""
+    command = [
+        program,
+        "--unshare-all",
+        "--unshare-user",
+        "--disable-userns",
+        "--die-with-parent",
+        "--new-session",
+        "--cap-drop",
+        "ALL",
+    ]
+    for path in SYSTEM_DIRS:
+        if os.path.islink(path):
+            command += ["--symlink", os.readlink(path), path]
+        elif os.path.isdir(path):
+            command += ["--ro-bind", path, path]
+    size = str(WORKDIR_BYTES)
+    command += ["--proc", "/proc", "--dev", "/dev"]
+    command += ["--size", size, "--tmpfs", WORKDIR, "--size", size, "--tmpfs", "/tmp"]
+    command += ["--chdir", WORKDIR, "--clearenv"]
+    for name, value in (("PATH", "/usr/bin:/bin"), ("HOME", WORKDIR), ("LANG", "C.UTF-8")):
+        command += ["--setenv", name, value]
+    return [*command, str(interpreter), "-I", "-c", code]
+
+
+def limited(command: list[str], limits: Limits) -> list[str]:
+    """``command`` under util-linux's ``prlimit``: the limits are set in the child by a
+    program, not by Python code between fork and exec (``preexec_fn``, unsafe in the
+    agent's threads)."""
+    program = shutil.which("prlimit")
+    if program is None:
+        raise ToolCallError(
+            "python_exec needs prlimit (util-linux) for its limits: sudo apt-get install "
+            "util-linux, or turn HERON_TOOLS_PYTHON_EXEC off."
+        )
+    memory = limits.memory_mb << 20
+    cpu = int(limits.timeout) + 1
+    return [
+        program,
+        f"--as={memory}",
+        f"--cpu={cpu}",
+        f"--nproc={MAX_PROCESSES}",
+        f"--nofile={MAX_FILES}",
+        f"--fsize={WORKDIR_BYTES}",
+        "--core=0",
+        "--",
+        *command,
+    ]
+
+
+class _Capped:
+    """Reads a pipe to its end, keeping the first ``limit`` bytes."""
+
+    def __init__(self, pipe: IO[bytes], limit: int) -> None:
+        self.kept = bytearray()
+        self.total = 0
+        self._thread = threading.Thread(target=self._read, args=(pipe, limit), daemon=True)
+        self._thread.start()
+
+    def _read(self, pipe: IO[bytes], limit: int) -> None:
+        with pipe:
+            while chunk := pipe.read(65536):
+                self.total += len(chunk)
+                room = limit - len(self.kept)
+                if room > 0:
+                    self.kept += chunk[:room]
+
+    def text(self, wait: float) -> str:
+        self._thread.join(wait)
+        return self.kept.decode("utf-8", "replace")
+
+
+def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) -> dict[str, Any]:
+    """Run ``code`` in the sandbox: its stdout, stderr, exit status and how it ended
+    (``stopped``: ``None``, or why Heron stopped it)."""
+    if not isinstance(code, str) or not code.strip():
+        raise ToolInputError("python_exec: give the Python code to run in 'code'.")
+    if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
+        raise ToolInputError(
+            f"python_exec: the code is over {MAX_CODE_BYTES} bytes; run a shorter snippet."
+        )
+    if "\x00" in code:
+        raise ToolInputError("python_exec: the code holds a NUL character.")
+    command = limited(sandbox_command(bwrap(), code, interpreter), limits)
+    root = os.getuid() == 0
+    started = time.monotonic()
+    process = subprocess.Popen(
+        command,
+        stdin=subprocess.DEVNULL,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env={},
+        # Root drops to nobody first (see the module doc).
+        user=NOBODY if root else None,
+        group=NOBODY if root else None,
+        extra_groups=[] if root else None,
+        start_new_session=True,  # one group: a timeout kills bwrap and all it started
+        close_fds=True,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    out = _Capped(process.stdout, limits.max_output)
+    err = _Capped(process.stderr, limits.max_output)
+    stopped = None
+    try:
+        status = process.wait(limits.timeout)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        status = process.wait()
+        stopped = f"timeout: still running after {limits.timeout:g} s, killed"
+    seconds = time.monotonic() - started
+    stdout, stderr = out.text(2.0), err.text(2.0)
+    if stopped is None and status < 0:
+        name = signal.Signals(-status).name
+        why = {"SIGXCPU": "the CPU limit", "SIGKILL": "a limit", "SIGSEGV": "a crash"}
+        stopped = f"killed by {name} ({why.get(name, 'a signal')})"
+    elif stopped is None and "MemoryError" in stderr[-2000:]:
+        stopped = f"memory: over the {limits.memory_mb} MiB limit"
+    truncated = out.total > limits.max_output or err.total > limits.max_output
+    return {
+        "exit_code": status,
+        "stdout": stdout,
+        "stderr": stderr,
+        "stopped": stopped,
+        "truncated": truncated,
+        "stdout_bytes": out.total,
+        "stderr_bytes": err.total,
+        "seconds": round(seconds, 3),
+    }
+
+
+def python_tool(settings: Settings) -> tuple[Tool, Handler]:
+    limits = Limits.of(settings)
+    return (
+        Tool(
+            "python_exec",
+            "Run a short Python 3 snippet in a sandbox (no network, no files but its own "
+            "scratch directory, standard library only) and return its stdout, stderr and "
+            f"exit code. Print what you want to see. At most {limits.timeout:g} s and "
+            f"{limits.memory_mb} MiB.",
+            object_schema(["code"], code=("string", "the Python source to run")),
+            safety="execute",
+            tags=("python", "code", LOCAL_ONLY),
+        ),
+        lambda a: run_python(argument(a, "code"), limits),
+    )

@@ -1,0 +1,318 @@
+"""fetch_url against a loopback test server (redirects, a large page, a slow page, one that
+trickles) and every address class outside the public internet, each refused **before**
+any connection: a listening socket on every address of this machine must see none, and
+no socket is opened to the others (``socket.create_connection`` watched, not replaced).
+
+The loopback server is allowed through ``tools_fetch_allowed_networks``, as an operator
+would allow an intranet; without it loopback is refused like the rest."""
+
+from __future__ import annotations
+
+import contextlib
+import http.server
+import ipaddress
+import select
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+
+from heron.core.errors import ToolCallError, ToolInputError
+from heron.errors import ConfigError
+from heron.settings import Settings
+from heron.tools import ToolRegistry
+from heron.tools.fetch import fetch_tool, refusal
+from tests.ci import missing
+
+ARTICLE = (
+    "<html><head><title>Tomatoes &amp; water</title></head><body>"
+    "<nav><a href='/'>Home</a> | <a href='/shop'>Shop</a></nav>"
+    "<article><h1>Watering tomatoes</h1>"
+    "<p>Water tomato plants deeply twice a week, at the base, early in the morning, "
+    "and never wet the leaves: it spreads blight through the whole bed.</p>"
+    "<p>In a heat wave water them every day; read <a href='/more'>more</a>.</p>"
+    "</article><footer>Copyright 2031 the garden club</footer></body></html>"
+)
+SCRIPTED = (
+    "<html><head><title>Scripted</title></head><body><article><h1>Scripted</h1>"
+    "<p id='text'>Loading...</p></article><script src='/app.js'></script>"
+    "<img src='http://0.0.0.0:{port}/pixel.gif'></body></html>"
+)
+APP_JS = (
+    "document.getElementById('text').textContent = 'This paragraph was written by the "
+    "page script after it loaded, as single-page applications write theirs.';"
+)
+BIG = 1 << 20
+MAX_BYTES = 64 << 10
+
+
+class Site(http.server.BaseHTTPRequestHandler):
+    listener_port = 0
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+    def _send(self, body: bytes, kind: str = "text/html; charset=utf-8") -> None:
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def _redirect(self, where: str, status: int = 302) -> None:
+        self.send_response(status)
+        self.send_header("Location", where)
+        self.send_header("Content-Length", "0")
+        self.end_headers()
+
+    def do_GET(self) -> None:
+        path = self.path
+        if path == "/start":
+            self._redirect("/hop", 301)
+        elif path == "/hop":
+            self._redirect(f"http://localhost:{self.server.server_address[1]}/article", 307)
+        elif path == "/article":
+            self._send(ARTICLE.encode())
+        elif path == "/loop":
+            self._redirect("/loop")
+        elif path == "/escape":  # a hop to an address the first one does not allow
+            self._redirect(f"http://0.0.0.0:{self.listener_port}/")
+        elif path == "/big":
+            self._send(b"<html><body><p>" + b"x" * BIG + b"</p></body></html>")
+        elif path == "/slow":
+            time.sleep(3)
+            self._send(ARTICLE.encode())
+        elif path == "/trickle":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/plain")
+            self.end_headers()
+            with contextlib.suppress(OSError):
+                for _ in range(60):
+                    self.wfile.write(b"x")
+                    self.wfile.flush()
+                    time.sleep(0.05)
+        elif path == "/binary":
+            self._send(b"\x89PNG\r\n", "image/png")
+        elif path == "/scripted":
+            self._send(SCRIPTED.format(port=self.listener_port).encode())
+        elif path == "/app.js":
+            self._send(APP_JS.encode(), "text/javascript")
+        else:
+            self.send_error(404)
+
+
+@pytest.fixture(scope="module")
+def listener() -> Iterator[socket.socket]:
+    """A socket listening on every address of this machine (IPv4 and IPv6): whatever
+    reaches it is a connection fetch_url should not have made."""
+    sock = socket.socket(socket.AF_INET6, socket.SOCK_STREAM)
+    sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+    sock.bind(("::", 0))
+    sock.listen(16)
+    sock.setblocking(False)
+    yield sock
+    sock.close()
+
+
+@pytest.fixture(scope="module")
+def site(listener: socket.socket) -> Iterator[str]:
+    Site.listener_port = listener.getsockname()[1]
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Site)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    yield f"http://127.0.0.1:{server.server_address[1]}"
+    server.shutdown()
+    server.server_close()
+
+
+def _fetcher(**settings: Any) -> Callable[..., Any]:
+    registry = ToolRegistry()
+    registry.add(*fetch_tool(Settings(tools_fetch_url=True, **settings)))
+    return lambda url, **more: registry.call("fetch_url", {"url": url, **more})
+
+
+@pytest.fixture
+def fetch(home: object) -> Callable[..., Any]:
+    """fetch_url with the loopback test server allowed, 64 KiB and 1 s at most."""
+    return _fetcher(
+        tools_fetch_allowed_networks=["127.0.0.0/8"],
+        tools_fetch_max_bytes=MAX_BYTES,
+        tools_fetch_timeout=1.0,
+        tools_fetch_max_redirects=3,
+    )
+
+
+@pytest.fixture
+def strict(home: object) -> Callable[..., Any]:
+    """fetch_url as shipped: the public internet only."""
+    return _fetcher()
+
+
+@pytest.fixture
+def connections(monkeypatch: pytest.MonkeyPatch) -> list[tuple[Any, ...]]:
+    """Every ``socket.create_connection`` made (the real one still runs)."""
+    made: list[tuple[Any, ...]] = []
+    real = socket.create_connection
+
+    def watched(address: tuple[Any, ...], *args: Any, **kwargs: Any) -> socket.socket:
+        made.append(address)
+        return real(address, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "create_connection", watched)
+    return made
+
+
+def _no_connection(listener: socket.socket) -> None:
+    readable, _, _ = select.select([listener], [], [], 0.05)
+    assert not readable, "the listening socket saw a connection"
+
+
+def test_a_page_comes_back_as_markdown_with_its_title_and_final_url(
+    fetch: Callable[..., Any], site: str
+) -> None:
+    page = fetch(f"{site}/start")
+    assert page["url"].endswith("/article") and page["url"].startswith("http://localhost:")
+    assert page["redirects"] == [f"{site}/start", f"{site}/hop"]
+    assert page["title"] == "Tomatoes & water" and page["status"] == 200
+    text = page["markdown"]
+    assert text.startswith("# Watering tomatoes") and "twice a week" in text
+    assert "[more](http://localhost:" in text  # links kept, made absolute
+    assert "Copyright" not in text and "Shop" not in text  # boilerplate dropped
+
+
+def test_size_time_and_redirects_are_bounded(fetch: Callable[..., Any], site: str) -> None:
+    big = fetch(f"{site}/big")
+    assert big["truncated"] and big["bytes"] == MAX_BYTES
+    for path in ("/slow", "/trickle"):
+        started = time.monotonic()
+        with pytest.raises(ToolCallError, match="took over 1 s"):
+            fetch(site + path)
+        assert time.monotonic() - started < 2.0
+    with pytest.raises(ToolCallError, match="more than 3 redirects"):
+        fetch(f"{site}/loop")
+    with pytest.raises(ToolCallError, match="image/png, not a page of text"):
+        fetch(f"{site}/binary")
+
+
+def _own_addresses() -> list[str]:
+    """This machine's addresses besides loopback (a container's private or ULA ones)."""
+    found = {info[4][0] for info in socket.getaddrinfo(socket.gethostname(), None)}
+    return sorted(a for a in found if not ipaddress.ip_address(a.split("%")[0]).is_loopback)
+
+
+def test_every_local_address_is_refused_before_any_connection(
+    strict: Callable[..., Any], listener: socket.socket, connections: list
+) -> None:
+    port = listener.getsockname()[1]
+    hosts = ["127.0.0.1", "127.9.9.9", "[::1]", "0.0.0.0", "[::]", "[::ffff:127.0.0.1]"]
+    hosts += ["localhost", "LOCALHOST", "0x7f000001", "2130706433"]
+    hosts += [f"[{a}]" if ":" in a else a for a in _own_addresses()]
+    for host in hosts:
+        with pytest.raises(ToolCallError, match="fetch_url refuses"):
+            strict(f"http://{host}:{port}/")
+        _no_connection(listener)
+    assert connections == []
+
+
+@pytest.mark.parametrize(
+    ("address", "why"),
+    [
+        ("10.0.0.1", "private"),
+        ("172.16.5.4", "private"),
+        ("192.168.1.1", "private"),
+        ("169.254.169.254", "link-local"),
+        ("100.64.0.1", "not a public"),
+        ("224.0.0.251", "multicast"),
+        ("240.0.0.1", "reserved"),
+        ("255.255.255.255", "reserved"),
+        ("198.18.0.1", "private"),
+        ("[fd00::1]", "private"),
+        ("[fe80::1]", "link-local"),
+        ("[::ffff:10.0.0.1]", "carries 10.0.0.1"),
+        ("[::ffff:169.254.169.254]", "carries 169.254.169.254"),
+        ("[64:ff9b::a9fe:a9fe]", "carries 169.254.169.254"),
+        ("[2002:a00:1::]", "carries 10.0.0.1"),
+    ],
+)
+def test_each_address_class_is_refused_before_any_connection(
+    strict: Callable[..., Any], connections: list, address: str, why: str
+) -> None:
+    with pytest.raises(ToolCallError, match=f"fetch_url refuses .*{why}"):
+        strict(f"http://{address}/latest/meta-data/")
+    assert connections == []
+
+
+def test_public_addresses_pass_the_check() -> None:
+    for address in ("93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c", "1.1.1.1"):
+        assert refusal(ipaddress.ip_address(address)) is None
+
+
+def test_a_redirect_to_a_refused_address_is_refused_before_connecting(
+    fetch: Callable[..., Any], site: str, listener: socket.socket
+) -> None:
+    with pytest.raises(ToolCallError, match=r"refuses 0\.0\.0\.0: the unspecified address"):
+        fetch(f"{site}/escape")
+    _no_connection(listener)
+
+
+def test_a_name_is_resolved_once_and_one_bad_address_refuses_it(
+    fetch: Callable[..., Any], site: str, monkeypatch: pytest.MonkeyPatch, connections: list
+) -> None:
+    """A rebinding DNS server answers a checked address first and another one later: the
+    connection goes to the first answer, and there is no later question to answer."""
+    port = int(site.rsplit(":", 1)[1])
+    answers = iter(["127.0.0.1", "10.0.0.1"])
+    asked: list[str] = []
+    real = socket.getaddrinfo
+
+    def rebinding(host: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        if not host.endswith(".example"):  # an address resolves to itself, with no DNS
+            return real(host, *args, **kwargs)
+        asked.append(host)
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (next(answers), port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    assert fetch(f"http://garden.example:{port}/article")["title"] == "Tomatoes & water"
+    assert asked == ["garden.example"] and connections == [("127.0.0.1", port)]
+
+    def mixed(host: str, *args: Any, **kwargs: Any) -> list[tuple[Any, ...]]:
+        return [
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("127.0.0.1", port)),
+            (socket.AF_INET, socket.SOCK_STREAM, 6, "", ("10.0.0.1", port)),
+        ]
+
+    monkeypatch.setattr(socket, "getaddrinfo", mixed)
+    with pytest.raises(ToolCallError, match=r"refuses 10\.0\.0\.1"):
+        fetch(f"http://mixed.example:{port}/article")
+    assert len(connections) == 1  # still only the first fetch's
+
+
+@pytest.mark.parametrize(
+    "url", ["file:///etc/passwd", "ftp://example.com/", "http://user:pw@example.com/", "", 7]
+)
+def test_bad_urls_are_refused_clearly(strict: Callable[..., Any], url: Any) -> None:
+    with pytest.raises(ToolInputError, match="fetch_url"):
+        strict(url)
+
+
+def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
+    fetch: Callable[..., Any], site: str, listener: socket.socket
+) -> None:
+    if shutil.which("chromium") is None:
+        missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
+    plain = fetch(f"{site}/scripted")
+    assert "written by the page script" not in plain["markdown"]
+    rendered = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=20.0)(
+        f"{site}/scripted", render=True
+    )
+    assert rendered["rendered"] and "written by the page script" in rendered["markdown"]
+    _no_connection(listener)  # the image on 0.0.0.0 was refused, not fetched
+
+
+def test_a_bad_allowed_network_is_a_setting_error(home: object) -> None:
+    with pytest.raises(ConfigError, match=r"tools_fetch_allowed_networks: '10\.0\.0\.0/33'"):
+        Settings(tools_fetch_allowed_networks=["10.0.0.0/33"])
