@@ -40,6 +40,7 @@ from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
+from heron.server.contexts import runtime_of
 from heron.server.hooks import no_methods
 from heron.server.runtime import Runtime
 from heron.tools.router import DEFAULT_TOP_K
@@ -292,8 +293,13 @@ class Catalog:
 
 
 def build_server(rt: Runtime) -> Server[Any]:
-    tools = heron_tools(rt)
-    catalog = Catalog(rt)
+    """The MCP server on ``rt``: each request is answered in its context (the HTTP
+    request's, ``heron.server.contexts``; over stdio, ``rt``'s own): its libraries, its
+    skills."""
+    tools = heron_tools(rt)  # the same tools in every context; their handlers differ
+
+    def scoped(ctx: Any) -> Runtime:
+        return runtime_of(rt, getattr(ctx, "request", None))
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
         return types.ListToolsResult(
@@ -313,7 +319,7 @@ def build_server(rt: Runtime) -> Server[Any]:
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         if params.name not in tools:
             return _result(f"No tool {params.name!r}. Tools: {', '.join(tools)}.", error=True)
-        _, handler = tools[params.name]
+        _, handler = heron_tools(scoped(ctx))[params.name]
         try:
             value = await run_in_threadpool(handler, dict(params.arguments or {}))
         except HeronError as exc:  # the model reads the message and can retry
@@ -330,7 +336,7 @@ def build_server(rt: Runtime) -> Server[Any]:
         return _result(value, tool=params.name)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        listed = await run_in_threadpool(catalog.resources)
+        listed = await run_in_threadpool(Catalog(scoped(ctx)).resources)
         start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
         more = start + PAGE_SIZE < len(listed)
         return types.ListResourcesResult(
@@ -363,16 +369,18 @@ def build_server(rt: Runtime) -> Server[Any]:
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
-            contents = await run_in_threadpool(catalog.read, str(params.uri))
+            contents = await run_in_threadpool(Catalog(scoped(ctx)).read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
         return types.ReadResourceResult(contents=[contents])
 
     async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=await run_in_threadpool(catalog.prompts))
+        prompts = await run_in_threadpool(Catalog(scoped(ctx)).prompts)
+        return types.ListPromptsResult(prompts=prompts)
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
+            catalog = Catalog(scoped(ctx))
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:
             raise _refused(exc) from None

@@ -63,6 +63,7 @@ from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.llm.broker import count_tokens
 from heron.llm.payload import check_sampling, json_schema, parse_arguments
+from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_lifespan, no_methods
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
@@ -466,6 +467,7 @@ async def _stream(
 
 
 async def chat_completions(rt: Runtime, request: Request) -> Response:
+    rt = runtime_of(rt, request)  # the agent of the request's context: its libraries
     req = await read_body(request, CompletionRequest)
     if isinstance(req, Response):
         return req
