@@ -232,9 +232,7 @@ def test_a_key_bound_to_a_context_stays_in_it(tmp_path: Path) -> None:
     assert choose(settings, None) == DEFAULT
 
 
-def test_contexts_are_read_from_heron_toml(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_contexts_are_read_from_heron_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     config = tmp_path / "heron.toml"
     config.write_text(
         '[contexts.geomind]\nlibraries = ["maps"]\nworkspace = "/srv/geomind"\n'
