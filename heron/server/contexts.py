@@ -19,7 +19,7 @@ from urllib.parse import parse_qs
 from starlette.requests import Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from heron.core.contexts import HEADER, check_context_name
+from heron.core.contexts import DEFAULT, HEADER, check_context_name
 from heron.errors import HeronError, InputError
 from heron.server import auth
 from heron.server.replies import for_path
@@ -67,7 +67,8 @@ def choose(settings: Settings, asked: str | None, key: Any = None) -> str:
     name = asked or bound or settings.context
     try:
         check_context_name(name)
-        settings.in_context(name)  # defined, or NotFound naming the defined ones
+        if name != DEFAULT and name not in settings.contexts:
+            settings.in_context(name)  # NotFound naming the defined ones
     except InputError as exc:
         raise ContextRefused(400, str(exc), "invalid_request_error") from None
     except HeronError as exc:

@@ -250,3 +250,27 @@ def test_contexts_are_read_from_heron_toml(tmp_path: Path, monkeypatch: pytest.M
     config.write_text("[contexts.geomind]\nlibrary = []\n")
     with pytest.raises(ConfigError, match=r"geomind\.library: Extra inputs"):
         Settings(home=tmp_path)
+
+
+def test_the_cli_acts_in_the_context_it_is_given(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from heron.cli.app import app
+
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
+    monkeypatch.delenv("HERON_CONTEXT", raising=False)
+    config = tmp_path / "heron.toml"
+    config.write_text('[contexts.kube]\nlibraries = ["alpha"]\n')
+    monkeypatch.setenv("HERON_CONFIG", str(config))
+    (tmp_path / "libraries.txt").write_text(f"alpha {tmp_path}\nbeta {tmp_path}\n")
+    runner = CliRunner()
+    listed = runner.invoke(app, ["--context", "kube", "library", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    assert [lib["name"] for lib in json.loads(listed.output)] == ["alpha"]
+    everything = runner.invoke(app, ["library", "list", "--json"])  # the option is gone
+    assert [lib["name"] for lib in json.loads(everything.output)] == ["alpha", "beta"]
+    unknown = runner.invoke(app, ["--context", "nope", "library", "list"])
+    assert unknown.exit_code == 1 and "No context 'nope'" in str(unknown.exception)
