@@ -21,6 +21,7 @@ from typing import Any, Literal
 
 from pydantic import (
     Field,
+    PrivateAttr,
     SecretStr,
     ValidationError,
     ValidationInfo,
@@ -35,6 +36,8 @@ from pydantic_settings import (
     SettingsError,
     TomlConfigSettingsSource,
 )
+
+from heron.core.contexts import DEFAULT, ContextSpec, check_context_name
 
 ENV_PREFIX = "HERON_"
 
@@ -64,6 +67,8 @@ class Settings(BaseSettings):
     """Everything Heron can be configured with, in one place."""
 
     model_config = SettingsConfigDict(env_prefix=ENV_PREFIX, extra="ignore")
+    #: The default context's settings, when these are another context's (``in_context``).
+    _base: Settings | None = PrivateAttr(default=None)
 
     home: Path = Field(default_factory=default_home, description="Data directory.")
     models_dir: Path = Field(
@@ -410,6 +415,18 @@ class Settings(BaseSettings):
         description="Seconds between runs of a deploy check without its own interval.",
     )
 
+    # -- contexts (heron.core.contexts) --
+    contexts: dict[str, ContextSpec] = Field(
+        default_factory=dict,
+        description="Named contexts ([contexts.NAME] tables): each one's libraries, "
+        "workspace and skill directories; the default context is everything configured.",
+    )
+    context: str = Field(
+        default=DEFAULT,
+        description="The context a command acts in (heron --context); heron serve picks "
+        "one per request (X-Heron-Context, or the key's).",
+    )
+
     def __init__(self, **values: Any) -> None:
         from heron.errors import ConfigError
 
@@ -457,6 +474,67 @@ class Settings(BaseSettings):
                 "set both, or unset HERON_EMBEDDER to use the bundled model."
             )
         return self
+
+    @model_validator(mode="after")
+    def _check_contexts(self) -> Settings:
+        from heron.errors import ConfigError, HeronError
+
+        for name in self.contexts:
+            try:
+                check_context_name(name)
+            except HeronError as exc:
+                raise ConfigError(f"[contexts.{name}] in heron.toml: {exc}") from None
+        if DEFAULT in self.contexts:
+            raise ConfigError(
+                f"[contexts.{DEFAULT}] in heron.toml: the default context is the server as "
+                "configured (libraries.txt, tools_root, skills_dirs); give yours another name."
+            )
+        if self.context != DEFAULT:
+            try:
+                spec = self.context_spec
+            except HeronError as exc:  # HERON_CONTEXT or --context naming none
+                raise ConfigError(str(exc)) from None
+            assert spec is not None
+            if self._base is None:  # kept before the context's values replace the server's
+                self._base = self.model_copy(update={"context": DEFAULT})
+            # Validating assignment is off: these set the fields as they are, in place.
+            self.tools_root = spec.workspace
+            if spec.skills_dirs is not None:
+                self.skills_dirs = os.pathsep.join(str(p) for p in spec.skills_dirs)
+        return self
+
+    @property
+    def context_spec(self) -> ContextSpec | None:
+        """The definition of ``context``; ``None`` in the default context. ``NotFound``
+        naming the defined ones for a context heron.toml does not define."""
+        if self.context == DEFAULT:
+            return None
+        spec = self.contexts.get(self.context)
+        if spec is None:
+            from heron.errors import NotFound
+
+            known = ", ".join([DEFAULT, *sorted(self.contexts)])
+            raise NotFound(
+                f"No context {self.context[:80]!r} (contexts: {known}). Define it as "
+                f"[contexts.{self.context[:80]}] in heron.toml, or name one of these."
+            )
+        return spec
+
+    def in_context(self, name: str) -> Settings:
+        """These settings as context ``name`` sees them: its workspace as ``tools_root``,
+        its skill directories as ``skills_dirs``, its libraries (``heron.libraries``
+        reads ``context_spec``). Taken from the default context's settings, whichever
+        context these are in; ``NotFound`` for an undefined context."""
+        check_context_name(name)
+        if name == self.context:
+            return self
+        base = self._base if self._base is not None else self
+        if name == DEFAULT:
+            return base
+        scoped = base.model_copy(update={"context": name})
+        scoped._check_contexts()  # applies the context's workspace and skill directories
+        scoped._base = base
+        return scoped
 
     @property
     def postgres_url(self) -> str | None:
@@ -575,6 +653,8 @@ def _invalid(exc: ValidationError, values: dict[str, Any]) -> str:
         secret = "key" in field or "token" in field
         shown = "" if secret else f" (got {json.dumps(err['input'], default=str)})"
         problem = f"{err['msg'].removeprefix('Value error, ')}{shown}"
+        inner = ".".join(str(p) for p in err["loc"][1:])  # contexts.NAME.key
+        problem = f"{inner}: {problem}" if inner else problem
         if field in values:
             problems.append(f"argument {field}: {problem}")
         elif _from_env(field) is not None:

@@ -92,6 +92,7 @@ from heron.agent.turn import Surface, Turn
 from heron.agent.wiring import add_job_tools, open_tools
 from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
+from heron.core.contexts import DEFAULT
 from heron.core.tools import SAFETY_LEVELS, Safety, Tool
 from heron.embed import calibration_of, embed_queries
 from heron.errors import HeronError, InputError, NotFound
@@ -895,14 +896,18 @@ def open_agent(
             toolbox = opened.enter_context(
                 contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
             )
-        if settings.tools_root is not None and "delegate_job" not in toolbox.registry:
+        delegates = settings.tools_root is not None and settings.context == DEFAULT
+        if delegates and "delegate_job" not in toolbox.registry:
             # Jobs run in the workspace: with one, the model may hand long tasks to a job.
+            # Not yet in another context: a job records none, and runs in the server's.
             if jobs is None:
                 jobs = open_jobs(settings)
                 opened.callback(jobs.close)
             add_job_tools(toolbox, jobs)
         broker = opened.enter_context(contextlib.closing(load_broker(settings)))
-        sessions = opened.enter_context(contextlib.closing(Sessions(settings.home / "agent.db")))
+        sessions = opened.enter_context(
+            contextlib.closing(Sessions(settings.home / "agent.db", settings.context))
+        )
         resources = opened.pop_all()
     return Agent(
         settings,

@@ -5,6 +5,10 @@ is complete: a failed answer leaves the session as it was. What is written is re
 first (``heron.redact``): a password pasted into a chat must not outlive the request in
 ``agent.db``. The turn being answered keeps the original; history replays the redacted
 text.
+
+A ``Sessions`` is one context's view of the file (``heron.core.contexts``): it lists,
+reads, continues and deletes only the sessions started in its context; another
+context's session id is ``NotFound`` there, as one that never was.
 """
 
 from __future__ import annotations
@@ -17,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.chat import Message
+from heron.core.contexts import DEFAULT
 from heron.db import Schema, SQLiteDatabase
 from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
@@ -48,6 +53,8 @@ CREATE TABLE {new}titles (
     title TEXT NOT NULL
 );
 """,
+        # The context a session was started in (heron.core.contexts): only it sees it.
+        "ALTER TABLE sessions ADD COLUMN context TEXT NOT NULL DEFAULT 'default';",
     ),
     rebuild="a new one starts on the next use",
     reopen="heron.agent.open_agent(settings)",
@@ -75,7 +82,8 @@ class Sessions(Resource):
     every use of it raises a damaged, read-only or locked file as one ``StoreError``
     naming the file and the fix (``heron.db.sqlite``)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, context: str = DEFAULT) -> None:
+        self.context = context
         # ON DELETE CASCADE needs foreign_keys; the default synchronous=FULL stays: a
         # turn answered is a turn kept, even through a power cut.
         self._db = SQLiteDatabase(path, _SESSIONS, pragmas=("foreign_keys=ON",), rows=None)
@@ -83,6 +91,7 @@ class Sessions(Resource):
     def history(self, session_id: str, turns: int = HISTORY_TURNS) -> list[Message]:
         """The last ``turns`` exchanges as user and assistant messages, oldest first."""
         with self._db.connection() as db:
+            self._check(db, session_id)
             rows = db.execute(
                 "SELECT message, answer FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
                 (session_id, turns),
@@ -98,10 +107,11 @@ class Sessions(Resource):
         now = time.time()
         message, record = redact(message), redact_value(record)
         with self._db.connection(write=True) as db:
+            self._check(db, session_id)
             db.execute(
-                "INSERT INTO sessions VALUES (?, ?, ?) "
+                "INSERT INTO sessions (id, created, updated, context) VALUES (?, ?, ?, ?) "
                 "ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
-                (session_id, now, now),
+                (session_id, now, now, self.context),
             )
             (seq,) = db.execute(
                 "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?",
@@ -124,6 +134,7 @@ class Sessions(Resource):
         """Every stored turn of a session, oldest first: ``{"seq", "message", "answer"}``
         with the answer as ``Answer.to_dict()`` gave it."""
         with self._db.connection() as db:
+            self._check(db, session_id)
             rows = db.execute(
                 "SELECT seq, message, record FROM turns WHERE session_id = ? ORDER BY seq",
                 (session_id,),
@@ -139,8 +150,8 @@ class Sessions(Resource):
                 " (SELECT message FROM turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
                 " (SELECT COUNT(*) FROM turns WHERE session_id = s.id)"
                 " FROM sessions s LEFT JOIN titles t ON t.session_id = s.id"
-                " ORDER BY s.updated DESC LIMIT ?",
-                (limit,),
+                " WHERE s.context = ? ORDER BY s.updated DESC LIMIT ?",
+                (self.context, limit),
             ).fetchall()
         return [
             {"id": sid, "title": title or first or "", "created": c, "updated": u, "turns": n}
@@ -150,7 +161,10 @@ class Sessions(Resource):
     def rename(self, session_id: str, title: str) -> None:
         """Give a session a title (``""``: back to its first question)."""
         with self._db.connection(write=True) as db:
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone() is None:
+            found = db.execute(
+                "SELECT 1 FROM sessions WHERE id = ? AND context = ?", (session_id, self.context)
+            ).fetchone()
+            if found is None:
                 raise NotFound(f"No session {session_id!r}; sessions.list names them.")
             if title.strip():
                 db.execute(
@@ -164,7 +178,9 @@ class Sessions(Resource):
     def delete(self, session_id: str) -> bool:
         """Forget a session and its turns; ``False`` when there was none."""
         with self._db.connection(write=True) as db:
-            gone = db.execute("DELETE FROM sessions WHERE id = ?", (session_id,)).rowcount
+            gone = db.execute(
+                "DELETE FROM sessions WHERE id = ? AND context = ?", (session_id, self.context)
+            ).rowcount
         return bool(gone)
 
     def amend(self, session_id: str, answer: str, extra: dict[str, Any]) -> None:
@@ -172,6 +188,7 @@ class Sessions(Resource):
         whose answer is ``answer``: what its stream knew and the answer does not say
         (the generated text a fallback replaced)."""
         with self._db.connection(write=True) as db:
+            self._check(db, session_id)
             row = db.execute(
                 "SELECT seq, record FROM turns WHERE session_id = ? AND answer = ? "
                 "ORDER BY seq DESC LIMIT 1",
@@ -183,6 +200,13 @@ class Sessions(Resource):
                     "UPDATE turns SET record = ? WHERE session_id = ? AND seq = ?",
                     (json.dumps(record, ensure_ascii=False), session_id, row[0]),
                 )
+
+    def _check(self, db: Any, session_id: str) -> None:
+        """``NotFound`` when ``session_id`` is another context's: to this one it does not
+        exist, and it cannot be read, continued or reused under its id either."""
+        row = db.execute("SELECT context FROM sessions WHERE id = ?", (session_id,)).fetchone()
+        if row is not None and row[0] != self.context:
+            raise NotFound(f"No session {session_id!r}; sessions.list names them.")
 
     def close(self) -> None:
         self._db.close()

@@ -35,6 +35,8 @@ from heron.settings import Settings
 
 #: Set (to anything but empty) to let an unexpected error end in its traceback.
 DEBUG_VARIABLE = "HERON_DEBUG"
+#: The context every command acts in (``--context``; ``heron.core.contexts``).
+CONTEXT_VARIABLE = "HERON_CONTEXT"
 
 
 def fail(message: str) -> NoReturn:
@@ -79,6 +81,41 @@ app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(interventions_app, name="interventions")
 app.add_typer(watchdog_app, name="watchdog")
+
+
+@app.callback()
+def main(
+    ctx: typer.Context,
+    context: Annotated[
+        str | None,
+        typer.Option(
+            "--context",
+            help="Act in this context (a contexts table of heron.toml): its libraries, "
+            "workspace, skills and sessions. Default: HERON_CONTEXT, else default.",
+        ),
+    ] = None,
+) -> None:
+    """Heron: grounded search, tool routing and skills for AI agents.
+
+    Example: heron --context geomind search "tile server setup"
+    """
+    if context is None:
+        return
+    # Every command reads its settings from the environment (Settings()); the option is
+    # HERON_CONTEXT for the command's run, checked here so a wrong name fails at once.
+    before = os.environ.get(CONTEXT_VARIABLE)
+    os.environ[CONTEXT_VARIABLE] = context
+    ctx.call_on_close(lambda: _restore(CONTEXT_VARIABLE, before))
+    Settings()
+
+
+def _restore(variable: str, value: str | None) -> None:
+    if value is None:
+        os.environ.pop(variable, None)
+    else:
+        os.environ[variable] = value
+
+
 embedder_app = typer.Typer(
     help="Manage the bundled embedding model (chat models: heron models).", no_args_is_help=True
 )

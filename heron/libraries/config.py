@@ -200,7 +200,24 @@ def check_source(source: str, settings: Settings, caller: Caller = "local") -> s
 
 
 def config_path(settings: Settings) -> Path:
+    """The library list of the settings' context: its ``libraries_file``, else
+    ``libraries.txt``."""
+    spec = settings.context_spec
+    if spec is not None and spec.libraries_file is not None:
+        return spec.libraries_file
     return settings.home / FILE_NAME
+
+
+def _check_editable(settings: Settings) -> None:
+    """A context that lists its libraries by name in heron.toml sees only those: one
+    added to ``libraries.txt`` from it would be one it cannot see."""
+    spec = settings.context_spec
+    if spec is not None and spec.libraries is not None and spec.libraries_file is None:
+        raise InputError(
+            f"Context {settings.context!r} lists its libraries in heron.toml "
+            f"([contexts.{settings.context}] libraries); add or remove one there, or give "
+            "the context its own libraries_file."
+        )
 
 
 def heron_docs() -> Path | None:
@@ -305,7 +322,9 @@ def _globs(value: str | None) -> tuple[str, ...]:
 
 
 def read_libraries(settings: Settings) -> list[Library]:
-    """Configured libraries in file order, then the built-in ``heron`` docs library."""
+    """Configured libraries in file order, then the built-in ``heron`` docs library; in
+    a context (``settings.context_spec``), those of its file, and of them only the ones
+    it names, if it names any."""
     libraries = _parse(config_path(settings))
     docs = heron_docs()
     if (
@@ -314,6 +333,9 @@ def read_libraries(settings: Settings) -> list[Library]:
         and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
     ):
         libraries.append(Library(DEFAULT_DOCS_NAME, str(docs), builtin=True))
+    spec = settings.context_spec
+    if spec is not None and spec.libraries is not None:
+        libraries = [lib for lib in libraries if lib.name in spec.libraries]
     return libraries
 
 
@@ -362,6 +384,7 @@ def add_library(
     ``k8s URL branch=main include=content/en/**``.
     """
     check_name(name)
+    _check_editable(settings)
     source = check_source(source, settings, caller)
     for key, globs in (("include", include), ("exclude", exclude)):
         if any(not g or "," in g or g != "".join(g.split()) for g in globs):
@@ -392,6 +415,7 @@ def add_library(
 
 def remove_library(name: str, settings: Settings) -> Library:
     """Delete the library's line from ``libraries.txt`` (the caller drops its index)."""
+    _check_editable(settings)
     path = config_path(settings)
     with _locked(path):
         for library in _parse(path):

@@ -97,7 +97,9 @@ def read_page(library: str, page: str, store: Store, settings: Settings) -> Page
     """The file of ``page``, a page the index of ``library`` holds, read from the folder
     its last sync used. Only indexed pages are read, through ``Workspace`` (one path
     component at a time, no symlink followed, regular files only), so no id can reach
-    another file. ``NotFound`` names what to do when the page or its file is gone."""
+    another file; and only of a library the settings' context sees (``get_library``).
+    ``NotFound`` names what to do when the page or its file is gone."""
+    get_library(library, settings)
     try:
         meta = store.get(library, f"{page}#0").metadata  # every indexed page has chunk 0
     except HeronError:

@@ -43,6 +43,7 @@ from heron.server import (
 )
 from heron.server.auth import api_token
 from heron.server.bodies import BodyMiddleware
+from heron.server.contexts import ContextMiddleware, runtime_of
 from heron.server.hooks import Feature
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
 from heron.server.origins import (
@@ -83,7 +84,7 @@ GRACE = 30
 BACKLOG = 2048
 #: Request headers a listed origin's page may send (``HERON_SERVER_ALLOWED_ORIGINS``).
 CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id",
-                "mcp-session-id", "mcp-protocol-version"]  # fmt: skip
+                "mcp-session-id", "mcp-protocol-version", "x-heron-context"]  # fmt: skip
 
 
 def rpc_registry(rt: Runtime) -> Registry:
@@ -110,7 +111,10 @@ def create_app(
     max_batch = rt.settings.server_max_batch
 
     async def rpc(request: Request) -> Response:
-        answer = await dispatch(registry, await request.body(), max_batch=max_batch)
+        body = await request.body()
+        answer = await dispatch(
+            registry, body, max_batch=max_batch, runtime=runtime_of(rt, request)
+        )
         if answer is None:  # notifications only: nothing to answer
             return Response(status_code=204)
         return Response(encode(answer), media_type="application/json")
@@ -165,6 +169,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
         Middleware(TokenMiddleware, token=api_token(settings)),
+        Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
         Middleware(BodyMiddleware, max_body=settings.server_max_body),
     ]
 

@@ -29,16 +29,22 @@ class RenameParams(SessionParams):
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """Add the ``sessions.*`` methods, bound to ``rt``'s agent."""
+    """Add the ``sessions.*`` methods, each on the agent of the caller's context: a
+    context lists, reads, renames and deletes its own sessions only."""
 
     @registry.method(
-        "sessions.list", ListParams, summary="Conversations, the latest first, each with its title."
+        "sessions.list",
+        ListParams,
+        summary="Conversations, the latest first, each with its title.",
+        reach="context",
     )
-    def list_(p: ListParams) -> list[dict[str, Any]]:
+    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
         return rt.agent.sessions.recent(p.limit)
 
-    @registry.method("sessions.rename", RenameParams, summary="Give a conversation a title.")
-    def rename(p: RenameParams) -> dict[str, Any]:
+    @registry.method(
+        "sessions.rename", RenameParams, summary="Give a conversation a title.", reach="context"
+    )
+    def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
         rt.agent.sessions.rename(check_session_id(p.session_id), p.title)
         return {"session_id": p.session_id, "title": p.title.strip()}
 
@@ -46,12 +52,15 @@ def register(registry: Registry, rt: Runtime) -> None:
         "agent.history",
         SessionParams,
         summary="A conversation's turns, oldest first (each answer with its html).",
+        reach="context",
     )
-    def history(p: SessionParams) -> list[dict[str, Any]]:
+    def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
         return [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)]
 
-    @registry.method("sessions.delete", SessionParams, summary="Forget a conversation.")
-    def delete(p: SessionParams) -> dict[str, Any]:
+    @registry.method(
+        "sessions.delete", SessionParams, summary="Forget a conversation.", reach="context"
+    )
+    def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
         if not rt.agent.sessions.delete(check_session_id(p.session_id)):
             raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")
         return {"session_id": p.session_id, "deleted": True}

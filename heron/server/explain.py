@@ -21,6 +21,7 @@ from pydantic import Field
 from heron.core.names import NameCodec
 from heron.errors import InputError, NotFound
 from heron.libraries import index_library, read_libraries
+from heron.libraries.config import get_library
 from heron.libraries.index import page_of
 from heron.libraries.search import source_location
 from heron.libraries.state import last_sync
@@ -148,6 +149,7 @@ class IndexTasks:
 
 def pages(rt: Runtime, p: PagesParams) -> list[dict[str, Any]]:
     """Each indexed page of library ``p.name``: its id, title, path, collection, chunks."""
+    get_library(p.name, rt.settings)  # one the context does not see is NotFound
     store = rt.store
     if not any(info.name == p.name for info in store.namespaces()):
         raise NotFound(f"Library {p.name!r} is not indexed; run library.index first.")
@@ -175,6 +177,7 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
     passage a citation names, with a link to its source at those lines."""
     if p.last < p.first:
         raise InputError(f"last ({p.last}) is before first ({p.first}); give first <= last.")
+    get_library(p.library, rt.settings)  # one the context does not see is NotFound
     store = rt.store
     try:
         ids = [i for i in store.ids(p.library) if page_of(i) == p.page]
@@ -211,16 +214,17 @@ def register(registry: Registry, rt: Runtime) -> None:
     tasks = IndexTasks(rt)
     method = registry.method
 
-    @method("library.pages", PagesParams, summary="A library's pages.")
-    def library_pages(p: PagesParams) -> list[dict[str, Any]]:
+    @method("library.pages", PagesParams, summary="A library's pages.", reach="context")
+    def library_pages(p: PagesParams, rt: Runtime) -> list[dict[str, Any]]:
         return pages(rt, p)
 
     @method(
         "library.passage",
         PassageParams,
         summary="The passage a citation names, with its source link.",
+        reach="context",
     )
-    def library_passage(p: PassageParams) -> dict[str, Any]:
+    def library_passage(p: PassageParams, rt: Runtime) -> dict[str, Any]:
         return passage(rt, p)
 
     @method(
@@ -239,12 +243,18 @@ def register(registry: Registry, rt: Runtime) -> None:
     def progress(p: TaskParams) -> dict[str, Any]:
         return tasks.get(p.task).to_dict()
 
-    @method("skills.usage", summary="Skill search hit-rates per query kind (usage log).")
-    def skills_usage(_: Params) -> list[dict[str, Any]]:
+    @method(
+        "skills.usage",
+        summary="Skill search hit-rates per query kind (usage log).",
+        reach="context",
+    )
+    def skills_usage(_: Params, rt: Runtime) -> list[dict[str, Any]]:
         return [s.to_dict() for s in rt.skills.stats()]
 
-    @method("tools.names", ProfileParams, summary="Each tool's provider-safe name.")
-    def tool_names(p: ProfileParams) -> list[dict[str, Any]]:
+    @method(
+        "tools.names", ProfileParams, summary="Each tool's provider-safe name.", reach="context"
+    )
+    def tool_names(p: ProfileParams, rt: Runtime) -> list[dict[str, Any]]:
         tools = rt.toolbox.registry.tools()
         codec = NameCodec([t.name for t in tools], p.profile)
         return [{"name": t.name, "encoded": codec.encode(t.name)} for t in tools]

@@ -51,6 +51,7 @@ from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
+from heron.server.contexts import runtime_of
 from heron.server.rpc import Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
@@ -409,9 +410,10 @@ class Catalog:
 
 def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those in
-    ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too."""
-    tools = heron_tools(rt)
-    catalog = Catalog(rt)
+    ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too. Each request is
+    answered in its context (the HTTP request's, ``heron.server.contexts``; over stdio,
+    ``rt``'s own): its libraries, its skills, its workspace's tools."""
+    tools = heron_tools(rt)  # the same tools in every context; their handlers differ
     rpc = registry or Registry()
     most = rt.settings.mcp_tool_safety
     methods = {
@@ -419,6 +421,10 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         for name, spec in RPC_TOOLS.items()
         if name in rpc.methods and allowed(spec.safety, most)
     }
+
+    def scoped(ctx: Any) -> Runtime:
+        return runtime_of(rt, getattr(ctx, "request", None))
+
     listed = [
         types.Tool(
             name=t.name,
@@ -454,7 +460,7 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         if params.name in methods:
             method, _ = methods[params.name]
             try:
-                value = await rpc.call(method.name, arguments)
+                value = await rpc.call(method.name, arguments, scoped(ctx))
             except RpcError as exc:  # the method's own message: what to send instead
                 problems = f" {json.dumps(exc.data)}" if exc.code == INVALID_PARAMS else ""
                 return _result(exc.message + problems, error=True)
@@ -462,7 +468,7 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         if params.name not in tools:
             offered = ", ".join([*tools, *methods])
             return _result(f"No tool {params.name!r}. Tools: {offered}.", error=True)
-        _, handler = tools[params.name]
+        _, handler = heron_tools(scoped(ctx))[params.name]
         try:
             value = await run_in_threadpool(handler, arguments)
         except HeronError as exc:  # the model reads the message and can retry
@@ -479,7 +485,7 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         return _result(value, tool=params.name)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        listed = await run_in_threadpool(catalog.resources)
+        listed = await run_in_threadpool(Catalog(scoped(ctx)).resources)
         start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
         more = start + PAGE_SIZE < len(listed)
         return types.ListResourcesResult(
@@ -512,16 +518,18 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
-            contents = await run_in_threadpool(catalog.read, str(params.uri))
+            contents = await run_in_threadpool(Catalog(scoped(ctx)).read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
         return types.ReadResourceResult(contents=[contents])
 
     async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        return types.ListPromptsResult(prompts=await run_in_threadpool(catalog.prompts))
+        prompts = await run_in_threadpool(Catalog(scoped(ctx)).prompts)
+        return types.ListPromptsResult(prompts=prompts)
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
+            catalog = Catalog(scoped(ctx))
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:
             raise _refused(exc) from None

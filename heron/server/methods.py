@@ -97,33 +97,41 @@ class ToolCall(Params):
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """Add Heron's methods, bound to ``rt``'s shared store, skills, tools and agent."""
-    settings = rt.settings
+    """Add Heron's methods. Those of a context's libraries, skills, tools and agent are
+    handed the runtime of the caller's context (``reach="context"``), whose settings say
+    what it sees."""
     method = registry.method
 
-    @method("agent.chat", ChatParams, summary="Answer a question, grounded and cited.")
-    def agent_chat(p: ChatParams) -> dict[str, Any]:
+    @method(
+        "agent.chat", ChatParams, summary="Answer a question, grounded and cited.", reach="context"
+    )
+    def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
         return rt.agent.ask(p.turn()).to_dict()  # heron ask
 
-    @method("search.query", SearchParams, summary="Search the libraries (heron search).")
-    def search(p: SearchParams) -> list[dict[str, Any]]:
+    @method(
+        "search.query",
+        SearchParams,
+        summary="Search the libraries (heron search).",
+        reach="context",
+    )
+    def search(p: SearchParams, rt: Runtime) -> list[dict[str, Any]]:
         found = rt.search(
             p.query, library=p.library, collection=p.collection, top_k=p.top_k, mode=p.mode
         )
         return [r.to_dict() for r in found]
 
-    @method("library.list", summary="The configured libraries.")
-    def library_list(_: Params) -> list[dict[str, Any]]:
-        return [x.to_dict() for x in read_libraries(settings)]
+    @method("library.list", summary="The configured libraries.", reach="context")
+    def library_list(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+        return [x.to_dict() for x in read_libraries(rt.settings)]
 
-    @method("library.add", LibraryAdd, summary="Add a library to libraries.txt.")
-    def library_add(p: LibraryAdd) -> dict[str, Any]:
+    @method("library.add", LibraryAdd, summary="Add a library to libraries.txt.", reach="context")
+    def library_add(p: LibraryAdd, rt: Runtime) -> dict[str, Any]:
         # A caller over the API is not the machine's user: folders only under
         # HERON_LIBRARY_ROOTS, file:// only when allowed (heron.libraries.config.check_source).
         library = add_library(
             p.name,
             p.source,
-            settings,
+            rt.settings,
             caller="api",
             branch=p.branch,
             include=p.include,
@@ -131,48 +139,50 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return library.to_dict()
 
-    @method("library.remove", LibraryName, summary="Remove a library and its index.")
-    def library_remove(p: LibraryName) -> dict[str, Any]:
-        return {"name": forget_library(p.name, rt.store, settings).name, "removed": True}
+    @method(
+        "library.remove", LibraryName, summary="Remove a library and its index.", reach="context"
+    )
+    def library_remove(p: LibraryName, rt: Runtime) -> dict[str, Any]:
+        return {"name": forget_library(p.name, rt.store, rt.settings).name, "removed": True}
 
-    @method("library.index", OptionalLibrary, summary="Sync and index libraries.")
-    def library_index(p: OptionalLibrary) -> list[dict[str, Any]]:
-        configured = read_libraries(settings)
+    @method("library.index", OptionalLibrary, summary="Sync and index libraries.", reach="context")
+    def library_index(p: OptionalLibrary, rt: Runtime) -> list[dict[str, Any]]:
+        configured = read_libraries(rt.settings)
         names = [p.name] if p.name else [lib.name for lib in configured]
         # A library with enrich=yes has its pages' questions written by the agent's broker.
         asking = any(lib.enrich for lib in configured if lib.name in names)
-        enricher = library_enricher(settings, rt.agent.broker) if asking else None
+        enricher = library_enricher(rt.settings, rt.agent.broker) if asking else None
         return [
-            index_library(n, rt.store, settings=settings, enricher=enricher).to_dict()
+            index_library(n, rt.store, settings=rt.settings, enricher=enricher).to_dict()
             for n in names
         ]
 
-    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.")
-    def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in statuses(rt.store, settings, p.name)]
+    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.", reach="context")
+    def library_status(p: OptionalLibrary, rt: Runtime) -> list[dict[str, Any]]:
+        return [s.to_dict() for s in statuses(rt.store, rt.settings, p.name)]
 
-    @method("skills.search", SkillSearch, summary="Skills that fit a task.")
-    def skills_search(p: SkillSearch) -> list[dict[str, Any]]:
+    @method("skills.search", SkillSearch, summary="Skills that fit a task.", reach="context")
+    def skills_search(p: SkillSearch, rt: Runtime) -> list[dict[str, Any]]:
         return [h.to_dict() for h in rt.skills.search(p.query, p.top_k)]
 
-    @method("skills.status", summary="Skill directories and index state.")
-    def skills_status(_: Params) -> dict[str, Any]:
+    @method("skills.status", summary="Skill directories and index state.", reach="context")
+    def skills_status(_: Params, rt: Runtime) -> dict[str, Any]:
         return rt.skills.status().to_dict()
 
-    @method("skills.show", SkillName, summary="One skill: fields and body.")
-    def skills_show(p: SkillName) -> dict[str, Any]:
+    @method("skills.show", SkillName, summary="One skill: fields and body.", reach="context")
+    def skills_show(p: SkillName, rt: Runtime) -> dict[str, Any]:
         return rt.skills.show(p.name).to_dict()
 
-    @method("tools.list", summary="Every tool and MCP server status.")
-    def tools_list(_: Params) -> dict[str, Any]:
+    @method("tools.list", summary="Every tool and MCP server status.", reach="context")
+    def tools_list(_: Params, rt: Runtime) -> dict[str, Any]:
         box = rt.toolbox
         return {
             "servers": [s.to_dict() for s in box.statuses],
             "tools": [t.to_dict() for t in box.registry.tools()],
         }
 
-    @method("tools.route", ToolRoute, summary="The tools to offer for a request.")
-    def tools_route(p: ToolRoute) -> dict[str, Any]:
+    @method("tools.route", ToolRoute, summary="The tools to offer for a request.", reach="context")
+    def tools_route(p: ToolRoute, rt: Runtime) -> dict[str, Any]:
         router = rt.router(
             mode=p.mode,
             top_k=p.top_k,
@@ -182,18 +192,18 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return router.route(p.query).to_dict()
 
-    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.")
-    def tools_call(p: ToolCall) -> dict[str, Any]:
+    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.", reach="context")
+    def tools_call(p: ToolCall, rt: Runtime) -> dict[str, Any]:
         tools = rt.toolbox.registry
         # Wrong argument types are the caller's error (-32001), not a handler's crash.
         check_arguments(tools.get(p.name), p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
-    @method("models.list", summary="The models.yml aliases: provider, model.")
+    @method("models.list", summary="The models.yml aliases: provider, model.", reach="server")
     def models_list(_: Params) -> list[dict[str, Any]]:
         from heron.llm.config import load_table
 
-        table = load_table(settings)
+        table = load_table(rt.settings)
         default = table.spec().alias
         return [
             {"alias": alias, "provider": spec.provider, "model": spec.model,
@@ -201,7 +211,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             for alias, spec in table.models.items()
         ]  # fmt: skip
 
-    @method("rpc.discover", summary="This API as an OpenRPC document.")
+    @method("rpc.discover", summary="This API as an OpenRPC document.", reach="server")
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__
 

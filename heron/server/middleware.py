@@ -3,7 +3,8 @@ every HTTP request; ``TokenMiddleware``: the bearer token check. Pure ASGI, so s
 pass through untouched.
 
 The app stacks them (outermost first): ``RequestMiddleware``, ``HostOriginMiddleware``
-(``heron.server.origins``), CORS for listed origins, ``TokenMiddleware``, ``BodyMiddleware``
+(``heron.server.origins``), CORS for listed origins, ``TokenMiddleware``,
+``ContextMiddleware`` (``heron.server.contexts``), ``BodyMiddleware``
 (``heron.server.bodies``). So every refusal is logged and counted with its request id, a
 browser's preflight is answered before a token is asked for (browsers send none), and
 no body is read for a request that is refused anyway."""

@@ -92,6 +92,7 @@ from heron.llm.payload import (
     json_schema,
     parse_arguments,
 )
+from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
@@ -750,6 +751,7 @@ async def raw_completions(rt: Runtime, req: CompletionRequest) -> Response:
 
 
 async def chat_completions(rt: Runtime, request: Request) -> Response:
+    rt = runtime_of(rt, request)  # the agent of the request's context: its libraries
     req = await read_body(request, CompletionRequest)
     if isinstance(req, Response):
         return req

@@ -100,12 +100,13 @@ class Reloader(Resource):
         from heron.llm import Broker, load_table
 
         table = load_table(self.rt.settings)
-        if apply and self.rt.opened("agent"):
-            agent = self.rt.agent
-            broker = Broker(table, self.rt.settings)
-            broker.observer = self.rt.metrics.observe_broker
-            self._retired.append(agent.broker)
-            agent.broker = broker
+        for rt in self.rt.contexts() if apply else []:  # each context's agent, if open
+            if rt.opened("agent"):
+                agent = rt.agent
+                broker = Broker(table, rt.settings)
+                broker.observer = rt.metrics.observe_broker
+                self._retired.append(agent.broker)
+                agent.broker = broker
         return {"aliases": list(table.models), "default": table.default}
 
     def _mcp(self, path: Path, apply: bool) -> dict[str, Any]:
@@ -117,20 +118,21 @@ class Reloader(Resource):
         else:
             servers = load_config(path, timeout=settings.mcp_timeout)
         names = [s.name for s in servers]
-        if not (apply and self.rt.opened("toolbox")):
+        boxes = [rt.toolbox for rt in self.rt.contexts() if rt.opened("toolbox")]
+        if not (apply and boxes):
             return {"servers": names}
-        box = self.rt.toolbox
-        client = MCPClient(servers, keep=True)
-        box.resources.callback(client.close)
-        gone = set(box.client.servers if box.client else ()) - set(names)
-        for name in gone:
-            box.registry.remove_source(f"mcp:{name}")
-        box.statuses = client.discover(box.registry)
-        old, box.client = box.client, client
-        if old is not None:
-            old.close()  # its sessions: the registry's handlers now call the new client
+        for box in boxes:  # each context's toolbox: its own workspace, the same servers
+            client = MCPClient(servers, keep=True)
+            box.resources.callback(client.close)
+            gone = set(box.client.servers if box.client else ()) - set(names)
+            for name in gone:
+                box.registry.remove_source(f"mcp:{name}")
+            box.statuses = client.discover(box.registry)
+            old, box.client = box.client, client
+            if old is not None:
+                old.close()  # its sessions: the registry's handlers now call the new client
         self.rt.forget("router:")
-        return {"servers": names, "tools": {s.name: s.tools for s in box.statuses}}
+        return {"servers": names, "tools": {s.name: s.tools for s in boxes[0].statuses}}
 
     def ready(self) -> dict[str, Any]:
         """The ``config`` check of ``/ready``."""

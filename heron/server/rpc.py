@@ -27,6 +27,14 @@ the model's fields in order). Errors:
 - a pydantic ``ValidationError`` of the params is -32602 with the problems in ``data``;
 - anything else is -32603 with the exception type in ``data``, never an HTTP 500.
 
+**Contexts** (``heron.core.contexts``): ``dispatch`` is handed the runtime of the
+request's context. A method declares its ``reach``: ``"context"`` ones act inside the
+caller's context and take that runtime as a second argument (``def search(p, rt)``);
+``"server"`` ones read nothing a context owns (``rpc.discover``) and answer in any
+context; ``"default"`` ones (the default reach: jobs, interventions, ops, not scoped
+yet) answer only in the default context, and elsewhere are -32601 saying so, so a method
+nobody scoped cannot show one context what is another's.
+
 Bodies are read with ``heron.server.strictjson``: a body that is not JSON (bad syntax,
 empty, invalid UTF-8) is -32700; one nested past ``MAX_DEPTH`` or holding ``NaN``,
 ``Infinity`` or an overflowing number such as ``1e400`` is -32600 with ``id: null`` (the
@@ -46,11 +54,12 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
+from heron.core.contexts import DEFAULT
 from heron.errors import (
     ConfigError,
     HeronError,
@@ -62,6 +71,9 @@ from heron.errors import (
 )
 from heron.llm.errors import ProviderError
 from heron.server.strictjson import JsonRefused, aloads, dumps
+
+if TYPE_CHECKING:
+    from heron.server.runtime import Runtime
 
 log = logging.getLogger("heron.server")
 
@@ -86,7 +98,9 @@ OPENRPC_VERSION = "1.3.2"
 #: Calls one batch may hold unless the server says otherwise (``HERON_SERVER_MAX_BATCH``).
 MAX_BATCH = 100
 
-Func = Callable[[Any], Any] | Callable[[Any], Awaitable[Any]]
+Func = Callable[..., Any] | Callable[..., Awaitable[Any]]
+#: Where a method answers: inside the caller's context, in any, or in the default only.
+Reach = Literal["context", "server", "default"]
 
 
 class RpcError(Exception):
@@ -124,6 +138,7 @@ class Method:
     params: type[BaseModel]
     summary: str
     result_schema: dict[str, Any] | None = None
+    reach: Reach = "default"
 
     def describe(self) -> dict[str, Any]:
         """This method as an OpenRPC Method Object, params from the pydantic model."""
@@ -142,6 +157,7 @@ class Method:
             "paramStructure": "either",
             "params": params,
             "result": result,
+            "x-reach": self.reach,  # where it answers (contexts)
             "x-defs": defs,
         }
 
@@ -162,10 +178,11 @@ class Registry:
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
+        reach: Reach = "default",
     ) -> None:
         if name in self.methods:
             raise ValueError(f"JSON-RPC method {name!r} is registered twice.")
-        self.methods[name] = Method(name, func, params, summary, result_schema)
+        self.methods[name] = Method(name, func, params, summary, result_schema, reach)
 
     def method(
         self,
@@ -174,9 +191,10 @@ class Registry:
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
+        reach: Reach = "default",
     ) -> Callable[[Func], Func]:
         def decorate(func: Func) -> Func:
-            self.add(name, func, params, summary=summary, result_schema=result_schema)
+            self.add(name, func, params, summary=summary, result_schema=result_schema, reach=reach)
             return func
 
         return decorate
@@ -196,8 +214,9 @@ class Registry:
             "components": {"schemas": schemas, "errors": {str(e["code"]): e for e in errors}},
         }
 
-    async def call(self, name: str, params: Any) -> Any:
-        """Validate ``params`` against the method's model and run it. Raises ``RpcError``."""
+    async def call(self, name: str, params: Any, runtime: Runtime | None = None) -> Any:
+        """Validate ``params`` against the method's model and run it, in the context of
+        ``runtime`` (none: the default one). Raises ``RpcError``."""
         method = self.methods.get(name)
         if method is None:
             raise RpcError(
@@ -205,9 +224,18 @@ class Registry:
                 f"Method {name!r} not found. Call rpc.discover for the list.",
                 {"methods": sorted(self.methods)},
             )
+        context = DEFAULT if runtime is None else runtime.context
+        if method.reach == "default" and context != DEFAULT:
+            raise RpcError(
+                METHOD_NOT_FOUND,
+                f"Method {name!r} answers only in the default context, not in {context!r}: "
+                "what it reads does not carry a context yet. Call it without "
+                "X-Heron-Context, with a key of the default context.",
+                {"context": context},
+            )
         start, ok = time.perf_counter(), False
         try:
-            result = await self._run(method, params)
+            result = await self._run(method, params, runtime)
             ok = True
         finally:
             if self.observer is not None:
@@ -215,13 +243,16 @@ class Registry:
         return result.model_dump(mode="json") if isinstance(result, BaseModel) else result
 
     @staticmethod
-    async def _run(method: Method, params: Any) -> Any:
+    async def _run(method: Method, params: Any, runtime: Runtime | None) -> Any:
         args = _validate(method, params)
         name = method.name
+        given = (args, runtime) if method.reach == "context" else (args,)
+        if method.reach == "context" and runtime is None:
+            raise RpcError(INTERNAL_ERROR, f"{name} needs a runtime to run in.")
         try:
             if inspect.iscoroutinefunction(method.func):
-                return await method.func(args)
-            return await run_in_threadpool(method.func, args)
+                return await method.func(*given)
+            return await run_in_threadpool(method.func, *given)
         except RpcError:
             raise
         except HeronError as exc:
@@ -280,7 +311,7 @@ def _validate(method: Method, params: Any) -> BaseModel:
         ) from exc
 
 
-async def _one(registry: Registry, request: Any) -> dict[str, Any] | None:
+async def _one(registry: Registry, request: Any, runtime: Runtime | None) -> dict[str, Any] | None:
     """Answer one request object; ``None`` for a notification (no ``id``)."""
     if not isinstance(request, dict):
         return RpcError(INVALID_REQUEST, "A request must be a JSON object.").answer(None)
@@ -295,15 +326,21 @@ async def _one(registry: Registry, request: Any) -> dict[str, Any] | None:
         ).answer(id_)
     notification = "id" not in request
     try:
-        result = await registry.call(request["method"], request.get("params"))
+        result = await registry.call(request["method"], request.get("params"), runtime)
     except RpcError as exc:
         return None if notification else exc.answer(id_)
     return None if notification else {"jsonrpc": "2.0", "id": id_, "result": result}
 
 
-async def dispatch(registry: Registry, body: bytes | str, *, max_batch: int = MAX_BATCH) -> Any:
+async def dispatch(
+    registry: Registry,
+    body: bytes | str,
+    *,
+    max_batch: int = MAX_BATCH,
+    runtime: Runtime | None = None,
+) -> Any:
     """Answer a JSON-RPC body: a response, a list of them (a batch), or ``None`` (nothing
-    to send: notifications only)."""
+    to send: notifications only); ``runtime``: the one of the request's context."""
     try:
         request = await aloads(body)
     except JsonRefused as exc:
@@ -320,9 +357,9 @@ async def dispatch(registry: Registry, body: bytes | str, *, max_batch: int = MA
                 f"one has {len(request)}. Split it into smaller batches.",
                 {"limit": max_batch, "calls": len(request)},
             ).answer(None)
-        answers = await asyncio.gather(*(_one(registry, item) for item in request))
+        answers = await asyncio.gather(*(_one(registry, item, runtime) for item in request))
         return [a for a in answers if a is not None] or None
-    return await _one(registry, request)
+    return await _one(registry, request, runtime)
 
 
 def encode(answer: Any) -> bytes:

@@ -10,6 +10,14 @@ methods and the agent's ``delegate_job`` share it. One store serves every thread
 worker: ``SQLiteStore`` serialises its connection with a lock, the embedding cache its
 own. ``close()`` closes what the runtime opened, the store last.
 
+**Contexts** (``heron.core.contexts``): ``within(name)`` is the runtime of one context,
+made on first use and kept: its settings are ``settings.in_context(name)``, and it opens
+its own skill index (when the context has skill directories of its own), toolbox (its
+workspace), tool routers and agent (its libraries, its sessions); everything else (the
+store, the reranker, the job store, the interventions, the metrics, what a feature keeps
+with ``shared``) is the server's, one for all. The server's runtime is the default
+context's.
+
 It imports no endpoint module: the feature modules (``heron.server.hooks``) are handed
 the runtime, and keep what they need for the server's life with ``shared``; the agent's
 observers come from the wiring (``heron.agent.wiring.Observers``).
@@ -38,22 +46,66 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
+#: What a context's runtime opens for itself; ``router:`` names too. "skills" only when
+#: the context has skill directories of its own (``_own``).
+PER_CONTEXT = frozenset({"skills", "toolbox", "agent"})
+
 
 class Runtime(Resource):
-    """Shared resources of one server."""
+    """Shared resources of one server, or of one of its contexts (``within``)."""
 
-    def __init__(self, settings: Settings | None = None) -> None:
+    def __init__(self, settings: Settings | None = None, *, server: Runtime | None = None) -> None:
         self.settings = settings or Settings()
-        self.metrics = Metrics()
+        self._server = server
+        self.metrics = server.metrics if server is not None else Metrics()
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self._opened: dict[str, Any] = {}
+        self._contexts: dict[str, Runtime] = {}
+
+    @property
+    def context(self) -> str:
+        return self.settings.context
+
+    def within(self, context: str) -> Runtime:
+        """The runtime of ``context``: this one for its own context, else the server's
+        runtime of that context, made on first use. ``NotFound`` naming the defined
+        contexts for one heron.toml does not define; ``InputError`` for a bad name."""
+        if context == self.context:
+            return self
+        server = self._server or self
+        if context == server.context:
+            return server
+        with server._lock:
+            if context not in server._contexts:
+                scoped = server.settings.in_context(context)
+                server._contexts[context] = Runtime(scoped, server=server)
+            return server._contexts[context]
+
+    def contexts(self) -> list[Runtime]:
+        """This runtime and the contexts' runtimes made so far (what a reload updates)."""
+        server = self._server or self
+        with server._lock:
+            return [server, *server._contexts.values()]
+
+    def _own(self, name: str) -> bool:
+        """Whether this runtime opens ``name`` itself rather than use the server's."""
+        if self._server is None:
+            return True
+        if name == "skills":
+            spec = self.settings.context_spec
+            return spec is not None and spec.skills_dirs is not None
+        return name in PER_CONTEXT or name.startswith("router:")
 
     def shared(self, name: str, open_: Callable[[], T]) -> T:
         """The resource ``name``, ``open_()`` on first use and kept: each is opened once
         however many threads ask at the same time. A feature keeps its own here (the SSE
         hub, the MCP server); ``close()`` closes only the runtime's (``store``, ``agent``,
-        ...), so what a feature keeps needs none or is closed by its ``lifespan``."""
+        ...), so what a feature keeps needs none or is closed by its ``lifespan``. In a
+        context's runtime, only its own resources (``PER_CONTEXT``) are its; every other
+        name is the server's."""
+        if self._server is not None and not self._own(name):
+            return self._server.shared(name, open_)
         if name in self._opened:
             return self._opened[name]
         # One lock per resource: opening the agent (seconds) must not hold up searches.
@@ -65,6 +117,8 @@ class Runtime(Resource):
             return self._opened[name]
 
     def opened(self, name: str) -> bool:
+        if self._server is not None and not self._own(name):
+            return self._server.opened(name)
         return name in self._opened
 
     @property
@@ -99,13 +153,15 @@ class Runtime(Resource):
         from heron.agent import open_agent
 
         def open_() -> Agent:
+            # Only an agent of the default context with a workspace delegates jobs (jobs
+            # carry no context yet); without one, no job store is opened.
+            delegates = self.settings.tools_root is not None and self._server is None
             agent = open_agent(
                 self.settings,
                 store=self.store,
                 skills=self.skills,
                 toolbox=self.toolbox,
-                # Only an agent with a workspace delegates jobs; without one, none is opened.
-                jobs=self.jobs if self.settings.tools_root is not None else None,
+                jobs=self.jobs if delegates else None,
                 # Who writes and searches what: collisions and research overlaps.
                 on_tool_use=lambda actor, use: self.observers.tool_use(actor, use),
                 on_search=lambda actor, query: self.observers.search(actor, query),
@@ -149,9 +205,12 @@ class Runtime(Resource):
 
     def forget(self, prefix: str) -> None:
         """Drop the cached resources whose name starts with ``prefix`` (``router:`` once
-        the tools changed); they hold nothing to close."""
+        the tools changed), in every context; they hold nothing to close."""
         with self._lock:
             self._opened = {k: v for k, v in self._opened.items() if not k.startswith(prefix)}
+            contexts = list(self._contexts.values())
+        for context in contexts:
+            context.forget(prefix)
 
     def search(self, query: str, **options: Any) -> list[Any]:
         """``heron.libraries.search`` on the shared store, settings and reranker."""
@@ -175,6 +234,9 @@ class Runtime(Resource):
     def close(self) -> None:
         with self._lock:
             opened, self._opened = self._opened, {}
+            contexts, self._contexts = list(self._contexts.values()), {}
+        for context in contexts:  # they use the store: closed before it
+            context.close()
         for name in ("interventions", "agent", "toolbox", "skills", "jobs", "store"):
             resource = opened.get(name)
             if resource is not None:

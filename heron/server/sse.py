@@ -34,6 +34,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.errors import HeronError
+from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
 from heron.server.methods import ChatParams
@@ -217,6 +218,7 @@ def hub_of(rt: Runtime) -> StreamHub:
 
 
 async def chat_stream(rt: Runtime, request: Request) -> Response:
+    rt = runtime_of(rt, request)  # the agent of the request's context, its sessions
     hub = hub_of(rt)
     resume_from = request.headers.get("last-event-id")
     if resume_from:

@@ -220,19 +220,30 @@ def open_skills(
     *,
     store: Store | None = None,
 ) -> SkillIndex:
-    """The skill index the settings describe: directories by precedence, the configured
-    store, and the usage log at ``$HERON_HOME/skills.db``. ``store``: an open store to
-    share (a server's or an agent's), left open by ``close()``; without one, the
-    configured store is opened (with ``embedder`` when given) and ``close()`` closes it."""
+    """The skill index the settings describe: directories by precedence (a context's
+    ``skills_dirs`` alone, in a namespace of its own), the configured store, and the
+    usage log at ``$HERON_HOME/skills.db``. ``store``: an open store to share (a
+    server's or an agent's), left open by ``close()``; without one, the configured store
+    is opened (with ``embedder`` when given) and ``close()`` closes it."""
     settings = settings or Settings()
     resources = contextlib.ExitStack()
     if store is None:
         store = resources.enter_context(contextlib.closing(open_store(settings, embedder)))
+    spec = settings.context_spec
+    if spec is not None and spec.skills_dirs is not None:
+        # A context with skill directories of its own sees those alone, indexed apart:
+        # one namespace synced from two sets of folders would lose each to the other.
+        source = f"context {settings.context}"
+        dirs = [SkillDir(Path(p).expanduser().absolute(), source) for p in spec.skills_dirs]
+        namespace = f"{NAMESPACE}.{settings.context}"
+    else:
+        dirs, namespace = skill_dirs(settings.skills_extra_dirs, settings.home), NAMESPACE
     return SkillIndex(
         store,
-        skill_dirs(settings.skills_extra_dirs, settings.home),
+        dirs,
         usage_path=settings.home / "skills.db",
         min_rel=settings.skills_min_rel,
+        namespace=namespace,
         follow_symlinks=settings.skills_follow_symlinks,
         resources=resources,
     )

@@ -13,6 +13,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlencode
 
 from jinja2 import Environment, PackageLoader
 from starlette.concurrency import run_in_threadpool
@@ -20,7 +21,10 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from heron.core.contexts import DEFAULT
+from heron.libraries import read_libraries
 from heron.server import auth
+from heron.server.contexts import PAGE_PARAM, runtime_of
 from heron.server.hooks import no_lifespan, no_methods
 from heron.server.runtime import Runtime
 from heron.web import i18n, source
@@ -62,9 +66,20 @@ templates = Environment(loader=PackageLoader("heron.web", "templates"), autoesca
 
 
 def html(request: Request, name: str, status: int = 200, **context: object) -> Response:
+    """The template ``name`` in the request's language and context: the page's script
+    sends ``X-Heron-Context`` with the context it was opened in, and its links keep it."""
     lang = i18n.language(request)
+    # The sign-in form comes before any context is chosen (ContextMiddleware).
+    chosen = getattr(request.state, "context", DEFAULT)
+    query = "" if chosen == DEFAULT else "?" + urlencode({PAGE_PARAM: chosen})
     body = templates.get_template(f"{name}.html").render(
-        panes=PANES, lang=lang, t=i18n.Messages(lang), languages=i18n.LANGUAGES, **context
+        panes=PANES,
+        lang=lang,
+        t=i18n.Messages(lang),
+        languages=i18n.LANGUAGES,
+        context=chosen,
+        context_query=query,
+        **context,
     )
     # The page differs by cookie and Accept-Language; it is never stored anyway.
     headers = HEADERS | {"cache-control": "no-store", "vary": "accept-language, cookie"}
@@ -127,7 +142,9 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         return Route(p.path, page, methods=["GET"], name=p.name)
 
     async def source_page(request: Request) -> Response:
-        found = await run_in_threadpool(source.lookup, rt.store, request)
+        scoped = runtime_of(rt, request)
+        seen = {lib.name for lib in read_libraries(scoped.settings)}
+        found = await run_in_threadpool(source.lookup, scoped.store, request, seen)
         status = 200 if found.lines else 404
         return html(request, "source", status, csrf=csrf, signed_in=secret is not None,
                     pane=None, found=found)  # fmt: skip

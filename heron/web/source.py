@@ -8,6 +8,7 @@ regular files only, at most ``MAX_READ`` bytes).
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 
 from starlette.requests import Request
@@ -41,7 +42,9 @@ def _line(value: str | None) -> int:
     return int(value) if value and value.isdigit() else 0
 
 
-def lookup(store: Store, request: Request) -> Found:
+def lookup(store: Store, request: Request, libraries: Collection[str]) -> Found:
+    """The cited page of the request's ``library`` and ``page``, if it is one of
+    ``libraries`` (those of the request's context): another's is no page at all."""
     query = request.query_params
     found = Found(query.get("library", ""), query.get("page", ""))
     found.first, found.last = _line(query.get("first")), _line(query.get("last"))
@@ -49,6 +52,7 @@ def lookup(store: Store, request: Request) -> Found:
         ids = [i for i in store.ids(found.library) if page_of(i) == found.page and "#q" not in i]
     except HeronError:
         ids = []
+    ids = ids if found.library in libraries else []
     if not ids:
         found.problem = "source.none"
         return found

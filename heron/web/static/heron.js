@@ -6,6 +6,8 @@
 "use strict";
 (function () {
   const csrf = document.querySelector('meta[name="heron-csrf"]').content;
+  // The page's context (heron.server.contexts): every call it makes is in it.
+  const context = document.querySelector('meta[name="heron-context"]').content;
   const messages = window.HeronMessages || {};
   const NOT_FOUND = -32601;
   const $ = (id) => document.getElementById(id);
@@ -23,6 +25,7 @@
   function headers() {
     const h = { "content-type": "application/json" };
     if (csrf) h["x-heron-csrf"] = csrf;
+    if (context) h["x-heron-context"] = context;
     return h;
   }
 
