@@ -217,6 +217,14 @@ class Settings(BaseSettings):
     server_max_batch: int = Field(
         default=100, ge=1, description="Calls in one JSON-RPC batch, at most."
     )
+    keys_window: int = Field(
+        default=60,
+        ge=1,
+        description="Seconds of a named API key's per-minute limits (rpm, tpm); 60 is a minute.",
+    )
+    keys_flush: float = Field(
+        default=5.0, gt=0, description="Seconds between writes of the keys' usage counts."
+    )
     openai_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",
         description="Most harmful of Heron's own tools a /v1 request may run (it replaces "

@@ -32,12 +32,17 @@ def register(registry: Registry, rt: Runtime) -> None:
     """Add the ``sessions.*`` methods, bound to ``rt``'s agent."""
 
     @registry.method(
-        "sessions.list", ListParams, summary="Conversations, the latest first, each with its title."
+        "sessions.list",
+        ListParams,
+        summary="Conversations, the latest first, each with its title.",
+        scope="chat",
     )
     def list_(p: ListParams) -> list[dict[str, Any]]:
         return rt.agent.sessions.recent(p.limit)
 
-    @registry.method("sessions.rename", RenameParams, summary="Give a conversation a title.")
+    @registry.method(
+        "sessions.rename", RenameParams, summary="Give a conversation a title.", scope="chat"
+    )
     def rename(p: RenameParams) -> dict[str, Any]:
         rt.agent.sessions.rename(check_session_id(p.session_id), p.title)
         return {"session_id": p.session_id, "title": p.title.strip()}
@@ -46,11 +51,14 @@ def register(registry: Registry, rt: Runtime) -> None:
         "agent.history",
         SessionParams,
         summary="A conversation's turns, oldest first (each answer with its html).",
+        scope="chat",
     )
     def history(p: SessionParams) -> list[dict[str, Any]]:
         return [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)]
 
-    @registry.method("sessions.delete", SessionParams, summary="Forget a conversation.")
+    @registry.method(
+        "sessions.delete", SessionParams, summary="Forget a conversation.", scope="chat"
+    )
     def delete(p: SessionParams) -> dict[str, Any]:
         if not rt.agent.sessions.delete(check_session_id(p.session_id)):
             raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")

@@ -33,6 +33,7 @@ from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
 from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.keys import spend
 from heron.server.replies import heron_error, invalid, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -110,6 +111,7 @@ async def embeddings(rt: Runtime, request: Request) -> Response:
         rows, tokens = await run_in_threadpool(_embed, embedder, texts, req.encoding_format)
     except HeronError as exc:
         return heron_error(exc)
+    spend(tokens, 0)  # the key's tokens
     data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
     return StrictJSONResponse(
         {

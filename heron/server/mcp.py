@@ -36,11 +36,14 @@ from heron import __version__
 from heron.agent.wiring import retrieval_tools
 from heron.core.tools import Handler, Tool
 from heron.errors import HeronError, InputError, NotFound
+from heron.keys import Forbidden, OverLimit
 from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
 from heron.server.hooks import no_methods
+from heron.server.keys import check_call, key_of, keyring
+from heron.server.rpc import FORBIDDEN, RATE_LIMITED
 from heron.server.runtime import Runtime
 from heron.tools.router import DEFAULT_TOP_K
 
@@ -223,8 +226,10 @@ def _annotations(tool: Tool) -> types.ToolAnnotations:
 
 def _refused(exc: HeronError) -> MCPError:
     """A resource or prompt that cannot be given: its message, redacted, as the
-    JSON-RPC error (invalid params: the name or URI asked for)."""
-    return MCPError(INVALID_PARAMS, redact(str(exc)))
+    JSON-RPC error (invalid params: the name or URI asked for; a key's refusal: its
+    JSON-RPC code, as on ``/rpc``)."""
+    code = next((c for kind, c in KEY_ERRORS if isinstance(exc, kind)), INVALID_PARAMS)
+    return MCPError(code, redact(str(exc)))
 
 
 class Catalog:
@@ -291,11 +296,33 @@ class Catalog:
         return types.GetPromptResult(description=skill.description, messages=[message])
 
 
+#: A key's refusals, with their JSON-RPC codes.
+KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
+    (Forbidden, FORBIDDEN),
+    (OverLimit, RATE_LIMITED),
+)
+#: The key scope each tool needs (``heron.server.keys``); resources and prompts: read.
+TOOL_SCOPES = {"route_tools": "tools"}
+READ = "read"
+
+
 def build_server(rt: Runtime) -> Server[Any]:
     tools = heron_tools(rt)
     catalog = Catalog(rt)
+    ring = keyring(rt)
+
+    def allowed(ctx: Any, scope: str) -> None:
+        """The caller's key (over HTTP) holds ``scope`` and has room; raises a Heron error."""
+        check_call(ring, key_of(ctx.request), scope)
+
+    def refuse_unless(ctx: Any, scope: str) -> None:
+        try:
+            allowed(ctx, scope)
+        except HeronError as exc:
+            raise _refused(exc) from None
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        key = key_of(ctx.request)
         return types.ListToolsResult(
             tools=[
                 types.Tool(
@@ -307,6 +334,8 @@ def build_server(rt: Runtime) -> Server[Any]:
                     annotations=_annotations(t),
                 )
                 for t, _ in tools.values()
+                # A key sees only the tools it may call.
+                if key is None or key.allows(TOOL_SCOPES.get(t.name, READ))
             ]
         )
 
@@ -315,6 +344,7 @@ def build_server(rt: Runtime) -> Server[Any]:
             return _result(f"No tool {params.name!r}. Tools: {', '.join(tools)}.", error=True)
         _, handler = tools[params.name]
         try:
+            allowed(ctx, TOOL_SCOPES.get(params.name, READ))
             value = await run_in_threadpool(handler, dict(params.arguments or {}))
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
@@ -330,6 +360,7 @@ def build_server(rt: Runtime) -> Server[Any]:
         return _result(value, tool=params.name)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        refuse_unless(ctx, READ)
         listed = await run_in_threadpool(catalog.resources)
         start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
         more = start + PAGE_SIZE < len(listed)
@@ -363,16 +394,19 @@ def build_server(rt: Runtime) -> Server[Any]:
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
+            allowed(ctx, READ)
             contents = await run_in_threadpool(catalog.read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
         return types.ReadResourceResult(contents=[contents])
 
     async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        refuse_unless(ctx, READ)
         return types.ListPromptsResult(prompts=await run_in_threadpool(catalog.prompts))
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
+            allowed(ctx, READ)
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:
             raise _refused(exc) from None

@@ -13,10 +13,14 @@ from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
 from heron.server.hooks import no_lifespan, no_routes
+from heron.server.keys import spend
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
+
+#: The scope of the methods that only read (``heron.keys.SCOPES``).
+READ = "read"
 
 
 class ChatParams(Params):
@@ -96,22 +100,29 @@ class ToolCall(Params):
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """Add Heron's methods, bound to ``rt``'s shared store, skills, tools and agent."""
+    """Add Heron's methods, bound to ``rt``'s shared store, skills, tools and agent. A
+    method without a ``scope`` needs ``admin`` (adding, removing and indexing libraries)."""
     settings = rt.settings
     method = registry.method
 
-    @method("agent.chat", ChatParams, summary="Answer a question, grounded and cited.")
+    @method(
+        "agent.chat", ChatParams, summary="Answer a question, grounded and cited.", scope="chat"
+    )
     def agent_chat(p: ChatParams) -> dict[str, Any]:
-        return rt.agent.ask(p.turn()).to_dict()  # heron ask
+        answer = rt.agent.ask(p.turn())  # heron ask
+        spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
+        return answer.to_dict()
 
-    @method("search.query", SearchParams, summary="Search the libraries (heron search).")
+    @method(
+        "search.query", SearchParams, summary="Search the libraries (heron search).", scope=READ
+    )
     def search(p: SearchParams) -> list[dict[str, Any]]:
         found = rt.search(
             p.query, library=p.library, collection=p.collection, top_k=p.top_k, mode=p.mode
         )
         return [r.to_dict() for r in found]
 
-    @method("library.list", summary="The configured libraries.")
+    @method("library.list", summary="The configured libraries.", scope=READ)
     def library_list(_: Params) -> list[dict[str, Any]]:
         return [x.to_dict() for x in read_libraries(settings)]
 
@@ -139,23 +150,23 @@ def register(registry: Registry, rt: Runtime) -> None:
         names = [p.name] if p.name else [lib.name for lib in read_libraries(settings)]
         return [index_library(n, rt.store, settings=settings).to_dict() for n in names]
 
-    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.")
+    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.", scope=READ)
     def library_status(p: OptionalLibrary) -> list[dict[str, Any]]:
         return [s.to_dict() for s in statuses(rt.store, settings, p.name)]
 
-    @method("skills.search", SkillSearch, summary="Skills that fit a task.")
+    @method("skills.search", SkillSearch, summary="Skills that fit a task.", scope=READ)
     def skills_search(p: SkillSearch) -> list[dict[str, Any]]:
         return [h.to_dict() for h in rt.skills.search(p.query, p.top_k)]
 
-    @method("skills.status", summary="Skill directories and index state.")
+    @method("skills.status", summary="Skill directories and index state.", scope=READ)
     def skills_status(_: Params) -> dict[str, Any]:
         return rt.skills.status().to_dict()
 
-    @method("skills.show", SkillName, summary="One skill: fields and body.")
+    @method("skills.show", SkillName, summary="One skill: fields and body.", scope=READ)
     def skills_show(p: SkillName) -> dict[str, Any]:
         return rt.skills.show(p.name).to_dict()
 
-    @method("tools.list", summary="Every tool and MCP server status.")
+    @method("tools.list", summary="Every tool and MCP server status.", scope=READ)
     def tools_list(_: Params) -> dict[str, Any]:
         box = rt.toolbox
         return {
@@ -163,7 +174,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             "tools": [t.to_dict() for t in box.registry.tools()],
         }
 
-    @method("tools.route", ToolRoute, summary="The tools to offer for a request.")
+    @method("tools.route", ToolRoute, summary="The tools to offer for a request.", scope="tools")
     def tools_route(p: ToolRoute) -> dict[str, Any]:
         router = rt.router(
             mode=p.mode,
@@ -174,14 +185,14 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return router.route(p.query).to_dict()
 
-    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.")
+    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.", scope="tools")
     def tools_call(p: ToolCall) -> dict[str, Any]:
         tools = rt.toolbox.registry
         # Wrong argument types are the caller's error (-32001), not a handler's crash.
         check_arguments(tools.get(p.name), p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
-    @method("models.list", summary="The models.yml aliases: provider, model.")
+    @method("models.list", summary="The models.yml aliases: provider, model.", scope=READ)
     def models_list(_: Params) -> list[dict[str, Any]]:
         from heron.llm.config import load_table
 
@@ -193,7 +204,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             for alias, spec in table.models.items()
         ]  # fmt: skip
 
-    @method("rpc.discover", summary="This API as an OpenRPC document.")
+    @method("rpc.discover", summary="This API as an OpenRPC document.", scope=READ)
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__
 

@@ -58,6 +58,7 @@ from heron.errors import (
     NotFound,
     StoreError,
 )
+from heron.keys import Forbidden, OverLimit
 from heron.server.strictjson import JsonRefused, aloads, dumps
 
 log = logging.getLogger("heron.server")
@@ -67,6 +68,13 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+#: The caller's key lacks the method's scope (``heron.server.keys``); ``data.scope``.
+FORBIDDEN = -32010
+#: The caller's key is over a limit; ``data.retry_after`` is in seconds.
+RATE_LIMITED = -32029
+#: A method's scope unless it names one (``heron.keys.SCOPES``): admin, so a method
+#: nobody thought about is not open to every key.
+DEFAULT_SCOPE = "admin"
 
 #: HeronError subclasses -> application codes, most specific first.
 APP_ERRORS: list[tuple[type[HeronError], int]] = [
@@ -76,6 +84,8 @@ APP_ERRORS: list[tuple[type[HeronError], int]] = [
     (NotFound, -32004),
     (NamespaceMismatch, -32005),
     (StoreError, -32006),
+    (Forbidden, FORBIDDEN),
+    (OverLimit, RATE_LIMITED),
     (HeronError, -32000),
 ]
 
@@ -121,6 +131,8 @@ class Method:
     params: type[BaseModel]
     summary: str
     result_schema: dict[str, Any] | None = None
+    #: The key scope a caller needs (``heron.keys.SCOPES``).
+    scope: str = DEFAULT_SCOPE
 
     def describe(self) -> dict[str, Any]:
         """This method as an OpenRPC Method Object, params from the pydantic model."""
@@ -139,6 +151,7 @@ class Method:
             "paramStructure": "either",
             "params": params,
             "result": result,
+            "x-scope": self.scope,
             "x-defs": defs,
         }
 
@@ -150,6 +163,9 @@ class Registry:
     methods: dict[str, Method] = field(default_factory=dict)
     #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
     observer: Callable[[str, float, bool], None] | None = None
+    #: Run before each call of a registered method; raises ``RpcError`` to refuse it
+    #: (``heron.server.keys.rpc_gate``: the caller's scopes and limits).
+    gate: Callable[[Method], None] | None = None
 
     def add(
         self,
@@ -159,10 +175,11 @@ class Registry:
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
+        scope: str = DEFAULT_SCOPE,
     ) -> None:
         if name in self.methods:
             raise ValueError(f"JSON-RPC method {name!r} is registered twice.")
-        self.methods[name] = Method(name, func, params, summary, result_schema)
+        self.methods[name] = Method(name, func, params, summary, result_schema, scope)
 
     def method(
         self,
@@ -171,9 +188,10 @@ class Registry:
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
+        scope: str = DEFAULT_SCOPE,
     ) -> Callable[[Func], Func]:
         def decorate(func: Func) -> Func:
-            self.add(name, func, params, summary=summary, result_schema=result_schema)
+            self.add(name, func, params, summary=summary, result_schema=result_schema, scope=scope)
             return func
 
         return decorate
@@ -202,6 +220,8 @@ class Registry:
                 f"Method {name!r} not found. Call rpc.discover for the list.",
                 {"methods": sorted(self.methods)},
             )
+        if self.gate is not None:
+            self.gate(method)
         start, ok = time.perf_counter(), False
         try:
             result = await self._run(method, params)
@@ -304,6 +324,20 @@ async def dispatch(registry: Registry, body: bytes | str, *, max_batch: int = MA
         answers = await asyncio.gather(*(_one(registry, item) for item in request))
         return [a for a in answers if a is not None] or None
     return await _one(registry, request)
+
+
+def status_of(answer: Any) -> tuple[int, dict[str, str]]:
+    """The HTTP status (and headers) of ``dispatch``'s answer: 403 or 429 (with
+    ``Retry-After``) for one call its key may not make, so a plain HTTP client backs off
+    too; 200 for everything else, batches included."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if code == FORBIDDEN:
+        return 403, {}
+    if code == RATE_LIMITED:
+        wait = (error.get("data") or {}).get("retry_after")
+        return 429, {"retry-after": str(wait)} if isinstance(wait, int) else {}
+    return 200, {}
 
 
 def encode(answer: Any) -> bytes:
