@@ -10,7 +10,11 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import anyio
+import httpx2
 import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
@@ -22,6 +26,7 @@ from heron.server import create_app
 from heron.server.keys import FORBIDDEN, RATE_LIMITED, KeyMiddleware, Keyring, rule_for
 from heron.server.metrics import Metrics
 from heron.settings import Settings
+from tests.server.conftest import Served
 
 TOKEN = "admin-token-for-the-keys-tests-0123456789"
 JOB = {"prompt": "is main green?", "risk_level": "read_only"}
@@ -230,3 +235,23 @@ def test_the_monthly_budget_outlives_the_server(settings: Settings) -> None:
 def test_each_route_needs_its_scope(method: str, path: str, scope: str) -> None:
     rule = rule_for(method, path)
     assert (rule.scope if rule else "admin") == scope
+
+
+def test_mcp_offers_and_runs_only_the_tools_a_key_may_call(served: Served) -> None:
+    """Over the real SDK client: a read key sees no ``route_tools`` and gets a tool error
+    naming the scope when it calls it anyway; its searches run."""
+    with open_keys(served.settings) as keys:
+        token = keys.create("mcp-reader", ["read"])[1]
+
+    async def session() -> tuple[list[str], Any, Any]:
+        http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
+        async with http, Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as c:
+            listed = await c.list_tools()
+            routed = await c.call_tool("route_tools", {"query": "read a skill"})
+            found = await c.call_tool("search_skills", {"query": "roll back", "top_k": 1})
+        return sorted(t.name for t in listed.tools), routed, found
+
+    names, routed, found = anyio.run(session)
+    assert names == ["read_skill", "search_docs", "search_skills"]
+    assert routed.is_error and "needs scope tools" in routed.content[0].text
+    assert not found.is_error
