@@ -64,8 +64,10 @@ from heron.keys import (
     open_keys,
     seconds_to_next_month,
 )
+from heron.server.auth import is_open
 from heron.server.hooks import no_routes
 from heron.server.metrics import Metrics
+from heron.server.middleware import OPEN_PATHS
 from heron.server.replies import for_path
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
 from heron.server.runtime import Runtime
@@ -75,8 +77,6 @@ log = logging.getLogger("heron.server.keys")
 
 #: The key of a request that carries ``HERON_API_TOKEN`` (or the page's sign-in with it).
 API_TOKEN = Key(name="HERON_API_TOKEN", scopes=frozenset({ADMIN}))
-#: Paths no key is asked for (``TokenMiddleware`` opens them too).
-OPEN = re.compile(r"^(/health|/signin|/signout|/static/.*)$")
 
 
 @dataclass(frozen=True)
@@ -341,7 +341,8 @@ class KeyMiddleware:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or OPEN.match(scope["path"]):
+        # The paths TokenMiddleware opens to anyone: no key is asked for there either.
+        if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_open(scope["path"]):
             await self.app(scope, receive, send)
             return
         path = scope["path"]
@@ -485,4 +486,7 @@ async def lifespan(rt: Runtime) -> AsyncIterator[None]:
         task.cancel()
         with suppress(asyncio.CancelledError):
             await task
-        await run_in_threadpool(ring.close)
+        try:
+            await run_in_threadpool(ring.close)
+        except Exception:  # shutdown goes on; the counts since the last write are lost
+            log.exception("could not write the keys' usage at shutdown")

@@ -301,9 +301,12 @@ KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
     (Forbidden, FORBIDDEN),
     (OverLimit, RATE_LIMITED),
 )
-#: The key scope each tool needs (``heron.server.keys``); resources and prompts: read.
-TOOL_SCOPES = {"route_tools": "tools"}
+#: The key scope each tool needs (``heron.server.keys``); a tool not listed needs admin.
+#: Resources and prompts need read.
 READ = "read"
+TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
+               "route_tools": "tools"}  # fmt: skip
+ADMIN = "admin"
 
 
 def build_server(rt: Runtime) -> Server[Any]:
@@ -335,7 +338,7 @@ def build_server(rt: Runtime) -> Server[Any]:
                 )
                 for t, _ in tools.values()
                 # A key sees only the tools it may call.
-                if key is None or key.allows(TOOL_SCOPES.get(t.name, READ))
+                if key is None or key.allows(TOOL_SCOPES.get(t.name, ADMIN))
             ]
         )
 
@@ -344,7 +347,7 @@ def build_server(rt: Runtime) -> Server[Any]:
             return _result(f"No tool {params.name!r}. Tools: {', '.join(tools)}.", error=True)
         _, handler = tools[params.name]
         try:
-            allowed(ctx, TOOL_SCOPES.get(params.name, READ))
+            allowed(ctx, TOOL_SCOPES.get(params.name, ADMIN))
             value = await run_in_threadpool(handler, dict(params.arguments or {}))
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
