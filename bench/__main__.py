@@ -3,7 +3,8 @@
 Names: scifact, embed, cache, vectors, latency, skills, tools, libraries (or books), agent,
 answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual, interventions,
 web, ops, heldout-tools, heldout-libraries, heldout-skills (sets from public packages, never
-tuned on), realuse (three libraries at once, follow-ups, extractive answers).
+tuned on), realuse (three libraries at once, follow-ups, extractive answers), cooldown (a
+hung primary model with and without cooldowns).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -17,6 +18,7 @@ from bench import (
     agent,
     answers,
     cache_calls,
+    cooldown,
     e5,
     e5_fusion,
     embed_throughput,
@@ -34,6 +36,7 @@ from bench import (
     realuse,
     scifact,
     search_latency,
+    security,
     server,
     skills,
     tools,
@@ -69,6 +72,8 @@ BENCHMARKS = {
     "heldout-libraries": heldout_libraries.run,
     "heldout-skills": heldout_skills.run,
     "realuse": realuse.run,
+    "security": security.run,
+    "cooldown": cooldown.run,
 }
 
 

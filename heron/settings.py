@@ -158,7 +158,15 @@ class Settings(BaseSettings):
     llm_retries: int = Field(default=2, ge=0, description="Retries per model on 429/5xx/timeout.")
     llm_backoff: float = Field(default=1.0, ge=0, description="First retry wait; doubles, +jitter.")
     llm_max_wait: float = Field(
-        default=30.0, ge=0, description="Cap on one retry wait, retry-after included."
+        default=5.0,
+        ge=0,
+        description="Longest wait before a retry; a 429 asking longer goes to the caller.",
+    )
+    llm_allowed_fails: int = Field(
+        default=3, ge=0, description="5xx/429s a minute a model may have before a cooldown."
+    )
+    llm_cooldown: float = Field(
+        default=60.0, ge=0, description="Seconds a failing model is skipped; 0: never."
     )
     agent_docs_threshold: float | None = Field(
         default=None,
@@ -225,10 +233,44 @@ class Settings(BaseSettings):
     keys_flush: float = Field(
         default=5.0, gt=0, description="Seconds between writes of the keys' usage counts."
     )
+    mcp_tool_safety: Literal["read", "write", "execute"] = Field(
+        default="read",
+        description="Most harmful tool an MCP client of heron serve or heron mcp may run: "
+        "through call_tool, and the jobs and interventions tools it is offered.",
+    )
     openai_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",
         description="Most harmful of Heron's own tools a /v1 request may run (it replaces "
         "agent_tool_safety there): read never writes a file, creates a job or runs a program.",
+    )
+    # -- what one request may cost (docs/security.md, "Costs") --
+    openai_max_messages: int = Field(
+        default=2048, ge=1, description="Messages in one /v1/chat/completions request, at most."
+    )
+    openai_max_input_tokens: int = Field(
+        default=200_000,
+        ge=1,
+        description="Estimated tokens (3 characters each) of a /v1 request's messages and "
+        "tools together, at most.",
+    )
+    openai_schema_max_repeat: int = Field(
+        default=10_000,
+        ge=1,
+        description="Largest minLength, maxLength, minItems, maxItems (...) or pattern "
+        "{n,m} of a /v1 request's JSON schemas (nested quantifiers multiplied).",
+    )
+    openai_schema_max_size: int = Field(
+        default=1_000_000,
+        ge=1,
+        description="Estimated grammar characters of all of a /v1 request's JSON schemas.",
+    )
+    embeddings_max_tokens: int = Field(
+        default=8192,
+        ge=1,
+        description="Estimated tokens (3 characters each) of one /v1/embeddings request.",
+    )
+    embeddings_concurrency: int = Field(
+        default=2, ge=1, description="/v1/embeddings requests served at once; more are 429."
     )
 
     # -- jobs (heron.jobs) --

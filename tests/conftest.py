@@ -35,3 +35,13 @@ def store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
     store = SQLiteStore(tmp_path / "heron.db", embedder)
     yield store
     store.close()
+
+
+@pytest.fixture(autouse=True)
+def fresh_cooldowns() -> Iterator[None]:
+    """Each test starts with no model cooling down: the record is the process's, and a
+    loopback server of a later test may get an earlier one's port."""
+    from heron.llm.cooldowns import COOLDOWNS
+
+    COOLDOWNS.reset()
+    yield

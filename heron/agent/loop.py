@@ -22,12 +22,19 @@ from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.prompt import system_prompt, user_prompt
 from heron.agent.turn import Turn
 from heron.core.caller import Caller
+from heron.core.cancel import check_gone
 from heron.core.chat import ChatRequest, Completion, Message, Sampling, TextDelta, ToolCall, Usage
 from heron.core.tools import Tool
 from heron.errors import HeronError, InputError
 from heron.llm import Broker
 from heron.llm.errors import ProviderError
-from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
+from heron.llm.payload import (
+    CHARS_PER_TOKEN,
+    estimate_tokens,
+    message_chars,
+    tokens_of,
+    tool_chars,
+)
 from heron.tools.registry import ToolRegistry
 
 T = TypeVar("T")
@@ -57,12 +64,6 @@ def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
         log.warning("an observer of the agent failed: %s", exc)
 
 
-def _after_first_turn(history: list[Message]) -> list[Message]:
-    """``history`` without its first turn: up to the next user message, so an assistant's
-    tool calls never lose their results."""
-    return next((history[i:] for i in range(1, len(history)) if history[i].role == "user"), [])
-
-
 @dataclass
 class Prompt:
     """The first request's parts; ``fit`` shrinks them to the model's context window."""
@@ -78,11 +79,8 @@ class Prompt:
     client_tools: list[Tool] = field(default_factory=list)
 
     def messages(self) -> list[Message]:
-        system = system_prompt(
-            self.skills, tools=bool(self.tools or self.client_tools), instructions=self.instructions
-        )
-        user = user_prompt(self.message, self.passages)
-        return [Message("system", system), *self.history, Message("user", user), *self.tail]
+        system, user = self.messages_around()
+        return [system, *self.history, user, *self.tail]
 
     def all_tools(self) -> tuple[Tool, ...]:
         """The client's first: ``payload.fit`` keeps the first tools when a model takes
@@ -97,24 +95,52 @@ class Prompt:
         """Drop, until the prompt fits ``room`` tokens: earlier turns (oldest first), then
         skills, then Heron's tools (the forced one last), then passages from the last.
         The message, the instructions, the client's tools and a continued turn's tool
-        results stay. Returns notes saying what went."""
+        results stay. Returns notes saying what went.
+
+        Linear in the prompt: each message and tool is measured once
+        (``heron.llm.payload.message_chars``) and what is dropped is subtracted; only the
+        system and user messages, which depend on what is left, are measured again."""
         dropped: Counter[str] = Counter()
-        while self.tokens() > room:
-            if self.history:
-                self.history = _after_first_turn(self.history)
+        # A turn is dropped whole, up to the next user message, so an assistant's tool
+        # calls never lose their results.
+        fixed = sum(map(message_chars, self.tail)) + sum(map(tool_chars, self.client_tools))
+        tools = [tool_chars(t) for t in self.tools]
+        # after[i]: the characters of history[i:]; a turn starts at each user message.
+        after = [0] * (len(self.history) + 1)
+        for i in range(len(self.history) - 1, -1, -1):
+            after[i] = after[i + 1] + message_chars(self.history[i])
+        starts = iter([i for i, m in enumerate(self.history) if i and m.role == "user"])
+        first = 0  # the history kept is self.history[first:]
+
+        def tokens() -> int:
+            around = sum(map(message_chars, self.messages_around()))
+            return tokens_of(fixed + sum(tools) + after[first] + around)
+
+        while tokens() > room:
+            if first < len(self.history):
+                first = next(starts, len(self.history))
                 dropped["earlier turns"] += 1
             elif self.skills:
                 self.skills = ""
                 dropped["skill blocks"] += 1
             elif len(self.tools) > (1 if self.forced else 0):
                 self.tools = self.tools[:-1]
+                tools.pop()
                 dropped["tools"] += 1
             elif self.passages:
                 self.passages = self.passages[:-1]
                 dropped["passages"] += 1
             else:
                 break  # the message alone: ``check`` made sure it fits
+        self.history = self.history[first:]
         return [f"dropped {n} {what} to fit the context window" for what, n in dropped.items()]
+
+    def messages_around(self) -> tuple[Message, Message]:
+        """The system and user messages as the prompt now has them."""
+        system = system_prompt(
+            self.skills, tools=bool(self.tools or self.client_tools), instructions=self.instructions
+        )
+        return Message("system", system), Message("user", user_prompt(self.message, self.passages))
 
 
 @dataclass(frozen=True)
@@ -375,6 +401,7 @@ class Loop:
         events = broker.stream(request, model=self.model_alias)
         try:
             for event in events:
+                check_gone()  # a client that left stops the model at its next token
                 if not isinstance(event, TextDelta):
                     completion = event.completion
                 elif guard is not None and guard.feed(event.text):

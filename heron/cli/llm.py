@@ -3,15 +3,18 @@ the fetch of the bundled local model."""
 
 from __future__ import annotations
 
+import json
 import os
+import time
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json, table, working
 from heron.llm import load_broker
+from heron.llm.broker import cooldowns_file
 from heron.llm.config import models_file
 from heron.settings import Settings
 
@@ -23,29 +26,57 @@ models_app = typer.Typer(
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 
 
+def cooldowns(home: Path) -> dict[str, dict[str, Any]]:
+    """Alias -> its cooldown, as the last server (or other process) of this home that saw
+    one wrote it: only those not over yet, ``seconds_left`` counted from now."""
+    try:
+        saved = json.loads(cooldowns_file(home).read_text())
+        rows = saved["models"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return {}
+    now = time.time()
+    return {
+        row["alias"]: {**row, "seconds_left": round(row["until"] - now, 1)}
+        for row in rows
+        if isinstance(row, dict) and row.get("until") and row["until"] > now
+    }
+
+
 @models_app.command("list")
 def list_(as_json: JsonFlag = False) -> None:
-    """List the model aliases, their provider, capabilities and fallbacks.
+    """List the model aliases, their provider, capabilities, fallbacks, and those a
+    running server found failing and cools down.
 
     Example: heron models list --json
     """
     settings = Settings()
     broker = load_broker(settings)
+    cooling = cooldowns(settings.home)
     rows = [
         {
             **spec.to_dict(),
             "default": spec.alias == broker.table.default,
             "key_set": bool(os.environ.get(spec.api_key_env)) if spec.api_key_env else None,
+            "cooldown": cooling.get(spec.alias),
         }
         for spec in broker.models()
     ]
     if as_json:
         notes = list(broker.table.notes)
-        print_json({"source": str(broker.table.source or ""), "models": rows, "notes": notes})
+        policy = {k: v for k, v in vars(broker.limits).items()}
+        print_json(
+            {
+                "source": str(broker.table.source or ""),
+                "models": rows,
+                "policy": policy,
+                "notes": notes,
+            }
+        )
         return
     source = broker.table.source or f"built-in (no {models_file(settings)})"
     grid = table(
         *("alias", "provider", "model", "key", "tools", "profile", "context", "fallbacks"),
+        "health",
         title=f"models from {escape(str(source))}",
         caption="* default",
     )
@@ -62,10 +93,18 @@ def list_(as_json: JsonFlag = False) -> None:
             row["name_profile"],
             str(row["context_window"]),
             ", ".join(row["fallbacks"]) or "-",
+            _health(row["cooldown"]),
         )
     console.print(grid)
     for note in broker.table.notes:  # what a LiteLLM file held that Heron does not use
         console.print(f"[dim]note: {escape(note)}[/]")
+
+
+def _health(cooldown: dict[str, Any] | None) -> str:
+    if cooldown is None:
+        return "ok"
+    why = "429" if cooldown.get("rate_limited") else cooldown.get("reason") or "failing"
+    return f"[yellow]cooling {cooldown['seconds_left']:.0f} s ({escape(str(why))})[/]"
 
 
 @models_app.command("check")

@@ -52,15 +52,17 @@ def serve(
 
 
 def mcp() -> None:
-    """Serve Heron's retrieval tools over MCP on stdin/stdout, for Claude Desktop or Cursor.
+    """Serve Heron over MCP on stdin/stdout, for Claude Desktop or Cursor: search, skills,
+    ask, jobs, and find_tools and call_tool for every tool Heron routes.
 
     Example: heron mcp
     """
+    from heron.server.app import rpc_registry
     from heron.server.mcp import serve_stdio
     from heron.server.runtime import Runtime
 
-    runtime = Runtime()
-    with runtime:
+    with Runtime() as runtime:
+        rpc_registry(runtime)  # the methods MCP offers as tools (agent.chat, jobs.*, ...)
         serve_stdio(runtime)
 
 

@@ -88,6 +88,10 @@ class ChatRequest:
     max_tokens: int | None = None
     temperature: float | None = None
     sampling: Sampling = field(default_factory=Sampling)
+    #: OpenAI request fields Heron has no value of its own for (``reasoning_effort``,
+    #: ``service_tier``, ``metadata``...), by OpenAI's name: an OpenAI-compatible provider
+    #: sends them on, another honours or refuses each (``heron.llm.payload.PASSED_FIELDS``).
+    extra: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,8 @@ from heron.llm.config import (
 from heron.llm.errors import (
     AuthError,
     BadRequest,
+    ContextTooLong,
+    CoolingDown,
     NoModelAvailable,
     ProviderDown,
     ProviderError,
@@ -49,6 +51,8 @@ __all__ = [
     "Capabilities",
     "ChatRequest",
     "Completion",
+    "ContextTooLong",
+    "CoolingDown",
     "Done",
     "Message",
     "ModelSpec",

@@ -17,13 +17,20 @@ set itself (``Sampling.defaults``) is left out instead.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
 from heron.llm.config import ModelSpec
 from heron.llm.errors import BadRequest, ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
-from heron.llm.payload import ToolNames, forced_tool, refuse_unsupported, sampling_of
+from heron.llm.payload import (
+    ToolNames,
+    extra_fields,
+    forced_tool,
+    refuse_unsupported,
+    sampling_of,
+)
 from heron.resource import Resource
 
 API_VERSION = "2023-06-01"
@@ -43,6 +50,31 @@ UNSUPPORTED = {
     "response_format": "Anthropic's Messages API has no JSON mode; ask for JSON in the "
     "system message instead",
 }
+
+
+def _extra(alias: str, request: ChatRequest, payload: dict[str, Any]) -> dict[str, Any]:
+    """OpenAI's other fields in the Messages API's terms: ``metadata`` holding only
+    ``user_id`` and ``user`` become ``metadata.user_id``; ``parallel_tool_calls: false``
+    becomes ``tool_choice.disable_parallel_tool_use``; the rest is refused by name
+    unless neutral (``extra_fields``)."""
+    extra = dict(request.extra)
+    out: dict[str, Any] = {}
+    metadata = extra.pop("metadata", None)
+    if metadata is not None:
+        if not isinstance(metadata, dict) or set(metadata) - {"user_id"}:
+            raise BadRequest(
+                alias,
+                f"cannot honour metadata={metadata!r:.80}: Anthropic's metadata takes only "
+                "user_id. Send {'user_id': ...}, or leave metadata out.",
+            )
+        out["metadata"] = metadata
+    user = extra.pop("user", None)
+    if user and "metadata" not in out:
+        out["metadata"] = {"user_id": user}
+    if extra.get("parallel_tool_calls") is False and request.tools:
+        extra.pop("parallel_tool_calls")
+        payload["tool_choice"] = {**payload["tool_choice"], "disable_parallel_tool_use": True}
+    return out | extra_fields(alias, replace(request, extra=extra), frozenset())
 
 
 class AnthropicProvider(Resource):
@@ -152,6 +184,7 @@ class AnthropicProvider(Resource):
             payload["top_p"] = sampling.top_p
         if sampling.stop:
             payload["stop_sequences"] = list(sampling.stop)
+        payload |= _extra(self.spec.alias, request, payload)
         if stream:
             payload["stream"] = True
         return payload

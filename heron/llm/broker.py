@@ -4,29 +4,50 @@
 >>> broker.complete(ChatRequest((Message("user", "Say hi"),))).text   # doctest: +SKIP
 'Hi! How can I help you today?'
 
-For each request the broker walks the alias's chain (the alias, then its ``fallbacks``).
-Each model gets the request as it can take it (``payload.fit``: tool limit, context
-window), then up to ``1 + llm_retries`` attempts: 429, 5xx and timeouts wait (exponential
-backoff with jitter, or the server's ``retry-after``, both capped at ``llm_max_wait``)
-and try again; any other error moves on to the next model at once. A stream is retried
-or moved only until its first event has been yielded: after that the caller has seen
-text, and starting over would repeat it.
+For each request the broker walks the alias's chain (the alias, then its ``fallbacks``;
+a prompt over a model's window tries its ``context_window_fallbacks`` first). A model
+that is cooling down (``heron.llm.cooldowns``: it failed repeatedly, for every request
+of the process) is skipped; when every model of the chain is, the call fails at once
+with ``CoolingDown`` and its ``retry_after``. Each model gets the request as it can take
+it (``payload.fit``: tool limit, context window), then up to ``1 + llm_retries`` attempts:
+a 5xx and a 429 wait (exponential backoff with jitter, or the server's ``retry-after``,
+at most ``llm_max_wait``) and try again. A model moves on to the next at once on any
+other error, on a 429 whose ``retry-after`` is longer than ``llm_max_wait`` (it is passed
+on to the caller when no model answers), and once the failure cooled it down while the
+chain has another model: so a hung model costs one timeout, not three. A stream is
+retried or moved only until its first event has been yielded: after that the caller
+has seen text, and starting over would repeat it.
+
+The file's ``router_settings`` (``RoutingTable.policy``) override the settings'
+``llm_retries``, ``llm_timeout``, ``llm_allowed_fails`` and ``llm_cooldown``.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
+from pathlib import Path
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
-from heron.llm.errors import AuthError, NoModelAvailable, ProviderError, RateLimited
+from heron.llm.cooldowns import COOLDOWNS, Cooldowns
+from heron.llm.errors import (
+    AuthError,
+    ContextTooLong,
+    CoolingDown,
+    NoModelAvailable,
+    ProviderDown,
+    ProviderError,
+    ProviderTimeout,
+    RateLimited,
+)
 from heron.llm.payload import CHARS_PER_TOKEN, check, fit
 from heron.llm.types import Provider
 from heron.resource import Resource
@@ -50,6 +71,23 @@ def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
     return LocalProvider(spec)
 
 
+@dataclass(frozen=True)
+class Limits:
+    """The numbers one broker runs by: the table's policy over the settings'."""
+
+    retries: int
+    timeout: float
+    max_wait: float
+    allowed_fails: int
+    cooldown: float
+
+
+def cooldowns_file(home: Path) -> Path:
+    """Where the brokers of a home write the cooldowns they see, for ``heron models list``
+    in another process."""
+    return home / "model-cooldowns.json"
+
+
 def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
     """Tokens of ``texts`` for ``spec``'s model, where no provider reported them (an
     answer no model call wrote): the local model's own tokenizer; for a model behind an
@@ -71,14 +109,35 @@ class Broker(Resource):
         settings: Settings,
         *,
         sleep: Callable[[float], None] = time.sleep,
+        cooldowns: Cooldowns = COOLDOWNS,
     ) -> None:
         self.table = table
         self.settings = settings
+        self.cooldowns = cooldowns
         self._sleep = sleep
         self._providers: dict[str, Provider] = {}
         self._lock = threading.Lock()
-        #: Told ``("retry" | "fallback", alias)`` when a model is retried or given up on.
+        #: Told ``(event, alias)``: ``retry``, ``fallback`` (given up on for the next
+        #: model), ``cooldown`` (cooled down), ``probe`` (tried once after its cooldown).
         self.observer: Callable[[str, str], None] | None = None
+
+    @property
+    def limits(self) -> Limits:
+        policy, s = self.table.policy, self.settings
+        return Limits(
+            retries=s.llm_retries if policy.retries is None else policy.retries,
+            timeout=policy.timeout or s.llm_timeout,
+            max_wait=s.llm_max_wait,
+            allowed_fails=s.llm_allowed_fails
+            if policy.allowed_fails is None
+            else policy.allowed_fails,
+            cooldown=s.llm_cooldown if policy.cooldown is None else policy.cooldown,
+        )
+
+    def health(self) -> list[dict[str, Any]]:
+        """The cooldown record of each alias of the table this process has called."""
+        aliases = set(self.table.models)
+        return [row for row in self.cooldowns.snapshot() if row["alias"] in aliases]
 
     def capabilities(self, model: str | None = None) -> Capabilities:
         """What ``model`` (default: the default alias) accepts."""
@@ -125,7 +184,9 @@ class Broker(Resource):
         alias = self.table.spec(model).alias
         started = time.monotonic()
         try:
-            done = self.complete(request, model=alias, fallbacks=False)
+            # A check calls the model even while it cools down: it is the probe asked for.
+            events = self._run(request, [self.table.spec(alias)], None, streaming=False, force=True)
+            done = next(e.completion for e in events if isinstance(e, Done))
         except ProviderError as exc:
             seconds = round(time.monotonic() - started, 3)
             return {"model": alias, "ok": False, "seconds": seconds, "error": str(exc)}
@@ -142,51 +203,141 @@ class Broker(Resource):
         timeout: float | None,
         *,
         streaming: bool,
+        force: bool = False,
     ) -> Iterator[StreamEvent]:
-        timeout = timeout or self.settings.llm_timeout
-        tries = self.settings.llm_retries + 1
+        limits = self.limits
+        timeout = timeout or limits.timeout
         failures: dict[str, ProviderError] = {}
+        cooling: list[ModelSpec] = []
         fitted: dict[str, ChatRequest] = {}
-        # The one retry loop: every (model, attempt) pair in order. Providers never retry
-        # themselves, so waits cannot multiply.
-        for spec, attempt in [(s, a) for s in chain for a in range(tries)]:
-            if spec.alias in failures:
+        queue = list(chain)
+        position = 0
+        # The one retry loop: every model in turn, each up to 1 + retries attempts.
+        # Providers never retry themselves, so waits cannot multiply.
+        while position < len(queue):
+            spec = queue[position]
+            position += 1
+            gate = "ok" if force else self.cooldowns.admit(spec)
+            if gate == "cooling":
+                cooling.append(spec)
                 continue
-            started, yielded = time.monotonic(), False
+            if gate == "probe":
+                log.info("model %r: its cooldown is over; probing it with one call", spec.alias)
+                self._tell("probe", spec.alias)
+            tries = 1 if gate == "probe" else limits.retries + 1
+            reported = False  # the probe's verdict is in (else it is released)
             try:
-                if spec.alias not in fitted:  # once per model: its warnings once
-                    fitted[spec.alias] = fit(request, spec)
-                provider = self._provider(spec)
-                events = (
-                    provider.stream(fitted[spec.alias], timeout=timeout)
-                    if streaming
-                    else iter([Done(provider.complete(fitted[spec.alias], timeout=timeout))])
-                )
-                for event in events:
-                    if isinstance(event, Done):
-                        seconds = round(time.monotonic() - started, 4)
-                        event = Done(replace(event.completion, model=spec.alias, seconds=seconds))
-                    yielded = True
-                    yield event
-                return
-            except ProviderError as exc:
-                if yielded:
-                    raise
-                last = attempt + 1 == tries
-                if not exc.retryable or last:
-                    failures[spec.alias] = exc
-                    if spec is not chain[-1]:  # the last failure is raised, not logged twice
-                        log.warning("%s; trying the next model", exc)
-                        if self.observer:
-                            self.observer("fallback", spec.alias)
-                    continue
-                wait = self._wait(exc, attempt)
-                log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
-                if self.observer:
-                    self.observer("retry", spec.alias)
-                self._sleep(wait)
-        errors = list(failures.values())
+                for attempt in range(tries):
+                    started, yielded = time.monotonic(), False
+                    try:
+                        if spec.alias not in fitted:  # once per model: its warnings once
+                            fitted[spec.alias] = fit(request, spec)
+                        provider = self._provider(spec)
+                        events = (
+                            provider.stream(fitted[spec.alias], timeout=timeout)
+                            if streaming
+                            else iter(
+                                [Done(provider.complete(fitted[spec.alias], timeout=timeout))]
+                            )
+                        )
+                        for event in events:
+                            if isinstance(event, Done):
+                                seconds = round(time.monotonic() - started, 4)
+                                event = Done(
+                                    replace(event.completion, model=spec.alias, seconds=seconds)
+                                )
+                                reported = True
+                                if self.cooldowns.succeeded(spec):
+                                    log.info("model %r answers again", spec.alias)
+                                    self._save()
+                            yielded = True
+                            yield event
+                        return
+                    except ProviderError as exc:
+                        cooled = self._failed(spec, exc, limits)
+                        reported = reported or cooled or _health_failure(exc)
+                        if yielded:
+                            raise
+                        if isinstance(exc, ContextTooLong):  # its bigger siblings next
+                            later = [n for n in spec.context_fallbacks if n not in failures]
+                            ahead = [s.alias for s in queue[position:]]
+                            queue[position:position] = [
+                                self.table.spec(n) for n in later if n not in ahead
+                            ]
+                        others = any(s.alias not in failures for s in queue[position:])
+                        long_wait = (
+                            isinstance(exc, RateLimited)
+                            and exc.retry_after is not None
+                            and exc.retry_after > limits.max_wait
+                        )
+                        if (
+                            not exc.retryable
+                            or attempt + 1 == tries
+                            or long_wait
+                            or (cooled and others)
+                        ):
+                            failures[spec.alias] = exc
+                            if others:  # the last failure is raised, not logged twice
+                                log.warning("%s; trying the next model", exc)
+                                self._tell("fallback", spec.alias)
+                            break
+                        wait = self._wait(exc, attempt)
+                        log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
+                        self._tell("retry", spec.alias)
+                        self._sleep(wait)
+            finally:
+                if gate == "probe" and not reported:
+                    self.cooldowns.release(spec)
+        errors = list(failures.values()) + [self._cooling(spec) for spec in cooling]
         raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
+
+    def _failed(self, spec: ModelSpec, exc: ProviderError, limits: Limits) -> bool:
+        """Count ``exc`` against ``spec``'s health; True if it cooled the model down."""
+        if not _health_failure(exc):
+            return False
+        long_wait = isinstance(exc, RateLimited) and (exc.retry_after or 0) > limits.max_wait
+        cooled = self.cooldowns.failed(
+            spec,
+            type(exc).__name__,
+            allowed_fails=limits.allowed_fails,
+            cooldown=limits.cooldown,
+            at_once=isinstance(exc, ProviderTimeout) or long_wait,
+            seconds=exc.retry_after if isinstance(exc, RateLimited) else None,
+            rate_limited=isinstance(exc, RateLimited),
+        )
+        if cooled:
+            left, _ = self.cooldowns.remaining(spec)
+            log.warning("model %r cools down for %.0f s after: %s", spec.alias, left, exc)
+            self._tell("cooldown", spec.alias)
+            self._save()
+        return cooled
+
+    def _cooling(self, spec: ModelSpec) -> CoolingDown:
+        left, rate_limited = self.cooldowns.remaining(spec)
+        return CoolingDown(
+            spec.alias,
+            f"cooling down after {'a 429 (rate limited)' if rate_limited else 'failures'}; "
+            f"tried again in {left:.0f} s. Wait, "
+            "or add a fallback in models.yml (heron models list shows the cooldowns).",
+            retry_after=left,
+            rate_limited=rate_limited,
+        )
+
+    def _tell(self, event: str, alias: str) -> None:
+        if self.observer:
+            self.observer(event, alias)
+
+    def _save(self) -> None:
+        """Write the cooldowns for ``heron models list``; a home that cannot be written
+        only loses that view."""
+        path = cooldowns_file(self.settings.home)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_name(f".{path.name}.{os.getpid()}.{threading.get_ident()}")
+            tmp.write_text(json.dumps({"pid": os.getpid(), "models": self.health()}))
+            os.replace(tmp, path)
+        except OSError as exc:
+            log.debug("cannot write %s: %s", path, exc)
 
     def _wait(self, exc: ProviderError, attempt: int) -> float:
         cap = self.settings.llm_max_wait
@@ -217,6 +368,11 @@ class Broker(Resource):
                 if close:
                     close()
             self._providers.clear()
+
+
+def _health_failure(exc: ProviderError) -> bool:
+    """A failure that says the model is unwell (not that the request was wrong)."""
+    return isinstance(exc, ProviderTimeout | ProviderDown | RateLimited)
 
 
 def load_broker(settings: Settings) -> Broker:

@@ -11,6 +11,7 @@ alias, ``local`` (the bundled SmolLM2), which needs no key and no network::
         base_url: https://api.openai.com/v1
         api_key_env: OPENAI_API_KEY
         fallbacks: [claude, local]
+        context_window_fallbacks: [claude]   # first when a prompt is over its window
       claude:
         provider: anthropic
         model: claude-sonnet-4-5
@@ -22,9 +23,12 @@ Capabilities default per provider (``PROVIDER_DEFAULTS``) and can be set per ali
 ``context_window`` (tokens), ``answers`` (generative, extractive).
 
 The file may instead (or as well) be a LiteLLM proxy config: its ``model_list`` entries
-become aliases (``heron.llm.litellm_format``). Unknown keys anywhere are an error naming
-the key, the closest allowed one and all of them; what is tolerated but ignored (LiteLLM's
-``router_settings`` and the like) is listed in ``RoutingTable.notes`` and logged once.
+become aliases (``heron.llm.litellm_format``), and its ``router_settings`` /
+``litellm_settings`` give fallbacks, context-window fallbacks, retries, the timeout and the
+cooldown (``RoutingTable.policy``; in either kind of file). Unknown keys anywhere are an
+error naming the key, the closest allowed one and all of them; what is tolerated but
+ignored (LiteLLM's ``general_settings``, a router's ``routing_strategy``...) is listed in
+``RoutingTable.notes`` and logged once.
 """
 
 from __future__ import annotations
@@ -39,7 +43,14 @@ import yaml
 
 from heron.core.names import PROFILES
 from heron.errors import ConfigError
-from heron.llm.litellm_format import IGNORED_SECTIONS, convert, unknown_keys
+from heron.llm.litellm_format import (
+    IGNORED_SECTIONS,
+    ROUTER_SECTIONS,
+    convert,
+    ignored_notes,
+    routing,
+    unknown_keys,
+)
 from heron.settings import Settings
 
 log = logging.getLogger("heron.llm")
@@ -88,11 +99,12 @@ _SPEC_KEYS = {
     "base_url",
     "api_key_env",
     "fallbacks",
+    "context_window_fallbacks",
     "max_output_tokens",
     "temperature",
 }
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
-_TOP_KEYS = {"default", "models", "model_list", *IGNORED_SECTIONS}
+_TOP_KEYS = {"default", "models", "model_list", *IGNORED_SECTIONS, *ROUTER_SECTIONS}
 
 
 @dataclass(frozen=True)
@@ -106,6 +118,8 @@ class ModelSpec:
     api_key_env: str | None = None
     capabilities: Capabilities = field(default_factory=Capabilities)
     fallbacks: tuple[str, ...] = ()
+    #: Tried first, before ``fallbacks``, when a prompt is over this model's window.
+    context_fallbacks: tuple[str, ...] = ()
     max_output_tokens: int | None = None
     #: The sampling temperature when a request sets none (LiteLLM's litellm_params).
     temperature: float | None = None
@@ -118,6 +132,7 @@ class ModelSpec:
             "base_url": self.base_url,
             "api_key_env": self.api_key_env,
             "fallbacks": list(self.fallbacks),
+            "context_window_fallbacks": list(self.context_fallbacks),
             "max_output_tokens": self.max_output_tokens,
             "temperature": self.temperature,
             **self.capabilities.to_dict(),
@@ -134,6 +149,21 @@ DEFAULT_NAME = "default"
 
 
 @dataclass(frozen=True)
+class Policy:
+    """How the broker treats the table's models, where the file says (LiteLLM's
+    ``router_settings``); ``None``: the settings' value (``llm_retries``, ``llm_timeout``,
+    ``llm_allowed_fails``, ``llm_cooldown``)."""
+
+    retries: int | None = None
+    timeout: float | None = None
+    allowed_fails: int | None = None
+    cooldown: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass(frozen=True)
 class RoutingTable:
     """Aliases in file order, the default alias, where they came from, and ``notes``:
     what the file holds that Heron reads past (LiteLLM's own settings)."""
@@ -142,6 +172,7 @@ class RoutingTable:
     default: str
     source: Path | None = None
     notes: tuple[str, ...] = ()
+    policy: Policy = field(default_factory=Policy)
 
     def spec(self, alias: str | None = None) -> ModelSpec:
         """The alias's spec; ``None``, or ``"default"`` when no alias is called that
@@ -235,9 +266,11 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
         (str(alias), entry, f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}")
         for alias, entry in (data.get("models") or {}).items()
     ]
-    notes: list[str] = []
+    read, notes = routing(data, where)
+    notes += ignored_notes(data, where)
     if "model_list" in data:
-        converted, notes = convert(data, where, _list_lines(root))
+        converted, more = convert(data, where, _list_lines(root))
+        notes += more
         for alias, entry in converted.items():
             if any(alias == a for a, _, _ in entries):
                 raise ConfigError(
@@ -248,8 +281,24 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     for alias, entry, at in entries:
         models[alias] = _spec(alias, entry, at)
     models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
+    for model in [*read.fallbacks, *read.context_window_fallbacks]:
+        if model not in models:
+            raise ConfigError(
+                f"{where}: router_settings names fallbacks for {model!r}, which is not "
+                f"defined. Choose from: {', '.join(models)}."
+            )
+    for alias, spec in models.items():
+        fallbacks = [*spec.fallbacks, *read.fallbacks.get(alias, [])]
+        if not fallbacks:
+            fallbacks = [f for f in read.default_fallbacks if f != alias]
+        context = [*spec.context_fallbacks, *read.context_window_fallbacks.get(alias, [])]
+        models[alias] = replace(
+            spec,
+            fallbacks=tuple(dict.fromkeys(fallbacks)),
+            context_fallbacks=tuple(dict.fromkeys(context)),
+        )
     for spec in models.values():
-        for name in spec.fallbacks:
+        for name in (*spec.fallbacks, *spec.context_fallbacks):
             if name not in models:
                 raise ConfigError(
                     f"{where}: model {spec.alias!r} falls back to {name!r}, which is not "
@@ -260,7 +309,8 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
         raise ConfigError(
             f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
         )
-    return RoutingTable(models, default, path, tuple(notes))
+    policy = Policy(read.retries, read.timeout, read.allowed_fails, read.cooldown)
+    return RoutingTable(models, default, path, tuple(notes), policy)
 
 
 def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
@@ -304,11 +354,14 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         raise ConfigError(
             f"{at}: unknown name_profile {profile!r}. Choose from: {', '.join(PROFILES)}."
         )
-    fallbacks = entry.get("fallbacks") or []
-    if isinstance(fallbacks, str):
-        fallbacks = [fallbacks]
-    if not isinstance(fallbacks, list) or not all(isinstance(f, str) for f in fallbacks):
-        raise ConfigError(f"{at}: fallbacks must be a list of model names, got {fallbacks!r}.")
+    lists = {}
+    for name in ("fallbacks", "context_window_fallbacks"):
+        names = entry.get(name) or []
+        if isinstance(names, str):
+            names = [names]
+        if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
+            raise ConfigError(f"{at}: {name} must be a list of model names, got {names!r}.")
+        lists[name] = tuple(names)
     model = entry.get("model") or (BUNDLED_MODEL if provider == "local" else None)
     if not model:
         raise ConfigError(f"{at}: 'model:' is required (the provider's model name).")
@@ -340,7 +393,8 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         base_url=base_url,
         api_key_env=key_env,
         capabilities=replace(caps, **overrides),
-        fallbacks=tuple(str(f) for f in fallbacks),
+        fallbacks=lists["fallbacks"],
+        context_fallbacks=lists["context_window_fallbacks"],
         max_output_tokens=entry.get("max_output_tokens"),
         temperature=None if temperature is None else float(temperature),
     )

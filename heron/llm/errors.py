@@ -10,11 +10,17 @@ HeronError
       ├── ProviderTimeout      timeout or connection failure; retried
       ├── BadRequest           other 4xx: the request's fault; not retried, falls back
       ├── AuthError            401/403 or a missing key variable; falls back
+      ├── CoolingDown          every model of the chain is cooling down (``cooldowns``)
       └── NoModelAvailable     every model of the fallback chain failed; lists why
 
 A ``BadRequest`` is not retried (the same payload fails the same way) but does fall to
 the next model: another provider may accept what this one refused (a longer context,
 a tool_choice it supports), and the caller gets every refusal in ``NoModelAvailable``.
+
+``status`` is the HTTP status a server answers the error with (400 the request's fault,
+429 rate limited, 503 cooling down, 502 any other failure) and ``retry_after`` the
+seconds to wait before asking again, where the provider or the cooldown says so: a
+server passes both on (``Retry-After``).
 """
 
 from __future__ import annotations
@@ -30,6 +36,8 @@ class ProviderError(HeronError):
     """A model call failed. ``retryable``: the broker may try the same model again."""
 
     retryable = False
+    status = 502
+    retry_after: float | None = None
 
     def __init__(self, alias: str, message: str) -> None:
         self.alias = alias
@@ -38,6 +46,7 @@ class ProviderError(HeronError):
 
 class RateLimited(ProviderError):
     retryable = True
+    status = 429
 
     def __init__(self, alias: str, message: str, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
@@ -53,7 +62,23 @@ class ProviderTimeout(ProviderError):
 
 
 class BadRequest(ProviderError):
-    pass
+    status = 400
+
+
+class ContextTooLong(BadRequest):
+    """The prompt is over the model's context window: the broker tries the alias's
+    ``context_window_fallbacks`` first."""
+
+
+class CoolingDown(ProviderError):
+    """Every model of the chain is cooling down after repeated failures; ``retry_after``
+    says when the first is tried again. ``rate_limited``: each was cooled by a 429, so the
+    answer is a 429 too (else 503)."""
+
+    def __init__(self, alias: str, message: str, retry_after: float, rate_limited: bool) -> None:
+        self.retry_after = retry_after
+        self.status = 429 if rate_limited else 503
+        super().__init__(alias, message)
 
 
 class AuthError(ProviderError):
@@ -65,6 +90,12 @@ class NoModelAvailable(ProviderError):
 
     def __init__(self, alias: str, errors: list[ProviderError]) -> None:
         self.errors = errors
+        statuses = {e.status for e in errors}
+        # One status when every model failed the same way; a mix is the chain's failure.
+        self.status = statuses.pop() if len(statuses) == 1 else 502
+        waits = [e.retry_after for e in errors]
+        if self.status in (429, 503) and None not in waits:
+            self.retry_after = min(w for w in waits if w is not None)
         reasons = "; ".join(str(e) for e in errors)
         super().__init__(
             alias,

@@ -18,6 +18,7 @@ import httpx
 from heron.llm.errors import (
     AuthError,
     BadRequest,
+    ContextTooLong,
     ProviderDown,
     ProviderError,
     ProviderTimeout,
@@ -25,6 +26,16 @@ from heron.llm.errors import (
 )
 from heron.redact import redact
 from heron.resource import Resource
+
+#: How providers word a prompt over the context window: OpenAI's error code, Anthropic's
+#: and vLLM's messages, llama.cpp's server.
+CONTEXT_MARKS = (
+    "context_length_exceeded",
+    "prompt is too long",
+    "maximum context length",
+    "exceed context window",
+    "exceeds the available context size",
+)
 
 
 class HTTPModel(Resource):
@@ -119,6 +130,8 @@ class HTTPModel(Resource):
                 f"server error {status}: {detail}. The provider is failing; try "
                 "later or add a fallback in models.yml.",
             )
+        if any(mark in detail.lower() for mark in CONTEXT_MARKS):
+            raise ContextTooLong(self.alias, f"request refused ({status}): {detail}")
         raise BadRequest(self.alias, f"request refused ({status}): {detail}")
 
     def close(self) -> None:

@@ -13,7 +13,14 @@ other)::
           temperature: 0.2                     # -> temperature (the alias's default)
       - model_name: qwen
         litellm_params: {model: ollama_chat/qwen2.5:7b, api_base: "http://localhost:11434"}
-    router_settings: {routing_strategy: simple-shuffle}   # tolerated, ignored (a note)
+    router_settings:                           # read: see ROUTER_KEYS
+      fallbacks: [{fast: [qwen]}]              # -> fast's fallbacks
+      context_window_fallbacks: [{fast: [qwen]}]
+      num_retries: 1                           # -> retries per model (HERON_LLM_RETRIES)
+      timeout: 30                              # -> seconds per call (HERON_LLM_TIMEOUT)
+      allowed_fails: 3                         # -> failures a minute before a cooldown
+      cooldown_time: 60                        # -> seconds a failing model is skipped
+      routing_strategy: simple-shuffle         # tolerated, ignored (a note)
 
 Providers (``PREFIXES``): ``openai/``, ``anthropic/``, ``ollama/`` and ``ollama_chat/``
 (Ollama's OpenAI-compatible API at ``api_base`` + ``/v1``), ``hosted_vllm/`` (``api_base``
@@ -21,6 +28,12 @@ as given, it ends in ``/v1``), ``openrouter/``, ``groq/``, ``deepseek/``, ``mist
 a bare ``gpt-...``/``o1``... is OpenAI's, ``claude-...`` Anthropic's. ``azure/`` and the
 rest are refused with the way round (an OpenAI-compatible endpoint, e.g. the LiteLLM
 proxy itself, under ``openai/``).
+
+``router_settings`` and ``litellm_settings`` are read for the keys in ``ROUTER_KEYS`` (the
+proxy takes ``litellm_settings.request_timeout`` for ``timeout``); where both set one,
+``router_settings`` wins, as the router's own argument does in LiteLLM. Every other key
+of theirs is named in a note as ignored; ``general_settings`` and the rest are ignored
+whole.
 
 Several entries with one ``model_name`` are LiteLLM's load balancing: Heron takes the
 first and tries the others, in file order, as its fallbacks (``name#2``, ``name#3``...),
@@ -37,13 +50,20 @@ from typing import Any
 from heron.errors import ConfigError
 
 #: Top-level sections of a LiteLLM config that mean nothing to Heron: read past, noted.
-IGNORED_SECTIONS = (
-    "router_settings",
-    "litellm_settings",
-    "general_settings",
-    "environment_variables",
-    "credential_list",
-)
+IGNORED_SECTIONS = ("general_settings", "environment_variables", "credential_list")
+#: Sections Heron reads the routing keys of (``ROUTER_KEYS``), the first winning.
+ROUTER_SECTIONS = ("router_settings", "litellm_settings")
+#: Routing keys of those sections -> ``RoutingTable.policy`` fields or per-alias lists.
+ROUTER_KEYS = {
+    "fallbacks": "fallbacks",
+    "default_fallbacks": "default_fallbacks",
+    "context_window_fallbacks": "context_window_fallbacks",
+    "num_retries": "retries",
+    "timeout": "timeout",
+    "request_timeout": "timeout",
+    "allowed_fails": "allowed_fails",
+    "cooldown_time": "cooldown",
+}
 ENTRY_KEYS = ("model_name", "litellm_params", "model_info")
 #: ``litellm_params`` Heron uses; any other LiteLLM parameter is ignored with a note.
 USED_PARAMS = ("model", "api_base", "api_key", "max_tokens", "temperature")
@@ -112,11 +132,7 @@ def convert(
             f"{where}: model_list must be a list of entries (- model_name: ..., "
             f"litellm_params: {{model: provider/model}}), got {type(entries).__name__}."
         )
-    notes = [
-        f"{where}: {section} is LiteLLM's own setting; Heron ignores it."
-        for section in IGNORED_SECTIONS
-        if section in data
-    ]
+    notes: list[str] = []
     aliases: dict[str, dict[str, Any]] = {}
     groups: dict[str, list[str]] = {}
     for n, entry in enumerate(entries):
@@ -222,3 +238,100 @@ def _bare(model: str, at: str) -> str:
         f"{at}: model {model!r} names no provider. Write it as provider/model, "
         f"e.g. openai/{model} or ollama_chat/{model}."
     )
+
+
+def ignored_notes(data: Mapping[str, Any], where: str) -> list[str]:
+    """A note for each LiteLLM section Heron reads past whole."""
+    return [
+        f"{where}: {section} is LiteLLM's own setting; Heron ignores it."
+        for section in IGNORED_SECTIONS
+        if section in data
+    ]
+
+
+@dataclass(frozen=True)
+class Routing:
+    """What ``router_settings`` / ``litellm_settings`` say: ``fallbacks`` and
+    ``context_window_fallbacks`` per alias, ``default_fallbacks`` for an alias with none,
+    and the policy numbers (``None``: not set, the settings' value holds)."""
+
+    fallbacks: dict[str, list[str]]
+    context_window_fallbacks: dict[str, list[str]]
+    default_fallbacks: list[str]
+    retries: int | None = None
+    timeout: float | None = None
+    allowed_fails: int | None = None
+    cooldown: float | None = None
+
+
+def routing(data: Mapping[str, Any], where: str) -> tuple[Routing, list[str]]:
+    """``(Routing, notes)`` from the ``ROUTER_SECTIONS`` of ``data``: each routing key
+    checked (a wrong shape is a ``ConfigError`` naming the section and key), every other
+    key named in a note as ignored."""
+    found: dict[str, Any] = {}
+    notes: list[str] = []
+    for section in ROUTER_SECTIONS:
+        values = data.get(section)
+        if values is None:
+            continue
+        if not isinstance(values, Mapping):
+            raise ConfigError(f"{where}: {section} must be a mapping, got {values!r:.80}.")
+        ignored = sorted(str(k) for k in values if k not in ROUTER_KEYS)
+        if ignored:
+            notes.append(
+                f"{where}: Heron ignores the LiteLLM {section} key(s) {', '.join(ignored)}."
+            )
+        for key, value in values.items():
+            if key in ROUTER_KEYS:
+                # router_settings comes first and wins; timeout and request_timeout share one.
+                found.setdefault(ROUTER_KEYS[key], (f"{section}.{key}", value))
+    lists = {
+        name: _fallback_map(*found[name], where) if name in found else {}
+        for name in ("fallbacks", "context_window_fallbacks")
+    }
+    defaults: list[str] = []
+    if "default_fallbacks" in found:
+        at, value = found["default_fallbacks"]
+        defaults = _names(value, f"{where}: {at}")
+    numbers: dict[str, Any] = {}
+    for name, kind in (("retries", int), ("allowed_fails", int)):
+        if name in found:
+            numbers[name] = _number(*found[name], where, kind)
+    for name in ("timeout", "cooldown"):
+        if name in found:
+            numbers[name] = float(_number(*found[name], where, float))
+    if numbers.get("timeout") == 0:
+        raise ConfigError(f"{where}: {found['timeout'][0]} must be more than 0 seconds.")
+    read = Routing(lists["fallbacks"], lists["context_window_fallbacks"], defaults, **numbers)
+    return read, notes
+
+
+def _number(at: str, value: Any, where: str, kind: type) -> int | float:
+    types = (int,) if kind is int else (int, float)
+    if isinstance(value, bool) or not isinstance(value, types) or value < 0:
+        what = "a whole number" if kind is int else "a number of seconds"
+        raise ConfigError(f"{where}: {at} must be {what}, 0 or more; got {value!r:.80}.")
+    return value
+
+
+def _names(value: Any, at: str) -> list[str]:
+    if isinstance(value, str):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, str) and v for v in value):
+        raise ConfigError(f"{at}: expected a list of model names, got {value!r:.120}.")
+    return list(value)
+
+
+def _fallback_map(at: str, value: Any, where: str) -> dict[str, list[str]]:
+    """LiteLLM's ``[{"model": ["fallback", ...]}, ...]`` (one mapping of several models
+    is read too) as ``model -> fallbacks``."""
+    shape = f'a list like [{{"fast": ["backup"]}}], got {value!r:.120}'
+    if isinstance(value, Mapping):
+        value = [value]
+    if not isinstance(value, list) or not all(isinstance(v, Mapping) for v in value):
+        raise ConfigError(f"{where}: {at} must be {shape}.")
+    out: dict[str, list[str]] = {}
+    for item in value:
+        for model, names in item.items():
+            out.setdefault(str(model), []).extend(_names(names, f"{where}: {at}.{model}"))
+    return out

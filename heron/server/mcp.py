@@ -1,11 +1,21 @@
-"""Heron's retrieval as an MCP server (the official SDK's low-level ``Server``).
+"""Heron as an MCP server (the official SDK's low-level ``Server``): one door to every
+tool Heron routes, its retrieval, its agent and its actions.
 
-- **Tools** ``search_docs``, ``search_skills``, ``read_skill`` and ``route_tools``. The
-  first three are the built-in tools' own definitions and handlers, bound to the
-  server's shared store and skill index, so an MCP client sees exactly the input schemas
-  an agent does. Each has a ``title``, all four hints (``TOOL_TRAITS``) and an
-  ``outputSchema`` its ``structuredContent`` follows; a search's results also come as
-  ``resource_link`` items a client can open.
+- **Retrieval tools** ``search_docs``, ``search_skills`` and ``read_skill``: the built-in
+  tools' own definitions and handlers, bound to the server's shared store and skill
+  index, so an MCP client sees exactly the input schemas an agent does.
+- **The tool door** ``find_tools`` and ``call_tool``: a client connected to Heron alone
+  reaches every tool Heron routes (its MCP servers', imported and built-in ones) while
+  holding two schemas, not hundreds: ``find_tools`` routes a request and returns the
+  best few with their input schemas, ``call_tool`` runs one by name.
+- **Methods as tools**: ``ask`` (``agent.chat``), ``jobs_*`` and ``interventions_*``,
+  the JSON-RPC methods themselves (``RPC_TOOLS``), their params' schemas as input
+  schemas, so the two interfaces cannot drift.
+- **Safety**: a client runs nothing above ``mcp_tool_safety`` (``HERON_MCP_TOOL_SAFETY``,
+  default ``read``): tools above it are neither listed nor found, and ``call_tool``
+  refuses them by name. Every tool has a ``title`` and all four hints; those with a
+  known result shape an ``outputSchema`` their ``structuredContent`` follows; a search's
+  results also come as ``resource_link`` items a client can open.
 - **Resources**: every indexed library page, ``heron://library/{library}/{page}`` (the
   page's file as it is now; ``heron://library/kubernetes/concepts/storage/volumes``,
   its ``/`` written as is or as ``%2F``), and every skill, ``heron://skill/{name}``.
@@ -34,46 +44,92 @@ from starlette.routing import BaseRoute
 
 from heron import __version__
 from heron.agent.wiring import retrieval_tools
-from heron.core.tools import Handler, Tool
+from heron.core.errors import ToolCallError
+from heron.core.tools import SAFETY_LEVELS, Handler, Safety, Tool
 from heron.errors import HeronError, InputError, NotFound
 from heron.keys import Forbidden, OverLimit
 from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
-from heron.server.hooks import no_methods
-from heron.server.keys import check_call, key_of, keyring
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED
+from heron.server.keys import acting_as, check_call, key_of, keyring
+from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
 from heron.server.runtime import Runtime
-from heron.tools.router import DEFAULT_TOP_K
+from heron.tools.builtin import check_arguments
 
-ROUTE_TOOLS = Tool(
-    "route_tools",
-    "Pick the tools worth offering for a request from every tool Heron knows (built-in, "
-    "imported, MCP servers): each with its score and why it was kept or dropped.",
+#: Tools ``find_tools`` returns when not told how many: enough for a request's likely
+#: candidates, few enough to keep their schemas out of the way.
+FIND_TOP_K = 5
+FIND_TOOLS = Tool(
+    "find_tools",
+    "Find the tools that fit a request among every tool Heron can run (its MCP servers', "
+    "imported and built-in tools): the best few, each with its input schema. Run one with "
+    "call_tool; ask again when the request changes.",
     {
         "type": "object",
         "properties": {
             "query": {"type": "string", "description": "The request to find tools for."},
-            "top_k": {"type": "integer", "minimum": 1, "maximum": 128, "default": DEFAULT_TOP_K},
-            "profile": {
-                "type": "string",
-                "description": "Provider naming rules: strict, openai, anthropic or gemini.",
-                "default": "strict",
-            },
+            "top_k": {"type": "integer", "minimum": 1, "maximum": 20, "default": FIND_TOP_K},
         },
         "required": ["query"],
         "additionalProperties": False,
     },
     tags=("tools",),
 )
+CALL_TOOL = Tool(
+    "call_tool",
+    "Run one tool that find_tools returned, by its name, with arguments that follow its "
+    "input schema; returns the tool's result.",
+    {
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "The tool's name, as find_tools gave it."},
+            "arguments": {"type": "object", "description": "The tool's arguments."},
+        },
+        "required": ["name"],
+        "additionalProperties": False,
+    },
+    safety="execute",  # what it runs is checked against mcp_tool_safety, tool by tool
+    tags=("tools",),
+)
+
+
+@dataclass(frozen=True)
+class RpcTool:
+    """A JSON-RPC method offered as an MCP tool: its name there, its title, how much harm
+    it can do (``mcp_tool_safety`` must allow it), and whether calling it twice is as
+    calling it once."""
+
+    name: str
+    title: str
+    safety: Safety
+    idempotent: bool
+
+
+#: The JSON-RPC methods an MCP client is offered, beside the tools above.
+RPC_TOOLS = {
+    "agent.chat": RpcTool("ask", "Ask Heron (grounded, cited)", "read", False),
+    "jobs.list": RpcTool("jobs_list", "List jobs", "read", True),
+    "jobs.get": RpcTool("jobs_get", "Show a job", "read", True),
+    "jobs.events": RpcTool("jobs_events", "A job's events", "read", True),
+    "jobs.create": RpcTool("jobs_create", "Queue a job", "write", False),
+    "jobs.confirm": RpcTool("jobs_confirm", "Confirm a waiting job", "execute", True),
+    "jobs.deny": RpcTool("jobs_deny", "Deny a waiting job", "write", True),
+    "jobs.abort": RpcTool("jobs_abort", "Abort a job", "write", True),
+    "interventions.list": RpcTool("interventions_list", "List interventions", "read", True),
+    "interventions.outcome": RpcTool(
+        "interventions_outcome", "Accept or dismiss an intervention", "write", True
+    ),
+}
 
 log = logging.getLogger("heron.server")
 
 INSTRUCTIONS = (
     "Heron searches indexed documentation (search_docs, with citations and links to the "
     "pages, which are resources), finds and reads skills (search_skills, read_skill; also "
-    "resources and prompts) and picks tools for a request (route_tools)."
+    "resources and prompts), answers questions from them (ask), and is the door to every "
+    "other tool: find_tools returns the few that fit a request with their schemas, "
+    "call_tool runs one. Jobs and interventions have their own tools."
 )
 LIBRARY_PAGE = "heron://library/{library}/{page}"
 SKILL = "heron://skill/{name}"
@@ -108,7 +164,15 @@ _HIT = _object(
 _SKILL_HIT = _object(
     ["name", "description", "score"], name=_STR, description=_STR, score=_NUM, path=_STR
 )
-_ROUTED = _object(["name", "score", "kept"], name=_STR, score=_NUM, kept={"type": "boolean"})
+_FOUND = _object(
+    ["name", "description", "input_schema", "safety", "source", "score"],
+    name=_STR,
+    description=_STR,
+    input_schema={"type": "object"},
+    safety=_STR,
+    source=_STR,
+    score=_NUM,
+)
 
 
 @dataclass(frozen=True)
@@ -127,33 +191,69 @@ TOOL_TRAITS = {
         "Read a skill",
         _object(["name", "description", "body"], name=_STR, description=_STR, path=_STR, body=_STR),
     ),
-    "route_tools": Traits(
-        "Pick tools for a request",
-        _object(
-            ["query", "results", "dropped"],
-            query=_STR,
-            mode=_STR,
-            profile=_STR,
-            warnings=_array(_STR),
-            results=_array(_ROUTED),
-            dropped=_array(_ROUTED),
-        ),
+    "find_tools": Traits(
+        "Find tools for a request", _object(["query", "tools"], query=_STR, tools=_array(_FOUND))
     ),
+    "call_tool": Traits("Run a tool", _object(["name", "result"], name=_STR, result={})),
 }
 
 
-def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
-    """The tools this server offers, by name, with handlers on ``rt``'s resources."""
+def allowed(safety: Safety, most: Safety) -> bool:
+    return SAFETY_LEVELS.index(safety) <= SAFETY_LEVELS.index(most)
 
-    def route(a: dict[str, Any]) -> dict[str, Any]:
-        if not isinstance(a.get("query"), str) or not a["query"].strip():
-            raise InputError("route_tools needs a non-empty 'query' string.")
-        router = rt.router(profile=a.get("profile", "strict"))
-        return router.route(a["query"], top_k=int(a.get("top_k", DEFAULT_TOP_K))).to_dict()
+
+def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
+    """The tools this server runs itself, by name, with handlers on ``rt``'s resources."""
+    most = rt.settings.mcp_tool_safety
+
+    def runnable(tool: Tool) -> bool:
+        return allowed(tool.safety, most) and rt.toolbox.registry.runnable(tool.name)
+
+    def find(a: dict[str, Any]) -> dict[str, Any]:
+        query = a.get("query")
+        if not isinstance(query, str) or not query.strip():
+            raise InputError("find_tools needs a non-empty 'query' string.")
+        top_k = a.get("top_k", FIND_TOP_K)
+        if not isinstance(top_k, int) or isinstance(top_k, bool) or not 1 <= top_k <= 20:
+            raise InputError("find_tools' top_k is a whole number from 1 to 20.")
+        # Routed among what this client may run: a tool it could not call is no answer.
+        found = rt.router().route(query, top_k=len(rt.toolbox.registry.tools())).tools
+        tools = [r for r in found if runnable(r.tool)][:top_k]
+        return {
+            "query": query,
+            "tools": [
+                {
+                    "name": r.tool.name,
+                    "description": r.tool.description,
+                    "input_schema": r.tool.parameters,
+                    "safety": r.tool.safety,
+                    "source": r.tool.source,
+                    "score": round(r.score, 4),
+                }
+                for r in tools
+            ],
+        }
+
+    def call(a: dict[str, Any]) -> dict[str, Any]:
+        name, arguments = a.get("name"), a.get("arguments", {})
+        if not isinstance(name, str) or not name:
+            raise InputError("call_tool needs the tool's 'name', as find_tools gave it.")
+        if not isinstance(arguments, dict):
+            raise InputError(f"call_tool's 'arguments' for {name!r} must be a JSON object.")
+        registry = rt.toolbox.registry
+        tool = registry.get(name)  # UnknownTool names the closest ones
+        if not allowed(tool.safety, most):
+            raise ToolCallError(
+                f"{name!r} is a {tool.safety} tool; MCP clients of this server may run "
+                f"{most} tools at most (HERON_MCP_TOOL_SAFETY, set by its operator)."
+            )
+        check_arguments(tool, arguments)
+        return {"name": name, "result": registry.call(name, arguments)}
 
     pairs = [
         *retrieval_tools(rt.settings, lambda: rt.store, lambda: rt.skills),
-        (ROUTE_TOOLS, route),
+        (FIND_TOOLS, find),
+        (CALL_TOOL, call),
     ]
     return {tool.name: (tool, handler) for tool, handler in pairs}
 
@@ -211,16 +311,18 @@ def _result(value: Any, *, error: bool = False, tool: str = "") -> types.CallToo
     )
 
 
-def _annotations(tool: Tool) -> types.ToolAnnotations:
+def _annotations(
+    title: str, safety: Safety, *, idempotent: bool | None = None, open_world: bool = False
+) -> types.ToolAnnotations:
     """Heron's safety level as MCP hints, so clients need not assume the worst: a read
-    changes nothing, so repeating it is idempotent; every tool here reads Heron's own
-    indexes, never the outside world."""
+    changes nothing, so repeating it is idempotent unless said otherwise; only what may
+    reach beyond Heron's own indexes (``call_tool``) is open-world."""
     return types.ToolAnnotations(
-        title=TOOL_TRAITS[tool.name].title,
-        read_only_hint=tool.safety == "read",
-        destructive_hint=tool.safety == "execute",
-        idempotent_hint=tool.safety == "read",
-        open_world_hint=False,
+        title=title,
+        read_only_hint=safety == "read",
+        destructive_hint=safety == "execute",
+        idempotent_hint=safety == "read" if idempotent is None else idempotent,
+        open_world_hint=open_world,
     )
 
 
@@ -301,54 +403,95 @@ KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
     (Forbidden, FORBIDDEN),
     (OverLimit, RATE_LIMITED),
 )
-#: The key scope each tool needs (``heron.server.keys``); a tool not listed needs admin.
-#: Resources and prompts need read.
+#: The key scope each of Heron's own tools needs (``heron.server.keys``); one not listed
+#: needs admin, a JSON-RPC method's tool its method's scope. Resources and prompts: read.
 READ = "read"
 TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
-               "route_tools": "tools"}  # fmt: skip
+               "find_tools": "tools", "call_tool": "tools"}  # fmt: skip
 ADMIN = "admin"
 
 
-def build_server(rt: Runtime) -> Server[Any]:
+def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
+    """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those in
+    ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too."""
     tools = heron_tools(rt)
     catalog = Catalog(rt)
-    ring = keyring(rt)
+    rpc = registry or Registry()
+    most = rt.settings.mcp_tool_safety
+    methods = {
+        spec.name: (rpc.methods[name], spec)
+        for name, spec in RPC_TOOLS.items()
+        if name in rpc.methods and allowed(spec.safety, most)
+    }
+    listed = [
+        types.Tool(
+            name=t.name,
+            title=TOOL_TRAITS[t.name].title,
+            description=t.description,
+            input_schema=t.parameters,
+            output_schema=TOOL_TRAITS[t.name].output,
+            annotations=_annotations(
+                TOOL_TRAITS[t.name].title,
+                t.safety,
+                idempotent=None if t is not CALL_TOOL else False,
+                open_world=t is CALL_TOOL,
+            ),
+        )
+        for t, _ in tools.values()
+    ]
+    for method, spec in methods.values():
+        listed.append(
+            types.Tool(
+                name=spec.name,
+                title=spec.title,
+                description=f"{method.summary} (JSON-RPC {method.name})",
+                input_schema=method.params.model_json_schema(),
+                annotations=_annotations(spec.title, spec.safety, idempotent=spec.idempotent),
+            )
+        )
 
-    def allowed(ctx: Any, scope: str) -> None:
+    ring = keyring(rt)
+    scopes = {name: TOOL_SCOPES.get(name, ADMIN) for name in tools}
+    scopes |= {spec.name: method.scope for method, spec in methods.values()}
+
+    def permit(ctx: Any, scope: str) -> None:
         """The caller's key (over HTTP) holds ``scope`` and has room; raises a Heron error."""
         check_call(ring, key_of(ctx.request), scope)
 
     def refuse_unless(ctx: Any, scope: str) -> None:
         try:
-            allowed(ctx, scope)
+            permit(ctx, scope)
         except HeronError as exc:
             raise _refused(exc) from None
 
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        key = key_of(ctx.request)
+        key = key_of(ctx.request)  # a key sees only the tools it may call
         return types.ListToolsResult(
-            tools=[
-                types.Tool(
-                    name=t.name,
-                    title=TOOL_TRAITS[t.name].title,
-                    description=t.description,
-                    input_schema=t.parameters,
-                    output_schema=TOOL_TRAITS[t.name].output,
-                    annotations=_annotations(t),
-                )
-                for t, _ in tools.values()
-                # A key sees only the tools it may call.
-                if key is None or key.allows(TOOL_SCOPES.get(t.name, ADMIN))
-            ]
+            tools=[t for t in listed if key is None or key.allows(scopes[t.name])]
         )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # As the request's key: the methods' gate and the tokens an answer spends see it.
+        with acting_as(ring, key_of(ctx.request)):
+            return await run_tool(ctx, params)
+
+    async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        arguments = dict(params.arguments or {})
+        if params.name in methods:
+            method, _ = methods[params.name]
+            try:
+                value = await rpc.call(method.name, arguments)
+            except RpcError as exc:  # the method's own message: what to send instead
+                problems = f" {json.dumps(exc.data)}" if exc.code == INVALID_PARAMS else ""
+                return _result(exc.message + problems, error=True)
+            return _result(value, tool=params.name)
         if params.name not in tools:
-            return _result(f"No tool {params.name!r}. Tools: {', '.join(tools)}.", error=True)
+            offered = ", ".join([*tools, *methods])
+            return _result(f"No tool {params.name!r}. Tools: {offered}.", error=True)
         _, handler = tools[params.name]
         try:
-            allowed(ctx, TOOL_SCOPES.get(params.name, ADMIN))
-            value = await run_in_threadpool(handler, dict(params.arguments or {}))
+            permit(ctx, scopes[params.name])
+            value = await run_in_threadpool(handler, arguments)
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
         except Exception as exc:
@@ -397,7 +540,7 @@ def build_server(rt: Runtime) -> Server[Any]:
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
-            allowed(ctx, READ)
+            permit(ctx, READ)
             contents = await run_in_threadpool(catalog.read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
@@ -409,7 +552,7 @@ def build_server(rt: Runtime) -> Server[Any]:
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
-            allowed(ctx, READ)
+            permit(ctx, READ)
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:
             raise _refused(exc) from None
@@ -446,7 +589,7 @@ def http_routes(server: Server[Any], *, max_body: int) -> list[BaseRoute]:
 
 def serve_stdio(rt: Runtime) -> None:
     """Serve MCP on stdin/stdout until the client closes them (``heron mcp``)."""
-    server = build_server(rt)
+    server = server_of(rt)
 
     async def main() -> None:
         async with stdio_server() as (read, write):
@@ -459,11 +602,15 @@ def serve_stdio(rt: Runtime) -> None:
 
 
 def server_of(rt: Runtime) -> Server[Any]:
-    """The server's one MCP server, its routes and its lifespan sharing it."""
-    return rt.shared("mcp", lambda: build_server(rt))
+    """The server's one MCP server, its routes and its lifespan sharing it; its JSON-RPC
+    methods are those ``register`` was given (``heron.server.app.rpc_registry``)."""
+    registry = rt.shared("mcp:registry", Registry)  # empty unless register ran
+    return rt.shared("mcp", lambda: build_server(rt, registry))
 
 
-register = no_methods
+def register(registry: Registry, rt: Runtime) -> None:
+    """No methods of its own: it keeps the registry, whose methods it offers as tools."""
+    rt.shared("mcp:registry", lambda: registry)
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:

@@ -9,6 +9,8 @@ Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``
     heron_model_answer_duration_seconds{model}         a whole chat answer
     heron_model_tokens_total{model,direction}          direction in|out
     heron_model_retries_total{model}, heron_model_fallbacks_total{model}
+    heron_model_cooldowns_total{model}, heron_model_probes_total{model}
+    heron_model_cooling{model}                         1 cooling down, 0 not (at scrape)
     heron_tool_calls_total{tool,outcome}               outcome ok|error|refused
     heron_answer_stage_duration_seconds{stage}         retrieval, routing, skills, model ...
     heron_search_duration_seconds{mode}                search.query, by search mode
@@ -65,6 +67,7 @@ class _ScrapeCollector(Collector):
         "heron_index_records": "Records in each store namespace.",
         "heron_jobs": "Jobs in each state.",
         "heron_watchdog_check_status": "Last watchdog run: 1 if the check passed, else 0.",
+        "heron_model_cooling": "1 while the model is cooling down after failures, else 0.",
     }
 
     def __init__(self, read: Callable[[], Gauges]) -> None:
@@ -128,6 +131,12 @@ class Metrics:
         self.fallbacks = self._counter(
             "heron_model_fallbacks", "Models given up on for the next of their chain.", "model"
         )
+        self.cooldowns = self._counter(
+            "heron_model_cooldowns", "Models cooled down after repeated failures.", "model"
+        )
+        self.probes = self._counter(
+            "heron_model_probes", "Models tried once after their cooldown.", "model"
+        )
         self.tools = self._counter(
             "heron_tool_calls", "Tool calls by the agent.", "tool", "outcome"
         )
@@ -178,8 +187,15 @@ class Metrics:
             self.stages.labels(stage).observe(spent)
 
     def observe_broker(self, event: str, model: str) -> None:
-        """The broker's report (``Broker.observer``): ``retry`` or ``fallback`` of ``model``."""
-        (self.retries if event == "retry" else self.fallbacks).labels(model).inc()
+        """The broker's report (``Broker.observer``): ``retry``, ``fallback``, ``cooldown``
+        or ``probe`` of ``model`` (an alias of the table: the labels stay few)."""
+        counters = {
+            "retry": self.retries,
+            "fallback": self.fallbacks,
+            "cooldown": self.cooldowns,
+            "probe": self.probes,
+        }
+        counters[event].labels(model).inc()
 
     def observe_search(self, mode: str, seconds: float) -> None:
         self.search_seconds.labels(mode).observe(seconds)

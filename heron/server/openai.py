@@ -1,7 +1,13 @@
 """OpenAI's Chat Completions API in front of the agent: any OpenAI client gets grounded,
 cited answers. ``POST /v1/chat/completions`` (plain or ``stream: true``) and
-``GET /v1/models`` (the aliases of models.yml); ``/v1/embeddings`` is
-``heron.server.embeddings``.
+``GET /v1/models`` (the aliases of models.yml, and each as ``raw/ALIAS``);
+``/v1/embeddings`` is ``heron.server.embeddings``.
+
+A model named ``raw/ALIAS`` (``raw/default``: the default alias) is the broker alone, no
+grounding: the messages, tools and fields go to the alias's model as they are, with
+Heron's routing, retries, fallbacks and cooldowns, and a stream is re-emitted chunk by
+chunk as the provider sends it (``raw_completions``). Every other model name is the
+grounded agent, below.
 
 What a request says reaches the agent as one ``heron.agent.turn.Turn`` (``turn``):
 
@@ -13,7 +19,13 @@ What a request says reaches the agent as one ``heron.agent.turn.Turn`` (``turn``
   ``stop``, ``seed``, ``presence_penalty``, ``frequency_penalty``, ``response_format``)
   goes to the model as ``heron.llm.Sampling``; a provider that cannot honour one refuses
   it, and that is a 400 naming it. ``n`` above 1, ``logprobs``, ``logit_bias`` and the
-  legacy ``functions`` are refused (400) rather than silently dropped.
+  legacy ``functions`` are refused (400) rather than silently dropped. OpenAI's other
+  fields (``PASSED_FIELDS``: ``parallel_tool_calls``, ``reasoning_effort``,
+  ``service_tier``, ``store``, ``metadata``, ``modalities``/``audio``, ``prediction``,
+  ``web_search_options``...) are a raw model's (sent to its provider); on a grounded
+  answer only a neutral value is taken (``modalities: ["text"]``, ``store: false``,
+  ``service_tier: "auto"``, ``parallel_tool_calls: true``) and any other is a 400 naming
+  the field (``grounded_fields``). The table per field is in docs/llm.md.
 - ``tools`` / ``tool_choice`` are the client's: offered to the model alone, beside
   Heron's grounding (the passages) and none of Heron's tools; a call to one ends the
   turn and comes back as OpenAI ``tool_calls`` (``finish_reason: "tool_calls"``) for
@@ -48,7 +60,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import ServerSentEvent
@@ -58,12 +70,30 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.turn import Turn
-from heron.core.chat import Message, Sampling, ToolCall
+from heron.core.cancel import Gone
+from heron.core.chat import (
+    ChatRequest,
+    Completion,
+    Message,
+    Sampling,
+    StreamEvent,
+    TextDelta,
+    ToolCall,
+)
+from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.llm.broker import count_tokens
-from heron.llm.payload import check_sampling, json_schema, parse_arguments
+from heron.llm.payload import (
+    NEUTRAL,
+    PASSED_FIELDS,
+    check_sampling,
+    estimate_tokens,
+    json_schema,
+    parse_arguments,
+)
 from heron.server.events import event_stream, in_thread, message
+from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
 from heron.server.keys import spend
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
@@ -74,13 +104,20 @@ from heron.settings import Settings
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
     from heron.agent.answer import AgentEvent, Answer
 
+T = TypeVar("T")
+
 #: Roles whose messages are the agent's instructions (``developer`` is OpenAI's newer
 #: name for ``system``).
 INSTRUCTION_ROLES = ("system", "developer")
 
 
 class Invalid(InputError):
-    """A request Heron cannot honour as sent; the message names the field."""
+    """A request Heron cannot honour as sent; the message names the field, ``param``
+    too when it is one."""
+
+    def __init__(self, message: str, param: str | None = None) -> None:
+        super().__init__(message)
+        self.param = param
 
 
 class Part(BaseModel):
@@ -157,6 +194,20 @@ class CompletionRequest(BaseModel):
     functions: list[Any] | None = None
     function_call: Any = None
     user: str | None = Field(default=None, max_length=200)  # the actor interventions see
+    # OpenAI's fields with no meaning of Heron's own (PASSED_FIELDS): a raw model's
+    # provider takes them; a grounded answer takes only their neutral values.
+    parallel_tool_calls: bool | None = None
+    reasoning_effort: str | None = None
+    service_tier: str | None = None
+    store: bool | None = None
+    metadata: dict[str, str] | None = None
+    modalities: list[str] | None = None
+    audio: dict[str, Any] | None = None
+    prediction: dict[str, Any] | None = None
+    web_search_options: dict[str, Any] | None = None
+    verbosity: str | None = None
+    prompt_cache_key: str | None = None
+    safety_identifier: str | None = None
     # Heron's own, sent as extra_body.
     session_id: str | None = None
     library: str | None = None
@@ -179,6 +230,26 @@ def refused_fields(req: CompletionRequest) -> None:
             "functions: the legacy functions API is not served; send the same "
             'definitions as tools=[{"type": "function", "function": {...}}].'
         )
+
+
+#: The model-name prefix of the broker alone (no grounding).
+RAW_PREFIX = "raw/"
+
+
+def passed_fields(req: CompletionRequest) -> dict[str, Any]:
+    """The request's ``PASSED_FIELDS`` that it set (``user`` included), by OpenAI's name."""
+    return {name: getattr(req, name) for name in PASSED_FIELDS if getattr(req, name) is not None}
+
+
+def grounded_fields(req: CompletionRequest) -> None:
+    """A grounded answer takes a passed field only at its neutral value: the agent's
+    model calls are Heron's own, so the client's provider options have nowhere to go."""
+    for name, value in passed_fields(req).items():
+        if name != "user" and value not in NEUTRAL.get(name, ()):
+            raise Invalid(
+                f"{name}: a grounded answer does not send {name} to its model; call the "
+                f"model as {RAW_PREFIX}{req.model} (no grounding) to pass it, or leave it out."
+            )
 
 
 def _text(content: str | list[Part] | None, where: str) -> str:
@@ -311,9 +382,13 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
     held to ``openai_tool_safety``, and hints that name the request's fields
     (``surface="api"``)."""
     refused_fields(req)
+    grounded_fields(req)
+    count_messages(req, settings)
     talk = conversation(req.messages)
     tools, choice = client_tools(req)
     options = sampling(req)
+    messages = (Message("system", talk.instructions), *talk.history, Message("user", talk.message))
+    measure(ChatRequest(messages, tuple(tools), sampling=options), settings)
     wants_json = json_schema(options.response_format) is not None
     if req.answer == "extractive" and (wants_json or (tools and choice != "none")):
         # The agent would quote the passages and ignore them; say so instead.
@@ -338,6 +413,41 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
         tool_safety=settings.openai_tool_safety,
         surface="api",
     )
+
+
+def count_messages(req: CompletionRequest, settings: Settings) -> None:
+    if len(req.messages) > settings.openai_max_messages:
+        raise Invalid(
+            f"messages: {len(req.messages):,} messages, over the {settings.openai_max_messages:,} "
+            "a request may send (HERON_OPENAI_MAX_MESSAGES); send the recent ones.",
+            "messages",
+        )
+
+
+def measure(request: ChatRequest, settings: Settings) -> None:
+    """Refuse a request that costs more than it may, before any work: its estimated
+    input tokens (``openai_max_input_tokens``) and its JSON schemas
+    (``heron.core.schema_bounds``, one check for all of them), the field named. Grounded
+    and raw requests alike."""
+    tokens = estimate_tokens(request)
+    if tokens > settings.openai_max_input_tokens:
+        raise Invalid(
+            f"messages: about {tokens:,} tokens with the tools, over the "
+            f"{settings.openai_max_input_tokens:,} a request may send "
+            "(HERON_OPENAI_MAX_INPUT_TOKENS); send less history.",
+            "messages",
+        )
+    check = SchemaCheck(
+        SchemaBounds(
+            max_repeat=settings.openai_schema_max_repeat,
+            max_size=settings.openai_schema_max_size,
+        )
+    )
+    wanted = json_schema(request.sampling.response_format)
+    if wanted:
+        check.check(wanted, "response_format.json_schema.schema")
+    for i, tool in enumerate(request.tools):
+        check.check(tool.parameters, f"tools[{i}].function.parameters")
 
 
 def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
@@ -464,12 +574,189 @@ async def _stream(
     yield message("[DONE]")
 
 
+def raw_messages(messages: list[ChatMessage]) -> list[Message]:
+    """The messages as they are, for the model alone: system and developer messages stay
+    system messages where they stand; a tool result must answer an earlier call."""
+    out: list[Message] = []
+    names: dict[str, str] = {}  # tool call id -> tool name, to label the results
+    for i, m in enumerate(messages):
+        where = f"messages[{i}]"
+        text = _text(m.content, where)
+        if m.role in INSTRUCTION_ROLES:
+            out.append(Message("system", text))
+        elif m.role == "user":
+            out.append(Message("user", text))
+        elif m.role == "assistant":
+            calls = tuple(
+                _call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(m.tool_calls or ())
+            )
+            names |= {c.id: c.name for c in calls}
+            out.append(Message("assistant", text, calls))
+        elif m.role == "tool":
+            if m.tool_call_id not in names:
+                raise Invalid(
+                    f"{where}: tool_call_id {m.tool_call_id!r} answers no tool call of an "
+                    "earlier assistant message; send the assistant message with its "
+                    "tool_calls before the tool results."
+                )
+            out.append(
+                Message("tool", text, tool_call_id=m.tool_call_id, name=names[m.tool_call_id])
+            )
+        else:
+            raise Invalid(
+                f"{where}.role: {m.role!r} is not a role Heron takes; use system, "
+                "developer, user, assistant or tool."
+            )
+    return out
+
+
+def raw_request(req: CompletionRequest, settings: Settings) -> ChatRequest:
+    """The broker's request for a ``raw/`` model: messages, tools, sampling and the
+    passed fields, as the client sent them, measured as a grounded one is. Heron's own
+    grounding fields are refused: a raw model searches nothing and keeps no session."""
+    refused_fields(req)
+    count_messages(req, settings)
+    for name in ("library", "session_id", "answer"):
+        if getattr(req, name) is not None:
+            raise Invalid(
+                f"{name}: {req.model} is the model alone, with no library search or "
+                f"session; call {req.model.removeprefix(RAW_PREFIX)} for a grounded answer, "
+                f"or leave {name} out."
+            )
+    tools, choice = client_tools(req)
+    asked = ChatRequest(
+        tuple(raw_messages(req.messages)),
+        tuple(tools),
+        choice,
+        sampling=sampling(req),
+        extra=passed_fields(req),
+    )
+    measure(asked, settings)
+    return asked
+
+
+#: ``finish_reason`` values OpenAI has; a provider's other reason is ``stop``.
+FINISH_REASONS = ("stop", "length", "tool_calls", "content_filter")
+
+
+def _raw_finish(done: Completion) -> str:
+    if done.tool_calls:
+        return "tool_calls"
+    return done.finish_reason if done.finish_reason in FINISH_REASONS else "stop"
+
+
+def _raw_usage(done: Completion) -> dict[str, int]:
+    used = done.usage
+    total = used.prompt_tokens + used.completion_tokens
+    return {
+        "prompt_tokens": used.prompt_tokens,
+        "completion_tokens": used.completion_tokens,
+        "total_tokens": total,
+    }
+
+
+def raw_completion(done: Completion, cid: str, created: int) -> dict[str, Any]:
+    """OpenAI's ``chat.completion`` of the model's own answer; ``model`` is the alias
+    that answered (a fallback's, when one did), as ``raw/ALIAS``."""
+    message: dict[str, Any] = {"role": "assistant", "content": done.text}
+    if done.tool_calls:
+        message |= {"content": done.text or None, "tool_calls": _calls(done.tool_calls)}
+    return {
+        "id": cid,
+        "object": "chat.completion",
+        "created": created,
+        "model": RAW_PREFIX + done.model,
+        "choices": [
+            {"index": 0, "message": message, "finish_reason": _raw_finish(done), "logprobs": None}
+        ],
+        "usage": _raw_usage(done),
+    }
+
+
+async def _raw_stream(
+    events: Iterator[StreamEvent],
+    chunk: _Chunks,
+    include_usage: bool,
+) -> AsyncIterator[ServerSentEvent]:
+    """The provider's stream as OpenAI chunks, each piece as it arrives; the tool calls
+    (which the broker assembles) and the finish reason on the last chunks, the usage on
+    exactly one (OpenAI's extra last chunk with ``include_usage``, else the finishing one)."""
+
+    def chunks(event: StreamEvent) -> list[ServerSentEvent]:
+        if isinstance(event, TextDelta):
+            return [chunk({"content": event.text})]
+        done = event.completion
+        model = RAW_PREFIX + done.model
+        out = [
+            chunk({"tool_calls": [{"index": index, **call}]}, model=model)
+            for index, call in enumerate(_calls(done.tool_calls))
+        ]
+        finish = _raw_finish(done)
+        if include_usage:
+            out.append(chunk({}, finish_reason=finish, model=model))
+            out.append(chunk(None, model=model, usage=_raw_usage(done)))
+        else:
+            out.append(chunk({}, finish_reason=finish, model=model, usage=_raw_usage(done)))
+        return out
+
+    yield chunk({"role": "assistant", "content": ""})
+    try:
+        async for event in in_thread(events):
+            for sse in chunks(event):
+                yield sse
+    except HeronError as exc:  # mid-stream: OpenAI sends the error as a data line
+        yield message(error_body(str(exc), "server_error", type(exc).__name__))
+    yield message("[DONE]")
+
+
+def _prepended(first: T | None, events: Iterator[T]) -> Iterator[T]:
+    if first is not None:
+        yield first
+    yield from events  # closing this closes ``events``, and with it the model's stream
+
+
+async def started(events: Iterator[T]) -> Iterator[T]:
+    """``events`` once the first has come: a failure before it (a 429 upstream, every
+    model cooling down) raises here, to be answered with its status, not as a stream."""
+    first = await run_in_threadpool(next, events, None)
+    return _prepended(first, events)
+
+
+async def raw_completions(rt: Runtime, req: CompletionRequest) -> Response:
+    """``raw/ALIAS``: the broker alone. A failure before the first piece (an unknown
+    alias, every model refusing, an upstream 429) is answered with its status and
+    ``Retry-After``; a stream's first piece is awaited before the response starts."""
+    cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
+    alias = req.model.removeprefix(RAW_PREFIX) or None
+    try:
+        asked = raw_request(req, rt.settings)
+        broker = await run_in_threadpool(lambda: rt.agent.broker)
+        if req.stream:
+            events = await started(broker.stream(asked, model=alias))
+            include_usage = bool(req.stream_options and req.stream_options.include_usage)
+            return event_stream(
+                _raw_stream(events, _Chunks(cid, created, req.model), include_usage), rt.settings
+            )
+        done = await run_in_threadpool(lambda: broker.complete(asked, model=alias))
+    except (Invalid, SchemaTooLarge) as exc:
+        return invalid(str(exc), exc.param)
+    except InputError as exc:
+        return invalid(str(exc))
+    except HeronError as exc:
+        return heron_error(exc)
+    return StrictJSONResponse(raw_completion(done, cid, created))
+
+
 async def chat_completions(rt: Runtime, request: Request) -> Response:
     req = await read_body(request, CompletionRequest)
     if isinstance(req, Response):
         return req
+    if req.model.startswith(RAW_PREFIX):
+        return await raw_completions(rt, req)
     try:
         asked = turn(req, rt.settings)
+    except (Invalid, SchemaTooLarge) as exc:
+        return invalid(str(exc), exc.param)
     except InputError as exc:
         return invalid(str(exc))
     cid, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
@@ -479,14 +766,16 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
         if req.stream:
             # Bad input (an unknown model, a missing library) raises here, before any
             # chunk, so it is answered with a status code.
-            events = await run_in_threadpool(lambda: rt.agent.stream(asked))
+            events = await started(await run_in_threadpool(lambda: rt.agent.stream(asked)))
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
             return event_stream(
                 _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
                 rt.settings,
             )
-        answer = await run_in_threadpool(lambda: rt.agent.ask(asked))
+        answer = await unless_gone(request, lambda: rt.agent.ask(asked))
         used = await run_in_threadpool(usage, rt, answer, sent)
+    except Gone:
+        return gone()
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_answer(answer, time.perf_counter() - start)
@@ -507,13 +796,19 @@ async def models(rt: Runtime, request: Request) -> Response:
     except HeronError as exc:
         return heron_error(exc)
     wanted = request.path_params.get("model")
+    # Each alias twice: grounded by Heron, and the model alone (raw/ALIAS).
+    listed = {
+        name: spec.provider
+        for prefix in ("", RAW_PREFIX)
+        for name, spec in ((prefix + alias, spec) for alias, spec in table.models.items())
+    }
     if wanted is None:
-        data = [_model(alias, spec.provider) for alias, spec in table.models.items()]
+        data = [_model(name, provider) for name, provider in listed.items()]
         return StrictJSONResponse({"object": "list", "data": data})
-    if wanted not in table.models:
-        known = ", ".join(table.models)
+    if wanted not in listed:
+        known = ", ".join(listed)
         return openai_error(404, f"No model {wanted!r}. Models: {known}.", "invalid_request_error")
-    return StrictJSONResponse(_model(wanted, table.models[wanted].provider))
+    return StrictJSONResponse(_model(wanted, listed[wanted]))
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:

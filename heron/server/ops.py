@@ -54,7 +54,22 @@ def readiness(rt: Runtime) -> dict[str, Any]:
         checks.setdefault("libraries", {"ok": False, "error": str(exc)})
     checks["config"] = reloader(rt).ready()
     checks["agent"] = {"ok": True, "opened": rt.opened("agent")}
+    checks["models"] = model_health(rt)
     return checks
+
+
+def model_health(rt: Runtime) -> dict[str, Any]:
+    """The models cooling down (``heron.llm.cooldowns``) and whether the default alias's
+    chain has one that is not. Always ``ok``: a server whose models are all cooling still
+    searches, and its chat answers say when to ask again (429/503 with Retry-After)."""
+    from heron.llm.cooldowns import COOLDOWNS
+
+    cooling = [row for row in COOLDOWNS.snapshot() if row["cooling"]]
+    names = {row["alias"] for row in cooling}
+    available = True
+    if rt.opened("agent"):
+        available = any(s.alias not in names for s in rt.agent.broker.table.chain())
+    return {"ok": True, "cooling": cooling, "default_available": available}
 
 
 async def health(request: Request) -> Response:
@@ -82,6 +97,11 @@ def gauges(rt: Runtime) -> Gauges:
     if rt.opened("jobs"):
         states = Counter(job.state for job in rt.jobs.list(limit=10_000))
         found["heron_jobs"] = [({"state": state}, n) for state, n in sorted(states.items())]
+    from heron.llm.cooldowns import COOLDOWNS
+
+    found["heron_model_cooling"] = [
+        ({"model": row["alias"]}, 1.0 if row["cooling"] else 0.0) for row in COOLDOWNS.snapshot()
+    ]
     return found | watchdog_gauges(latest_path(rt.settings.home))
 
 

@@ -21,6 +21,8 @@ the model's fields in order). Errors:
 
 - a ``HeronError`` raised by a method becomes an application error (``APP_ERRORS``:
   -32001 bad input, -32004 not found, ...) carrying its message, which says what to do;
+  a model rate limited upstream or cooling down is -32007 (``MODEL_UNAVAILABLE``) with
+  ``data.retry_after`` in seconds;
 - ``RpcError(code, message, data)`` lets a method choose the code itself;
 - a pydantic ``ValidationError`` of the params is -32602 with the problems in ``data``;
 - anything else is -32603 with the exception type in ``data``, never an HTTP 500.
@@ -59,6 +61,7 @@ from heron.errors import (
     StoreError,
 )
 from heron.keys import Forbidden, OverLimit
+from heron.llm.errors import ProviderError
 from heron.server.strictjson import JsonRefused, aloads, dumps
 
 log = logging.getLogger("heron.server")
@@ -242,7 +245,7 @@ class Registry:
         except RpcError:
             raise
         except HeronError as exc:
-            raise RpcError(app_code(exc), str(exc), {"type": type(exc).__name__}) from exc
+            raise RpcError(app_code(exc), str(exc), error_data(exc)) from exc
         except Exception as exc:
             log.exception("method %s failed", name)
             raise RpcError(
@@ -250,8 +253,26 @@ class Registry:
             ) from exc
 
 
+#: A model rate limited upstream (429) or cooling down (503): ask again after
+#: ``data.retry_after`` seconds.
+MODEL_UNAVAILABLE = -32007
+
+
 def app_code(exc: HeronError) -> int:
+    if isinstance(exc, ProviderError) and exc.status in (429, 503):
+        return MODEL_UNAVAILABLE
     return next(code for cls, code in APP_ERRORS if isinstance(exc, cls))
+
+
+def error_data(exc: HeronError) -> dict[str, Any]:
+    """The ``data`` of an application error: its type, and ``retry_after`` (seconds)
+    where it says when to ask again."""
+    data: dict[str, Any] = {"type": type(exc).__name__}
+    if isinstance(exc, ProviderError) and exc.retry_after is not None:
+        data["retry_after"] = exc.retry_after
+    if isinstance(exc, OverLimit):
+        data["retry_after"] = exc.retry_after
+    return data
 
 
 def _validate(method: Method, params: Any) -> BaseModel:

@@ -3,13 +3,17 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from heron.llm import Broker, ChatRequest, Message
 from tests.llm.conftest import MODELS
 from tests.llm_servers import ChatServer
 from tests.run_heron import run_heron
+
+HELLO = ChatRequest((Message("user", "hello"),))
 
 
 @pytest.fixture
@@ -60,3 +64,19 @@ def test_bad_models_yml_is_a_clean_error(home: Path) -> None:
 def test_commands_have_help_with_an_example() -> None:
     for command in ("list", "check"):
         assert "Example:" in run_heron("models", command, "--help").stdout
+
+
+def test_list_shows_what_a_server_of_the_home_cools_down(
+    models_yml: Path, chat: ChatServer, make_broker: Callable[..., Broker]
+) -> None:
+    """The broker that found gpt rate limited (a server's, here this process's) wrote it
+    down; ``heron models list``, another process, shows it."""
+    chat.fail("gpt-test", 429, **{"retry-after": "120"})
+    assert make_broker(llm_max_wait=0.1).complete(HELLO).model == "claude"
+    data = json.loads(run_heron("models", "list", "--json").stdout)
+    rows = {row["alias"]: row for row in data["models"]}
+    assert rows["claude"]["cooldown"] is None
+    cooling = rows["gpt"]["cooldown"]
+    assert cooling["rate_limited"] and 100 < cooling["seconds_left"] <= 120
+    assert data["policy"]["cooldown"] == 60.0
+    assert "cooling" in run_heron("models", "list").stdout

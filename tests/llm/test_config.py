@@ -205,8 +205,10 @@ def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
     )
     assert (mini.provider, mini.model) == ("openai", "gpt-4o-mini")
     notes = "\n".join(table.notes)
-    for ignored in ("litellm_settings", "router_settings", "general_settings"):
-        assert f"{ignored} is LiteLLM's own setting; Heron ignores it" in notes
+    assert "general_settings is LiteLLM's own setting; Heron ignores it" in notes
+    assert "Heron ignores the LiteLLM litellm_settings key(s) drop_params, set_verbose" in notes
+    assert "Heron ignores the LiteLLM router_settings key(s) routing_strategy." in notes
+    assert table.policy.retries == 3  # router_settings.num_retries is read
     assert "rpm, stream_timeout, timeout" in notes
     assert "2 entries are named 'gpt-4o'" in notes and "falls back to gpt-4o#2" in notes
 
@@ -292,3 +294,88 @@ def test_litellm_entries_heron_cannot_take_are_refused_clearly(
 def test_unknown_keys_name_the_closest_allowed_one(text: str, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         parse_table(text)
+
+
+ROUTED = """model_list:
+  - model_name: primary
+    litellm_params:
+      model: openai/gpt-test
+      api_base: {url}/v1
+      api_key: os.environ/TEST_OPENAI_KEY
+  - model_name: backup
+    litellm_params:
+      model: openai/other-test
+      api_base: {url}/v1
+      api_key: os.environ/TEST_OPENAI_KEY
+  - model_name: small
+    litellm_params:
+      model: openai/small-test
+      api_base: {url}/v1
+      api_key: os.environ/TEST_OPENAI_KEY
+    model_info: {{max_input_tokens: 300}}
+router_settings:
+  fallbacks: [{{"primary": ["backup"]}}]
+  context_window_fallbacks: [{{"small": ["backup"]}}]
+  num_retries: 0
+  timeout: 7
+  allowed_fails: 1
+  cooldown_time: 45
+  routing_strategy: simple-shuffle
+litellm_settings:
+  request_timeout: 99
+  num_retries: 5
+  drop_params: true
+"""
+
+
+def test_router_settings_fallbacks_are_used(chat: ChatServer, home: Path) -> None:
+    """router_settings.fallbacks names the fallback, and the broker goes to it; the
+    policy keys are read (router_settings winning over litellm_settings), the rest noted."""
+    home.mkdir(parents=True)
+    (home / "models.yml").write_text(ROUTED.format(url=chat.url))
+    broker = load_broker(Settings())
+    table = broker.table
+    assert table.spec("primary").fallbacks == ("backup",)
+    assert table.spec("small").context_fallbacks == ("backup",)
+    assert (table.policy.retries, table.policy.timeout) == (0, 7.0)
+    assert (table.policy.allowed_fails, table.policy.cooldown) == (1, 45.0)
+    assert broker.limits.retries == 0 and broker.limits.cooldown == 45.0
+    notes = "\n".join(table.notes)
+    assert "router_settings key(s) routing_strategy" in notes
+    assert "litellm_settings key(s) drop_params" in notes
+    chat.fail("gpt-test", 500)
+    answer = broker.complete(ChatRequest((Message("user", "ping"),)))
+    assert answer.model == "backup" and answer.text == "echo: ping"
+    assert [b["model"] for b in chat.posted("/v1/chat/completions")] == ["gpt-test", "other-test"]
+    # A prompt over small's window goes to its context-window fallback, no call to small.
+    long = ChatRequest((Message("user", "word " * 400),))
+    assert broker.complete(long, model="small").model == "backup"
+    assert "small-test" not in [b["model"] for b in chat.posted("/v1/chat/completions")]
+    broker.close()
+
+
+@pytest.mark.parametrize(
+    ("section", "message"),
+    [
+        ("router_settings: {fallbacks: [primary]}", r"router_settings.fallbacks must be a list"),
+        ("router_settings: {fallbacks: [{nope: [primary]}]}", r"fallbacks for 'nope'"),
+        ("router_settings: {fallbacks: [{primary: [nope]}]}", r"falls back to 'nope'"),
+        ("router_settings: {num_retries: -1}", r"num_retries must be a whole number"),
+        ("litellm_settings: {request_timeout: fast}", r"request_timeout must be a number"),
+        ("router_settings: [1]", r"router_settings must be a mapping"),
+    ],
+)
+def test_bad_router_settings_name_the_key(section: str, message: str) -> None:
+    text = "models:\n  primary: {provider: local}\n" + section + "\n"
+    with pytest.raises(ConfigError, match=message):
+        parse_table(text)
+
+
+def test_a_native_models_yml_takes_context_window_fallbacks() -> None:
+    table = parse_table(
+        "models:\n"
+        "  small: {provider: local, context_window: 512, context_window_fallbacks: [big]}\n"
+        "  big: {provider: local}\n"
+    )
+    assert table.spec("small").context_fallbacks == ("big",)
+    assert table.spec("small").to_dict()["context_window_fallbacks"] == ["big"]

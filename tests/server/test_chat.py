@@ -32,9 +32,9 @@ def test_agent_chat_over_rpc(served: Served) -> None:
 
 
 def test_models_lists_the_aliases(client: openai.OpenAI) -> None:
-    assert [m.id for m in client.models.list()] == ["local"]
+    assert [m.id for m in client.models.list()] == ["local", "raw/local"]
     assert client.models.retrieve("local").owned_by == "heron:local"
-    with pytest.raises(openai.NotFoundError, match="Models: local"):
+    with pytest.raises(openai.NotFoundError, match="Models: local, raw/local"):
         client.models.retrieve("gpt-9")
 
 

@@ -238,20 +238,22 @@ def test_each_route_needs_its_scope(method: str, path: str, scope: str) -> None:
 
 
 def test_mcp_offers_and_runs_only_the_tools_a_key_may_call(served: Served) -> None:
-    """Over the real SDK client: a read key sees no ``route_tools`` and gets a tool error
-    naming the scope when it calls it anyway; its searches run."""
+    """Over the real SDK client: a read key is offered no ``find_tools`` and no jobs, and
+    gets a tool error naming the scope when it calls one anyway; its searches run."""
     with open_keys(served.settings) as keys:
         token = keys.create("mcp-reader", ["read"])[1]
 
-    async def session() -> tuple[list[str], Any, Any]:
+    async def session() -> tuple[list[str], Any, Any, Any]:
         http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"}, timeout=60)
         async with http, Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as c:
             listed = await c.list_tools()
-            routed = await c.call_tool("route_tools", {"query": "read a skill"})
-            found = await c.call_tool("search_skills", {"query": "roll back", "top_k": 1})
-        return sorted(t.name for t in listed.tools), routed, found
+            found = await c.call_tool("find_tools", {"query": "read a skill"})
+            jobs = await c.call_tool("jobs_list", {})
+            skills = await c.call_tool("search_skills", {"query": "roll back", "top_k": 1})
+        return sorted(t.name for t in listed.tools), found, jobs, skills
 
-    names, routed, found = anyio.run(session)
-    assert names == ["read_skill", "search_docs", "search_skills"]
-    assert routed.is_error and "needs scope tools" in routed.content[0].text
-    assert not found.is_error
+    names, found, jobs, skills = anyio.run(session)
+    assert names == ["interventions_list", "read_skill", "search_docs", "search_skills"]
+    assert found.is_error and "needs scope tools" in found.content[0].text
+    assert jobs.is_error and "needs scope jobs" in jobs.content[0].text
+    assert not skills.is_error

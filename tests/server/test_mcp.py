@@ -17,7 +17,20 @@ from mcp.shared.exceptions import MCPError
 from heron.libraries.tool import SEARCH_DOCS
 from tests.server.conftest import Served, heron_env
 
-TOOLS = ["read_skill", "route_tools", "search_docs", "search_skills"]
+#: What a client sees with the default HERON_MCP_TOOL_SAFETY=read: the retrieval tools,
+#: the tool door, and the read-only JSON-RPC methods.
+TOOLS = [
+    "ask",
+    "call_tool",
+    "find_tools",
+    "interventions_list",
+    "jobs_events",
+    "jobs_get",
+    "jobs_list",
+    "read_skill",
+    "search_docs",
+    "search_skills",
+]
 ROOT = Path(__file__).parents[2]
 
 
@@ -28,7 +41,15 @@ async def exercise(server: Any) -> dict[str, Any]:
         docs = await client.call_tool("search_docs", {"query": "undo a rollout", "top_k": 2})
         skills = await client.call_tool("search_skills", {"query": "roll back", "top_k": 1})
         skill = await client.call_tool("read_skill", {"name": "rollback-deployment"})
-        routed = await client.call_tool("route_tools", {"query": "read a skill", "top_k": 2})
+        found = await client.call_tool("find_tools", {"query": "read a skill", "top_k": 2})
+        called = await client.call_tool(
+            "call_tool", {"name": "read_skill", "arguments": {"name": "rollback-deployment"}}
+        )
+        asked = await client.call_tool(
+            "ask", {"message": "How do I undo a rollout?", "answer": "extractive"}
+        )
+        jobs = await client.call_tool("jobs_list", {})
+        refused = await client.call_tool("jobs_create", {"prompt": "deploy"})
         bad = await client.call_tool("search_docs", {"query": "x", "library": "nope"})
         resources = await client.list_resources()
         templates = await client.list_resource_templates()
@@ -50,7 +71,11 @@ async def exercise(server: Any) -> dict[str, Any]:
         "docs": docs,
         "skills": skills,
         "skill": skill,
-        "routed": routed,
+        "found": found,
+        "called": called,
+        "asked": asked,
+        "jobs": jobs,
+        "refused": refused,
         "bad": bad,
         "resources": resources.resources,
         "templates": templates.resource_templates,
@@ -75,7 +100,15 @@ def check(seen: dict[str, Any]) -> None:
     assert docs.structured_content["results"][0]["citation"] == "(tiny, tasks/rollback)"
     assert json.loads(docs.content[0].text) == docs.structured_content["results"]
     assert "kubectl rollout undo" in seen["skill"].structured_content["body"]
-    assert seen["routed"].structured_content["results"][0]["name"] == "read_skill"
+    found = seen["found"].structured_content["tools"]
+    assert found[0]["name"] == "read_skill" and found[0]["input_schema"]["required"] == ["name"]
+    called = seen["called"].structured_content
+    assert called["name"] == "read_skill" and "kubectl rollout undo" in called["result"]["body"]
+    asked = seen["asked"].structured_content
+    assert ("tiny", "tasks/rollback") in [(c["library"], c["page"]) for c in asked["citations"]]
+    assert seen["jobs"].structured_content == {"results": []}
+    refused = seen["refused"]  # a write: not offered at the default safety, not callable
+    assert refused.is_error and "No tool 'jobs_create'" in refused.content[0].text
     bad = seen["bad"]
     assert bad.is_error and "nope" in bad.content[0].text
     check_surface(seen)
@@ -86,9 +119,14 @@ def check_surface(seen: dict[str, Any]) -> None:
     for tool in seen["tools"]:
         hints = tool.annotations
         assert tool.title and hints.title == tool.title
+        if tool.name == "call_tool":  # runs what it is given, wherever that lives
+            assert (hints.read_only_hint, hints.destructive_hint) == (False, True)
+            assert (hints.idempotent_hint, hints.open_world_hint) == (False, True)
+            continue
         assert (hints.read_only_hint, hints.destructive_hint) == (True, False)
-        assert (hints.idempotent_hint, hints.open_world_hint) == (True, False)
-        assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
+        assert hints.idempotent_hint == (tool.name != "ask") and not hints.open_world_hint
+        if not tool.name.startswith(("jobs_", "interventions_", "ask")):
+            assert tool.output_schema["type"] == "object" and tool.output_schema["required"]
     link = seen["link"]
     assert (str(link.uri), link.name) == (
         "heron://library/tiny/tasks/rollback",
