@@ -257,3 +257,27 @@ def test_mcp_offers_and_runs_only_the_tools_a_key_may_call(served: Served) -> No
     assert found.is_error and "needs scope tools" in found.content[0].text
     assert jobs.is_error and "needs scope jobs" in jobs.content[0].text
     assert not skills.is_error
+
+
+def test_a_chat_answer_is_charged_to_its_key(served: Served) -> None:
+    """An answer's usage lands on the key that asked, and a key over its tokens per
+    window is refused the next chat (429), not the next search."""
+    with open_keys(served.settings) as keys:
+        token = keys.create("chatter", ["chat", "read"], tpm=1)[1]
+    headers = {"authorization": f"Bearer {token}"}
+    chat = {
+        "model": "local",
+        "messages": [{"role": "user", "content": "How do I undo a rollout?"}],
+        "answer": "extractive",  # no model call: quoted passages, usage still counted
+    }
+    with served.client(headers=headers) as client:
+        answered = client.post("/v1/chat/completions", json=chat)
+        assert answered.status_code == 200, answered.text
+        used = answered.json()["usage"]
+        assert used["prompt_tokens"] > 0
+        limited = client.post("/v1/chat/completions", json=chat)
+        assert limited.status_code == 429 and int(limited.headers["retry-after"]) >= 1
+        assert client.get("/v1/models").status_code == 200
+        metrics = client.get("/metrics").text
+    line = f'heron_key_tokens_total{{direction="in",key="chatter"}} {float(used["prompt_tokens"])}'
+    assert line in metrics
