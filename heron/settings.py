@@ -294,6 +294,14 @@ class Settings(BaseSettings):
     server_max_batch: int = Field(
         default=100, ge=1, description="Calls in one JSON-RPC batch, at most."
     )
+    keys_window: int = Field(
+        default=60,
+        ge=1,
+        description="Seconds of a named API key's per-minute limits (rpm, tpm); 60 is a minute.",
+    )
+    keys_flush: float = Field(
+        default=5.0, gt=0, description="Seconds between writes of the keys' usage counts."
+    )
     mcp_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",
         description="Most harmful tool an MCP client of heron serve or heron mcp may run: "

@@ -55,6 +55,7 @@ FOUNDATION = {
     "extras",
     "modelfiles",
     "resource",
+    "keys",
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),

@@ -20,6 +20,7 @@ from heron.about import about
 from heron.cli.agent import register_agent
 from heron.cli.interventions import interventions_app
 from heron.cli.jobs import jobs_app
+from heron.cli.keys import keys_app
 from heron.cli.libraries import register_libraries
 from heron.cli.llm import models_app
 from heron.cli.ops import register_ops
@@ -79,6 +80,7 @@ app.add_typer(skills_app, name="skills")
 app.add_typer(tools_app, name="tools")
 app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
+app.add_typer(keys_app, name="keys")
 app.add_typer(interventions_app, name="interventions")
 app.add_typer(watchdog_app, name="watchdog")
 

@@ -34,6 +34,7 @@ from heron.server import (
     explain,
     interventions,
     jobs,
+    keys,
     mcp,
     methods,
     openai,
@@ -45,6 +46,7 @@ from heron.server.auth import api_token
 from heron.server.bodies import BodyMiddleware
 from heron.server.contexts import ContextMiddleware, runtime_of
 from heron.server.hooks import Feature
+from heron.server.keys import KeyMiddleware, keyring, rpc_gate
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
 from heron.server.origins import (
     Allowlist,
@@ -54,7 +56,7 @@ from heron.server.origins import (
     normal_name,
 )
 from heron.server.replies import for_path
-from heron.server.rpc import Registry, dispatch, encode
+from heron.server.rpc import Registry, dispatch, encode, status_of
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.web import pages
@@ -66,6 +68,7 @@ log = logging.getLogger("heron.server")
 #: finish first, then the reloader, the interventions' watchers, the job workers, MCP.
 FEATURES: tuple[Feature, ...] = (
     methods,
+    keys,
     conversations,
     explain,
     ops,
@@ -90,7 +93,9 @@ CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id"
 def rpc_registry(rt: Runtime) -> Registry:
     """Every feature's JSON-RPC methods on ``rt``: what ``/rpc`` answers, and what the MCP
     server offers of them (``heron mcp`` builds it without an app)."""
-    registry = Registry(observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok))
+    registry = Registry(
+        observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok), gate=rpc_gate
+    )
     for feature in FEATURES:
         feature.register(registry, rt)
     return registry
@@ -117,7 +122,10 @@ def create_app(
         )
         if answer is None:  # notifications only: nothing to answer
             return Response(status_code=204)
-        return Response(encode(answer), media_type="application/json")
+        status, headers = status_of(answer)
+        return Response(
+            encode(answer), status_code=status, headers=headers, media_type="application/json"
+        )
 
     @asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -169,6 +177,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
         Middleware(TokenMiddleware, token=api_token(settings)),
+        Middleware(KeyMiddleware, ring=keyring(rt), token=api_token(settings)),
         Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
         Middleware(BodyMiddleware, max_body=settings.server_max_body),
     ]

@@ -37,12 +37,17 @@ def register(registry: Registry, rt: Runtime) -> None:
         ListParams,
         summary="Conversations, the latest first, each with its title.",
         reach="context",
+        scope="chat",
     )
     def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
         return rt.agent.sessions.recent(p.limit)
 
     @registry.method(
-        "sessions.rename", RenameParams, summary="Give a conversation a title.", reach="context"
+        "sessions.rename",
+        RenameParams,
+        summary="Give a conversation a title.",
+        reach="context",
+        scope="chat",
     )
     def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
         rt.agent.sessions.rename(check_session_id(p.session_id), p.title)
@@ -53,12 +58,17 @@ def register(registry: Registry, rt: Runtime) -> None:
         SessionParams,
         summary="A conversation's turns, oldest first (each answer with its html).",
         reach="context",
+        scope="chat",
     )
     def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
         return [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)]
 
     @registry.method(
-        "sessions.delete", SessionParams, summary="Forget a conversation.", reach="context"
+        "sessions.delete",
+        SessionParams,
+        summary="Forget a conversation.",
+        reach="context",
+        scope="chat",
     )
     def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
         if not rt.agent.sessions.delete(check_session_id(p.session_id)):

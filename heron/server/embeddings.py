@@ -43,6 +43,7 @@ from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
 from heron.server.gone import gone, unless_gone
 from heron.server.hooks import no_lifespan, no_methods
+from heron.server.keys import spend
 from heron.server.replies import heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -158,6 +159,7 @@ class Embeddings:
             return gone()
         except HeronError as exc:
             return heron_error(exc)
+        spend(tokens, 0)  # the key's tokens
         data = [{"object": "embedding", "index": i, "embedding": row} for i, row in enumerate(rows)]
         return StrictJSONResponse(
             {

@@ -9,6 +9,7 @@ report. At most ``KEEP_TASKS`` finished tasks are remembered.
 
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import uuid
@@ -212,7 +213,8 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
 def register(registry: Registry, rt: Runtime) -> None:
     """Add the methods of this module, bound to ``rt``."""
     tasks = IndexTasks(rt)
-    method = registry.method
+    # Reading, but library.reindex (admin: it writes the index).
+    method = functools.partial(registry.method, scope="read")
 
     @method("library.pages", PagesParams, summary="A library's pages.", reach="context")
     def library_pages(p: PagesParams, rt: Runtime) -> list[dict[str, Any]]:
@@ -231,6 +233,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         "library.reindex",
         LibraryName,
         summary="Start indexing a library; watch it with library.progress.",
+        scope="admin",
     )
     def reindex(p: LibraryName) -> dict[str, Any]:
         return tasks.start(p.name).to_dict()

@@ -134,11 +134,16 @@ def register(registry: Registry, runtime: Runtime) -> None:
     def resolve(p: ResolveParams) -> dict[str, Any]:
         return runtime.interventions.resolve(p.room, p.key).to_dict()
 
-    @method("interventions.outcome", OutcomeParams, summary="Record accept or dismiss, once.")
+    @method(
+        "interventions.outcome",
+        OutcomeParams,
+        summary="Record accept or dismiss, once.",
+        scope="chat",  # the card's reader decides; raise and resolve need admin
+    )
     def outcome(p: OutcomeParams) -> dict[str, Any]:
         return runtime.interventions.outcome(p.id, p.outcome, p.by).to_dict()
 
-    @method("interventions.list", ListParams, summary="Interventions, newest first.")
+    @method("interventions.list", ListParams, summary="Interventions, newest first.", scope="read")
     def list_(p: ListParams) -> list[dict[str, Any]]:
         found = runtime.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
         return [i.to_dict() for i in found]
@@ -147,6 +152,7 @@ def register(registry: Registry, runtime: Runtime) -> None:
         "interventions.stats",
         StatsParams,
         summary="Per kind: raised, delivered, suppressed, accepted, dismissed; what was learned.",
+        scope="read",
     )
     def stats(p: StatsParams) -> dict[str, Any]:
         service = runtime.interventions

@@ -22,6 +22,7 @@ nothing::
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -79,7 +80,7 @@ class ListParams(Params):
 
 def register(registry: Registry, runtime: Runtime) -> None:
     """Add the ``jobs.*`` JSON-RPC methods to ``registry``, on the runtime's job store."""
-    method = registry.method
+    method = functools.partial(registry.method, scope="jobs")  # a key's jobs scope
 
     @method("jobs.create", CreateParams, summary="Queue a job; returns it.")
     def create(p: CreateParams) -> dict[str, Any]:

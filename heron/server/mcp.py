@@ -47,12 +47,14 @@ from heron.agent.wiring import retrieval_tools
 from heron.core.errors import ToolCallError
 from heron.core.tools import SAFETY_LEVELS, Handler, Safety, Tool
 from heron.errors import HeronError, InputError, NotFound
+from heron.keys import Forbidden, OverLimit
 from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
 from heron.server.contexts import runtime_of
-from heron.server.rpc import Registry, RpcError
+from heron.server.keys import acting_as, check_call, key_of, keyring
+from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 
@@ -340,8 +342,10 @@ def _annotations(
 
 def _refused(exc: HeronError) -> MCPError:
     """A resource or prompt that cannot be given: its message, redacted, as the
-    JSON-RPC error (invalid params: the name or URI asked for)."""
-    return MCPError(INVALID_PARAMS, redact(str(exc)))
+    JSON-RPC error (invalid params: the name or URI asked for; a key's refusal: its
+    JSON-RPC code, as on ``/rpc``)."""
+    code = next((c for kind, c in KEY_ERRORS if isinstance(exc, kind)), INVALID_PARAMS)
+    return MCPError(code, redact(str(exc)))
 
 
 class Catalog:
@@ -408,6 +412,19 @@ class Catalog:
         return types.GetPromptResult(description=skill.description, messages=[message])
 
 
+#: A key's refusals, with their JSON-RPC codes.
+KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
+    (Forbidden, FORBIDDEN),
+    (OverLimit, RATE_LIMITED),
+)
+#: The key scope each of Heron's own tools needs (``heron.server.keys``); one not listed
+#: needs admin, a JSON-RPC method's tool its method's scope. Resources and prompts: read.
+READ = "read"
+TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
+               "find_tools": "tools", "call_tool": "tools"}  # fmt: skip
+ADMIN = "admin"
+
+
 def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those in
     ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too. Each request is
@@ -452,10 +469,32 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
             )
         )
 
+    ring = keyring(rt)
+    scopes = {name: TOOL_SCOPES.get(name, ADMIN) for name in tools}
+    scopes |= {spec.name: method.scope for method, spec in methods.values()}
+
+    def permit(ctx: Any, scope: str) -> None:
+        """The caller's key (over HTTP) holds ``scope`` and has room; raises a Heron error."""
+        check_call(ring, key_of(ctx.request), scope)
+
+    def refuse_unless(ctx: Any, scope: str) -> None:
+        try:
+            permit(ctx, scope)
+        except HeronError as exc:
+            raise _refused(exc) from None
+
     async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
-        return types.ListToolsResult(tools=listed)
+        key = key_of(ctx.request)  # a key sees only the tools it may call
+        return types.ListToolsResult(
+            tools=[t for t in listed if key is None or key.allows(scopes[t.name])]
+        )
 
     async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        # As the request's key: the methods' gate and the tokens an answer spends see it.
+        with acting_as(ring, key_of(ctx.request)):
+            return await run_tool(ctx, params)
+
+    async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
         arguments = dict(params.arguments or {})
         if params.name in methods:
             method, _ = methods[params.name]
@@ -470,6 +509,7 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
             return _result(f"No tool {params.name!r}. Tools: {offered}.", error=True)
         _, handler = heron_tools(scoped(ctx))[params.name]
         try:
+            permit(ctx, scopes[params.name])
             value = await run_in_threadpool(handler, arguments)
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
@@ -485,6 +525,7 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         return _result(value, tool=params.name)
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
+        refuse_unless(ctx, READ)
         listed = await run_in_threadpool(Catalog(scoped(ctx)).resources)
         start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
         more = start + PAGE_SIZE < len(listed)
@@ -518,17 +559,20 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
+            permit(ctx, READ)
             contents = await run_in_threadpool(Catalog(scoped(ctx)).read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
         return types.ReadResourceResult(contents=[contents])
 
     async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
+        refuse_unless(ctx, READ)
         prompts = await run_in_threadpool(Catalog(scoped(ctx)).prompts)
         return types.ListPromptsResult(prompts=prompts)
 
     async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
         try:
+            permit(ctx, READ)
             catalog = Catalog(scoped(ctx))
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:

@@ -14,10 +14,14 @@ from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
 from heron.server.hooks import no_lifespan, no_routes
+from heron.server.keys import spend
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
+
+#: The scope of the methods that only read (``heron.keys.SCOPES``).
+READ = "read"
 
 
 class ChatParams(Params):
@@ -99,20 +103,28 @@ class ToolCall(Params):
 def register(registry: Registry, rt: Runtime) -> None:
     """Add Heron's methods. Those of a context's libraries, skills, tools and agent are
     handed the runtime of the caller's context (``reach="context"``), whose settings say
-    what it sees."""
+    what it sees. A method without a ``scope`` needs
+    ``admin`` (adding, removing and indexing libraries)."""
     method = registry.method
 
     @method(
-        "agent.chat", ChatParams, summary="Answer a question, grounded and cited.", reach="context"
+        "agent.chat",
+        ChatParams,
+        summary="Answer a question, grounded and cited.",
+        reach="context",
+        scope="chat",
     )
     def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
-        return rt.agent.ask(p.turn()).to_dict()  # heron ask
+        answer = rt.agent.ask(p.turn())  # heron ask
+        spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
+        return answer.to_dict()
 
     @method(
         "search.query",
         SearchParams,
         summary="Search the libraries (heron search).",
         reach="context",
+        scope=READ,
     )
     def search(p: SearchParams, rt: Runtime) -> list[dict[str, Any]]:
         found = rt.search(
@@ -120,7 +132,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return [r.to_dict() for r in found]
 
-    @method("library.list", summary="The configured libraries.", reach="context")
+    @method("library.list", summary="The configured libraries.", reach="context", scope=READ)
     def library_list(_: Params, rt: Runtime) -> list[dict[str, Any]]:
         return [x.to_dict() for x in read_libraries(rt.settings)]
 
@@ -157,23 +169,35 @@ def register(registry: Registry, rt: Runtime) -> None:
             for n in names
         ]
 
-    @method("library.status", OptionalLibrary, summary="Pages, chunks, last sync.", reach="context")
+    @method(
+        "library.status",
+        OptionalLibrary,
+        summary="Pages, chunks, last sync.",
+        reach="context",
+        scope=READ,
+    )
     def library_status(p: OptionalLibrary, rt: Runtime) -> list[dict[str, Any]]:
         return [s.to_dict() for s in statuses(rt.store, rt.settings, p.name)]
 
-    @method("skills.search", SkillSearch, summary="Skills that fit a task.", reach="context")
+    @method(
+        "skills.search", SkillSearch, summary="Skills that fit a task.", reach="context", scope=READ
+    )
     def skills_search(p: SkillSearch, rt: Runtime) -> list[dict[str, Any]]:
         return [h.to_dict() for h in rt.skills.search(p.query, p.top_k)]
 
-    @method("skills.status", summary="Skill directories and index state.", reach="context")
+    @method(
+        "skills.status", summary="Skill directories and index state.", reach="context", scope=READ
+    )
     def skills_status(_: Params, rt: Runtime) -> dict[str, Any]:
         return rt.skills.status().to_dict()
 
-    @method("skills.show", SkillName, summary="One skill: fields and body.", reach="context")
+    @method(
+        "skills.show", SkillName, summary="One skill: fields and body.", reach="context", scope=READ
+    )
     def skills_show(p: SkillName, rt: Runtime) -> dict[str, Any]:
         return rt.skills.show(p.name).to_dict()
 
-    @method("tools.list", summary="Every tool and MCP server status.", reach="context")
+    @method("tools.list", summary="Every tool and MCP server status.", reach="context", scope=READ)
     def tools_list(_: Params, rt: Runtime) -> dict[str, Any]:
         box = rt.toolbox
         return {
@@ -181,7 +205,13 @@ def register(registry: Registry, rt: Runtime) -> None:
             "tools": [t.to_dict() for t in box.registry.tools()],
         }
 
-    @method("tools.route", ToolRoute, summary="The tools to offer for a request.", reach="context")
+    @method(
+        "tools.route",
+        ToolRoute,
+        summary="The tools to offer for a request.",
+        reach="context",
+        scope="tools",
+    )
     def tools_route(p: ToolRoute, rt: Runtime) -> dict[str, Any]:
         router = rt.router(
             mode=p.mode,
@@ -192,14 +222,25 @@ def register(registry: Registry, rt: Runtime) -> None:
         )
         return router.route(p.query).to_dict()
 
-    @method("tools.call", ToolCall, summary="Call one tool with JSON arguments.", reach="context")
+    @method(
+        "tools.call",
+        ToolCall,
+        summary="Call one tool with JSON arguments.",
+        reach="context",
+        scope="tools",
+    )
     def tools_call(p: ToolCall, rt: Runtime) -> dict[str, Any]:
         tools = rt.toolbox.registry
         # Wrong argument types are the caller's error (-32001), not a handler's crash.
         check_arguments(tools.get(p.name), p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
-    @method("models.list", summary="The models.yml aliases: provider, model.", reach="server")
+    @method(
+        "models.list",
+        summary="The models.yml aliases: provider, model.",
+        reach="server",
+        scope=READ,
+    )
     def models_list(_: Params) -> list[dict[str, Any]]:
         from heron.llm.config import load_table
 
@@ -211,7 +252,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             for alias, spec in table.models.items()
         ]  # fmt: skip
 
-    @method("rpc.discover", summary="This API as an OpenRPC document.", reach="server")
+    @method("rpc.discover", summary="This API as an OpenRPC document.", reach="server", scope=READ)
     def discover(_: Params) -> dict[str, Any]:
         from heron import __version__
 

@@ -14,12 +14,16 @@ Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``
     heron_tool_calls_total{tool,outcome}               outcome ok|error|refused
     heron_answer_stage_duration_seconds{stage}         retrieval, routing, skills, model ...
     heron_search_duration_seconds{mode}                search.query, by search mode
+    heron_key_requests_total{key,outcome}              per API key: ok|limited|forbidden
+    heron_key_tokens_total{key,direction}              per API key, direction in|out
     heron_index_records{namespace}, heron_jobs{state}  read at each scrape
     heron_watchdog_check_status{check}                 1 passing, 0 failing (watchdog-latest.json)
     heron_build_info{version,python,implementation}, process_*, python_info, python_gc_*
 
-A route is the template that matched (``/jobs/{id}/events/stream``), never the raw path,
-so no URL can grow the label set; a request no route took is ``route="unmatched"``.
+A key is an API key's name (``heron.keys``; ``HERON_API_TOKEN`` for that token), so there
+are as many values as keys. A route is the template that matched
+(``/jobs/{id}/events/stream``), never the raw path, so no URL can grow the label set; a
+request no route took is ``route="unmatched"``.
 """
 
 from __future__ import annotations
@@ -141,6 +145,12 @@ class Metrics:
         )
         self.search_seconds = self._histogram(
             "heron_search_duration_seconds", "Library searches (search.query), by mode.", "mode"
+        )
+        self.key_requests = self._counter(
+            "heron_key_requests", "Requests per API key, by outcome.", "key", "outcome"
+        )
+        self.key_tokens = self._counter(
+            "heron_key_tokens", "Model tokens per API key, in and out.", "key", "direction"
         )
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:

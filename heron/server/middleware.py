@@ -4,10 +4,11 @@ pass through untouched.
 
 The app stacks them (outermost first): ``RequestMiddleware``, ``HostOriginMiddleware``
 (``heron.server.origins``), CORS for listed origins, ``TokenMiddleware``,
-``ContextMiddleware`` (``heron.server.contexts``), ``BodyMiddleware``
-(``heron.server.bodies``). So every refusal is logged and counted with its request id, a
-browser's preflight is answered before a token is asked for (browsers send none), and
-no body is read for a request that is refused anyway."""
+``KeyMiddleware`` (``heron.server.keys``: named keys, scopes and limits),
+``ContextMiddleware`` (``heron.server.contexts``: after the key, which may bind one),
+``BodyMiddleware`` (``heron.server.bodies``). So every refusal is logged and counted with
+its request id, a browser's preflight is answered before a token is asked for (browsers
+send none), and no body is read for a request that is refused anyway."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ import uuid
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heron.keys import PREFIX
 from heron.server import auth
 from heron.server.logs import request_id
 from heron.server.metrics import Metrics
@@ -29,6 +31,8 @@ log = logging.getLogger("heron.server.access")
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
 #: Paths reachable without the token: liveness probes carry no secrets.
 OPEN_PATHS = frozenset({"/health"})
+#: How a named API key's token starts (``heron.keys``), as the headers carry it.
+KEY_PREFIX = PREFIX.encode()
 #: The metrics' route of a request no route took (refused before routing, or a 404).
 UNMATCHED = "unmatched"
 #: Methods counted by name; any other is ``OTHER``, so no client can grow the label set.
@@ -94,6 +98,8 @@ class TokenMiddleware:
             return True
         headers = dict(scope["headers"])
         scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
+        if scheme.lower() == b"bearer" and given.strip().startswith(KEY_PREFIX):
+            return True  # a named key: KeyMiddleware finds it, or answers the 401
         if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
             return True
         # The web page's sign-in cookie, with its CSRF header for unsafe methods.

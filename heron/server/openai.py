@@ -96,6 +96,7 @@ from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.keys import spend
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -560,11 +561,9 @@ async def _stream(
             elif isinstance(event, Final):
                 data = event.answer.to_dict()
                 rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
-                tail = {
-                    "model": data["model"],
-                    "usage": await run_in_threadpool(usage, rt, event.answer, sent),
-                    **_extras(data),
-                }
+                used = await run_in_threadpool(usage, rt, event.answer, sent)
+                spend(used["prompt_tokens"], used["completion_tokens"])  # the key's tokens
+                tail = {"model": data["model"], "usage": used, **_extras(data)}
                 finish = _finish(event.answer)
                 if include_usage:
                     yield chunk({}, finish_reason=finish, model=data["model"])
@@ -783,6 +782,7 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_answer(answer, time.perf_counter() - start)
+    spend(used["prompt_tokens"], used["completion_tokens"])  # the key's tokens
     return StrictJSONResponse(completion(answer, used, cid, created))
 
 

@@ -241,13 +241,18 @@ def register(registry: Registry, rt: Runtime) -> None:
     def ops_doctor(p: DoctorParams) -> dict[str, Any]:
         return run_doctor(rt, p.checks, p.offline)
 
-    @method("ops.watchdog", summary="The watchdog's latest report (heron watchdog report --json).")
+    @method(
+        "ops.watchdog",
+        summary="The watchdog's latest report (heron watchdog report --json).",
+        scope="read",
+    )
     def watchdog(_: Params) -> dict[str, Any]:
         return read_latest(latest_path(rt.settings.home))
 
     @method(
         "ops.board",
         summary="The watchdog's checks as a status board: colour, last change, last runs.",
+        scope="read",
     )
     def ops_board(_: Params) -> dict[str, Any]:
         return board(rt.settings.home)

@@ -69,6 +69,7 @@ from heron.errors import (
     NotFound,
     StoreError,
 )
+from heron.keys import Forbidden, OverLimit
 from heron.llm.errors import ProviderError
 from heron.server.strictjson import JsonRefused, aloads, dumps
 
@@ -82,6 +83,13 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
+#: The caller's key lacks the method's scope (``heron.server.keys``); ``data.scope``.
+FORBIDDEN = -32010
+#: The caller's key is over a limit; ``data.retry_after`` is in seconds.
+RATE_LIMITED = -32029
+#: A method's scope unless it names one (``heron.keys.SCOPES``): admin, so a method
+#: nobody thought about is not open to every key.
+DEFAULT_SCOPE = "admin"
 
 #: HeronError subclasses -> application codes, most specific first.
 APP_ERRORS: list[tuple[type[HeronError], int]] = [
@@ -91,6 +99,8 @@ APP_ERRORS: list[tuple[type[HeronError], int]] = [
     (NotFound, -32004),
     (NamespaceMismatch, -32005),
     (StoreError, -32006),
+    (Forbidden, FORBIDDEN),
+    (OverLimit, RATE_LIMITED),
     (HeronError, -32000),
 ]
 
@@ -139,6 +149,8 @@ class Method:
     summary: str
     result_schema: dict[str, Any] | None = None
     reach: Reach = "default"
+    #: The key scope a caller needs (``heron.keys.SCOPES``).
+    scope: str = DEFAULT_SCOPE
 
     def describe(self) -> dict[str, Any]:
         """This method as an OpenRPC Method Object, params from the pydantic model."""
@@ -158,6 +170,7 @@ class Method:
             "params": params,
             "result": result,
             "x-reach": self.reach,  # where it answers (contexts)
+            "x-scope": self.scope,
             "x-defs": defs,
         }
 
@@ -169,6 +182,9 @@ class Registry:
     methods: dict[str, Method] = field(default_factory=dict)
     #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
     observer: Callable[[str, float, bool], None] | None = None
+    #: Run before each call of a registered method; raises ``RpcError`` to refuse it
+    #: (``heron.server.keys.rpc_gate``: the caller's scopes and limits).
+    gate: Callable[[Method], None] | None = None
 
     def add(
         self,
@@ -179,10 +195,11 @@ class Registry:
         summary: str,
         result_schema: dict[str, Any] | None = None,
         reach: Reach = "default",
+        scope: str = DEFAULT_SCOPE,
     ) -> None:
         if name in self.methods:
             raise ValueError(f"JSON-RPC method {name!r} is registered twice.")
-        self.methods[name] = Method(name, func, params, summary, result_schema, reach)
+        self.methods[name] = Method(name, func, params, summary, result_schema, reach, scope)
 
     def method(
         self,
@@ -192,9 +209,18 @@ class Registry:
         summary: str,
         result_schema: dict[str, Any] | None = None,
         reach: Reach = "default",
+        scope: str = DEFAULT_SCOPE,
     ) -> Callable[[Func], Func]:
         def decorate(func: Func) -> Func:
-            self.add(name, func, params, summary=summary, result_schema=result_schema, reach=reach)
+            self.add(
+                name,
+                func,
+                params,
+                summary=summary,
+                result_schema=result_schema,
+                reach=reach,
+                scope=scope,
+            )
             return func
 
         return decorate
@@ -224,6 +250,8 @@ class Registry:
                 f"Method {name!r} not found. Call rpc.discover for the list.",
                 {"methods": sorted(self.methods)},
             )
+        if self.gate is not None:
+            self.gate(method)
         context = DEFAULT if runtime is None else runtime.context
         if method.reach == "default" and context != DEFAULT:
             raise RpcError(
@@ -280,6 +308,8 @@ def error_data(exc: HeronError) -> dict[str, Any]:
     where it says when to ask again."""
     data: dict[str, Any] = {"type": type(exc).__name__}
     if isinstance(exc, ProviderError) and exc.retry_after is not None:
+        data["retry_after"] = exc.retry_after
+    if isinstance(exc, OverLimit):
         data["retry_after"] = exc.retry_after
     return data
 
@@ -360,6 +390,20 @@ async def dispatch(
         answers = await asyncio.gather(*(_one(registry, item, runtime) for item in request))
         return [a for a in answers if a is not None] or None
     return await _one(registry, request, runtime)
+
+
+def status_of(answer: Any) -> tuple[int, dict[str, str]]:
+    """The HTTP status (and headers) of ``dispatch``'s answer: 403 or 429 (with
+    ``Retry-After``) for one call its key may not make, so a plain HTTP client backs off
+    too; 200 for everything else, batches included."""
+    error = answer.get("error") if isinstance(answer, dict) else None
+    code = error.get("code") if isinstance(error, dict) else None
+    if code == FORBIDDEN:
+        return 403, {}
+    if code == RATE_LIMITED:
+        wait = (error.get("data") or {}).get("retry_after")
+        return 429, {"retry-after": str(wait)} if isinstance(wait, int) else {}
+    return 200, {}
 
 
 def encode(answer: Any) -> bytes:

@@ -37,6 +37,7 @@ from heron.errors import HeronError
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
+from heron.server.keys import spend
 from heron.server.methods import ChatParams
 from heron.server.replies import heron_error, not_found, read_body
 from heron.server.runtime import Runtime
@@ -169,6 +170,8 @@ class StreamHub:
                         texts.append(data["text"])
                     if name == "final":
                         rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
+                        used = event.answer.usage  # the key's tokens (the task has its CALLER)
+                        spend(used.prompt_tokens, used.completion_tokens)
                         data = await run_in_threadpool(finished, rt, data, texts)
                     await stream.add(name, data, last=name == "final")
                     if stream.finished_at is None and stream.abandoned(self.grace):

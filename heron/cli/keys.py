@@ -1,0 +1,149 @@
+"""``heron keys``: create, list and revoke named API keys, and show their usage.
+
+Each command opens the key store (``heron.keys.open_keys``: ``keys.db`` beside
+``heron.db``, or PostgreSQL), calls one method and prints; a running server sees the
+change on its next request.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Annotated
+
+import typer
+from rich.markup import escape
+
+from heron.cli.output import console, print_json, table
+from heron.keys import SCOPES, Key, open_keys
+from heron.server.auth import api_token
+from heron.settings import Settings
+
+keys_app = typer.Typer(
+    help="Named API keys for heron serve: scopes, a context, limits; stored hashed.",
+    no_args_is_help=True,
+)
+
+JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
+Name = Annotated[str, typer.Argument(help="The key's name, e.g. ci-bot.")]
+
+
+def _limits(key: Key) -> str:
+    parts = [
+        f"{key.rpm} rpm" if key.rpm else "",
+        f"{key.tpm} tpm" if key.tpm else "",
+        f"{key.monthly_tokens} tokens/month" if key.monthly_tokens else "",
+    ]
+    return ", ".join(p for p in parts if p) or "none"
+
+
+@keys_app.command("create")
+def create(
+    name: Name,
+    scope: Annotated[
+        list[str],
+        typer.Option("--scope", help=f"A scope it has (repeat): {', '.join(SCOPES)}."),
+    ],
+    context: Annotated[
+        str | None, typer.Option("--context", help="The context the key is bound to.")
+    ] = None,
+    rpm: Annotated[int | None, typer.Option("--rpm", help="Requests per minute, at most.")] = None,
+    tpm: Annotated[
+        int | None, typer.Option("--tpm", help="Model tokens (in and out) per minute, at most.")
+    ] = None,
+    monthly_tokens: Annotated[
+        int | None,
+        typer.Option("--monthly-tokens", help="Model tokens per calendar month (UTC), at most."),
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Create a key and print its token, once: only its hash is kept.
+
+    Example: heron keys create ci-bot --scope read --scope jobs --rpm 60
+    """
+    settings = Settings()
+    with open_keys(settings) as keys:
+        key, token = keys.create(
+            name, scope, context=context, rpm=rpm, tpm=tpm, monthly_tokens=monthly_tokens
+        )
+    if as_json:
+        print_json(key.to_dict() | {"token": token})
+    else:
+        console.print(escape(f"Created key {key.name} ({' '.join(sorted(key.scopes))})."))
+        console.print("Its token, shown this once (send it as 'Authorization: Bearer ...'):")
+        print(token)
+    if api_token(settings) is None:
+        print(
+            "note: HERON_API_TOKEN is not set, so heron serve (on loopback) lets requests "
+            "without a key do everything; set it to make every caller show a key.",
+            file=sys.stderr,
+        )
+
+
+@keys_app.command("list")
+def list_(as_json: JsonFlag = False) -> None:
+    """The keys, revoked ones too: name, scopes, context, limits; never a token.
+
+    Example: heron keys list --json
+    """
+    with open_keys(Settings()) as keys:
+        found = keys.list()
+    if as_json:
+        print_json([key.to_dict() for key in found])
+        return
+    if not found:
+        console.print("No keys yet; create one: heron keys create NAME --scope read")
+        return
+    grid = table("name", "scopes", "context", "limits", "token starts", "state")
+    for key in found:
+        data = key.to_dict()
+        state = f"revoked {data['revoked_at']}" if key.revoked else "active"
+        grid.add_row(
+            escape(key.name),
+            " ".join(data["scopes"]),
+            escape(key.context or "-"),
+            _limits(key),
+            escape(key.shown),
+            state,
+        )
+    console.print(grid)
+
+
+@keys_app.command("revoke")
+def revoke(name: Name, as_json: JsonFlag = False) -> None:
+    """Revoke a key: its token opens nothing from the next request on. It stays listed,
+    with its usage.
+
+    Example: heron keys revoke ci-bot
+    """
+    with open_keys(Settings()) as keys:
+        key = keys.revoke(name)
+    if as_json:
+        print_json(key.to_dict())
+    else:
+        console.print(escape(f"Revoked key {key.name}."))
+
+
+@keys_app.command("usage")
+def usage(
+    month: Annotated[
+        str | None, typer.Option("--month", help="YYYY-MM (UTC); default: this month.")
+    ] = None,
+    as_json: JsonFlag = False,
+) -> None:
+    """Requests and model tokens per key in a month (a running server writes its counts
+    every HERON_KEYS_FLUSH seconds).
+
+    Example: heron keys usage --month 2026-03
+    """
+    with open_keys(Settings()) as keys:
+        found = keys.usage(month)
+    if as_json:
+        print_json([u.to_dict() for u in found])
+        return
+    if not found:
+        console.print("No usage recorded for that month.")
+        return
+    grid = table("key", "month", "requests", "tokens in", "tokens out")
+    for u in found:
+        grid.add_row(escape(u.name), u.month, str(u.requests), str(u.tokens_in), str(u.tokens_out))
+    console.print(grid)
