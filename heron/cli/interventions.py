@@ -42,11 +42,8 @@ def _safe(text: str) -> str:
 
 @contextmanager
 def _opened() -> Iterator[Interventions]:
-    service = open_interventions(Settings())
-    try:
+    with open_interventions(Settings()) as service:  # closing waits for messages being sent
         yield service
-    finally:
-        service.close()  # waits for messages still being sent
 
 
 def _line(item: Intervention) -> str:

@@ -59,10 +59,8 @@ def _event_line(event: JobEvent) -> str:
 
 def _act(action: str, job_id: str, by: str | None, as_json: bool) -> None:
     jobs = open_jobs()
-    try:
+    with jobs:
         job = getattr(jobs, action)(job_id, by or getpass.getuser())
-    finally:
-        jobs.close()
     if as_json:
         print_json(job.to_dict())
     else:
@@ -91,7 +89,7 @@ def create(
     Example: heron jobs create "is main broken?" --success-criteria "tests pass"
     """
     jobs = open_jobs()
-    try:
+    with jobs:
         job = jobs.create(
             prompt,
             success_criteria,
@@ -101,8 +99,6 @@ def create(
             session_id=session,
             room=room,
         )
-    finally:
-        jobs.close()
     if as_json:
         print_json(job.to_dict())
     else:
@@ -126,10 +122,8 @@ def list_(
     Example: heron jobs list --state running --room team --json
     """
     jobs = open_jobs()
-    try:
+    with jobs:
         found = jobs.list(state or [], limit, session_id=session, room=room)  # type: ignore[arg-type]
-    finally:
-        jobs.close()
     if as_json:
         print_json([job.to_dict() for job in found])
         return
@@ -146,10 +140,8 @@ def show(job_id: JobId, as_json: JsonFlag = False) -> None:
     Example: heron jobs show 9f3c2a1b4d5e6f70 --json
     """
     jobs = open_jobs()
-    try:
+    with jobs:
         job, events = jobs.get(job_id), jobs.events(job_id)
-    finally:
-        jobs.close()
     if as_json:
         print_json(job.to_dict() | {"events": [e.to_dict() for e in events]})
         return
@@ -244,10 +236,8 @@ def run(
             ran = None
         return {"worker": runner.worker, "recovered": [j.id for j in recovered], "ran": ran}
 
-    try:
+    with jobs:
         report = asyncio.run(main())
-    finally:
-        jobs.close()
     if as_json:
         print_json(report)
     else:

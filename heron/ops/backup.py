@@ -19,6 +19,7 @@ On PostgreSQL the store and the jobs live in the database: back it up with ``pg_
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -105,20 +106,16 @@ def _copy_database(src: Path, dest: Path) -> None:
     # SQLite would make ``dest`` with the umask's mode; its journal takes the mode of
     # the file it finds.
     private_file(dest)
-    with file.errors():
-        # Read-write, though it only reads: a read-only connection to a WAL file that no
-        # one has open cannot make the -shm file it needs.
-        source = sqlite3.connect(src, timeout=60)
-        try:
-            target = sqlite3.connect(dest)
-            try:
-                source.backup(target)
-                # The snapshot is a plain file: no log for the restored home to replay.
-                target.execute("PRAGMA journal_mode=DELETE")
-            finally:
-                target.close()
-        finally:
-            source.close()
+    # Read-write, though it only reads: a read-only connection to a WAL file that no one
+    # has open cannot make the -shm file it needs.
+    with (
+        file.errors(),
+        contextlib.closing(sqlite3.connect(src, timeout=60)) as source,
+        contextlib.closing(sqlite3.connect(dest)) as target,
+    ):
+        source.backup(target)
+        # The snapshot is a plain file: no log for the restored home to replay.
+        target.execute("PRAGMA journal_mode=DELETE")
 
 
 def _empty(path: Path) -> bool:
@@ -182,12 +179,11 @@ def read_manifest(src: Path) -> dict[str, Any]:
 def check_database(path: Path) -> None:
     """``PRAGMA integrity_check`` of a backed-up file; ``StoreError`` when damaged."""
     file = SQLiteFile(path, f"the backed-up database {path.name}", "use another backup")
-    with file.errors():
-        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-        try:
-            rows = db.execute("PRAGMA integrity_check(1)").fetchall()
-        finally:
-            db.close()
+    with (
+        file.errors(),
+        contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db,
+    ):
+        rows = db.execute("PRAGMA integrity_check(1)").fetchall()
     if not rows or rows[0][0] != "ok":
         problem = rows[0][0] if rows else "no answer"
         raise StoreError(

@@ -139,8 +139,6 @@ def doctor(
     names = check_names(checks) if checks else list(CHECKS)
     started = time.perf_counter()
     ctx = Context(settings, offline=offline, store=store)
-    try:
+    with ctx:
         results = [run_check(name, ctx) for name in names]
-    finally:
-        ctx.close()
     return Report(results, time.perf_counter() - started)

@@ -366,12 +366,10 @@ def check_tools(ctx: Context) -> Check:
     from heron.tools.router import stored_hash, tools_hash
 
     box = open_tools(ctx.settings, store=ctx.store, connect=False)
-    try:
+    with box:
         tools = box.registry.tools()
         if ctx.mcp_registry is not None:  # the mcp check listed the servers' tools
             tools += [t for t in ctx.mcp_registry.tools() if t.name not in box.registry]
-    finally:
-        box.close()
     tools = sorted(tools, key=lambda t: t.name)
     want = tools_hash(ctx.embedder.model_id, tools)
     have = stored_hash(ctx.store)

@@ -68,10 +68,8 @@ def check_models(ctx: Context) -> Check:
             data={"models": aliases},
         )
     broker = Broker(table, ctx.settings)
-    try:
+    with broker:
         answers = {alias: broker.check(alias) for alias in aliases}
-    finally:
-        broker.close()
     rows = {
         a: {"ok": r["ok"], "seconds": r["seconds"], "error": r.get("error")}
         for a, r in answers.items()
@@ -92,10 +90,8 @@ def check_skills(ctx: Context) -> Check:
     from heron.skills import open_skills
 
     skills = open_skills(ctx.settings, store=ctx.store)
-    try:
+    with skills:
         status = skills.status()
-    finally:
-        skills.close()
     scan, index = status.scan, status.index
     data = {
         "dirs": [{"path": str(d.path), "exists": d.exists, "files": d.files} for d in scan.dirs],
@@ -132,10 +128,8 @@ def check_jobs(ctx: Context) -> Check:
     if not ctx.settings.postgres_url and not jobs_db_path(ctx.settings).exists():
         return Check("jobs", "skip", "no job store yet (made when the first job is queued)")
     jobs = open_jobs(ctx.settings)
-    try:
+    with jobs:
         listed = jobs.list(limit=1000)
-    finally:
-        jobs.close()
     states = Counter(job.state for job in listed)
     now = time.time()
     stuck = [
