@@ -41,7 +41,7 @@ from heron.server import (
     reload,
     sse,
 )
-from heron.server.auth import api_token
+from heron.server.auth import api_token, guard
 from heron.server.bodies import BodyMiddleware
 from heron.server.hooks import Feature
 from heron.server.middleware import RequestMiddleware, TokenMiddleware
@@ -143,6 +143,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         settings.server_allowed_hosts,
         settings.server_allowed_origins,
         check_host=not unix_socket,
+        same_site=settings.server_allow_same_site,
     )
     cors = [
         Middleware(
@@ -157,7 +158,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(RequestMiddleware, metrics=rt.metrics),
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
-        Middleware(TokenMiddleware, token=api_token(settings)),
+        Middleware(TokenMiddleware, guard=guard(rt)),
         Middleware(BodyMiddleware, max_body=settings.server_max_body),
     ]
 

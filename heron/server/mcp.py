@@ -41,6 +41,7 @@ from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
 from heron.server.hooks import no_methods
+from heron.server.numbers import whole
 from heron.server.runtime import Runtime
 from heron.tools.router import DEFAULT_TOP_K
 
@@ -331,7 +332,11 @@ def build_server(rt: Runtime) -> Server[Any]:
 
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         listed = await run_in_threadpool(catalog.resources)
-        start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
+        cursor = params.cursor if params else None
+        try:
+            start = whole(cursor, "cursor", high=len(listed)) if cursor else 0
+        except InputError as exc:
+            raise _refused(exc) from exc
         more = start + PAGE_SIZE < len(listed)
         return types.ListResourcesResult(
             resources=listed[start : start + PAGE_SIZE],

@@ -6,8 +6,11 @@ replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the J
 method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
 file is read and checked whole first; only a valid one replaces what the server runs:
 
-- ``models.yml``: the agent gets a new ``Broker`` over the new table; answers already
-  running finish on the old one (closed at shutdown).
+- ``models.yml``: the runtime's table (``Runtime.models``: what ``/v1/models``,
+  ``models.list`` and the agent, opened on first chat, read) is replaced, and the agent
+  gets a new ``Broker`` over it; answers already running finish on the old one (closed at
+  shutdown). The check at start keeps the file's table too, so a bad edit saved before the
+  first chat leaves every request on the last good table.
 - ``mcp.json``: the servers are listed again into the toolbox's registry (tools of
   servers no longer configured are removed), and cached routers are dropped.
 
@@ -99,6 +102,7 @@ class Reloader:
         from heron.llm import Broker, load_table
 
         table = load_table(self.rt.settings)
+        self.rt.replace("models", table)  # what /v1/models, models.list and a new agent read
         if apply and self.rt.opened("agent"):
             agent = self.rt.agent
             broker = Broker(table, self.rt.settings)

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
@@ -32,6 +32,7 @@ if TYPE_CHECKING:
     from heron.agent.wiring import Observers
     from heron.interventions import Interventions
     from heron.jobs import Jobs
+    from heron.llm import RoutingTable
     from heron.skills import SkillIndex
     from heron.tools import Toolbox, ToolRouter
 
@@ -43,7 +44,8 @@ class Runtime:
 
     def __init__(self, settings: Settings | None = None) -> None:
         self.settings = settings or Settings()
-        self.metrics = Metrics()
+        # Metric labels only from what is registered: a tool a model invented is "unknown".
+        self.metrics = Metrics(tools=self._tool_names, models=self._model_aliases)
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self._opened: dict[str, Any] = {}
@@ -66,6 +68,12 @@ class Runtime:
     def opened(self, name: str) -> bool:
         return name in self._opened
 
+    def _tool_names(self) -> Container[str]:
+        return self.toolbox.registry if self.opened("toolbox") else frozenset()
+
+    def _model_aliases(self) -> Container[str]:
+        return self.models.models if self.opened("models") else frozenset()
+
     @property
     def store(self) -> Store:
         return self.shared("store", lambda: open_store(self.settings))
@@ -73,6 +81,19 @@ class Runtime:
     @property
     def reranker(self) -> Reranker | None:
         return self.shared("reranker", lambda: load_reranker(self.settings))
+
+    @property
+    def models(self) -> RoutingTable:
+        """The models table in force: read on first use, then replaced only by a valid
+        one (``heron.server.reload``), so every request reads the last good table."""
+        from heron.llm import load_table
+
+        return self.shared("models", lambda: load_table(self.settings))
+
+    def replace(self, name: str, value: Any) -> None:
+        """Put ``value`` in place of the resource ``name`` (nothing is closed)."""
+        with self._lock:
+            self._opened = {**self._opened, name: value}
 
     @property
     def skills(self) -> SkillIndex:
@@ -108,6 +129,7 @@ class Runtime:
                 # Who writes and searches what: collisions and research overlaps.
                 on_tool_use=lambda actor, use: self.observers.tool_use(actor, use),
                 on_search=lambda actor, query: self.observers.search(actor, query),
+                table=self.models,  # the last good one: a bad edit must not stop chat
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
             return agent
