@@ -20,6 +20,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable, Container
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
@@ -34,9 +35,27 @@ if TYPE_CHECKING:
     from heron.jobs import Jobs
     from heron.llm import RoutingTable
     from heron.skills import SkillIndex
-    from heron.tools import Toolbox, ToolRouter
+    from heron.tools import ServerConfig, Toolbox, ToolRouter
 
 T = TypeVar("T")
+
+
+def mcp_path(settings: Settings) -> Path:
+    """The ``mcp.json`` the settings name (``HERON_MCP_CONFIG``, else ``HOME/mcp.json``)."""
+    from heron.tools.toolbox import MCP_CONFIG
+
+    return settings.mcp_config or settings.home / MCP_CONFIG
+
+
+def read_servers(settings: Settings) -> list[ServerConfig]:
+    """The MCP servers of ``mcp.json``: none when the default file does not exist; a
+    ``ConfigError`` naming the fix for a bad one (or a named file that is missing)."""
+    from heron.tools import load_config
+
+    path = mcp_path(settings)
+    if settings.mcp_config is None and not path.exists():
+        return []
+    return load_config(path, timeout=settings.mcp_timeout)
 
 
 class Runtime:
@@ -104,15 +123,27 @@ class Runtime:
     @property
     def toolbox(self) -> Toolbox:
         from heron.agent import open_tools
+        from heron.tools import MCPClient
 
-        return self.shared(
-            "toolbox",
-            lambda: open_tools(
-                self.settings,
-                store=self.store,
-                skills=lambda: self.skills,
-            ),
-        )
+        def open_() -> Toolbox:
+            box = open_tools(
+                self.settings, store=self.store, skills=lambda: self.skills, connect=False
+            )
+            servers = self.mcp_servers  # the last good mcp.json, not the file as it is now
+            if servers:
+                box.client = MCPClient(servers)
+                box.statuses = box.client.discover(box.registry)
+                if box.usage is not None:  # the servers' tools learn their examples too
+                    box.registry.teach(box.usage.examples())
+            return box
+
+        return self.shared("toolbox", open_)
+
+    @property
+    def mcp_servers(self) -> list[ServerConfig]:
+        """The MCP servers in force: read on first use, then replaced only by a valid
+        ``mcp.json`` (``heron.server.reload``), as ``models`` is."""
+        return self.shared("mcp", lambda: read_servers(self.settings))
 
     @property
     def agent(self) -> Agent:

@@ -146,3 +146,17 @@ def test_a_bad_models_yml_saved_before_the_first_chat_leaves_the_last_good_table
         assert "gpt" in [m["alias"] for m in rpc(c, "models.list")]
         answered = chat(c, "gpt")  # the agent's first open, after the bad edit
         assert answered.status_code == 200, answered.text
+
+
+def test_a_bad_mcp_json_saved_before_the_toolbox_opens_leaves_the_last_good_servers(
+    heron_home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": [str(MCP_SCRIPT), "serve"]}
+    config.write_text(json.dumps({"mcpServers": {"osis": server}}))
+    settings = Settings(mcp_config=config)
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+        config.write_text('{"mcpServers": {"osis": {"command": 7}}}')  # before any tool use
+        assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["mcp"]["error"])
+        names = {tool["name"] for tool in rpc(c, "tools.list")["tools"]}  # the toolbox opens
+        assert "osis.contact.create" in names
