@@ -21,11 +21,12 @@ import pytest
 
 from heron.server import create_app
 from heron.settings import Settings
+from tests.security.served import bare_home
 from tests.security.test_http import ROUTES
-from tests.server import conftest as server
 from tests.server.conftest import running
 
-heron_home = server.heron_home
+#: The edge needs a server, not data: a home with nothing indexed.
+heron_home = bare_home
 
 #: What a browser sends for ``<img src=...>`` on another site's page.
 IMAGE = {"sec-fetch-site": "cross-site", "sec-fetch-mode": "no-cors", "sec-fetch-dest": "image"}

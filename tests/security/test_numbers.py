@@ -9,10 +9,12 @@ import pytest
 
 from heron.errors import InputError
 from heron.server.numbers import MAX_ID, whole
+from tests.security.served import bare_home
 from tests.server import conftest as server
 from tests.server.conftest import Served
 
-heron_home = server.heron_home
+#: The edge needs a server, not data: a home with nothing indexed.
+heron_home = bare_home
 served = server.served
 
 #: Each was a 500: int() refuses superscripts str.isdigit() passes, takes other scripts'
