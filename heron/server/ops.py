@@ -98,14 +98,14 @@ async def doctor_route(rt: Runtime, request: Request) -> Response:
     (which a cross-site page cannot send: ``heron.server.origins``) also calls each model
     and reaches each MCP server, as ``ops.doctor`` does."""
     params = request.query_params
-    given = params.get("offline")
-    if given is not None and given.lower() not in OFFLINE_VALUES:
+    given = params.get("offline", "1")
+    if given.lower() not in OFFLINE_VALUES:
         return invalid(
             f"offline must be one of {', '.join(sorted(OFFLINE_VALUES))}, not {given[:32]!r}.",
             "offline",
         )
-    online = request.method == "POST" and given is not None and given.lower() in ONLINE
-    if request.method == "GET" and given is not None and given.lower() in ONLINE:
+    online = given.lower() in ONLINE
+    if online and request.method == "GET":
         return invalid(
             "GET /doctor runs the offline checks only (a GET never calls a model or starts a "
             "server). Run the online ones with POST /doctor?offline=0 or the JSON-RPC method "

@@ -118,12 +118,12 @@ async def static(request: Request) -> Response:
 def routes(rt: Runtime) -> list[BaseRoute]:
     """The pages, ``/signin`` and ``/static``, behind the server's token, if it has one."""
     guard = auth.guard(rt)
-    signed_in = guard.token is not None
+    locked = guard.token is not None  # the pages then offer to sign out
 
     def pane(p: Pane) -> Route:
         async def page(request: Request) -> Response:
             csrf = guard.page_csrf(request.scope)
-            return html(request, p.name, pane=p, csrf=csrf, signed_in=signed_in)
+            return html(request, p.name, pane=p, csrf=csrf, signed_in=locked)
 
         return Route(p.path, page, methods=["GET"], name=p.name)
 
@@ -131,16 +131,16 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         found = await run_in_threadpool(source.lookup, rt.store, request)
         status = 200 if found.lines else 404
         return html(request, "source", status, csrf=guard.page_csrf(request.scope),
-                    signed_in=signed_in, pane=None, found=found)  # fmt: skip
+                    signed_in=locked, pane=None, found=found)  # fmt: skip
 
     async def signin_form(request: Request) -> Response:
-        if not signed_in:
+        if not locked:
             return RedirectResponse("/", status_code=303)
         next_ = auth.local_next(request.query_params.get("next"))
         return html(request, "signin", pane=None, next=next_)
 
     async def signin(request: Request) -> Response:
-        if not signed_in:
+        if not locked:
             return RedirectResponse("/", status_code=303)
         client = auth.client_of(request.scope)
         wait = guard.throttle.retry_after(client)
