@@ -44,7 +44,7 @@ from heron.interventions.model import Severity
 from heron.interventions.service import audio_folder
 from heron.interventions.voice import AUDIO_NAME
 from heron.server.events import event_stream, message
-from heron.server.numbers import whole
+from heron.server.numbers import RecordId, whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -75,7 +75,7 @@ class OutcomeBody(Params):
 
 
 class OutcomeParams(OutcomeBody):
-    id: int
+    id: RecordId
 
 
 class ListParams(Params):

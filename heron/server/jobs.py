@@ -26,7 +26,7 @@ from heron.agent.wiring import job_runner
 from heron.errors import InputError
 from heron.jobs import JobNotFound, Risk, State
 from heron.server.events import event_stream, message
-from heron.server.numbers import whole
+from heron.server.numbers import Position, whole
 from heron.server.replies import invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -50,7 +50,7 @@ class ActParams(IdParams):
 
 
 class EventsParams(IdParams):
-    after: int = Field(default=0, ge=0, description="Only events with a higher seq.")
+    after: Position = Field(default=0, description="Only events with a higher seq.")
     limit: int = Field(default=1000, ge=1, le=10_000)
 
 

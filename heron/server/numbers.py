@@ -1,6 +1,8 @@
 """``whole``: every number a request carries (a query parameter, a header, a path
 segment), parsed one strict way: ASCII digits only, within a range, else ``InputError``
-(answered 400) naming the field.
+(answered 400) naming the field. In a JSON body (a JSON-RPC method's params) a number
+is already one; ``RecordId`` and ``Position`` give it the same range (an invalid-params
+error past it, not an overflow in the store).
 
 Python's own ``int()`` takes what no client means (``"١٢"``, ``"1_000"``, ``" 7 "``,
 ``"+7"``) and raises on others ``str.isdigit()`` passes (``"²"``); a value past 64 bits
@@ -17,11 +19,17 @@ heron.errors.InputError: after must be a whole number from 0 to 9223372036854775
 from __future__ import annotations
 
 import re
+from typing import Annotated
+
+from pydantic import Field
 
 from heron.errors import InputError
 
 #: The largest id or sequence number any store holds (SQLite's INTEGER, PostgreSQL's BIGINT).
 MAX_ID = 2**63 - 1
+#: A stored record's id (from 1), and a position in a sequence (from 0), in params models.
+RecordId = Annotated[int, Field(ge=1, le=MAX_ID)]
+Position = Annotated[int, Field(ge=0, le=MAX_ID)]
 _DIGITS = re.compile(r"[0-9]{1,19}")
 
 

@@ -81,3 +81,19 @@ def test_an_intervention_id_is_a_400(served: Served, card: str) -> None:
     with served.client() as client:
         response = client.post(f"/interventions/{card}/outcome", json=body)
     assert "intervention id" in refused(response)
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("interventions.outcome", {"id": MAX_ID + 1, "outcome": "accept", "by": "alice"}),
+        ("jobs.events", {"id": "no-such-job", "after": 10**30}),
+        ("library.passage", {"library": "tiny", "page": "p", "first": 1, "last": 10**30}),
+    ],
+)
+def test_a_json_rpc_number_past_the_stores_range_is_invalid_params(
+    served: Served, method: str, params: dict[str, object]
+) -> None:
+    # Was an internal error: SQLite's OverflowError past 64 bits.
+    error = served.rpc(method, params)["error"]
+    assert error["code"] == -32602, error
