@@ -113,8 +113,9 @@ _PATTERNS = [
     ),
     re.compile(r"(?i)(\bbearer\s+)(?!\[REDACTED)[A-Za-z0-9\-._~+/]{8,}=*"),
     # user:password@ in URLs
+    # (no user name: https://:pw@host)
     re.compile(
-        r"(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{1,256}:)(?!\[REDACTED)[^\s@/]{1,256}(?=@)"
+        r"(?i)(\b[a-z][a-z0-9+.-]{0,31}://[^\s:/@]{0,256}:)(?!\[REDACTED)[^\s@/]{1,256}(?=@)"
     ),
     # ?api_key=..., &token=..., ?sig=..., &X-Amz-Signature=..., ?key=... in URLs
     re.compile(

@@ -40,6 +40,9 @@ from pydantic_settings import (
 from heron.core.contexts import DEFAULT, ContextSpec, check_context_name
 
 ENV_PREFIX = "HERON_"
+#: The shortest ``HERON_API_TOKEN`` taken, and how to make a good one.
+MIN_TOKEN = 32
+MAKE_TOKEN = 'heron token (or: python -c "import secrets; print(secrets.token_urlsafe(32))")'
 
 
 def _xdg(var: str, fallback: str) -> Path:
@@ -263,7 +266,9 @@ class Settings(BaseSettings):
 
     # -- server (heron.server) --
     api_token: SecretStr | None = Field(
-        default=None, description="Bearer token of heron serve; required off loopback."
+        default=None,
+        description=f"Bearer token of heron serve, at least {MIN_TOKEN} characters; required "
+        "off loopback.",
     )
     server_host: str = Field(default="127.0.0.1", description="Address heron serve binds.")
     server_port: int = Field(default=8765, ge=0, le=65535)
@@ -287,6 +292,25 @@ class Settings(BaseSettings):
     server_allowed_origins: list[str] = Field(
         default_factory=list,
         description='Origins whose pages may call the API, e.g. ["https://app.example"].',
+    )
+    server_session_ttl: float = Field(
+        default=7 * 24 * 3600.0, gt=0, description="Seconds a web page sign-in lasts."
+    )
+    server_auth_failures: int = Field(
+        default=10,
+        ge=1,
+        description="Wrong tokens a client may send per window; then 429 until it has room.",
+    )
+    server_auth_window: int = Field(
+        default=60, ge=1, description="Seconds over which wrong tokens are counted."
+    )
+    server_auth_delay: float = Field(
+        default=0.5, ge=0, description="Seconds a wrong token (bearer or sign-in) waits."
+    )
+    server_allow_same_site: bool = Field(
+        default=False,
+        description="Let pages of the same site (another port of this host) call the API; "
+        "cross-site pages never may (Fetch Metadata, heron.server.origins).",
     )
     server_max_body: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest request body read, in bytes."
@@ -406,6 +430,13 @@ class Settings(BaseSettings):
         default=2.0, ge=1, le=100, description="A kind's cooldown is multiplied by this per step."
     )
 
+    # -- backup and restore (heron.ops.backup) --
+    restore_max_bytes: int = Field(
+        default=64 * 1024**3,
+        ge=0,
+        description="Largest backup heron restore takes, in bytes (all its files together).",
+    )
+
     # -- watchdog (heron.ops.watchdog) --
     watchdog_config: Path | None = Field(
         default=None, description="The watchdog's checks (YAML); default: HOME/watchdog.yml."
@@ -466,6 +497,17 @@ class Settings(BaseSettings):
                     f"{cidr!r} is no network; write CIDR blocks, e.g. "
                     '["10.1.0.0/16", "192.168.4.7/32"]'
                 ) from None
+        return value
+
+    @field_validator("api_token")
+    @classmethod
+    def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
+        # Blank is unset (heron.server.auth.api_token); a short one can be guessed.
+        if value is not None and 0 < len(value.get_secret_value().strip()) < MIN_TOKEN:
+            raise ValueError(
+                f"is shorter than {MIN_TOKEN} characters, short enough to guess. Make one: "
+                f"{MAKE_TOKEN}"
+            )
         return value
 
     @property
@@ -583,16 +625,15 @@ class Settings(BaseSettings):
         return (init_settings, env_settings, toml)
 
     def public(self) -> dict[str, Any]:
-        """Settings as plain JSON-able values, secrets masked."""
-        data = self.model_dump(mode="json")
-        for key in data:
-            if "key" in key and data[key]:
-                data[key] = "***"
-        if data["database_url"]:  # postgresql://user:PASSWORD@host/db
-            from heron.redact import redact
+        """Settings as plain JSON-able values, every one redacted as a log line is
+        (``heron.redact.redact_value``): a value under a secret-sounding name masked
+        whole, a password in a URL (``https://user:[REDACTED]@host``), a key in a query
+        string or any token-shaped text masked in place. The doctor, ``heron info`` and
+        ``ops.doctor`` show nothing else."""
+        from heron.redact import redact_value
 
-            data["database_url"] = redact(data["database_url"])
-        return data
+        data = self.model_dump(mode="json")
+        return {key: redact_value(value, key) for key, value in data.items()}
 
 
 class _CheckedToml(TomlConfigSettingsSource):

@@ -5,6 +5,7 @@ from pathlib import Path
 import pytest
 
 from heron.errors import ConfigError
+from heron.redact import MASK
 from heron.settings import Settings
 
 
@@ -44,7 +45,7 @@ def test_unsupported_database_url_names_the_choices(monkeypatch: pytest.MonkeyPa
 
 def test_secrets_are_masked(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERON_REMOTE_EMBED_API_KEY", "sk-secret")
-    assert Settings().public()["remote_embed_api_key"] == "***"
+    assert Settings().public()["remote_embed_api_key"] == MASK
 
 
 def test_tool_settings_from_the_environment(

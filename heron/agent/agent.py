@@ -99,7 +99,7 @@ from heron.errors import HeronError, InputError, NotFound
 from heron.jobs import Jobs, open_jobs
 from heron.libraries import Reranker, Result, load_reranker, read_libraries, scopes, search_many
 from heron.libraries.state import last_index, library_state
-from heron.llm import Broker, load_broker
+from heron.llm import Broker, RoutingTable, load_broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.resource import Resource
@@ -876,6 +876,7 @@ def open_agent(
     jobs: Jobs | None = None,
     on_tool_use: ToolHook | None = None,
     on_search: SearchHook | None = None,
+    table: RoutingTable | None = None,
 ) -> Agent:
     """The agent the settings describe: the store, libraries, skills, tools (with
     ``search_docs`` on this store), the model broker and the sessions, opened once.
@@ -884,7 +885,8 @@ def open_agent(
     opened once); they stay open when the agent closes: it closes only what it opened
     here. With a workspace (``tools_root``) the model may hand long tasks to a job
     (``delegate_job`` on ``jobs``, else on the settings' job store, opened here).
-    ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``)."""
+    ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``). ``table``: the
+    models table to route over (a server's last good one); default: read models.yml."""
     settings = settings or Settings()
     with contextlib.ExitStack() as opened:
         if store is None:
@@ -904,7 +906,8 @@ def open_agent(
                 jobs = open_jobs(settings)
                 opened.callback(jobs.close)
             add_job_tools(toolbox, jobs)
-        broker = opened.enter_context(contextlib.closing(load_broker(settings)))
+        broker = Broker(table, settings) if table is not None else load_broker(settings)
+        opened.enter_context(contextlib.closing(broker))
         sessions = opened.enter_context(
             contextlib.closing(Sessions(settings.home / "agent.db", settings.context))
         )

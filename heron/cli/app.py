@@ -24,7 +24,7 @@ from heron.cli.keys import keys_app
 from heron.cli.libraries import register_libraries
 from heron.cli.llm import models_app
 from heron.cli.ops import register_ops
-from heron.cli.output import console, print_json
+from heron.cli.output import console, print_json, say
 from heron.cli.server import register_server
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
@@ -43,7 +43,7 @@ CONTEXT_VARIABLE = "HERON_CONTEXT"
 def fail(message: str) -> NoReturn:
     """``error: MESSAGE`` on stderr, exit status 1. Plain print: rich would eat the
     ``[...]`` that messages quote (``HERON_TOOLS_COMMANDS='["git"]'``)."""
-    print(f"error: {message}", file=sys.stderr)
+    say(f"error: {message}", file=sys.stderr)
     sys.exit(1)
 
 

@@ -1,8 +1,17 @@
-"""Printing helpers shared by the commands: JSON for scripts, rich for people."""
+"""Printing helpers shared by the commands: JSON for scripts, rich for people.
+
+**Text from data never drives a terminal.** A notice's text, a page's title, a tool's
+result or an error message may hold ESC, CSI or a carriage return, which a terminal obeys
+(``\x1bc`` resets it; ``\x1b]52;...`` writes the clipboard). Every printer here shows
+them escaped, as ``\x1b``: ``shown()`` is the one rule, applied by the consoles to
+everything rich prints (their styles, made by rich, still reach the terminal) and by
+each plain ``print`` (``say``); ``print_json`` escapes them as JSON does.
+"""
 
 from __future__ import annotations
 
 import json
+import re
 import sys
 import threading
 import time
@@ -25,6 +34,7 @@ from rich.progress import (
     TimeElapsedColumn,
     TimeRemainingColumn,
 )
+from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
@@ -33,6 +43,31 @@ from heron.store.jsonl import read_queries
 
 #: The width rich is told when the output is not a terminal: longer than any line.
 UNWRAPPED = 1_000_000
+#: What a terminal would obey: C0 controls but newline and tab, DEL, C1 controls (CSI
+#: is U+009B), and the bidirectional overrides that reorder what is shown.
+_CONTROL = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+#: Those a JSON encoder leaves as they are (it escapes C0 itself).
+_JSON_CONTROL = re.compile("[\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escaped(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def shown(text: str) -> str:
+    r"""``text`` with every control character written out (ESC as ``\x1b``): safe to
+    print to a terminal. Newlines and tabs stay.
+
+    >>> print(shown("deploy \x1b[2Jdone\r"))
+    deploy \x1b[2Jdone\x0d
+    """
+    return _CONTROL.sub(_escaped, text)
+
+
+def say(*values: object, file: TextIO | None = None, end: str = "\n") -> None:
+    """``print`` for text that may come from data: each value ``shown()``."""
+    print(*(shown(str(v)) for v in values), file=file, end=end, flush=True)
 
 
 class HeronConsole(Console):
@@ -60,6 +95,19 @@ class HeronConsole(Console):
     def size(self, new_size: tuple[int, int]) -> None:
         Console.size.fset(self, new_size)
 
+    def render_str(self, text: str, **options: Any) -> Text:
+        # Before layout, so a table is as wide as what it shows.
+        return super().render_str(shown(text), **options)
+
+    def _render_buffer(self, buffer: Iterable[Segment]) -> str:
+        # Every segment's text, however it was made (Text, a table cell, markup), is
+        # shown escaped; rich's own control segments (cursor moves) and styles are not
+        # text and pass.
+        return super()._render_buffer(
+            Segment(text if control else shown(text), style, control)
+            for text, style, control in buffer
+        )
+
 
 console = HeronConsole()
 errors = HeronConsole(stderr=True)
@@ -76,7 +124,9 @@ def table(*columns: str, **options: Any) -> Table:
 
 
 def print_json(value: Any) -> None:
-    print(json.dumps(value, ensure_ascii=False))
+    """One JSON line; C1 and bidi controls written as ``\\u`` escapes (valid JSON)."""
+    text = json.dumps(value, ensure_ascii=False)
+    print(_JSON_CONTROL.sub(lambda m: f"\\u{ord(m.group()):04x}", text))
 
 
 #: Seconds between two progress lines when stderr is not a terminal (a log, a journal).
@@ -215,7 +265,7 @@ class LineTracker(Tracker):
             line += f", {(self.total - self.done) / rate:,.0f} s left"
         else:
             line += f", {spent:,.1f} s"
-        print(line, file=self.stream, flush=True)
+        say(line, file=self.stream)
         self.shown, self.said, self.last = self.done, True, now
 
 
@@ -261,7 +311,7 @@ def working(doing: str) -> Iterator[None]:
         with errors.status(escape(doing)):
             yield
         return
-    print(f"{doing} ...", file=sys.stderr, flush=True)
+    say(f"{doing} ...", file=sys.stderr)
     yield
 
 
@@ -282,4 +332,4 @@ def print_batch(batch: list[tuple[str, str]], results: Iterable[list[dict[str, A
     """The batch shape of every Heron command: ``{"id": <query id>, "results": [...]}``
     a line, in the order of the queries, results in rank order."""
     for (qid, _), rows in zip(batch, results, strict=True):
-        print(json.dumps({"id": qid, "results": rows}, ensure_ascii=False))
+        print_json({"id": qid, "results": rows})

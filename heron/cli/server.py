@@ -27,7 +27,8 @@ def serve(
 ) -> None:
     """Serve Heron over HTTP: the web page at /, /rpc, /v1 (OpenAI), /mcp, SSE, /metrics.
 
-    Off loopback it refuses to start without HERON_API_TOKEN, sent as a Bearer token.
+    Off loopback it refuses to start without HERON_API_TOKEN (at least 32 characters:
+    make one with heron token), sent as a Bearer token.
 
     Host names served: loopback, the bound address and HERON_SERVER_ALLOWED_HOSTS.
 
@@ -66,7 +67,18 @@ def mcp() -> None:
         serve_stdio(runtime)
 
 
+def token() -> None:
+    """Print a new random token for HERON_API_TOKEN (32 bytes, URL-safe).
+
+    Example: export HERON_API_TOKEN=$(heron token)
+    """
+    import secrets
+
+    print(secrets.token_urlsafe(32))
+
+
 def register_server(app: typer.Typer) -> None:
-    """Add ``serve`` and ``mcp`` to the ``heron`` command."""
+    """Add ``serve``, ``mcp`` and ``token`` to the ``heron`` command."""
     app.command("serve")(serve)
     app.command("mcp")(mcp)
+    app.command("token")(token)

@@ -16,6 +16,7 @@ from heron.cli.output import (
     print_json,
     progress_bar,
     query_batch,
+    say,
 )
 from heron.skills import SkillHit, open_skills
 from heron.skills.index import DEFAULT_TOP_K
@@ -198,7 +199,7 @@ def context(
     if as_json:
         print_json(result.to_dict())
         return
-    print(result.text, end="")
+    say(result.text, end="")
     errors.print(
         f"query_id {result.query_id}; report the skill used: "
         f"heron skills used {result.query_id} NAME"

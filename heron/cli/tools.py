@@ -10,7 +10,15 @@ import typer
 from rich.markup import escape
 
 from heron.agent import open_tools
-from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
+from heron.cli.output import (
+    QueriesOption,
+    console,
+    errors,
+    print_batch,
+    print_json,
+    query_batch,
+    say,
+)
 from heron.core.errors import ToolInputError
 from heron.core.names import PROFILES
 from heron.tools import ROUTE_MODES, Route, read_tool_file, save_imported
@@ -192,4 +200,4 @@ def call(
     if as_json or not isinstance(result, str):
         print_json({"name": name, "result": result} if as_json else result)
     else:
-        print(result)
+        say(result)

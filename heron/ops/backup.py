@@ -8,10 +8,14 @@ copied. Every other file is copied as it is. Not copied: the vector index caches
 the snapshot would claim records the copy lacks) and sockets.
 
 A backup is a folder with ``heron-backup.json``: the Heron version, the time, the home it
-came from, and each file with its size (databases marked). ``restore()`` checks every
-database of the backup (``PRAGMA integrity_check``) before it touches the home, writes
-the copy beside the home and swaps it in with one rename; a non-empty home is only
-replaced with ``force``, and then moved aside, not deleted.
+came from, and each file with its size and SHA-256 (databases marked). ``restore()``
+trusts nothing else in the folder: it restores only the files the manifest lists, each a
+plain relative path inside the backup (no ``..``, no link), refuses a backup past
+``HERON_RESTORE_MAX_BYTES`` or the free space of the home's disk, copies each file
+beside the home while hashing it (a file that is not the size and SHA-256 its entry
+says stops the restore), checks every database of the copy (``PRAGMA
+integrity_check``), and only then swaps the copy in with one rename; a non-empty home is
+only replaced with ``force``, and then moved aside, not deleted.
 
 On PostgreSQL the store and the jobs live in the database: back it up with ``pg_dump``
 (``POSTGRES_NOTE``); a backup here then holds the home's local files.
@@ -20,13 +24,15 @@ On PostgreSQL the store and the jobs live in the database: back it up with ``pg_
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import json
 import os
 import shutil
 import sqlite3
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Any
 
 from heron import __version__
@@ -90,14 +96,36 @@ def _files(root: Path) -> list[Path]:
     return found
 
 
-def _copy_file(src: Path, dest: Path) -> None:
+#: Bytes read at a time while a file is copied and hashed.
+CHUNK = 1024 * 1024
+
+
+def _copy_file(src: Path, dest: Path, limit: int | None = None) -> tuple[int, str]:
     """``src``'s bytes and times into the new file ``dest``, made 0600 before a byte is in
-    it (``shutil.copy2`` would give it the umask's mode while it writes, then ``src``'s)."""
+    it (``shutil.copy2`` would give it the umask's mode while it writes, then ``src``'s);
+    returns its size and SHA-256. ``limit``: stop past that many bytes (the size returned
+    then exceeds it). ``src`` is opened without following a link."""
+    digest, size = hashlib.sha256(), 0
     fd = os.open(dest, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
-    with os.fdopen(fd, "wb") as out, src.open("rb") as data:
-        shutil.copyfileobj(data, out)
+    source = os.open(src, os.O_RDONLY | os.O_CLOEXEC | os.O_NOFOLLOW)
+    with os.fdopen(fd, "wb") as out, os.fdopen(source, "rb") as data:
+        while chunk := data.read(CHUNK):
+            digest.update(chunk)
+            out.write(chunk)
+            size += len(chunk)
+            if limit is not None and size > limit:
+                break
     stat = src.stat()
     os.utime(dest, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    return size, digest.hexdigest()
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as data:
+        while chunk := data.read(CHUNK):
+            digest.update(chunk)
+    return digest.hexdigest()
 
 
 def _copy_database(src: Path, dest: Path) -> None:
@@ -143,13 +171,15 @@ def backup(dest: Path, settings: Settings) -> BackupReport:
         database = is_sqlite(src)
         if database:
             _copy_database(src, target)
-            report.databases.append(str(relative))
+            size, digest = target.stat().st_size, sha256_of(target)
+            report.databases.append(relative.as_posix())
         else:
-            _copy_file(src, target)
-            report.files.append(str(relative))
-        size = target.stat().st_size
+            size, digest = _copy_file(src, target)
+            report.files.append(relative.as_posix())
         report.bytes += size
-        entries.append({"path": str(relative), "bytes": size, "database": database})
+        entries.append(
+            {"path": relative.as_posix(), "bytes": size, "sha256": digest, "database": database}
+        )
     if settings.postgres_url:
         report.notes.append(POSTGRES_NOTE)
     manifest = {
@@ -192,10 +222,91 @@ def check_database(path: Path) -> None:
         )
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One file of a backup's manifest, checked: where it is, its size and SHA-256."""
+
+    path: PurePosixPath
+    bytes: int
+    sha256: str
+    database: bool
+
+
+def _entries(src: Path, manifest: dict[str, Any], limit: int) -> list[Entry]:
+    """The manifest's files, each checked for shape before any is read: ``InputError``
+    naming the first that is no plain relative path, has no size or hash, is listed twice,
+    or makes the backup larger than ``limit`` bytes."""
+    files = manifest.get("files")
+    if not isinstance(files, list):
+        raise InputError(f"{src / MANIFEST} lists no files; is the backup whole?")
+    entries: list[Entry] = []
+    seen: set[PurePosixPath] = set()
+    total = 0
+    for n, item in enumerate(files, 1):
+        where = f"{src / MANIFEST}, file {n}"
+        if not isinstance(item, dict):
+            raise InputError(f"{where} is not an object; the manifest is damaged.")
+        name, size, digest = item.get("path"), item.get("bytes"), item.get("sha256")
+        path = PurePosixPath(name) if isinstance(name, str) else None
+        if (
+            path is None
+            or not name
+            or "\\" in name
+            or "\x00" in name
+            or path.is_absolute()
+            or any(part in ("", ".", "..") for part in name.split("/"))
+            or name == MANIFEST
+        ):
+            raise InputError(
+                f"{where}: {name!r} is not a plain relative path inside the backup; "
+                "nothing was restored. Use a backup heron backup made."
+            )
+        if path in seen:
+            raise InputError(f"{where}: {name} is listed twice; nothing was restored.")
+        if type(size) is not int or size < 0:
+            raise InputError(f"{where}: {name} has no size in bytes; nothing was restored.")
+        if not (isinstance(digest, str) and len(digest) == 64 and _is_hex(digest)):
+            raise InputError(
+                f"{where}: {name} has no SHA-256, so it cannot be verified (a backup made "
+                "before Heron kept hashes?); nothing was restored. Make a new backup."
+            )
+        total += size
+        if total > limit:
+            raise InputError(
+                f"The backup holds more than {limit:,} bytes (HERON_RESTORE_MAX_BYTES); "
+                "nothing was restored. Raise the setting if the backup is yours and that "
+                "large."
+            )
+        seen.add(path)
+        entries.append(Entry(path, size, digest.lower(), bool(item.get("database"))))
+    return entries
+
+
+def _is_hex(text: str) -> bool:
+    return all(c in "0123456789abcdefABCDEF" for c in text)
+
+
+def _source(src: Path, entry: Entry) -> Path:
+    """The backed-up file of ``entry``: a regular file inside ``src``, reached through no
+    link; ``InputError`` otherwise."""
+    path = src.joinpath(*entry.path.parts)
+    # ``src`` is resolved and the path clean: it resolves elsewhere only through a link.
+    if path.resolve() != path:
+        raise InputError(f"The backup's {entry.path} leads through a link; nothing was restored.")
+    if not path.is_file():
+        raise InputError(f"The backup lacks {entry.path}, which its manifest lists, as a file.")
+    if path.stat().st_size != entry.bytes:
+        raise InputError(
+            f"The backup's {entry.path} is {path.stat().st_size:,} bytes, its manifest says "
+            f"{entry.bytes:,}; nothing was restored. Use another backup."
+        )
+    return path
+
+
 def restore(src: Path, settings: Settings, *, force: bool = False) -> BackupReport:
-    """Put the backup ``src`` in place of the home. Stop ``heron serve`` first: a running
-    server keeps the old files open. A non-empty home needs ``force`` and is moved aside
-    to ``HOME.before-restore-<time>``."""
+    """Put the backup ``src`` in place of the home (see the module docstring). Stop
+    ``heron serve`` first: a running server keeps the old files open. A non-empty home
+    needs ``force`` and is moved aside to ``HOME.before-restore-<time>``."""
     src, home = Path(src).resolve(), settings.home.resolve()
     manifest = read_manifest(src)
     if not _empty(home) and not force:
@@ -205,22 +316,39 @@ def restore(src: Path, settings: Settings, *, force: bool = False) -> BackupRepo
         )
     started = time.perf_counter()
     report = BackupReport(src, home)
-    for entry in manifest.get("files", []):
-        path = src / entry["path"]
-        if not path.is_file():
-            raise InputError(f"The backup lacks {entry['path']}, which its manifest lists.")
-        if entry.get("database"):
-            check_database(path)  # every file is checked before the home is touched
-            report.databases.append(entry["path"])
-        else:
-            report.files.append(entry["path"])
-        report.bytes += path.stat().st_size
+    entries = _entries(src, manifest, settings.restore_max_bytes)
+    sources = [_source(src, entry) for entry in entries]
+    total = sum(entry.bytes for entry in entries)
+    disk = home if home.exists() else home.parent
+    free = shutil.disk_usage(disk).free if disk.exists() else total
+    if total > free:
+        raise InputError(
+            f"The backup is {total:,} bytes and {disk} has {free:,} free; nothing was "
+            "restored. Free some space first."
+        )
     staged = home.with_name(f".{home.name}.restoring")
     shutil.rmtree(staged, ignore_errors=True)  # a restore that died half-way
     private_dir(staged).chmod(0o700)
-    for relative in _files(src):  # private from the first byte, as the home should be
-        private_dir((staged / relative).parent)
-        _copy_file(src / relative, staged / relative)
+    try:
+        for entry, path in zip(entries, sources, strict=True):
+            target = staged.joinpath(*entry.path.parts)
+            private_dir(target.parent)  # private from the first byte, as the home should be
+            size, digest = _copy_file(path, target, limit=entry.bytes)
+            if size != entry.bytes or not hmac.compare_digest(digest, entry.sha256):
+                raise InputError(
+                    f"The backup's {entry.path} does not match its manifest's SHA-256 (or "
+                    "size): it changed or is damaged; nothing was restored. Use another "
+                    "backup."
+                )
+            if entry.database:
+                check_database(target)  # the copy that will be used, checked before the swap
+                report.databases.append(str(entry.path))
+            else:
+                report.files.append(str(entry.path))
+            report.bytes += size
+    except BaseException:
+        shutil.rmtree(staged, ignore_errors=True)
+        raise
     if home.exists():
         if any(home.iterdir()):
             report.moved_aside = home.with_name(f"{home.name}.before-restore-{int(time.time())}")

@@ -131,14 +131,16 @@ def doctor(
     checks: Iterable[str] = (),
     offline: bool = False,
     store: Store | None = None,
+    writes: bool = True,
 ) -> Report:
     """Run ``checks`` (default: all) and report each. ``offline``: no model is called and
-    no MCP server reached (their files are still checked).
+    no MCP server reached (their files are still checked). ``writes=False``: nothing is
+    written (the store's write check is left out), for a server's ``GET /doctor``.
     ``store``: an open store to use (a server's), left open; else one is opened and
     closed here."""
     names = check_names(checks) if checks else list(CHECKS)
     started = time.perf_counter()
-    ctx = Context(settings, offline=offline, store=store)
+    ctx = Context(settings, offline=offline, store=store, writes=writes)
     with ctx:
         results = [run_check(name, ctx) for name in names]
     return Report(results, time.perf_counter() - started)

@@ -85,11 +85,20 @@ class Blocked(HeronError):
 
 class Context(Resource):
     """What the checks of one doctor run share: the settings, whether to call models
-    (``offline``), and the store opened once (a server hands in its own, left open)."""
+    (``offline``), whether to write (``writes``: the store's write check), and the store
+    opened once (a server hands in its own, left open)."""
 
-    def __init__(self, settings: Settings, *, offline: bool, store: Store | None = None) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        offline: bool,
+        store: Store | None = None,
+        writes: bool = True,
+    ) -> None:
         self.settings = settings
         self.offline = offline
+        self.writes = writes
         self._store = store
         self._owns_store = store is None
         self._store_error: str | None = None
@@ -238,9 +247,12 @@ def check_store(ctx: Context) -> Check:
     store = ctx.store
     integrity(store)  # raises DatabaseCorrupt with the way out
     stamp = str(time.time())
-    store.kv_set(SCRATCH, "write-check", stamp)
-    back = store.kv_get(SCRATCH, "write-check")
-    store.kv_delete(SCRATCH, "write-check")
+    if ctx.writes:
+        store.kv_set(SCRATCH, "write-check", stamp)
+        back = store.kv_get(SCRATCH, "write-check")
+        store.kv_delete(SCRATCH, "write-check")
+    else:
+        back = stamp
     if back != stamp:
         return failed(
             "store",
@@ -255,11 +267,12 @@ def check_store(ctx: Context) -> Check:
     }
     if not ctx.settings.postgres_url:
         data["bytes"] = ctx.settings.db_path.stat().st_size
+    wrote = "takes a write" if ctx.writes else "(write not tried: a read-only run)"
     return Check(
         "store",
         "ok",
-        f"{type(store).__name__} at {store.where} opens, takes a write and passes its "
-        f"integrity check; {len(namespaces)} namespaces",
+        f"{type(store).__name__} at {store.where} opens, {wrote}, passes its integrity "
+        f"check; {len(namespaces)} namespaces",
         data=data,
     )
 

@@ -42,7 +42,7 @@ from heron.server import (
     reload,
     sse,
 )
-from heron.server.auth import api_token
+from heron.server.auth import api_token, guard
 from heron.server.bodies import BodyMiddleware
 from heron.server.contexts import ContextMiddleware, runtime_of
 from heron.server.hooks import Feature
@@ -162,6 +162,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         settings.server_allowed_hosts,
         settings.server_allowed_origins,
         check_host=not unix_socket,
+        same_site=settings.server_allow_same_site,
     )
     cors = [
         Middleware(
@@ -176,7 +177,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(RequestMiddleware, metrics=rt.metrics),
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
-        Middleware(TokenMiddleware, token=api_token(settings)),
+        Middleware(TokenMiddleware, guard=guard(rt)),
         Middleware(KeyMiddleware, ring=keyring(rt), token=api_token(settings)),
         Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
         Middleware(BodyMiddleware, max_body=settings.server_max_body),

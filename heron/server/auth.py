@@ -1,18 +1,35 @@
-"""The server's token (``HERON_API_TOKEN``, ``api_token``), and signing in to the web page
-with it; ``heron.server.middleware.TokenMiddleware`` applies both on every route.
+"""The server's token (``HERON_API_TOKEN``, ``api_token``), the web page's sessions, and
+the throttle on wrong credentials; ``heron.server.middleware.TokenMiddleware`` applies
+them on every route, ``heron.web.pages`` signs in and out with them (``guard(rt)``, one
+per server).
 
-The sign-in form posts the token; when it matches (compared in constant time) the
-answer sets it as an ``HttpOnly; SameSite=Strict`` cookie, which the page's scripts
-cannot read and no other site's request carries. The cookie alone authorises only
-``GET``/``HEAD`` (pages, static files, event streams); any other method also needs the
-``X-Heron-CSRF`` header holding ``csrf(token)``, which the page reads from its own
+**Sessions.** The sign-in form posts the token; when it matches (compared in constant
+time) the answer sets a session cookie, ``HttpOnly; SameSite=Strict``: a random id and
+its HMAC under the token, never the token itself. The server keeps each live id (its
+hash), with an expiry (``HERON_SERVER_SESSION_TTL``); sign-out deletes it, so a cookie
+copied before sign-out opens nothing after. A restart, or a new token, signs every
+browser out. The cookie alone authorises only ``GET``/``HEAD`` (pages, static files,
+event streams); any other method also needs the ``X-Heron-CSRF`` header holding the
+session's CSRF value (an HMAC of its id), which the page reads from its own
 ``<meta name="heron-csrf">``. A cross-site page can neither read that value nor send a
 custom header without a CORS preflight, which the Origin check refuses.
+
+**Throttle.** A wrong bearer token or sign-in is answered after a delay
+(``HERON_SERVER_AUTH_DELAY``), and a client (its address) that got
+``HERON_SERVER_AUTH_FAILURES`` wrong within ``HERON_SERVER_AUTH_WINDOW`` seconds is
+answered 429 with ``Retry-After`` until the window has room again, whatever it sends:
+a right guess among the refused ones would otherwise tell it apart.
 """
 
 from __future__ import annotations
 
+import asyncio
+import hashlib
 import hmac
+import secrets
+import threading
+import time
+from dataclasses import dataclass
 from http.cookies import SimpleCookie
 from urllib.parse import parse_qs, quote
 
@@ -20,18 +37,25 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
+from heron.errors import InputError
+from heron.server.limits import Limiter
+from heron.server.origins import STATIC
+from heron.server.runtime import Runtime
 from heron.settings import Settings
 
-COOKIE = "heron_token"
+COOKIE = "heron_session"
 CSRF_HEADER = b"x-heron-csrf"
 #: Paths anyone may fetch: signing in and out, and the page's own scripts and styles.
 OPEN = ("/signin", "/signout")
-STATIC = "/static/"
 #: The pages; asked for without a token they send the browser to the sign-in form.
 PAGES = ("/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/operations")
 #: Pages that are no pane: a cited source (``/source``), opened from a passage.
 VIEWS = ("/source",)
 SAFE_METHODS = frozenset({"GET", "HEAD"})
+#: Live sessions kept at most; past it the one closest to expiring goes first.
+MAX_SESSIONS = 1024
+#: Fields a sign-in form has (``token``, ``next``) with room to spare; more is no form.
+FORM_FIELDS = 8
 
 
 def api_token(settings: Settings) -> str | None:
@@ -40,37 +64,150 @@ def api_token(settings: Settings) -> str | None:
     return (secret.get_secret_value().strip() or None) if secret else None
 
 
-def csrf(token: bytes) -> str:
-    """The CSRF value for ``token``: derived, so the server keeps no session state."""
-    return hmac.new(token, b"heron-web-csrf", "sha256").hexdigest()
-
-
 def is_open(path: str) -> bool:
     return path in OPEN or path.startswith(STATIC)
 
 
-def cookie_of(scope: Scope) -> bytes | None:
+def client_of(scope: Scope) -> str:
+    """Whom the throttle counts: the client's address (``unix`` over a Unix socket)."""
+    client = scope.get("client")
+    return str(client[0]) if client and client[0] else "unix"
+
+
+class Sessions:
+    """The signed-in browsers: each session's id hashed, with its expiry. Thread-safe."""
+
+    def __init__(self, token: bytes, ttl: float) -> None:
+        self._key = token
+        self.ttl = ttl
+        self._live: dict[str, float] = {}
+        self._lock = threading.Lock()
+
+    def _sign(self, sid: str) -> str:
+        return hmac.new(self._key, b"heron-session:" + sid.encode(), "sha256").hexdigest()
+
+    @staticmethod
+    def _hash(sid: str) -> str:
+        return hashlib.sha256(sid.encode()).hexdigest()
+
+    def new(self) -> str:
+        """A new session; the cookie's value."""
+        sid = secrets.token_urlsafe(32)
+        now = time.monotonic()
+        with self._lock:
+            self._live = {h: t for h, t in self._live.items() if t > now}
+            while len(self._live) >= MAX_SESSIONS:
+                del self._live[min(self._live, key=self._live.__getitem__)]
+            self._live[self._hash(sid)] = now + self.ttl
+        return f"{sid}.{self._sign(sid)}"
+
+    def session_id(self, cookie: str | None) -> str | None:
+        """The id of the live session ``cookie`` holds; ``None`` for a forged, expired or
+        revoked one."""
+        sid, _, signature = (cookie or "").partition(".")
+        if not sid or not hmac.compare_digest(signature.encode(), self._sign(sid).encode()):
+            return None
+        with self._lock:
+            expires = self._live.get(self._hash(sid))
+        return sid if expires is not None and expires > time.monotonic() else None
+
+    def revoke(self, cookie: str | None) -> None:
+        sid = self.session_id(cookie)
+        if sid is not None:
+            with self._lock:
+                self._live.pop(self._hash(sid), None)
+
+    def csrf(self, sid: str) -> str:
+        """The CSRF value of session ``sid``."""
+        return hmac.new(self._key, b"heron-web-csrf:" + sid.encode(), "sha256").hexdigest()
+
+
+class Throttle:
+    """Wrong credentials per client: each answered after ``delay`` seconds; ``failures``
+    of them within ``window`` seconds and the client is refused until the window has room."""
+
+    def __init__(self, failures: int, window: int, delay: float) -> None:
+        self.limiter = Limiter(failures, window)
+        self.delay = delay
+
+    def retry_after(self, client: str) -> int:
+        """Seconds ``client`` must wait before it may try a credential again (0: now)."""
+        return self.limiter.retry_after(client)
+
+    async def failed(self, client: str) -> None:
+        """Count a wrong credential of ``client``, then wait the delay."""
+        self.limiter.hit(client)
+        await asyncio.sleep(self.delay)
+
+
+@dataclass
+class Guard:
+    """What checks credentials on one server: its token (``None``: no check), the web
+    page's sessions and the throttle."""
+
+    token: bytes | None
+    sessions: Sessions
+    throttle: Throttle
+
+    @classmethod
+    def build(cls, settings: Settings) -> Guard:
+        token = api_token(settings)
+        secret = token.encode() if token else None
+        return cls(
+            secret,
+            Sessions(secret or b"", settings.server_session_ttl),
+            Throttle(
+                settings.server_auth_failures,
+                settings.server_auth_window,
+                settings.server_auth_delay,
+            ),
+        )
+
+    def bearer_ok(self, given: bytes) -> bool:
+        return self.token is not None and hmac.compare_digest(given.strip(), self.token)
+
+    def token_ok(self, given: str) -> bool:
+        """The sign-in form's token (compared in constant time)."""
+        return self.token is not None and hmac.compare_digest(
+            given.strip().encode("utf-8", "replace"), self.token
+        )
+
+    def session_of(self, scope: Scope) -> str | None:
+        """The live session the request's cookie names."""
+        return self.sessions.session_id(cookie_of(scope))
+
+    def cookie_authorized(self, scope: Scope) -> bool:
+        """A live session's cookie, and for an unsafe method its CSRF header."""
+        sid = self.session_of(scope)
+        if sid is None:
+            return False
+        if scope["method"] in SAFE_METHODS:
+            return True
+        header = dict(scope["headers"]).get(CSRF_HEADER, b"")
+        return hmac.compare_digest(header, self.sessions.csrf(sid).encode())
+
+    def page_csrf(self, scope: Scope) -> str:
+        """The CSRF value a page rendered for this request carries ("" with no session)."""
+        sid = self.session_of(scope) if self.token is not None else None
+        return self.sessions.csrf(sid) if sid else ""
+
+
+def guard(rt: Runtime) -> Guard:
+    """The server's ``Guard``, made on first use."""
+    return rt.shared("auth.guard", lambda: Guard.build(rt.settings))
+
+
+def cookie_of(scope: Scope) -> str | None:
     for name, value in scope["headers"]:
         if name == b"cookie":
             jar: SimpleCookie = SimpleCookie()
             try:
                 jar.load(value.decode("latin-1"))
-            except Exception:  # a malformed cookie header is no token
+            except Exception:  # a malformed cookie header is no session
                 return None
             if COOKIE in jar:
-                return jar[COOKIE].value.encode("latin-1")
+                return jar[COOKIE].value
     return None
-
-
-def cookie_authorized(scope: Scope, token: bytes) -> bool:
-    """The sign-in cookie holds ``token``, and an unsafe method carries the CSRF header."""
-    given = cookie_of(scope)
-    if given is None or not hmac.compare_digest(given, token):
-        return False
-    if scope["method"] in SAFE_METHODS:
-        return True
-    header = dict(scope["headers"]).get(CSRF_HEADER, b"")
-    return hmac.compare_digest(header, csrf(token).encode())
 
 
 def refusal(scope: Scope) -> Response | None:
@@ -85,19 +222,17 @@ def local_next(value: str | None) -> str:
     return value if value in PAGES else "/"
 
 
-def signed_in(token: bytes, secure: bool, to: str) -> Response:
+def signed_in(cookie: str, secure: bool, to: str) -> Response:
     response = RedirectResponse(to, status_code=303)
-    response.set_cookie(
-        COOKIE, token.decode("latin-1"), httponly=True, samesite="strict", secure=secure, path="/"
-    )
+    response.set_cookie(COOKIE, cookie, httponly=True, samesite="strict", secure=secure, path="/")
     return response
 
 
 async def form_fields(request: Request) -> dict[str, str]:
-    """A urlencoded form's fields (the body is bounded by ``BodyMiddleware``)."""
+    """A urlencoded form's fields (the body is bounded by ``BodyMiddleware``);
+    ``InputError`` for one with more fields than a sign-in form has."""
     body = (await request.body()).decode("utf-8", "replace")
-    return {k: v[0] for k, v in parse_qs(body, max_num_fields=8).items()}
-
-
-def check(given: str, token: bytes) -> bool:
-    return hmac.compare_digest(given.strip().encode("utf-8"), token)
+    try:
+        return {k: v[0] for k, v in parse_qs(body, max_num_fields=FORM_FIELDS).items()}
+    except ValueError as exc:  # parse_qs: "Max number of fields exceeded"
+        raise InputError(f"A sign-in form has at most {FORM_FIELDS} fields.") from exc

@@ -28,6 +28,7 @@ from heron.libraries.search import source_location
 from heron.libraries.state import last_sync
 from heron.server.hooks import no_lifespan, no_routes
 from heron.server.methods import LibraryName
+from heron.server.numbers import RecordId
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 
@@ -42,8 +43,8 @@ class PagesParams(LibraryName):
 class PassageParams(Params):
     library: str = Field(min_length=1)
     page: str = Field(min_length=1, description="The page id a citation names.")
-    first: int = Field(default=1, ge=1, description="First line cited.")
-    last: int = Field(default=1_000_000, ge=1, description="Last line cited.")
+    first: RecordId = Field(default=1, description="First line cited.")
+    last: RecordId = Field(default=1_000_000, description="Last line cited.")
 
 
 class TaskParams(Params):

@@ -52,6 +52,7 @@ from heron.interventions.model import MAX_NAME, Severity
 from heron.interventions.service import audio_folder
 from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.server.events import event_stream, message
+from heron.server.numbers import RecordId, whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -109,7 +110,7 @@ class StatsParams(Params):
 
 
 class OutcomeParams(OutcomeBody):
-    id: int = Field(ge=1, le=2**63 - 1)
+    id: RecordId
 
 
 class ListParams(Params):
@@ -269,14 +270,17 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         room = request.query_params.get("room", "").strip()
         if not room:
             return invalid("Name the room: GET /interventions/stream?room=team.", "room")
-        given = request.headers.get("last-event-id") or request.query_params.get("after", "0")
-        if not given.strip().isdigit():
-            return invalid(f"Last-Event-ID must be a card's id, got {given!r}.")
+        header = request.headers.get("last-event-id")
         try:
+            after = (
+                whole(header, "Last-Event-ID")
+                if header
+                else whole(request.query_params.get("after", "0"), "after")
+            )
             service = await run_in_threadpool(lambda: runtime.interventions)
         except HeronError as exc:
             return heron_error(exc)
-        return event_stream(_frames(service, room, int(given)), runtime.settings)
+        return event_stream(_frames(service, room, after), runtime.settings)
 
     async def outcome(request: Request) -> Response:
         body = await read_body(request, OutcomeBody)
@@ -284,9 +288,8 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
             return body
         service = runtime.interventions
         try:
-            done = await run_in_threadpool(
-                service.outcome, request.path_params["id"], body.outcome, body.by
-            )
+            card = whole(request.path_params["id"], "the intervention id", low=1)
+            done = await run_in_threadpool(service.outcome, card, body.outcome, body.by)
         except HeronError as exc:
             return heron_error(exc)
         return Response(json.dumps(done.to_dict()), media_type="application/json")
@@ -304,7 +307,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
 
     return [
         Route("/interventions/stream", stream, methods=["GET"]),
-        Route("/interventions/{id:int}/outcome", outcome, methods=["POST"]),
+        Route("/interventions/{id}/outcome", outcome, methods=["POST"]),
         Route("/interventions/audio/{file}", audio, methods=["GET"]),
     ]
 

@@ -34,8 +34,10 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.wiring import job_runner
+from heron.errors import InputError
 from heron.jobs import JobNotFound, Risk, State
 from heron.server.events import event_stream, message
+from heron.server.numbers import Position, whole
 from heron.server.replies import invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -65,7 +67,7 @@ class ActParams(IdParams):
 
 
 class EventsParams(IdParams):
-    after: int = Field(default=0, ge=0, description="Only events with a higher seq.")
+    after: Position = Field(default=0, description="Only events with a higher seq.")
     limit: int = Field(default=1000, ge=1, le=10_000)
 
 
@@ -127,16 +129,22 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
     async def stream(request: Request) -> Response:
         jobs = runtime.jobs
         job_id = request.path_params["id"]
-        given = request.headers.get("last-event-id") or request.query_params.get("after", "0")
-        if not given.strip().isdigit():
-            return invalid(f"Last-Event-ID must be an event's seq number, got {given!r}.")
+        header = request.headers.get("last-event-id")
+        try:
+            after = (
+                whole(header, "Last-Event-ID")
+                if header
+                else whole(request.query_params.get("after", "0"), "after")
+            )
+        except InputError as exc:
+            return invalid(str(exc), "after")
         try:
             await asyncio.to_thread(jobs.get, job_id)
         except JobNotFound as exc:
             return not_found(str(exc))
 
         async def frames() -> AsyncIterator[ServerSentEvent]:
-            async for event in jobs.follow(job_id, int(given)):
+            async for event in jobs.follow(job_id, after):
                 yield message(event.to_dict(), event=event.kind, id=event.seq)
 
         return event_stream(frames(), runtime.settings)

@@ -54,6 +54,7 @@ from heron.libraries.state import library_state
 from heron.redact import redact
 from heron.server.contexts import runtime_of
 from heron.server.keys import acting_as, check_call, key_of, keyring
+from heron.server.numbers import whole
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
@@ -527,7 +528,11 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
         refuse_unless(ctx, READ)
         listed = await run_in_threadpool(Catalog(scoped(ctx)).resources)
-        start = int(params.cursor) if params and (params.cursor or "").isdigit() else 0
+        cursor = params.cursor if params else None
+        try:
+            start = whole(cursor, "cursor", high=len(listed)) if cursor else 0
+        except InputError as exc:
+            raise _refused(exc) from exc
         more = start + PAGE_SIZE < len(listed)
         return types.ListResourcesResult(
             resources=listed[start : start + PAGE_SIZE],

@@ -242,9 +242,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope=READ,
     )
     def models_list(_: Params) -> list[dict[str, Any]]:
-        from heron.llm.config import load_table
-
-        table = load_table(rt.settings)
+        table = rt.models  # the last good one (heron.server.reload)
         default = table.spec().alias
         return [
             {"alias": alias, "provider": spec.provider, "model": spec.model,

@@ -20,17 +20,21 @@ Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``
     heron_watchdog_check_status{check}                 1 passing, 0 failing (watchdog-latest.json)
     heron_build_info{version,python,implementation}, process_*, python_info, python_gc_*
 
-A key is an API key's name (``heron.keys``; ``HERON_API_TOKEN`` for that token), so there
-are as many values as keys. A route is the template that matched
-(``/jobs/{id}/events/stream``), never the raw path, so no URL can grow the label set; a
-request no route took is ``route="unmatched"``.
+Every label comes from a bounded set, so no request can grow the series without end: a
+key is an API key's name (``heron.keys``; ``HERON_API_TOKEN`` for that token), as many
+values as keys; a route is the template that matched (``/jobs/{id}/events/stream``),
+never the raw path (a request no route took is ``route="unmatched"``); a method outside
+the HTTP ones is ``OTHER``; a JSON-RPC method is a registered one; a tool is one the
+toolbox has registered and a model an alias of the models table, anything else (a tool
+name a model invented, a model a client named) is ``unknown``; stages and search modes
+are Heron's own.
 """
 
 from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Container, Iterable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -55,6 +59,8 @@ if TYPE_CHECKING:
 #: Upper bounds in seconds: retrieval lands in the first half, model calls in the second.
 BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+#: The label of a tool or model no registry knows.
+UNKNOWN = "unknown"
 #: Gauges read at scrape time: ``name -> ((labels, value), ...)``.
 Gauges = dict[str, list[tuple[dict[str, str], float]]]
 
@@ -87,9 +93,17 @@ class _ScrapeCollector(Collector):
 
 class Metrics:
     """Thread-safe (``prometheus_client`` locks each value): handlers in the threadpool
-    and on the event loop both report here."""
+    and on the event loop both report here. ``tools()`` and ``models()``: the names a
+    tool or model label may take, read at each report (a reload may change them)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self,
+        *,
+        tools: Callable[[], Container[str]] = frozenset,
+        models: Callable[[], Container[str]] = frozenset,
+    ) -> None:
+        self.known_tools = tools
+        self.known_models = models
         self.registry = CollectorRegistry()
         r = self.registry
         ProcessCollector(registry=r)
@@ -176,13 +190,14 @@ class Metrics:
 
     def observe_answer(self, answer: Answer, seconds: float) -> None:
         """A chat answer: its latency, tokens, tool calls and the agent's stage timings."""
-        model = answer.model or "unknown"
+        model = self.model_label(answer.model)
         self.answer_seconds.labels(model).observe(seconds)
         self.tokens.labels(model, "in").inc(answer.usage.prompt_tokens)
         self.tokens.labels(model, "out").inc(answer.usage.completion_tokens)
+        tools = self.known_tools()
         for use in answer.tools:
             outcome = "ok" if use.ok else ("refused" if use.refused else "error")
-            self.tools.labels(use.name, outcome).inc()
+            self.tools.labels(use.name if use.name in tools else UNKNOWN, outcome).inc()
         for stage, spent in answer.timings.items():
             self.stages.labels(stage).observe(spent)
 
@@ -195,7 +210,10 @@ class Metrics:
             "cooldown": self.cooldowns,
             "probe": self.probes,
         }
-        counters[event].labels(model).inc()
+        counters[event].labels(self.model_label(model)).inc()
+
+    def model_label(self, model: str | None) -> str:
+        return model if model and model in self.known_models() else UNKNOWN
 
     def observe_search(self, mode: str, seconds: float) -> None:
         self.search_seconds.labels(mode).observe(seconds)

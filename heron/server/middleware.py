@@ -12,12 +12,12 @@ send none), and no body is read for a request that is refused anyway."""
 
 from __future__ import annotations
 
-import hmac
 import logging
 import re
 import time
 import uuid
 
+from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.keys import PREFIX
@@ -86,42 +86,67 @@ class RequestMiddleware:
 
 
 class TokenMiddleware:
-    """401 unless the request carries ``Authorization: Bearer <token>``; no check when the
-    server has no token (loopback), and none for ``OPEN_PATHS``."""
+    """401 unless the request carries ``Authorization: Bearer <token>`` or a live sign-in
+    session (``heron.server.auth``); no check when the server has no token (loopback),
+    and none for ``OPEN_PATHS``. A wrong token is answered after the throttle's delay,
+    and a client with too many wrong ones is answered 429 (``Retry-After``)."""
 
-    def __init__(self, app: ASGIApp, *, token: str | None) -> None:
+    def __init__(self, app: ASGIApp, *, guard: auth.Guard) -> None:
         self.app = app
-        self.token = token.encode() if token else None
-
-    def authorized(self, scope: Scope) -> bool:
-        if self.token is None or scope["path"] in OPEN_PATHS or auth.is_open(scope["path"]):
-            return True
-        headers = dict(scope["headers"])
-        scheme, _, given = headers.get(b"authorization", b"").partition(b" ")
-        if scheme.lower() == b"bearer" and given.strip().startswith(KEY_PREFIX):
-            return True  # a named key: KeyMiddleware finds it, or answers the 401
-        if scheme.lower() == b"bearer" and hmac.compare_digest(given.strip(), self.token):
-            return True
-        # The web page's sign-in cookie, with its CSRF header for unsafe methods.
-        return auth.cookie_authorized(scope, self.token)
+        self.guard = guard
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or self.authorized(scope):
+        path = scope["path"] if scope["type"] == "http" else ""
+        if (
+            scope["type"] != "http"
+            or self.guard.token is None
+            or path in OPEN_PATHS
+            or auth.is_open(path)
+        ):
             await self.app(scope, receive, send)
             return
-        page = auth.refusal(scope)  # a browser asking for a page: the sign-in form
-        if page is not None:
-            await page(scope, receive, send)
+        scheme, _, given = dict(scope["headers"]).get(b"authorization", b"").partition(b" ")
+        if scheme.lower() == b"bearer" and given.strip().startswith(KEY_PREFIX):
+            # A named key: KeyMiddleware finds it or answers the 401 (a key is 32 random
+            # bytes: guessing one is no use, so it is not throttled here).
+            await self.app(scope, receive, send)
             return
+        if scheme.lower() == b"bearer":
+            client = auth.client_of(scope)
+            wait = self.guard.throttle.retry_after(client)
+            if wait:
+                await throttled(path, wait)(scope, receive, send)
+                return
+            if self.guard.bearer_ok(given):
+                await self.app(scope, receive, send)
+                return
+            await self.guard.throttle.failed(client)
+        elif self.guard.cookie_authorized(scope):
+            await self.app(scope, receive, send)
+            return
+        else:
+            page = auth.refusal(scope)  # a browser asking for a page: the sign-in form
+            if page is not None:
+                await page(scope, receive, send)
+                return
         message = (
             "Missing or wrong bearer token: send 'Authorization: Bearer $HERON_API_TOKEN' "
             "(the token the server was started with)."
         )
         response = for_path(
-            scope["path"],
+            path,
             401,
             message,
             "authentication_error",
             headers={"www-authenticate": 'Bearer realm="heron"'},
         )
         await response(scope, receive, send)
+
+
+def throttled(path: str, wait: int) -> Response:
+    """The 429 of a client with too many wrong credentials."""
+    message = (
+        f"Too many wrong tokens from this client: try again in {wait} s. Check "
+        "HERON_API_TOKEN: it is the token the server was started with."
+    )
+    return for_path(path, 429, message, "rate_limited", headers={"retry-after": str(wait)})

@@ -792,10 +792,8 @@ def _model(alias: str, provider: str) -> dict[str, Any]:
 
 async def models(rt: Runtime, request: Request) -> Response:
     """``GET /v1/models`` (every alias) and ``GET /v1/models/{model}`` (one)."""
-    from heron.llm.config import load_table
-
-    try:
-        table = await run_in_threadpool(load_table, rt.settings)
+    try:  # the last good table (heron.server.reload), not the file as it is now
+        table = await run_in_threadpool(lambda: rt.models)
     except HeronError as exc:
         return heron_error(exc)
     wanted = request.path_params.get("model")

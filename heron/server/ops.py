@@ -105,22 +105,48 @@ def gauges(rt: Runtime) -> Gauges:
     return found | watchdog_gauges(latest_path(rt.settings.home))
 
 
-def run_doctor(rt: Runtime, checks: list[str], offline: bool) -> dict[str, Any]:
-    """``heron doctor`` on the server's own store (no second embedding model loaded)."""
-    return doctor(rt.settings, checks=checks, offline=offline, store=rt.store).to_dict()
+def run_doctor(
+    rt: Runtime, checks: list[str], offline: bool, *, writes: bool = True
+) -> dict[str, Any]:
+    """``heron doctor`` on the server's own store (no second embedding model loaded);
+    ``writes=False``: the store's write check is left out (a ``GET`` changes nothing)."""
+    report = doctor(rt.settings, checks=checks, offline=offline, store=rt.store, writes=writes)
+    return report.to_dict()
 
 
 async def doctor_route(rt: Runtime, request: Request) -> Response:
     """``GET /doctor?check=store&check=libraries``: 200 when every check passes, else 503,
-    with the report either way. Offline unless ``offline=0``: a page that polls it must
-    not pay for a model call each time."""
+    with the report either way. A ``GET`` is the offline checks, writing nothing: a link,
+    an image tag or a page that polls it must cost nothing. ``POST /doctor?offline=0``
+    (which a cross-site page cannot send: ``heron.server.origins``) also calls each model
+    and reaches each MCP server, as ``ops.doctor`` does."""
     params = request.query_params
-    offline = params.get("offline", "1").lower() not in ("0", "false", "no")
+    given = params.get("offline", "1")
+    if given.lower() not in OFFLINE_VALUES:
+        return invalid(
+            f"offline must be one of {', '.join(sorted(OFFLINE_VALUES))}, not {given[:32]!r}.",
+            "offline",
+        )
+    online = given.lower() in ONLINE
+    if online and request.method == "GET":
+        return invalid(
+            "GET /doctor runs the offline checks only (a GET never calls a model or starts a "
+            "server). Run the online ones with POST /doctor?offline=0 or the JSON-RPC method "
+            "ops.doctor.",
+            "offline",
+        )
     try:
-        report = await run_in_threadpool(run_doctor, rt, params.getlist("check"), offline)
+        report = await run_in_threadpool(
+            run_doctor, rt, params.getlist("check"), not online, writes=request.method == "POST"
+        )
     except HeronError as exc:  # an unknown check name
         return invalid(str(exc), "check")
     return StrictJSONResponse(report, status_code=200 if report["ok"] else 503)
+
+
+#: ``?offline=`` values: these run the online checks (``POST`` only), the others not.
+ONLINE = frozenset({"0", "false", "no"})
+OFFLINE_VALUES = ONLINE | {"1", "true", "yes"}
 
 
 def beat(rt: Runtime, name: str) -> Response:
@@ -265,7 +291,7 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         Route("/health", health, methods=["GET"]),
         Route("/ready", endpoint(ready, rt), methods=["GET"]),
         Route("/metrics", endpoint(metrics, rt), methods=["GET"]),
-        Route("/doctor", endpoint(doctor_route, rt), methods=["GET"]),
+        Route("/doctor", endpoint(doctor_route, rt), methods=["GET", "POST"]),
         Route("/watchdog/heartbeat/{name}", endpoint(heartbeat, rt), methods=["POST"]),
     ]
 

@@ -17,6 +17,18 @@ Two attacks from a browser the user trusts are shut out here:
   other origin, ``null`` included (sandboxed frames, ``file://``), is 403, preflights
   too, so no CORS header ever tells a browser it may read an answer. Clients that are
   not browsers send no ``Origin`` and are not affected.
+- **Cross-site requests that carry no Origin.** ``<img src=http://127.0.0.1:8765/doctor>``
+  sends no ``Origin``, and with no token (the loopback default) nothing else stops it.
+  Browsers mark every request with Fetch Metadata: ``Sec-Fetch-Site`` says who asked.
+  ``cross-site`` (and ``same-site``, which includes a page on another port of
+  127.0.0.1, unless ``HERON_SERVER_ALLOW_SAME_SITE``) is 403 on every route but the
+  static assets (``/static/``) and a top-level navigation (``GET`` with
+  ``Sec-Fetch-Mode: navigate`` and ``Sec-Fetch-Dest: document``: following a link to
+  Heron, which must still work); a page of a listed origin (its ``Origin`` passed above)
+  is let through. A value no browser sends counts as ``cross-site``. Clients that are
+  not browsers send no ``Sec-Fetch-Site`` and are not affected; that is why a ``GET``
+  never costs anything (no model call, no program or server started, no write): a
+  navigation may be anyone's.
 
 Starlette's ``TrustedHostMiddleware`` is the model; it is not used as is because it
 cuts ``[::1]:8765`` at the first colon and answers in plain text.
@@ -44,6 +56,10 @@ _HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)(?::(?P<port>[
 #: Binding these listens on every interface; they never appear in a Host header.
 WILDCARDS = frozenset({"", "0.0.0.0", "::", "[::]"})
 DEFAULT_PORTS = {"http": 80, "https": 443}
+#: ``Sec-Fetch-Site`` values of requests the user made here: the page itself, or typed in.
+FETCH_TRUSTED = frozenset({"same-origin", "none"})
+#: The page's scripts and styles, which any request may fetch (they are public).
+STATIC = "/static/"
 
 
 def normal_name(name: str) -> str:
@@ -137,6 +153,7 @@ class Allowlist:
     hosts: tuple[HostPattern, ...]
     origins: frozenset[str]  # origin_key form
     check_host: bool = True
+    same_site: bool = False  # HERON_SERVER_ALLOW_SAME_SITE: same-site pages may call
 
     @classmethod
     def build(
@@ -146,6 +163,7 @@ class Allowlist:
         origins: Iterable[str] = (),
         *,
         check_host: bool = True,
+        same_site: bool = False,
     ) -> Allowlist:
         keys = set()
         for entry in origins:
@@ -158,7 +176,7 @@ class Allowlist:
             keys.add(key)
         named = None if bound is None or bound in WILDCARDS else normal_name(bound)
         patterns = tuple(HostPattern.parse(entry) for entry in hosts)
-        return cls(named, patterns, frozenset(keys), check_host)
+        return cls(named, patterns, frozenset(keys), check_host, same_site)
 
     def host_allowed(self, host: str, scope: Scope) -> bool:
         """Whether the ``Host`` header ``host`` names this server (see the module)."""
@@ -181,9 +199,28 @@ class Allowlist:
         key = origin_key(origin)
         return key is not None and (key in self.origins or key == origin_key(f"{scheme}://{host}"))
 
+    def fetch_allowed(self, scope: Scope, headers: Headers) -> bool:
+        """Whether the request's Fetch Metadata lets it through (see the module)."""
+        site = headers.get("sec-fetch-site")
+        if site is None or site in FETCH_TRUSTED:
+            return True
+        if site == "same-site" and self.same_site:
+            return True
+        origin = headers.get("origin")
+        if origin is not None and origin_key(origin) in self.origins:
+            return True  # a listed origin's page, through CORS
+        if scope["path"].startswith(STATIC):
+            return True
+        return (
+            scope["method"] == "GET"
+            and headers.get("sec-fetch-mode") == "navigate"
+            and headers.get("sec-fetch-dest") == "document"
+        )
+
 
 class HostOriginMiddleware:
-    """Refuse foreign ``Host`` (421) and ``Origin`` (403) values; see the module."""
+    """Refuse foreign ``Host`` (421) and ``Origin`` (403) values, and cross-site requests
+    by their Fetch Metadata (403); see the module."""
 
     def __init__(self, app: ASGIApp, *, allow: Allowlist) -> None:
         self.app = app
@@ -199,6 +236,9 @@ class HostOriginMiddleware:
             refusal = for_path(scope["path"], 421, host_message(host), "host_not_allowed")
         elif origin is not None and not self.allow.origin_allowed(origin, host, scope["scheme"]):
             refusal = for_path(scope["path"], 403, origin_message(origin), "origin_not_allowed")
+        elif not self.allow.fetch_allowed(scope, headers):
+            site = headers.get("sec-fetch-site", "")
+            refusal = for_path(scope["path"], 403, fetch_message(site), "cross_site_refused")
         else:
             await self.app(scope, receive, send)
             return
@@ -223,4 +263,14 @@ def origin_message(origin: str) -> str:
         f"Requests from web pages at {origin!r} are refused: Heron answers only its own "
         "origin, so other sites cannot use it through the user's browser. To let that page "
         "call Heron, list it: HERON_SERVER_ALLOWED_ORIGINS='[\"https://app.example\"]'."
+    )
+
+
+def fetch_message(site: str) -> str:
+    return (
+        f"A request another site's page made (Sec-Fetch-Site: {site[:32]!r}) is refused: "
+        "only Heron's own pages, links to them and clients that are not browsers may use "
+        "it. To let a page of another origin call Heron, list it: "
+        "HERON_SERVER_ALLOWED_ORIGINS='[\"https://app.example\"]'; a page of the same "
+        "site (another port of this host): HERON_SERVER_ALLOW_SAME_SITE=true."
     )

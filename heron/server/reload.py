@@ -6,10 +6,15 @@ replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the J
 method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
 file is read and checked whole first; only a valid one replaces what the server runs:
 
-- ``models.yml``: the agent gets a new ``Broker`` over the new table; answers already
-  running finish on the old one (closed at shutdown).
-- ``mcp.json``: the servers are listed again into the toolbox's registry (tools of
-  servers no longer configured are removed), and cached routers are dropped.
+- ``models.yml``: the runtime's table (``Runtime.models``: what ``/v1/models``,
+  ``models.list`` and the agent, opened on first chat, read) is replaced, and the agent
+  gets a new ``Broker`` over it; answers already running finish on the old one (closed at
+  shutdown). The check at start keeps the file's table too, so a bad edit saved before the
+  first chat leaves every request on the last good table.
+- ``mcp.json``: the runtime's server list (``Runtime.mcp_servers``: what the toolbox,
+  opened on first use, connects to) is replaced, the servers are listed again into the
+  toolbox's registry (tools of servers no longer configured are removed), and cached
+  routers are dropped.
 
 An invalid file changes nothing: the old configuration stays, the error is logged and
 ``/ready`` shows it under ``checks.config`` (not ready until the file is fixed, so an
@@ -38,7 +43,7 @@ from heron.errors import HeronError
 from heron.resource import Resource
 from heron.server.hooks import no_routes
 from heron.server.rpc import Params, Registry
-from heron.server.runtime import Runtime
+from heron.server.runtime import Runtime, mcp_path, read_servers
 
 if TYPE_CHECKING:
     from heron.llm import Broker
@@ -60,13 +65,8 @@ class Reloader(Resource):
 
     def paths(self) -> dict[str, Path]:
         from heron.llm.config import models_file
-        from heron.tools.toolbox import MCP_CONFIG
 
-        settings = self.rt.settings
-        return {
-            "models": models_file(settings),
-            "mcp": settings.mcp_config or settings.home / MCP_CONFIG,
-        }
+        return {"models": models_file(self.rt.settings), "mcp": mcp_path(self.rt.settings)}
 
     def check(self) -> None:
         """Read both files as they are at start, so ``/ready`` reports a bad one."""
@@ -100,6 +100,8 @@ class Reloader(Resource):
         from heron.llm import Broker, load_table
 
         table = load_table(self.rt.settings)
+        for rt in self.rt.contexts():  # what /v1/models, models.list and a new agent read
+            rt.replace("models", table)
         for rt in self.rt.contexts() if apply else []:  # each context's agent, if open
             if rt.opened("agent"):
                 agent = rt.agent
@@ -110,13 +112,10 @@ class Reloader(Resource):
         return {"aliases": list(table.models), "default": table.default}
 
     def _mcp(self, path: Path, apply: bool) -> dict[str, Any]:
-        from heron.tools import MCPClient, load_config
+        from heron.tools import MCPClient
 
-        settings = self.rt.settings
-        if settings.mcp_config is None and not path.exists():
-            servers = []
-        else:
-            servers = load_config(path, timeout=settings.mcp_timeout)
+        servers = read_servers(self.rt.settings)
+        self.rt.replace("mcp", servers)  # what the toolbox, opened on first use, connects
         names = [s.name for s in servers]
         boxes = [rt.toolbox for rt in self.rt.contexts() if rt.opened("toolbox")]
         if not (apply and boxes):

@@ -27,7 +27,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Container
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
@@ -41,14 +42,33 @@ if TYPE_CHECKING:
     from heron.agent.wiring import Observers
     from heron.interventions import Interventions
     from heron.jobs import Jobs
+    from heron.llm import RoutingTable
     from heron.skills import SkillIndex
-    from heron.tools import Toolbox, ToolRouter
+    from heron.tools import ServerConfig, Toolbox, ToolRouter
 
 T = TypeVar("T")
 
 #: What a context's runtime opens for itself; ``router:`` names too. "skills" only when
 #: the context has skill directories of its own (``_own``).
 PER_CONTEXT = frozenset({"skills", "toolbox", "agent"})
+
+def mcp_path(settings: Settings) -> Path:
+    """The ``mcp.json`` the settings name (``HERON_MCP_CONFIG``, else ``HOME/mcp.json``)."""
+    from heron.tools.toolbox import MCP_CONFIG
+
+    return settings.mcp_config or settings.home / MCP_CONFIG
+
+
+def read_servers(settings: Settings) -> list[ServerConfig]:
+    """The MCP servers of ``mcp.json``: none when the default file does not exist; a
+    ``ConfigError`` naming the fix for a bad one (or a named file that is missing)."""
+    from heron.tools import load_config
+
+    path = mcp_path(settings)
+    if settings.mcp_config is None and not path.exists():
+        return []
+    return load_config(path, timeout=settings.mcp_timeout)
+
 
 
 class Runtime(Resource):
@@ -57,7 +77,12 @@ class Runtime(Resource):
     def __init__(self, settings: Settings | None = None, *, server: Runtime | None = None) -> None:
         self.settings = settings or Settings()
         self._server = server
-        self.metrics = server.metrics if server is not None else Metrics()
+        # Metric labels only from what is registered: a tool a model invented is "unknown".
+        self.metrics = (
+            server.metrics
+            if server is not None
+            else Metrics(tools=self._tool_names, models=self._model_aliases)
+        )
         self._lock = threading.Lock()
         self._opening: dict[str, threading.Lock] = {}
         self._opened: dict[str, Any] = {}
@@ -121,6 +146,12 @@ class Runtime(Resource):
             return self._server.opened(name)
         return name in self._opened
 
+    def _tool_names(self) -> Container[str]:
+        return self.toolbox.registry if self.opened("toolbox") else frozenset()
+
+    def _model_aliases(self) -> Container[str]:
+        return self.models.models if self.opened("models") else frozenset()
+
     @property
     def store(self) -> Store:
         return self.shared("store", lambda: open_store(self.settings))
@@ -128,6 +159,19 @@ class Runtime(Resource):
     @property
     def reranker(self) -> Reranker | None:
         return self.shared("reranker", lambda: load_reranker(self.settings))
+
+    @property
+    def models(self) -> RoutingTable:
+        """The models table in force: read on first use, then replaced only by a valid
+        one (``heron.server.reload``), so every request reads the last good table."""
+        from heron.llm import load_table
+
+        return self.shared("models", lambda: load_table(self.settings))
+
+    def replace(self, name: str, value: Any) -> None:
+        """Put ``value`` in place of the resource ``name`` (nothing is closed)."""
+        with self._lock:
+            self._opened = {**self._opened, name: value}
 
     @property
     def skills(self) -> SkillIndex:
@@ -138,15 +182,27 @@ class Runtime(Resource):
     @property
     def toolbox(self) -> Toolbox:
         from heron.agent import open_tools
+        from heron.tools import MCPClient
 
-        return self.shared(
-            "toolbox",
-            lambda: open_tools(
-                self.settings,
-                store=self.store,
-                skills=lambda: self.skills,
-            ),
-        )
+        def open_() -> Toolbox:
+            box = open_tools(
+                self.settings, store=self.store, skills=lambda: self.skills, connect=False
+            )
+            servers = self.mcp_servers  # the last good mcp.json, not the file as it is now
+            if servers:
+                box.client = MCPClient(servers)
+                box.statuses = box.client.discover(box.registry)
+                if box.usage is not None:  # the servers' tools learn their examples too
+                    box.registry.teach(box.usage.examples())
+            return box
+
+        return self.shared("toolbox", open_)
+
+    @property
+    def mcp_servers(self) -> list[ServerConfig]:
+        """The MCP servers in force: read on first use, then replaced only by a valid
+        ``mcp.json`` (``heron.server.reload``), as ``models`` is."""
+        return self.shared("mcp", lambda: read_servers(self.settings))
 
     @property
     def agent(self) -> Agent:
@@ -165,6 +221,7 @@ class Runtime(Resource):
                 # Who writes and searches what: collisions and research overlaps.
                 on_tool_use=lambda actor, use: self.observers.tool_use(actor, use),
                 on_search=lambda actor, query: self.observers.search(actor, query),
+                table=self.models,  # the last good one: a bad edit must not stop chat
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
             return agent

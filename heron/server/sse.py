@@ -33,13 +33,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from heron.errors import HeronError
+from heron.errors import HeronError, InputError
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
 from heron.server.keys import spend
 from heron.server.methods import ChatParams
-from heron.server.replies import heron_error, not_found, read_body
+from heron.server.numbers import whole
+from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 from heron.web.markdown import with_html
 
@@ -189,9 +190,9 @@ class StreamHub:
     def resume(self, last_event_id: str) -> tuple[Stream, int]:
         sid, _, n = last_event_id.partition(":")
         stream = self.streams.get(sid)
-        if stream is None or not n.isdigit():
+        if stream is None:
             raise KeyError(last_event_id)
-        return stream, int(n)
+        return stream, whole(n, "Last-Event-ID's event number")
 
     async def close(self) -> None:
         """Let running answers finish (graceful shutdown), then forget every stream."""
@@ -229,6 +230,8 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
             return _sse(rt, *hub.resume(resume_from))
         except KeyError:
             return _gone(resume_from)
+        except InputError as exc:
+            return invalid(str(exc), "Last-Event-ID")
     params = await read_body(request, ChatParams)
     if isinstance(params, Response):
         return params
@@ -255,6 +258,8 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
         return _sse(rt, *hub.resume(last))
     except KeyError:
         return _gone(last)
+    except InputError as exc:
+        return invalid(str(exc), "Last-Event-ID")
 
 
 register = no_methods

@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
 from heron.core.contexts import DEFAULT
+from heron.errors import InputError
 from heron.libraries import read_libraries
 from heron.server import auth
 from heron.server.contexts import PAGE_PARAM, runtime_of
@@ -131,13 +132,13 @@ async def static(request: Request) -> Response:
 
 def routes(rt: Runtime) -> list[BaseRoute]:
     """The pages, ``/signin`` and ``/static``, behind the server's token, if it has one."""
-    token = auth.api_token(rt.settings)
-    secret = token.encode() if token else None
-    csrf = auth.csrf(secret) if secret else ""
+    guard = auth.guard(rt)
+    locked = guard.token is not None  # the pages then offer to sign out
 
     def pane(p: Pane) -> Route:
         async def page(request: Request) -> Response:
-            return html(request, p.name, pane=p, csrf=csrf, signed_in=secret is not None)
+            csrf = guard.page_csrf(request.scope)
+            return html(request, p.name, pane=p, csrf=csrf, signed_in=locked)
 
         return Route(p.path, page, methods=["GET"], name=p.name)
 
@@ -146,25 +147,36 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         seen = {lib.name for lib in read_libraries(scoped.settings)}
         found = await run_in_threadpool(source.lookup, scoped.store, request, seen)
         status = 200 if found.lines else 404
-        return html(request, "source", status, csrf=csrf, signed_in=secret is not None,
-                    pane=None, found=found)  # fmt: skip
+        return html(request, "source", status, csrf=guard.page_csrf(request.scope),
+                    signed_in=locked, pane=None, found=found)  # fmt: skip
 
     async def signin_form(request: Request) -> Response:
-        if secret is None:
+        if not locked:
             return RedirectResponse("/", status_code=303)
         next_ = auth.local_next(request.query_params.get("next"))
         return html(request, "signin", pane=None, next=next_)
 
     async def signin(request: Request) -> Response:
-        if secret is None:
+        if not locked:
             return RedirectResponse("/", status_code=303)
-        fields = await auth.form_fields(request)
+        client = auth.client_of(request.scope)
+        wait = guard.throttle.retry_after(client)
+        if wait:
+            page = html(request, "signin", 429, pane=None, next="/", error="signin.throttled")
+            page.headers["retry-after"] = str(wait)
+            return page
+        try:
+            fields = await auth.form_fields(request)
+        except InputError:
+            return html(request, "signin", 400, pane=None, next="/", error="signin.bad_form")
         to = auth.local_next(fields.get("next"))
-        if not auth.check(fields.get("token", ""), secret):
+        if not guard.token_ok(fields.get("token", "")):
+            await guard.throttle.failed(client)
             return html(request, "signin", 401, pane=None, next=to, error="signin.wrong")
-        return auth.signed_in(secret, request.url.scheme == "https", to)
+        return auth.signed_in(guard.sessions.new(), request.url.scheme == "https", to)
 
     async def signout(request: Request) -> Response:
+        guard.sessions.revoke(auth.cookie_of(request.scope))
         response = RedirectResponse("/signin", status_code=303)
         response.delete_cookie(auth.COOKIE, path="/", httponly=True, samesite="strict")
         return response

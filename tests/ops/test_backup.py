@@ -3,12 +3,15 @@ another process."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import sqlite3
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -115,6 +118,12 @@ def test_a_damaged_backup_is_refused_before_the_home_is_touched(env: Path, tmp_p
     data = bytearray(damaged.read_bytes())
     data[4096:8192] = b"\xff" * 4096  # a b-tree page overwritten
     damaged.write_bytes(bytes(data))
+    # Damaged before it was hashed (a disk that failed under the backup): its hash holds.
+    digest = hashlib.sha256(bytes(data)).hexdigest()
+    edit_manifest(
+        tmp_path / "b",
+        lambda files: [f.update(sha256=digest) for f in files if f["path"] == "heron.db"],
+    )
     target = Settings(home=tmp_path / "target")
     with pytest.raises(StoreError, match=r"integrity check|corrupt"):
         restore(tmp_path / "b", target)
@@ -177,3 +186,77 @@ def test_a_backup_and_its_restore_are_private(env: Path, tmp_path: Path) -> None
     assert not_private(fresh.home) == {}
     assert finds_pods(fresh)
     assert not_private(fresh.home) == {}  # the files SQLite adds on use, too
+
+
+def edit_manifest(folder: Path, change: Callable[[list[dict[str, Any]]], None]) -> None:
+    manifest = json.loads((folder / MANIFEST).read_text())
+    change(manifest["files"])
+    (folder / MANIFEST).write_text(json.dumps(manifest))
+
+
+def test_restore_takes_only_listed_files_that_match_their_hashes(env: Path, tmp_path: Path) -> None:
+    src = tmp_path / "b"
+    backup(src, Settings())
+    manifest = json.loads((src / MANIFEST).read_text())
+    assert all(len(f["sha256"]) == 64 for f in manifest["files"])
+    (src / "unlisted.sh").write_text("echo planted\n")  # not in the manifest
+    (src / "heron.db.vectors").mkdir()
+    (src / "heron.db.vectors" / "index").write_text("stale")
+    fresh = Settings(home=tmp_path / "restored")
+    restore(src, fresh)
+    assert not (fresh.home / "unlisted.sh").exists()
+    assert not (fresh.home / "heron.db.vectors").exists()
+    listed = {f["path"] for f in manifest["files"]}
+    assert {str(p.relative_to(fresh.home)) for p in fresh.home.rglob("*") if p.is_file()} == listed
+    # A listed file changed after the backup, its size kept: its hash tells.
+    libraries = src / "libraries.txt"
+    text = libraries.read_bytes()
+    libraries.write_bytes(bytes([text[0] ^ 1]) + text[1:])
+    target = Settings(home=tmp_path / "other")
+    with pytest.raises(InputError, match="SHA-256"):
+        restore(src, target)
+    assert not target.home.exists() and not (tmp_path / ".other.restoring").exists()
+    libraries.write_bytes(text + b"more")  # and its size, before a byte is copied
+    with pytest.raises(InputError, match="manifest says"):
+        restore(src, target)
+    assert not target.home.exists()
+
+
+@pytest.mark.parametrize(
+    "path",
+    ["../outside.txt", "/etc/hostname", "a/../../x", "./libraries.txt", "a//b", "", 7,
+     "a\\..\\x", MANIFEST],
+)  # fmt: skip
+def test_a_manifest_cannot_lead_outside(env: Path, tmp_path: Path, path: object) -> None:
+    src = tmp_path / "b"
+    backup(src, Settings())
+    (tmp_path / "outside.txt").write_text("not the backup's")
+    edit_manifest(src, lambda files: files.append({**files[0], "path": path}))
+    target = Settings(home=tmp_path / "restored")
+    with pytest.raises(InputError, match="plain relative path"):
+        restore(src, target)
+    assert not target.home.exists()
+
+
+def test_links_sizes_and_missing_hashes_are_refused(env: Path, tmp_path: Path) -> None:
+    src = tmp_path / "b"
+    backup(src, Settings())
+    target = Settings(home=tmp_path / "restored")
+    secret = tmp_path / "secret.txt"
+    secret.write_text("another user's file")
+    (src / "link.txt").symlink_to(secret)
+    entry = {"path": "link.txt", "bytes": secret.stat().st_size, "database": False,
+             "sha256": hashlib.sha256(secret.read_bytes()).hexdigest()}  # fmt: skip
+    edit_manifest(src, lambda files: files.append(entry))
+    with pytest.raises(InputError, match="link"):
+        restore(src, target)
+    edit_manifest(src, lambda files: files.pop())
+    with pytest.raises(InputError, match="HERON_RESTORE_MAX_BYTES"):
+        restore(src, Settings(home=tmp_path / "restored", restore_max_bytes=1000))
+    edit_manifest(src, lambda files: files[0].update(bytes=10**30))
+    with pytest.raises(InputError, match="HERON_RESTORE_MAX_BYTES"):
+        restore(src, target)
+    edit_manifest(src, lambda files: [f.pop("sha256") for f in files[:1]])
+    with pytest.raises(InputError, match="no SHA-256"):
+        restore(src, target)
+    assert not target.home.exists()

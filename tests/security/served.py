@@ -41,6 +41,20 @@ def make_repo(root: Path) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def bare_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """A fresh HERON_HOME with nothing indexed, its isolating variables set: for attacks
+    on the server's edge, which need a server and no data (``tests.server.conftest``'s
+    ``heron_home`` indexes a library first)."""
+    tmp = tmp_path_factory.mktemp("bare")
+    with pytest.MonkeyPatch.context() as mp:
+        for name, value in heron_env(tmp).items():
+            mp.setenv(name, value)
+        mp.delenv("HERON_CONFIG", raising=False)
+        mp.delenv("HERON_API_TOKEN", raising=False)
+        yield tmp
+
+
 @contextlib.contextmanager
 def serve(tmp: Path, env: Mapping[str, str]) -> Iterator[Served]:
     """Serve over ``tmp`` with ``env`` set (and the isolating variables of

@@ -1,5 +1,6 @@
 """Generated attacks on ``/rpc`` and ``/v1``: arbitrary bytes, JSON values, deep nesting,
-batches past the limit, non-finite and huge numbers, odd content types. Every reply must
+batches past the limit, non-finite and huge numbers, odd content types; and on every
+route, its query parameters, headers and ids, with numbers of every shape. Every reply must
 be strict JSON (no bare ``NaN``/``Infinity``), never a 5xx, and JSON-RPC answers never an
 internal error; the server must still be alive afterwards.
 
@@ -17,6 +18,7 @@ import httpx
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from tests.security.test_http import ROUTES
 from tests.server import conftest as server
 from tests.server.conftest import Served
 
@@ -234,3 +236,78 @@ def test_v1_models(served: Served) -> None:
             assert answer is None or "data" in answer or "id" in answer or answer["error"]
 
         run()
+
+
+#: Every route (``tests/security/test_http.ROUTES``) but ``POST /doctor``, whose online
+#: checks would call the models, with a body that starts nothing (``{}``).
+FUZZED = sorted(
+    {(method, path.split("?")[0]) for method, path, _ in ROUTES} - {("POST", "/doctor")}
+)
+#: Query parameters the routes read, and any other name.
+PARAMS = ["after", "room", "check", "offline", "next", "library", "page", "v", "first",
+          "last", "model", "cursor", "limit"]  # fmt: skip
+#: Headers the server reads, each with numbers in it where it takes one.
+HEADERS = ["last-event-id", "x-request-id", "accept-language", "cookie", "authorization",
+           "if-none-match", "sec-fetch-site", "sec-fetch-mode", "sec-fetch-dest",
+           "mcp-session-id", "mcp-protocol-version"]  # fmt: skip
+#: What a number from a client may look like: digits Python's int() also takes (other
+#: scripts, underscores, signs, blanks), ones str.isdigit() passes and int() does not
+#: (superscripts), past 64 bits, past int()'s 4,300 digits, and not numbers at all.
+numberish = st.sampled_from(
+    ["0", "-1", "1e3", "\u00b2", "\u0661\u0662", "1_000", " 7", "+7", "0x10", "NaN", "inf",
+     "9" * 30, "9" * 5000, "18446744073709551616", "9223372036854775808", "abc:1",
+     "s:\u00b2", "x:" + "9" * 5000, ""]
+) | st.integers().map(str)  # fmt: skip
+#: A path segment in place of an id: a number as above, or text.
+segments = numberish.filter(bool).map(lambda s: quote(s, safe="")) | st.text(
+    st.characters(min_codepoint=48, max_codepoint=122), min_size=1, max_size=8
+)
+
+
+#: The routes with an id in their path, the id's place marked.
+WITH_IDS = {
+    "/interventions/1/outcome": "/interventions/{}/outcome",
+    "/interventions/audio/1.wav": "/interventions/audio/{}",
+    "/jobs/abc/events/stream": "/jobs/{}/events/stream",
+    "/chat/stream/abc": "/chat/stream/{}",
+    "/v1/models/local": "/v1/models/{}",
+}
+
+
+def fill(path: str, segment: str) -> str:
+    return WITH_IDS[path].format(segment) if path in WITH_IDS else path
+
+
+def test_every_routes_query_and_headers(served: Served) -> None:
+    # Streams answer their headers at once; nothing is read past the status line there.
+    with served.client() as client:
+
+        @settings(EXAMPLES, max_examples=600)
+        @given(
+            st.sampled_from(FUZZED),
+            st.dictionaries(st.sampled_from(PARAMS) | st.text(max_size=6), numberish, max_size=3),
+            st.dictionaries(st.sampled_from(HEADERS), numberish, max_size=3),
+            segments,
+        )
+        def run(
+            route: tuple[str, str], query: dict[str, str], headers: dict[str, str], segment: str
+        ) -> None:
+            method, path = route
+            body = b"{}" if method == "POST" else None
+            try:
+                request = client.build_request(
+                    method, fill(path, segment), params=query, headers=headers, content=body
+                )
+                request.headers["content-type"] = JSON
+                response = client.send(request, stream=True)
+            except (httpx.LocalProtocolError, UnicodeEncodeError, httpx.InvalidURL):
+                return  # a request httpx itself will not send
+            try:
+                if path in ("/doctor", "/ready") and response.status_code == 503:
+                    return  # the report of a failing check: the probes' own meaning of 503
+                assert response.status_code < 500, (route, query, headers, response.read())
+            finally:
+                response.close()
+
+        run()
+        assert client.get("/health").status_code == 200

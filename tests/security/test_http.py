@@ -170,6 +170,7 @@ ROUTES = [
     ("DELETE", "/mcp", None),
     ("POST", "/rpc", write_call("rebound.txt")),
     ("GET", "/doctor", None),
+    ("POST", "/doctor", None),
     ("GET", "/interventions/stream?room=team", None),
     ("POST", "/interventions/1/outcome", {"outcome": "accept", "by": "mallory"}),
     ("GET", "/interventions/audio/1.wav", None),
@@ -224,7 +225,7 @@ PAGES = {"/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/op
 
 @pytest.fixture(scope="module")
 def locked(heron_home: Path, workspace: Path) -> Iterator[str]:
-    settings = Settings(tools_root=workspace, api_token="t0ken-for-every-route")
+    settings = Settings(tools_root=workspace, api_token="t0ken-for-every-route-0123456789abcdef")
     with running(create_app(settings)) as (url, _):
         yield url
 
@@ -301,7 +302,8 @@ def test_a_foreign_preflight_gets_no_cors_headers(edge: str, served: Served) -> 
 
 def test_a_listed_page_still_needs_the_token(heron_home: Path) -> None:
     # Browsers send no credentials in a preflight: it is answered, the request is not.
-    settings = Settings(api_token="t0ken-for-cors-test", server_allowed_origins=[APP])
+    token = "t0ken-for-cors-test-0123456789abcdef"
+    settings = Settings(api_token=token, server_allowed_origins=[APP])
     with running(create_app(settings)) as (url, _):
         preflight = httpx.options(
             f"{url}/rpc",
@@ -311,7 +313,7 @@ def test_a_listed_page_still_needs_the_token(heron_home: Path) -> None:
         with_token = httpx.post(
             f"{url}/rpc",
             json={"jsonrpc": "2.0", "id": 1, "method": "library.list"},
-            headers={"origin": APP, "authorization": "Bearer t0ken-for-cors-test"},
+            headers={"origin": APP, "authorization": f"Bearer {token}"},
         )
     assert preflight.status_code == 200 and preflight.headers["access-control-allow-origin"] == APP
     assert bare.status_code == 401

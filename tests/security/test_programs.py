@@ -329,7 +329,7 @@ def test_programs_get_no_secrets_from_the_environment(
     ws: Workspace, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
 ) -> None:
     secrets = {
-        "HERON_API_TOKEN": "heron-token-123",
+        "HERON_API_TOKEN": "heron-token-123-0123456789abcdefghij",
         "OPENAI_API_KEY": "sk-secret-456",
         "AWS_SECRET_ACCESS_KEY": "aws-secret-789",
         "GIT_DIR": "/srv/elsewhere/.git",

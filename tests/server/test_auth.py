@@ -16,7 +16,7 @@ from heron.server import check_bind
 from heron.settings import Settings
 from tests.server.conftest import free_socket, heron_env, start_heron, wait_healthy
 
-TOKEN = "s3cret-token-for-tests-7f2c"
+TOKEN = "s3cret-token-for-tests-7f2c-0123456789ab"
 
 
 def test_refuses_a_public_address_without_a_token(heron_home: Path) -> None:

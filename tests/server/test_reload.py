@@ -127,3 +127,36 @@ def test_sighup_reloads_heron_serve(heron_home: Path, replay: ChatServer, tmp_pa
         proc.terminate()
         _, err = proc.communicate(timeout=60)
     assert "reloaded" in err
+
+
+def test_a_bad_models_yml_saved_before_the_first_chat_leaves_the_last_good_table(
+    heron_home: Path, replay: ChatServer, tmp_path: Path
+) -> None:
+    # Issue 33: the agent opens on the first chat; it read the file as it was then, so a
+    # bad edit saved before it made chat and /v1/models fail. They read the last good one.
+    models = tmp_path / "models.yml"
+    models.write_text(models_yml(replay.url, "gpt"))
+    settings = Settings(models_file=models, llm_retries=0)
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+        models.write_text("models:\n  gpt: [not, a, mapping\n")
+        assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["models"]["error"])
+        listed = c.get("/v1/models")
+        assert listed.status_code == 200, listed.text
+        assert "gpt" in [m["id"] for m in listed.json()["data"]]
+        assert "gpt" in [m["alias"] for m in rpc(c, "models.list")]
+        answered = chat(c, "gpt")  # the agent's first open, after the bad edit
+        assert answered.status_code == 200, answered.text
+
+
+def test_a_bad_mcp_json_saved_before_the_toolbox_opens_leaves_the_last_good_servers(
+    heron_home: Path, tmp_path: Path
+) -> None:
+    config = tmp_path / "mcp.json"
+    server = {"command": sys.executable, "args": [str(MCP_SCRIPT), "serve"]}
+    config.write_text(json.dumps({"mcpServers": {"osis": server}}))
+    settings = Settings(mcp_config=config)
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+        config.write_text('{"mcpServers": {"osis": {"command": 7}}}')  # before any tool use
+        assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["mcp"]["error"])
+        names = {tool["name"] for tool in rpc(c, "tools.list")["tools"]}  # the toolbox opens
+        assert "osis.contact.create" in names

@@ -11,7 +11,7 @@ import pytest
 
 from tests.web.conftest import Heron
 
-TOKEN = "web-test-token-5d1e9a"
+TOKEN = "web-test-token-5d1e9a-0123456789abcdef"
 RPC = {"jsonrpc": "2.0", "id": 1, "method": "library.list"}
 
 
@@ -34,7 +34,7 @@ def test_sign_in_with_the_token_in_the_page(locked: Heron, page, shoot) -> None:
     page.keyboard.press("Enter")
     page.wait_for_url(f"{locked.url}/libraries")
     page.locator("#libs th", has_text="tiny").first.wait_for()  # JSON-RPC through the cookie
-    cookie = next(c for c in page.context.cookies() if c["name"] == "heron_token")
+    cookie = next(c for c in page.context.cookies() if c["name"] == "heron_session")
     assert cookie["httpOnly"] and cookie["sameSite"] == "Strict" and cookie["path"] == "/"
     assert page.evaluate("() => document.cookie") == ""  # scripts cannot read it
     page.get_by_role("button", name="Sign out").click()
@@ -67,7 +67,7 @@ def test_the_cookie_alone_authorises_no_post(locked: Heron) -> None:
         )
         assert cross.status_code == 403  # and another site's page never gets this far
     with httpx.Client(base_url=locked.url) as other:
-        other.cookies.set("heron_token", "guess")
+        other.cookies.set("heron_session", "guess")
         assert other.get("/v1/models").status_code == 401
     bearer = httpx.post(f"{locked.url}/rpc", json=RPC, headers={"authorization": f"Bearer {TOKEN}"})
     assert bearer.status_code == 200  # API clients are unchanged
