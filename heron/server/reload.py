@@ -99,7 +99,7 @@ class Reloader:
         from heron.llm import Broker, load_table
 
         table = load_table(self.rt.settings)
-        self.rt.replace("models", table)  # what /v1/models, models.list and a new agent read
+        self.rt.replace("models.yml", table)  # what /v1/models, models.list and a new agent read
         if apply and self.rt.opened("agent"):
             agent = self.rt.agent
             broker = Broker(table, self.rt.settings)
@@ -112,7 +112,7 @@ class Reloader:
         from heron.tools import MCPClient
 
         servers = read_servers(self.rt.settings)
-        self.rt.replace("mcp", servers)  # what the toolbox, opened on first use, connects
+        self.rt.replace("mcp.json", servers)  # what the toolbox, opened on first use, connects
         names = [s.name for s in servers]
         if not (apply and self.rt.opened("toolbox")):
             return {"servers": names}
