@@ -101,7 +101,7 @@ class Reloader(Resource):
 
         table = load_table(self.rt.settings)
         for rt in self.rt.contexts():  # what /v1/models, models.list and a new agent read
-            rt.replace("models", table)
+            rt.replace("models.yml", table)
         for rt in self.rt.contexts() if apply else []:  # each context's agent, if open
             if rt.opened("agent"):
                 agent = rt.agent
@@ -115,7 +115,7 @@ class Reloader(Resource):
         from heron.tools import MCPClient
 
         servers = read_servers(self.rt.settings)
-        self.rt.replace("mcp", servers)  # what the toolbox, opened on first use, connects
+        self.rt.replace("mcp.json", servers)  # what the toolbox, opened on first use, connects
         names = [s.name for s in servers]
         boxes = [rt.toolbox for rt in self.rt.contexts() if rt.opened("toolbox")]
         if not (apply and boxes):

@@ -150,7 +150,7 @@ class Runtime(Resource):
         return self.toolbox.registry if self.opened("toolbox") else frozenset()
 
     def _model_aliases(self) -> Container[str]:
-        return self.models.models if self.opened("models") else frozenset()
+        return self.models.models if self.opened("models.yml") else frozenset()
 
     @property
     def store(self) -> Store:
@@ -166,7 +166,7 @@ class Runtime(Resource):
         one (``heron.server.reload``), so every request reads the last good table."""
         from heron.llm import load_table
 
-        return self.shared("models", lambda: load_table(self.settings))
+        return self.shared("models.yml", lambda: load_table(self.settings))
 
     def replace(self, name: str, value: Any) -> None:
         """Put ``value`` in place of the resource ``name`` (nothing is closed)."""
@@ -202,7 +202,7 @@ class Runtime(Resource):
     def mcp_servers(self) -> list[ServerConfig]:
         """The MCP servers in force: read on first use, then replaced only by a valid
         ``mcp.json`` (``heron.server.reload``), as ``models`` is."""
-        return self.shared("mcp", lambda: read_servers(self.settings))
+        return self.shared("mcp.json", lambda: read_servers(self.settings))
 
     @property
     def agent(self) -> Agent:

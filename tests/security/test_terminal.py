@@ -11,10 +11,10 @@ from pathlib import Path
 import pytest
 from rich.text import Text
 
+from heron.cli.app import app
 from heron.cli.output import HeronConsole, print_json, say, shown, table
 from heron.interventions import open_interventions
 from heron.settings import Settings
-from tests.run_heron import run_heron
 
 #: A full reset, a clipboard write, CSI in its one-byte C1 form, a carriage return that
 #: would overwrite the line, and a right-to-left override that reorders what is shown.
@@ -22,14 +22,19 @@ ATTACK = "\x1bc\x1b]52;c;ZXZpbA==\x07\x9b2J\rfake\u202eevil"
 CONTROLS = ["\x1b", "\x07", "\x9b", "\r", "\u202e"]
 
 
-def test_interventions_list_shows_escapes_not_controls(home: Path) -> None:
+def test_interventions_list_shows_escapes_not_controls(
+    home: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     service = open_interventions(Settings())
     try:
         service.raise_("notice", "n1", "team", "warning", {"message": f"deploy {ATTACK} done"})
         service.wait()
     finally:
         service.close()
-    printed = run_heron("interventions", "list").stdout
+    with pytest.raises(SystemExit) as done:  # the real command, in process
+        app(["interventions", "list"], prog_name="heron")
+    printed = capsys.readouterr().out
+    assert done.value.code == 0
     assert "deploy" in printed and "done" in printed
     for control in CONTROLS:
         assert control not in printed
