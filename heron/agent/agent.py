@@ -381,7 +381,7 @@ class Agent(Resource):
             streaming=streaming,
             notes=record.notes,
             mode=grounded.mode,
-            caller=Caller(session_id=grounded.session_id, user=turn.user),
+            caller=Caller(session_id=grounded.session_id, user=turn.user, room=turn.room or ""),
         )
         if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()
