@@ -127,7 +127,7 @@ def citation_rows(questions: list[dict[str, Any]]) -> tuple[list[tuple], dict[st
     try:
         for q in questions:
             gold = q["page"].removesuffix(".md")
-            pages = [r.page for r in agent.retrieve(q["question"])]
+            pages = [r.page for r in agent.retriever.retrieve(q["question"])]
             hit3 += gold in pages[:3]
             hit5 += gold in pages[:5]
             answer = agent.ask(Turn(q["question"]))

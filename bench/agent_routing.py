@@ -29,7 +29,7 @@ from bench.common import table
 from bench.e5 import minilm_cache
 from bench.heldout_tools import bfcl
 from bench.tools import metatool
-from heron.agent.agent import routing_options
+from heron.agent.routing import routing_options
 from heron.embed import embed_queries
 from heron.settings import Settings
 from heron.store import SQLiteStore

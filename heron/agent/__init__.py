@@ -1,6 +1,6 @@
 """The agent: triage, retrieval, tool routing, model calls and tool runs, one grounded
 answer with citations. See docs/agent.md. ``heron.agent.wiring`` is where the
-capabilities are wired together (``open_tools``, ``job_runner``).
+capabilities are wired together (``open_agent``, ``open_tools``, ``job_runner``).
 
 >>> from heron.agent import Turn, open_agent                # doctest: +SKIP
 >>> agent = open_agent()
@@ -11,7 +11,7 @@ capabilities are wired together (``open_tools``, ``job_runner``).
 
 from __future__ import annotations
 
-from heron.agent.agent import MAX_MESSAGE_BYTES, Agent, open_agent
+from heron.agent.agent import MAX_MESSAGE_BYTES, Agent
 from heron.agent.answer import (
     ANSWER_MODES,
     AgentEvent,
@@ -31,7 +31,7 @@ from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.sessions import Sessions
 from heron.agent.triage import Triage, triage
 from heron.agent.turn import Turn
-from heron.agent.wiring import job_runner, open_tools
+from heron.agent.wiring import job_runner, open_agent, open_tools
 
 __all__ = [
     "ANSWER_MODES",

@@ -5,11 +5,12 @@ One ``ask`` runs three phases over small values (``_run``):
 1. **ground** (``_ground`` -> ``_Grounded``): the checks first (an empty message, one
    over ``MAX_MESSAGE_BYTES`` or over the model's context window is refused with
    ``InputError``, as are fields that do not fit together, ``Turn.validate``); then
-   retrieval: the libraries' search (``heron.libraries.search``) on the message
-   (``Found``), Heron's own docs (the built-in ``heron`` library) only when the message
-   names Heron or the caller chose that library; routing: the tools that fit
-   (``heron.tools``), those above ``agent_tool_safety`` (the turn's ``tool_safety``) or
-   without a handler left out, none when the client sent its own tools; skills:
+   retrieval (``heron.agent.retrieval``): the libraries' search (``heron.libraries.search``)
+   on the message (``Found``), Heron's own docs (the built-in ``heron`` library) only when
+   the message names Heron or the caller chose that library; routing
+   (``heron.agent.routing``): the tools that fit (``heron.tools``), those above
+   ``agent_tool_safety`` (the turn's ``tool_safety``) or without a handler left out, none
+   when the client sent its own tools; skills (``heron.agent.skilluse``):
    ``SkillIndex.context_for``, kept when the best skill fits at all (generated answers
    only); triage (``heron.agent.triage``): ``docs`` keeps the passages with their
    citations, ``tools`` with confidence forces the first call to the best tool; the
@@ -30,7 +31,10 @@ One ``ask`` runs three phases over small values (``_run``):
      stays OpenAI's, ``stop``, and ``finish_detail`` says ``degenerate``). Calls that
      write text get repeat penalties (``PENALTIES``) unless the caller set its own;
 3. **finish** (``_finish`` -> ``Answer``): the citations, timings and notes assembled,
-   the turn saved to the session, the tools that served it taught the request.
+   the turn saved to the session, the skills it used told to their usage log, the tools
+   that served it taught the request.
+
+``open_agent`` (``heron.agent.wiring``) opens the parts and builds one.
 
 >>> agent = open_agent()                                       # doctest: +SKIP
 >>> answer = agent.ask(Turn("How does Heron pick tools?"))     # doctest: +SKIP
@@ -41,14 +45,10 @@ One ``ask`` runs three phases over small values (``_run``):
 from __future__ import annotations
 
 import contextlib
-import logging
-import re
 import time
 from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
-
-import numpy as np
 
 from heron.agent.answer import (
     AgentEvent,
@@ -58,7 +58,6 @@ from heron.agent.answer import (
     Citations,
     ClientToolCalls,
     Final,
-    Grounding,
     Related,
     Token,
     ToolUse,
@@ -72,75 +71,33 @@ from heron.agent.extractive import (
     passage_body,
     tool_summary,
 )
-from heron.agent.followup import (
-    CONTEXT_TURNS,
-    REWRITE_TURNS,
-    contextual,
-    earlier_questions,
-    last_reply,
-    refers_back,
-    rewrite_request,
-    standalone,
-)
 from heron.agent.guard import repeats
 from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
 from heron.agent.prompt import lead_prompt, system_prompt
-from heron.agent.sentences import sentences
+from heron.agent.retrieval import EXTRACTIVE_PASSAGES, Found, Retriever
+from heron.agent.routing import ToolOffer
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
-from heron.agent.triage import DOCS_TAG, Triage, best_dense, triage
+from heron.agent.skilluse import fits, record_skill_use, skill_query
+from heron.agent.triage import DOCS_TAG, Triage, triage
 from heron.agent.turn import Surface, Turn
-from heron.agent.wiring import add_job_tools, open_tools
 from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
-from heron.core.contexts import DEFAULT
-from heron.core.tools import SAFETY_LEVELS, Safety, Tool
+from heron.core.tools import Tool
 from heron.embed import calibration_of, embed_queries
-from heron.errors import HeronError, InputError, NotFound
-from heron.jobs import Jobs, open_jobs
-from heron.libraries import Reranker, Result, load_reranker, read_libraries, scopes, search_many
-from heron.libraries.state import last_index, library_state
-from heron.llm import Broker, RoutingTable, load_broker
+from heron.errors import InputError
+from heron.libraries import Reranker, Result
+from heron.llm import Broker
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.resource import Resource
 from heron.settings import Settings
-from heron.skills import SkillContext, SkillIndex, open_skills
-from heron.store import Store, open_store
-from heron.tools import LOCAL_ONLY, RoutedTool, Toolbox, ToolRouter
-
-log = logging.getLogger("heron.agent")
+from heron.skills import SkillContext, SkillIndex
+from heron.store import Store
+from heron.tools import RoutedTool, Toolbox
 
 MAX_MESSAGE_BYTES = 1 << 20
-#: Passages an extractive answer may quote from (and cites): no prompt limits them, and
-#: the gold page is among the first five for 92% of the Kubernetes questions.
-EXTRACTIVE_PASSAGES = 5
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
-#: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
-#: costs one call).
-REWRITE_CACHE = 256
-
-
-def routing_options(
-    settings: Settings, tools: Sequence[Tool], max_tools: int | None = None
-) -> dict[str, Any]:
-    """``ToolRouter`` options from the ``agent_routing_*`` settings: the mode, ``top_k``
-    (capped by the model's ``max_tools``), the threshold (unset: the embedder's) and the
-    always-include tools that are registered (one that is not, e.g. a tool left off by its
-    setting, is skipped with a warning rather than failing every request; the doctor's
-    tools check names it)."""
-    known = {t.name for t in tools}
-    wanted = settings.agent_routing_always_include
-    missing = [name for name in wanted if name not in known]
-    if missing:
-        log.warning("agent_routing_always_include names unknown tools: %s", ", ".join(missing))
-    top_k = settings.agent_routing_top_k
-    return {
-        "mode": settings.agent_routing_mode,
-        "top_k": min(top_k, max_tools) if max_tools else top_k,
-        "threshold": settings.agent_routing_threshold,
-        "always_include": [name for name in wanted if name in known],
-    }
 
 
 class Agent(Resource):
@@ -177,12 +134,10 @@ class Agent(Resource):
         self.toolbox = toolbox
         self.broker = broker
         self.sessions = sessions
-        self.reranker = reranker
         self.on_tool_use = on_tool_use
         self.on_search = on_search
         self._resources = resources or contextlib.ExitStack()
         self.executor = ToolExecutor(tool_workers)
-        self._routers: dict[tuple, ToolRouter] = {}
         # Cosine thresholds on the embedder's scale (MiniLM's are no use under e5): skills
         # join the prompt from ``skill`` (``context_for`` alone returns its best, fitting or
         # not); below the docs threshold an extractive answer still quotes the closest
@@ -191,8 +146,15 @@ class Agent(Resource):
         docs, tool = settings.agent_docs_threshold, settings.agent_tool_threshold
         self.docs_threshold = self.thresholds.docs if docs is None else docs
         self.tool_threshold = self.thresholds.tool if tool is None else tool
-        self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
-        self._rewrites: dict[tuple, str | None] = {}  # follow-ups a model made standalone
+        # The parts look the broker up per call: a models reload replaces ``self.broker``.
+        self.retriever = Retriever(
+            settings,
+            store,
+            lambda: self.broker,
+            docs_threshold=self.docs_threshold,
+            reranker=reranker,
+        )
+        self.offer = ToolOffer(settings, toolbox, lambda: self.broker)
 
     # -- the public calls ----------------------------------------------------------------
 
@@ -265,197 +227,6 @@ class Agent(Resource):
         answer = max_tokens or self.settings.agent_max_tokens
         return self.broker.capabilities(model).context_window - answer
 
-    def scope(self, message: str, library: str | None = None) -> list[str]:
-        """The indexed libraries ``message`` is searched in: ``library`` alone when
-        given, else ``heron.libraries.scope_of`` (the user's libraries; Heron's own docs
-        when the message names Heron or they are all there is); none when no library is
-        indexed (a ``library`` named but missing is an error)."""
-        try:
-            return scopes([message], self.store, self.settings, library)[0]
-        except NotFound:
-            if library is not None:
-                raise
-            return []
-
-    def retrieve(
-        self, message: str, library: str | None = None, vector: np.ndarray | None = None
-    ) -> list[Result]:
-        """The library passages for ``message`` (searched with ``vector`` when given)
-        from its ``scope``; none when no library is indexed."""
-        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
-        try:
-            return search_many(
-                [message],
-                self.store,
-                settings=self.settings,
-                library=library,
-                top_k=top_k,
-                reranker=self.reranker,
-                vectors=None if vector is None else np.reshape(vector, (1, -1)),
-            )[0]
-        except NotFound:  # no library indexed (a library named but missing is an error)
-            if library is not None:
-                raise
-            return []
-
-    def ground(
-        self,
-        message: str,
-        vector: np.ndarray,
-        history: Sequence[Message],
-        *,
-        library: str | None = None,
-        model: str | None = None,
-    ) -> Found:
-        """What a turn is searched with (``heron.agent.followup``) and what it found.
-        Without earlier questions, the
-        message as it is. A capable model rewrites a follow-up first; else the message
-        alone, and the conversation's context when that grounds poorly or the message
-        points back."""
-        earlier = earlier_questions(history)
-        if earlier and self.mode(model) == "generative":
-            rewritten = self._rewrite(message, history, model)
-            if rewritten is not None:
-                query_vector = embed_queries(self.store.embedder, [rewritten])[0]
-                return self._grounded(rewritten, query_vector, library, "model")
-        found = self._grounded(message, vector, library, "message")
-        if not earlier or not found.grounding.libraries:
-            return found
-        poor = (best_dense(found.results) or 0.0) < self.docs_threshold
-        if not (poor or refers_back(message)):
-            return found
-        recent = earlier[-CONTEXT_TURNS:]
-        reply = last_reply(history)
-        rows = embed_queries(self.store.embedder, [*recent, reply] if reply else recent)
-        text, blended = contextual(
-            message, vector, recent, rows[: len(recent)], rows[len(recent)] if reply else None
-        )
-        return self._grounded(text, blended, library, "context")
-
-    def _grounded(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
-        libraries = tuple(self.scope(query, library))
-        results = self.retrieve(query, library, vector) if libraries else []
-        return Found(Grounding(query, libraries, how), results, vector)  # type: ignore[arg-type]
-
-    def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
-        """A capable model's standalone form of ``message``, once per conversation and
-        turn (cached); ``None`` when the call fails or its reply is no question."""
-        key = (model, message, tuple((m.role, m.content) for m in history[-REWRITE_TURNS:]))
-        if key in self._rewrites:
-            return self._rewrites[key]
-        try:
-            reply = self.broker.complete(rewrite_request(message, history), model=model).text
-        except ProviderError:
-            return None  # the deterministic form stands in; nothing is cached
-        rewritten = standalone(reply, message, earlier_questions(history))
-        self._rewrites[key] = rewritten
-        while len(self._rewrites) > REWRITE_CACHE:
-            self._rewrites.pop(next(iter(self._rewrites)))
-        return rewritten
-
-    def route(
-        self,
-        message: str,
-        model: str | None = None,
-        vector: np.ndarray | None = None,
-        *,
-        safety: Safety | None = None,
-        local: bool = True,
-    ) -> list[RoutedTool]:
-        """The tools to offer, best first: routed, callable here, no more harmful than
-        ``safety`` (default ``agent_tool_safety``); unless ``local`` (``Turn.local_tools``,
-        false for ``/v1``), none tagged ``local-only`` (``python_exec``), whatever the
-        safety allows."""
-        caps = self.broker.capabilities(model)
-        if not caps.tool_calling:
-            return []
-        registry = self.toolbox.registry
-        tools = registry.tools()
-        key = (caps.name_profile, tuple((t.name, t.source) for t in tools))
-        router = self._routers.get(key)
-        if router is None:  # a new tool (e.g. registered by heron.jobs) means a new index
-            router = self.toolbox.router(
-                profile=caps.name_profile, **routing_options(self.settings, tools, caps.max_tools)
-            )
-            self._routers = {key: router}
-        most = SAFETY_LEVELS.index(safety or self.settings.agent_tool_safety)
-        return [
-            routed
-            for routed in router.route(message, vector=vector).tools
-            if registry.runnable(routed.tool.name)
-            and SAFETY_LEVELS.index(routed.tool.safety) <= most
-            and (local or LOCAL_ONLY not in routed.tool.tags)
-        ]
-
-    def _skill_query(self, message: str) -> SkillContext | None:
-        """The skills' context for ``message``, logged in the usage log (``None``: no
-        skills indexed); whether it fits is ``_fits``'s to say."""
-        try:
-            return self.skills.context_for(message)
-        except NotFound:  # no skills indexed
-            return None
-
-    def _record_skill_use(self, turn: Turn, grounded: _Grounded, reply: _Reply) -> None:
-        """Tell the skills' usage log which skills served this turn: each one the model
-        read (``read_skill``) and each one in the prompt that the answer names, against
-        the turn's skill query (made now, when the turn made none, for a skill read in
-        an extractive answer). So ``heron skills usage`` fills with no report by hand."""
-        prompted = grounded.skills.skills if grounded.skills and grounded.prompt.skills else []
-        read = [
-            use.arguments["name"]
-            for use in reply.loop.tools
-            if use.name == "read_skill" and use.ok and isinstance(use.arguments.get("name"), str)
-        ]
-        named = [hit.name for hit in prompted if _names(reply.loop.text, hit.name)]
-        used = list(dict.fromkeys([*read, *named]))
-        if not used:
-            return
-        context = grounded.skill_query or self._skill_query(turn.message)
-        if context is None or context.query_id is None:  # no skills, or an index with no log
-            return
-        try:
-            for name in used:
-                self.skills.record_use(context.query_id, name)
-        except HeronError as exc:  # the log is a measure: it never fails an answer
-            log.warning("skill use not recorded: %s", exc)
-
-    def names(self) -> list[str]:
-        """What a message can name to be sent to the libraries: each indexed library,
-        its collections, and the configured keywords."""
-        names: list[str] = []
-        for library in read_libraries(self.settings):
-            # The page list changes only when the library is indexed again.
-            stamp = last_index(self.store, library.name)
-            if not stamp:
-                continue
-            cached = self._collections.get(library.name)
-            if cached is None or cached[0] != stamp:
-                cached = (stamp, library_state(self.store, library.name).collections)
-                self._collections[library.name] = cached
-            names += [library.name, *cached[1]]
-        return [*names, *self.settings.agent_keywords]
-
-    def passage(self, result: Result) -> str:
-        """The text of a result's chunk (a matched question: the question and answer)."""
-        if result.via_question:
-            return f"{result.title}\nQ: {result.via_question}\nA: {result.snippet}"
-        try:
-            record = self.store.get(result.library, result.chunk)
-        except NotFound:  # re-indexed since the search
-            return result.snippet
-        if sentences(passage_body(record.text)):
-            return record.text
-        # A section's first chunk may be all code or table (a command block under its
-        # heading); the prose that explains it is in the next chunk of the same section.
-        page, _, number = result.chunk.rpartition("#")
-        try:
-            following = self.store.get(result.library, f"{page}#{int(number) + 1}")
-        except (NotFound, ValueError):
-            return record.text
-        if following.metadata.get("heading") != record.metadata.get("heading"):
-            return record.text
-        return f"{record.text}\n\n{passage_body(following.text)}"
-
     def mode(self, model: str | None = None) -> AnswerMode:
         """How ``model``'s answers are made when the request does not say."""
         return self.broker.capabilities(model).answers
@@ -513,7 +284,7 @@ class Agent(Resource):
         with record.clock("retrieval"):
             before, after = self._history(turn, session_id)
             vector = embed_queries(self.store.embedder, [turn.message])[0]
-            found = self.ground(
+            found = self.retriever.ground(
                 turn.message, vector, before, library=turn.library, model=turn.model
             )
             if found.grounding.libraries:
@@ -523,7 +294,7 @@ class Agent(Resource):
             # decides what may happen, and Heron's would run here, unasked by it.
             routed: list[RoutedTool] = []
             if turn.tool_choice != "none" and not turn.client_tools:
-                routed = self.route(
+                routed = self.offer.route(
                     turn.message,
                     turn.model,
                     vector,
@@ -531,14 +302,14 @@ class Agent(Resource):
                     local=turn.local_tools,
                 )
         with record.clock("skills"):
-            query = self._skill_query(turn.message) if mode == "generative" else None
-            skills = query if query is not None and _fits(query, self.thresholds.skill) else None
+            query = skill_query(self.skills, turn.message) if mode == "generative" else None
+            skills = query if query is not None and fits(query, self.thresholds.skill) else None
         with record.clock("prompt"):
             decision = triage(
                 turn.message,
                 found.results,
                 routed,
-                names=self.names(),
+                names=self.retriever.names(),
                 library=turn.library,
                 docs_threshold=self.docs_threshold,
                 tool_threshold=self.tool_threshold,
@@ -581,7 +352,7 @@ class Agent(Resource):
         forced = decision.tool if confident and turn.tool_choice == "auto" else None
         return Prompt(
             turn.message,
-            [(Citation.from_result(r.to_dict()), self.passage(r)) for r in passages],
+            [(Citation.from_result(r.to_dict()), self.retriever.passage(r)) for r in passages],
             skills.text if skills else "",
             [r.tool for r in routed],
             before,
@@ -610,7 +381,7 @@ class Agent(Resource):
             streaming=streaming,
             notes=record.notes,
             mode=grounded.mode,
-            caller=Caller(session_id=grounded.session_id, user=turn.user),
+            caller=Caller(session_id=grounded.session_id, user=turn.user, room=turn.room or ""),
         )
         if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()
@@ -623,7 +394,8 @@ class Agent(Resource):
             citations = yield from self._quote(turn, grounded, loop, record, fallback, streaming)
         elif not (grounded.passages or loop.tools or loop.client_calls or turn.continues):
             scope, score = list(grounded.found.grounding.libraries), grounded.decision.docs_score
-            record.notes.append(nothing_found(scope, self._indexed(), score, generated=True))
+            indexed = self.retriever.indexed()
+            record.notes.append(nothing_found(scope, indexed, score, generated=True))
         if loop.client_calls:
             yield ClientToolCalls(tuple(loop.client_calls))
         return _Reply(loop, citations, fallback)
@@ -660,7 +432,15 @@ class Agent(Resource):
         """The answer, saved with the session; the tools that served it learn the request."""
         answer = self._answer(turn, grounded, reply, record)
         self.sessions.save(grounded.session_id, turn.message, answer.to_dict())
-        self._record_skill_use(turn, grounded, reply)
+        prompted = grounded.skills.skills if grounded.skills and grounded.prompt.skills else []
+        record_skill_use(
+            self.skills,
+            turn.message,
+            grounded.skill_query,
+            prompted,
+            reply.loop.tools,
+            reply.loop.text,
+        )
         for use in reply.loop.tools:
             if use.ok and not use.refused:  # the tool served this request: an example of it
                 self.toolbox.learn(use.name, turn.message)
@@ -713,11 +493,6 @@ class Agent(Resource):
             room=self._room(turn.model, turn.sampling.max_tokens),
         )
 
-    def _indexed(self) -> list[str]:
-        """The configured libraries that are indexed."""
-        indexed = {info.name for info in self.store.namespaces()}
-        return [lib.name for lib in read_libraries(self.settings) if lib.name in indexed]
-
     def _extract(
         self, turn: Turn, grounded: _Grounded, uses: Sequence[ToolUse]
     ) -> tuple[str, list[str], tuple[int, ...]]:
@@ -753,7 +528,7 @@ class Agent(Resource):
             parts.append(
                 nothing_found(
                     list(grounded.found.grounding.libraries),
-                    self._indexed(),
+                    self.retriever.indexed(),
                     grounded.decision.docs_score,
                     generated=False,
                     surface=turn.surface,
@@ -806,16 +581,6 @@ class _Record:
 
 
 @dataclass(frozen=True)
-class Found:
-    """What a turn's retrieval found: the ``grounding`` (what was searched where), the
-    ``results``, and the ``vector`` of the query searched."""
-
-    grounding: Grounding
-    results: list[Result]
-    vector: np.ndarray
-
-
-@dataclass(frozen=True)
 class _Grounded:
     """The ground phase's outcome: the session, the answer's mode, what retrieval found,
     triage's decision, the passages chosen (before the prompt was cut to fit), the skills
@@ -865,76 +630,3 @@ def _cited(use: ToolUse, offered: dict[str, Tool]) -> list[Citation]:
 def _chain(first: AgentEvent, rest: Iterator[AgentEvent]) -> Iterator[AgentEvent]:
     yield first
     yield from rest
-
-
-def open_agent(
-    settings: Settings | None = None,
-    *,
-    store: Store | None = None,
-    skills: SkillIndex | None = None,
-    toolbox: Toolbox | None = None,
-    jobs: Jobs | None = None,
-    on_tool_use: ToolHook | None = None,
-    on_search: SearchHook | None = None,
-    table: RoutingTable | None = None,
-) -> Agent:
-    """The agent the settings describe: the store, libraries, skills, tools (with
-    ``search_docs`` on this store), the model broker and the sessions, opened once.
-    Close it with ``close()``. A server passes the ``store``, ``skills``, ``toolbox`` and
-    ``jobs`` it already has open (the embedding model is then loaded once, the job store
-    opened once); they stay open when the agent closes: it closes only what it opened
-    here. With a workspace (``tools_root``) the model may hand long tasks to a job
-    (``delegate_job`` on ``jobs``, else on the settings' job store, opened here).
-    ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``). ``table``: the
-    models table to route over (a server's last good one); default: read models.yml."""
-    settings = settings or Settings()
-    with contextlib.ExitStack() as opened:
-        if store is None:
-            store = opened.enter_context(contextlib.closing(open_store(settings)))
-        if skills is None:
-            skills = opened.enter_context(contextlib.closing(open_skills(settings, store=store)))
-        if toolbox is None:
-            index = skills  # the skill tools search the agent's own index
-            toolbox = opened.enter_context(
-                contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
-            )
-        delegates = settings.tools_root is not None and settings.context == DEFAULT
-        if delegates and "delegate_job" not in toolbox.registry:
-            # Jobs run in the workspace: with one, the model may hand long tasks to a job.
-            # Not yet in another context: a job records none, and runs in the server's.
-            if jobs is None:
-                jobs = open_jobs(settings)
-                opened.callback(jobs.close)
-            add_job_tools(toolbox, jobs)
-        broker = Broker(table, settings) if table is not None else load_broker(settings)
-        opened.enter_context(contextlib.closing(broker))
-        sessions = opened.enter_context(
-            contextlib.closing(Sessions(settings.home / "agent.db", settings.context))
-        )
-        resources = opened.pop_all()
-    return Agent(
-        settings,
-        store,
-        skills,
-        toolbox,
-        broker,
-        sessions,
-        reranker=load_reranker(settings),
-        resources=resources,
-        tool_workers=settings.agent_tool_workers,
-        on_tool_use=on_tool_use,
-        on_search=on_search,
-    )
-
-
-def _names(text: str, name: str) -> bool:
-    """Whether ``text`` names the skill ``name`` (``release-notes`` also as "release
-    notes"), as a whole word: the answer followed it."""
-    spoken = "[-_ ]".join(re.escape(word) for word in re.split(r"[-_ ]+", name))
-    return re.search(rf"(?<![\w-]){spoken}(?![\w-])", text, re.IGNORECASE) is not None
-
-
-def _fits(context: SkillContext, threshold: float) -> bool:
-    """Whether the best skill of ``context`` fits at all (``context_for`` returns its
-    best, fitting or not)."""
-    return bool(context.skills) and context.skills[0].dense_score >= threshold

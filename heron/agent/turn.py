@@ -18,6 +18,7 @@ from heron.agent.answer import ANSWER_MODES, AnswerMode
 from heron.core.chat import Message, Sampling
 from heron.core.tools import Safety, Tool
 from heron.errors import InputError
+from heron.jobs.service import MAX_SCOPE
 
 #: Who reads what a turn says: ``cli`` (a hint names a flag, ``--answer generative``) or
 #: ``api`` (it names the request's field, ``"answer": "generative"``).
@@ -62,6 +63,9 @@ class Turn:
       grammar); a model that answers otherwise is a ``ProviderError``.
     - ``user``: who asks (the API's ``user``), the actor ``on_tool_use`` and
       ``on_search`` are told of; ``""`` for nobody in particular.
+    - ``room``: who shares the conversation (a team, a workspace): a job the agent
+      delegates (``delegate_job``) records it, and its events reach that room's stream.
+      ``None``: ``interventions_room``, the room of what Heron raises itself.
     - ``tool_safety``: the most harmful of Heron's tools offered (``SAFETY_LEVELS``);
       ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
     - ``local_tools``: whether Heron's ``local-only`` tools (``python_exec``) may be
@@ -69,7 +73,7 @@ class Turn:
     - ``surface``: who reads the messages: ``"cli"`` (hints name flags, ``--model``) or
       ``"api"`` (they name the request's fields, ``model``).
 
-    ``instructions`` and ``user`` are kept stripped, ``history`` and ``client_tools`` as
+    ``instructions``, ``user`` and ``room`` are kept stripped, ``history`` and ``client_tools`` as
     tuples, whatever sequence the caller gave."""
 
     message: str
@@ -83,6 +87,7 @@ class Turn:
     client_tools: Sequence[Tool] = ()
     tool_choice: str = "auto"
     user: str = ""
+    room: str | None = None
     tool_safety: Safety | None = None
     local_tools: bool = True
     surface: Surface = "cli"
@@ -94,6 +99,7 @@ class Turn:
         set_(self, "history", None if self.history is None else tuple(self.history))
         set_(self, "client_tools", tuple(self.client_tools))
         set_(self, "user", self.user.strip())
+        set_(self, "room", None if self.room is None else self.room.strip())
 
     @property
     def continues(self) -> bool:
@@ -108,8 +114,22 @@ class Turn:
             )
         if self.sampling.max_tokens is not None and self.sampling.max_tokens < 1:
             raise InputError(f"max_tokens must be at least 1, got {self.sampling.max_tokens}.")
+        self._validate_room()
         self._validate_tools()
         self._validate_history()
+
+    def _validate_room(self) -> None:
+        # The jobs' rule: a room is a name in a URL (``/jobs/stream?room=R``).
+        room = self.room
+        if room is not None and (
+            not room
+            or len(room) > MAX_SCOPE
+            or any(c.isspace() or not c.isprintable() for c in room)
+        ):
+            raise InputError(
+                f"room is a name of 1 to {MAX_SCOPE} printable characters without spaces, "
+                f"not {room[:40]!r}; leave it out for the default room."
+            )
 
     def _validate_tools(self) -> None:
         names = [t.name for t in self.client_tools]

@@ -8,6 +8,8 @@ here, as an object or a callable:
   the skills' ``search_skills``/``read_skill`` (``retrieval_tools``, which the MCP server
   serves too) registered beside the workspace and MCP tools, all on one store;
 - ``add_job_tools``: ``delegate_job`` (``heron.jobs``) in a toolbox, on a job store;
+- ``open_agent``: the agent (``heron.agent.agent``) on the store, skills, toolbox (with
+  ``delegate_job`` when there is a workspace), broker and sessions it opens or is handed;
 - ``job_runner``: a ``heron.jobs.JobRunner`` whose ``search_docs`` step searches the
   libraries and whose summary a capable model of ``heron.llm`` writes;
 - ``library_enricher``: the libraries' ``Enricher`` (questions a page answers, asked at
@@ -17,8 +19,8 @@ here, as an object or a callable:
 - ``Scan``: the libraries' sync health and the skills' usage log, read as
   ``heron.interventions`` conditions.
 
-The CLI, the server (its ``Runtime``, its MCP server) and ``open_agent`` build through
-these, and wire nothing themselves.
+The CLI and the server (its ``Runtime``, its MCP server) build through these, and wire
+nothing themselves.
 
 >>> box = open_tools(settings, store=store)                          # doctest: +SKIP
 >>> asyncio.run(job_runner(open_jobs(settings)).run_until_idle())    # doctest: +SKIP
@@ -33,8 +35,12 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from heron.agent.agent import Agent
 from heron.agent.answer import ToolUse
+from heron.agent.loop import SearchHook, ToolHook
+from heron.agent.sessions import Sessions
 from heron.core.chat import ChatRequest, Message, Sampling
+from heron.core.contexts import DEFAULT
 from heron.core.tools import Handler, Tool
 from heron.embed import Embedder, calibration_of, embed_queries
 from heron.interventions import Activity, Condition, Intervention, Interventions
@@ -45,13 +51,13 @@ from heron.interventions.detectors import (
     library_health,
     search_misses,
 )
-from heron.jobs import JobRunner, Jobs
+from heron.jobs import JobRunner, Jobs, open_jobs
 from heron.jobs.tool import register_job_tools
-from heron.libraries import read_libraries, search
+from heron.libraries import load_reranker, read_libraries, search
 from heron.libraries.enrich import ModelEnricher
 from heron.libraries.state import library_state
 from heron.libraries.tool import DocsSearch, docs_tool, search_docs
-from heron.llm import Broker, load_broker
+from heron.llm import Broker, RoutingTable, load_broker
 from heron.settings import Settings
 from heron.skills import SkillIndex, UsageLog, open_skills
 from heron.skills.tool import skill_tools
@@ -147,6 +153,66 @@ def job_runner(jobs: Jobs, **options: Any) -> JobRunner:
         return [hit.to_dict() for hit in hits]
 
     return JobRunner(jobs, search=library_search, broker=lambda: load_broker(settings), **options)
+
+
+def open_agent(
+    settings: Settings | None = None,
+    *,
+    store: Store | None = None,
+    skills: SkillIndex | None = None,
+    toolbox: Toolbox | None = None,
+    jobs: Jobs | None = None,
+    on_tool_use: ToolHook | None = None,
+    on_search: SearchHook | None = None,
+    table: RoutingTable | None = None,
+) -> Agent:
+    """The agent the settings describe: the store, libraries, skills, tools (with
+    ``search_docs`` on this store), the model broker and the sessions, opened once.
+    Close it with ``close()``. A server passes the ``store``, ``skills``, ``toolbox`` and
+    ``jobs`` it already has open (the embedding model is then loaded once, the job store
+    opened once); they stay open when the agent closes: it closes only what it opened
+    here. With a workspace (``tools_root``) the model may hand long tasks to a job
+    (``delegate_job`` on ``jobs``, else on the settings' job store, opened here).
+    ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``). ``table``: the
+    models table to route over (a server's last good one); default: read models.yml."""
+    settings = settings or Settings()
+    with contextlib.ExitStack() as opened:
+        if store is None:
+            store = opened.enter_context(contextlib.closing(open_store(settings)))
+        if skills is None:
+            skills = opened.enter_context(contextlib.closing(open_skills(settings, store=store)))
+        if toolbox is None:
+            index = skills  # the skill tools search the agent's own index
+            toolbox = opened.enter_context(
+                contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
+            )
+        delegates = settings.tools_root is not None and settings.context == DEFAULT
+        if delegates and "delegate_job" not in toolbox.registry:
+            # Jobs run in the workspace: with one, the model may hand long tasks to a job.
+            # Not yet in another context: a job records none, and runs in the server's.
+            if jobs is None:
+                jobs = open_jobs(settings)
+                opened.callback(jobs.close)
+            add_job_tools(toolbox, jobs)
+        broker = Broker(table, settings) if table is not None else load_broker(settings)
+        opened.enter_context(contextlib.closing(broker))
+        sessions = opened.enter_context(
+            contextlib.closing(Sessions(settings.home / "agent.db", settings.context))
+        )
+        resources = opened.pop_all()
+    return Agent(
+        settings,
+        store,
+        skills,
+        toolbox,
+        broker,
+        sessions,
+        reranker=load_reranker(settings),
+        resources=resources,
+        tool_workers=settings.agent_tool_workers,
+        on_tool_use=on_tool_use,
+        on_search=on_search,
+    )
 
 
 #: Tokens the model may write for one page's questions (5 short pairs fit in ~400).

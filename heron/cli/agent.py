@@ -29,6 +29,13 @@ ModelOption = Annotated[str | None, typer.Option(help="Model alias from models.y
 SessionOption = Annotated[
     str | None, typer.Option("--session", help="Continue this conversation (its id).")
 ]
+RoomOption = Annotated[
+    str | None,
+    typer.Option(
+        help="The room that shares the conversation: the jobs the agent delegates go to its "
+        "stream. Default: HERON_INTERVENTIONS_ROOM."
+    ),
+]
 AnswerOption = Annotated[
     str | None,
     typer.Option(
@@ -123,6 +130,7 @@ def ask(
     model: ModelOption = None,
     session: SessionOption = None,
     answer_mode: AnswerOption = None,
+    room: RoomOption = None,
     as_json: JsonFlag = False,
 ) -> None:
     """Answer a question from the libraries, the tools and the model, with citations.
@@ -140,6 +148,7 @@ def ask(
                 library=library,
                 model=model,
                 answer=answer_mode,  # type: ignore[arg-type]  # the agent checks the value
+                room=room,
             )
             answer = agent.ask(turn)
         described = how(answer, agent)
@@ -154,6 +163,7 @@ def chat(
     model: ModelOption = None,
     session: SessionOption = None,
     answer_mode: AnswerOption = None,
+    room: RoomOption = None,
 ) -> None:
     """Talk to the agent; answers stream as they are written. Ctrl-D or /exit ends.
 
@@ -177,6 +187,7 @@ def chat(
                     library=library,
                     model=model,
                     answer=answer_mode,  # type: ignore[arg-type]  # the agent checks it
+                    room=room,
                 )
                 for event in agent.stream(turn):
                     if isinstance(event, Token):

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from heron.agent.turn import Turn
 from heron.agent.wiring import library_enricher
+from heron.jobs.service import MAX_SCOPE
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
@@ -36,6 +37,13 @@ class ChatParams(Params):
     )
     user: str = Field(
         default="", max_length=200, description="Who asks: the actor interventions see."
+    )
+    room: str | None = Field(
+        default=None,
+        min_length=1,
+        max_length=MAX_SCOPE,
+        description="Who shares the conversation: a job the agent delegates goes to this "
+        "room's stream. Default: interventions_room.",
     )
 
     def turn(self) -> Turn:

@@ -283,7 +283,7 @@ def test_delegate_job_is_offered_only_where_running_programs_is_allowed(agent: A
     message = "Hand this to a background job: check whether main builds"
 
     def offered(**options: Any) -> set[str]:
-        return {r.tool.name for r in agent.route(message, **options)}
+        return {r.tool.name for r in agent.offer.route(message, **options)}
 
     assert "delegate_job" not in offered()  # HERON_AGENT_TOOL_SAFETY's default, read
     assert offered() <= {name for name, level in SAFETY.items() if level == "read"}

@@ -40,7 +40,7 @@ def test_the_routing_settings_choose_what_the_model_is_offered(
         agent_routing_always_include=["no_such_tool", "search_skills"],
     )
     with caplog.at_level(logging.WARNING, "heron.agent"):
-        routed = agent.route("Read the file notes-for-alice.txt")
+        routed = agent.offer.route("Read the file notes-for-alice.txt")
     assert "no_such_tool" in caplog.text  # skipped with a warning, not failing the turn
     assert [r.tool.name for r in routed] == ["search_skills", "read_file"]
     assert routed[0].reason == "always_include"
@@ -52,9 +52,9 @@ def test_the_defaults_are_the_recommended_ones_and_the_optional_tools_are_off(
     make_agent: Callable[..., Agent],
 ) -> None:
     agent = make_agent()
-    assert not agent._routers  # built on the first request
-    agent.route("List the files in my workspace")
-    (router,) = agent._routers.values()
+    assert not agent.offer._routers  # built on the first request
+    agent.offer.route("List the files in my workspace")
+    (router,) = agent.offer._routers.values()
     assert (router.mode, router.top_k, router.threshold) == ("hybrid", 10, 0.25)
     names = {t.name for t in agent.toolbox.registry.tools()}
     assert not names & {"python_exec", "fetch_url"}
@@ -70,7 +70,7 @@ def test_python_exec_is_offered_to_heron_s_own_turns_never_to_a_v1_request(
     message = "Run this Python code snippet and print the result"
 
     def names(**options: Any) -> set[str]:
-        return {r.tool.name for r in agent.route(message, **options)}
+        return {r.tool.name for r in agent.offer.route(message, **options)}
 
     assert "python_exec" not in names()  # agent_tool_safety: read
     assert "python_exec" in names(safety="execute")

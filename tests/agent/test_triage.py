@@ -75,15 +75,17 @@ def test_a_passage_over_the_threshold_means_docs_below_it_knowledge() -> None:
 
 
 def test_real_retrieval_sends_questions_where_they_belong(agent: Agent) -> None:
-    assert {"garden", "kitchen"} <= set(agent.names())
+    assert {"garden", "kitchen"} <= set(agent.retriever.names())
     cases = {
         "How often should I water my tomato plants?": ("docs", "garden/watering"),
         "List the files in my workspace": ("tools", "list_files"),
         "Give me the kitchen notes on sourdough": ("docs", "kitchen/bread"),
     }
     for message, (kind, target) in cases.items():
-        results = agent.retrieve(message)
-        decision = decide(message, results, agent.route(message), names=agent.names())
+        results = agent.retriever.retrieve(message)
+        decision = decide(
+            message, results, agent.offer.route(message), names=agent.retriever.names()
+        )
         assert decision.kind == kind, (message, decision)
         found = decision.tool if kind == "tools" else results[0].page
         assert found == target, (message, found)

@@ -97,3 +97,33 @@ def test_a_job_delegated_in_a_chat_session_reaches_its_session_and_room(
     assert server.result("jobs.list", room="elsewhere") == []
     bad = httpx.get(f"{server.url}/jobs/stream?room=", timeout=10)
     assert bad.status_code == 400
+
+
+def test_a_job_delegated_through_agent_chat_records_the_turn_s_room(
+    jobs: Jobs,
+    chat: ChatServer,
+    tmp_path: Path,
+    serve: Callable[[], Server],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    models = tmp_path / "models.yml"
+    models.write_text(ONE_MODEL.format(url=chat.url))
+    for name, value in [("MODELS_FILE", str(models)), ("AGENT_TOOL_SAFETY", "execute")]:
+        monkeypatch.setenv(f"HERON_{name}", value)
+    server = serve()
+    asked = {"message": ASK, "user": "ana", "answer": "generative"}
+    answer: Any = server.result("agent.chat", **asked, room=" ops ")
+    (use,) = [u for u in answer["tools"] if u["name"] == "delegate_job"]
+    assert use["ok"] and use["result"]["room"] == "ops", use
+    (job,) = jobs.list(room="ops")
+    assert (job.session_id, job.created_by) == (answer["session_id"], "ana")
+    assert jobs.list(room="default") == []
+    # A room no stream could name is refused before any model call, saying why.
+    bad = server.rpc("agent.chat", **asked, room="two words")["error"]
+    assert bad["code"] == -32001 and "room" in bad["message"], bad
+    empty = server.rpc("agent.chat", **asked, room="")["error"]
+    assert empty["code"] == -32602, empty
+    # One turn's model calls (the delegation, then the answer); none for the refused ones
+    # (the job's summary, written by the server's worker, asks the model too).
+    turns = [b for b in chat.posted("/v1/chat/completions") if ASK in json.dumps(b["messages"])]
+    assert len(turns) == 2

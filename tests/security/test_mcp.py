@@ -176,10 +176,10 @@ def test_the_agent_at_read_level_is_not_offered_unannotated_tools(
             request = "add a new contact named Ada"
             ranked = [r.tool.name for r in agent.toolbox.router(top_k=5).route(request).tools]
             assert "crm.add_contact" in ranked  # the router finds it ...
-            offered = [r.tool.name for r in agent.route(request)]
+            offered = [r.tool.name for r in agent.offer.route(request)]
             assert "crm.add_contact" not in offered  # ... and the agent does not offer it
             assert all(agent.toolbox.registry.get(n).safety == "read" for n in offered)
-            listing = [r.tool.name for r in agent.route("list my contacts")]
+            listing = [r.tool.name for r in agent.offer.route("list my contacts")]
             assert "crm.list_contacts" in listing
         finally:
             agent.close()

@@ -1,0 +1,220 @@
+"""``Retriever``: what a turn is answered from, out of the libraries.
+
+The agent's ground phase (``heron.agent.agent``) asks it four things:
+
+- ``scope``: the indexed libraries a message is searched in (``heron.libraries.scopes``);
+- ``ground``: what a turn is searched with and what that found (``Found``): the message
+  itself, a capable model's standalone rewrite of a follow-up (cached per conversation
+  and turn), or the message with the conversation's context (``heron.agent.followup``);
+- ``names``: what a message can name to be sent to the libraries (triage reads them);
+- ``passage``: the text of a result's chunk as the prompt quotes it.
+
+The broker is looked up per call (``broker()``): a models reload replaces the agent's.
+
+>>> found = retriever.ground("Where do I request a new one?", vector, history)  # doctest: +SKIP
+>>> found.grounding.how                                                          # doctest: +SKIP
+'model'
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from heron.agent.answer import Grounding
+from heron.agent.extractive import passage_body
+from heron.agent.followup import (
+    CONTEXT_TURNS,
+    REWRITE_TURNS,
+    contextual,
+    earlier_questions,
+    last_reply,
+    refers_back,
+    rewrite_request,
+    standalone,
+)
+from heron.agent.sentences import sentences
+from heron.agent.triage import best_dense
+from heron.core.chat import Message
+from heron.embed import embed_queries
+from heron.errors import NotFound
+from heron.libraries import Reranker, Result, read_libraries, scopes, search_many
+from heron.libraries.state import last_index, library_state
+from heron.llm import Broker
+from heron.llm.errors import ProviderError
+from heron.settings import Settings
+from heron.store import Store
+
+#: Passages an extractive answer may quote from (and cites): no prompt limits them, and
+#: the gold page is among the first five for 92% of the Kubernetes questions.
+EXTRACTIVE_PASSAGES = 5
+#: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
+#: costs one call).
+REWRITE_CACHE = 256
+
+
+@dataclass(frozen=True)
+class Found:
+    """What a turn's retrieval found: the ``grounding`` (what was searched where), the
+    ``results``, and the ``vector`` of the query searched."""
+
+    grounding: Grounding
+    results: list[Result]
+    vector: np.ndarray
+
+
+class Retriever:
+    """The libraries' side of a turn, on the agent's store; see the module docstring.
+
+    ``docs_threshold``: the cosine under which a follow-up grounds poorly alone (the
+    agent's, on its embedder's scale); ``broker``: the agent's broker, looked up per call."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        broker: Callable[[], Broker],
+        *,
+        docs_threshold: float,
+        reranker: Reranker | None = None,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.broker = broker
+        self.docs_threshold = docs_threshold
+        self.reranker = reranker
+        self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
+        self._rewrites: dict[tuple, str | None] = {}  # follow-ups a model made standalone
+
+    def scope(self, message: str, library: str | None = None) -> list[str]:
+        """The indexed libraries ``message`` is searched in: ``library`` alone when
+        given, else ``heron.libraries.scope_of`` (the user's libraries; Heron's own docs
+        when the message names Heron or they are all there is); none when no library is
+        indexed (a ``library`` named but missing is an error)."""
+        try:
+            return scopes([message], self.store, self.settings, library)[0]
+        except NotFound:
+            if library is not None:
+                raise
+            return []
+
+    def retrieve(
+        self, message: str, library: str | None = None, vector: np.ndarray | None = None
+    ) -> list[Result]:
+        """The library passages for ``message`` (searched with ``vector`` when given)
+        from its ``scope``; none when no library is indexed."""
+        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
+        try:
+            return search_many(
+                [message],
+                self.store,
+                settings=self.settings,
+                library=library,
+                top_k=top_k,
+                reranker=self.reranker,
+                vectors=None if vector is None else np.reshape(vector, (1, -1)),
+            )[0]
+        except NotFound:  # no library indexed (a library named but missing is an error)
+            if library is not None:
+                raise
+            return []
+
+    def ground(
+        self,
+        message: str,
+        vector: np.ndarray,
+        history: Sequence[Message],
+        *,
+        library: str | None = None,
+        model: str | None = None,
+    ) -> Found:
+        """What a turn is searched with (``heron.agent.followup``) and what it found.
+        Without earlier questions, the message as it is. A capable model rewrites a
+        follow-up first; else the message alone, and the conversation's context when
+        that grounds poorly or the message points back."""
+        earlier = earlier_questions(history)
+        if earlier and self.broker().capabilities(model).answers == "generative":
+            rewritten = self._rewrite(message, history, model)
+            if rewritten is not None:
+                query_vector = embed_queries(self.store.embedder, [rewritten])[0]
+                return self._found(rewritten, query_vector, library, "model")
+        found = self._found(message, vector, library, "message")
+        if not earlier or not found.grounding.libraries:
+            return found
+        poor = (best_dense(found.results) or 0.0) < self.docs_threshold
+        if not (poor or refers_back(message)):
+            return found
+        recent = earlier[-CONTEXT_TURNS:]
+        reply = last_reply(history)
+        rows = embed_queries(self.store.embedder, [*recent, reply] if reply else recent)
+        text, blended = contextual(
+            message, vector, recent, rows[: len(recent)], rows[len(recent)] if reply else None
+        )
+        return self._found(text, blended, library, "context")
+
+    def _found(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
+        libraries = tuple(self.scope(query, library))
+        results = self.retrieve(query, library, vector) if libraries else []
+        return Found(Grounding(query, libraries, how), results, vector)  # type: ignore[arg-type]
+
+    def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
+        """A capable model's standalone form of ``message``, once per conversation and
+        turn (cached); ``None`` when the call fails or its reply is no question."""
+        key = (model, message, tuple((m.role, m.content) for m in history[-REWRITE_TURNS:]))
+        if key in self._rewrites:
+            return self._rewrites[key]
+        try:
+            request = rewrite_request(message, history)
+            reply = self.broker().complete(request, model=model).text
+        except ProviderError:
+            return None  # the deterministic form stands in; nothing is cached
+        rewritten = standalone(reply, message, earlier_questions(history))
+        self._rewrites[key] = rewritten
+        while len(self._rewrites) > REWRITE_CACHE:
+            self._rewrites.pop(next(iter(self._rewrites)))
+        return rewritten
+
+    def names(self) -> list[str]:
+        """What a message can name to be sent to the libraries: each indexed library,
+        its collections, and the configured keywords."""
+        names: list[str] = []
+        for library in read_libraries(self.settings):
+            # The page list changes only when the library is indexed again.
+            stamp = last_index(self.store, library.name)
+            if not stamp:
+                continue
+            cached = self._collections.get(library.name)
+            if cached is None or cached[0] != stamp:
+                cached = (stamp, library_state(self.store, library.name).collections)
+                self._collections[library.name] = cached
+            names += [library.name, *cached[1]]
+        return [*names, *self.settings.agent_keywords]
+
+    def indexed(self) -> list[str]:
+        """The configured libraries that are indexed."""
+        indexed = {info.name for info in self.store.namespaces()}
+        return [lib.name for lib in read_libraries(self.settings) if lib.name in indexed]
+
+    def passage(self, result: Result) -> str:
+        """The text of a result's chunk (a matched question: the question and answer)."""
+        if result.via_question:
+            return f"{result.title}\nQ: {result.via_question}\nA: {result.snippet}"
+        try:
+            record = self.store.get(result.library, result.chunk)
+        except NotFound:  # re-indexed since the search
+            return result.snippet
+        if sentences(passage_body(record.text)):
+            return record.text
+        # A section's first chunk may be all code or table (a command block under its
+        # heading); the prose that explains it is in the next chunk of the same section.
+        page, _, number = result.chunk.rpartition("#")
+        try:
+            following = self.store.get(result.library, f"{page}#{int(number) + 1}")
+        except (NotFound, ValueError):
+            return record.text
+        if following.metadata.get("heading") != record.metadata.get("heading"):
+            return record.text
+        return f"{record.text}\n\n{passage_body(following.text)}"
