@@ -221,7 +221,8 @@ def run(
     Example: heron jobs run --until-idle
     """
     jobs = open_jobs()
-    runner = job_runner(jobs, concurrency=concurrency)
+    # Every context's jobs, each run in its own context (its workspace, its libraries).
+    runner = job_runner(jobs, concurrency=concurrency, runner_for=job_runner)
 
     async def main() -> dict[str, Any]:
         recovered = await asyncio.to_thread(runner.recover)

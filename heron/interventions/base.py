@@ -21,6 +21,10 @@ Promises every method keeps (each method's docstring adds its own):
   A suppressed raise answers with id 0.
 - **Bounded by retention.** ``prune`` removes what is older than a time, and what lies
   beyond the newest ``keep_per_room`` of each room (its deliveries and guard with it).
+- **Contexts.** A room is named by its context and its name (``Condition.context``, the
+  ``context`` arguments): a room of one context shares nothing with the room of that
+  name in another (cooldown, guard, learning, cards). Reads given no context read
+  every context's.
 - **Ids** are integers that grow in the order of the transactions that hold a room, so a
   stream of one room's cards resumes after the last id it gave (``cards``).
 - **Threads and processes.** One store may be shared by the threads of a process; any
@@ -37,6 +41,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from heron.core.contexts import DEFAULT
 from heron.interventions.learn import Learning
 from heron.interventions.model import (
     Condition,
@@ -73,9 +78,10 @@ class InterventionStore(Protocol):
         """
         ...
 
-    def resolve(self, room: str, key: str) -> Intervention:
-        """End the active intervention of ``key`` in ``room``: it gets ``resolved_at``,
-        the key is re-armed, and if it started the room's cooldown the cooldown ends.
+    def resolve(self, room: str, key: str, *, context: str = DEFAULT) -> Intervention:
+        """End the active intervention of ``key`` in ``room`` (of ``context``): it gets
+        ``resolved_at``, the key is re-armed, and if it started the room's cooldown the
+        cooldown ends.
         Returns it. ``NotFound`` for a room with no interventions, or a key with none
         active there."""
         ...
@@ -102,17 +108,19 @@ class InterventionStore(Protocol):
         transaction (``heron.interventions.learn``), a change recorded with its reason."""
         ...
 
-    def reset(self, room: str, kind: str, by: str) -> Learned:
+    def reset(self, room: str, kind: str, by: str, *, context: str = DEFAULT) -> Learned:
         """Put ``kind`` in ``room`` back at its policy (step 0, a new block), recorded as
         a change by ``by`` when it had moved. ``NotFound`` when nothing was learned."""
         ...
 
-    def learned(self, room: str | None = None) -> list[Learned]:
-        """Each kind's learned state per room (only ``room``'s when given)."""
+    def learned(self, room: str | None = None, *, context: str | None = None) -> list[Learned]:
+        """Each kind's learned state per room (only ``room``'s, ``context``'s when given)."""
         ...
 
-    def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
-        """The policy changes, newest first."""
+    def changes(
+        self, room: str | None = None, limit: int = 100, *, context: str | None = None
+    ) -> list[PolicyChange]:
+        """The policy changes, newest first (only ``room``'s, ``context``'s when given)."""
         ...
 
     def prune(
@@ -135,20 +143,28 @@ class InterventionStore(Protocol):
         ...
 
     def list(
-        self, room: str | None = None, *, limit: int = 100, active_only: bool = False
+        self,
+        room: str | None = None,
+        *,
+        limit: int = 100,
+        active_only: bool = False,
+        context: str | None = None,
     ) -> list[Intervention]:
-        """At most ``limit``, newest first (by id); only ``room``'s when given; only the
-        active ones (delivered, not resolved) with ``active_only``."""
+        """At most ``limit``, newest first (by id); only ``room``'s and ``context``'s when
+        given; only the active ones (delivered, not resolved) with ``active_only``."""
         ...
 
-    def cards(self, room: str, after: int = 0, limit: int = 1000) -> list[Intervention]:
-        """The delivered interventions of ``room`` with ``id > after``, oldest first: what
-        a stream resuming after ``after`` replays."""
+    def cards(
+        self, room: str, after: int = 0, limit: int = 1000, *, context: str = DEFAULT
+    ) -> list[Intervention]:
+        """The delivered interventions of ``room`` (of ``context``) with ``id > after``,
+        oldest first: what a stream resuming after ``after`` replays."""
         ...
 
-    def stats(self) -> list[KindStats]:
-        """Per kind (sorted by name): raised, delivered, suppressed by cooldown and by the
-        guard, accepted and dismissed. SQL aggregates over an index."""
+    def stats(self, *, context: str | None = None) -> list[KindStats]:
+        """Per kind (sorted by name), of ``context`` when given: raised, delivered,
+        suppressed by cooldown and by the guard, accepted and dismissed. SQL aggregates
+        over an index."""
         ...
 
     def close(self) -> None:

@@ -12,6 +12,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, get_args
 
+from heron.core.contexts import DEFAULT
 from heron.errors import InputError
 
 Severity = Literal["info", "warning", "critical"]
@@ -47,6 +48,9 @@ class Condition:
     severity: Severity = "warning"
     facts: dict[str, Any] = field(default_factory=dict)
     actor: str = ""  # who raised it: the API's ``user`` or the token's name, a detector
+    #: The context whose room it is in (``heron.core.contexts``): a room of one context
+    #: is not the room of the same name in another. ``Interventions`` sets its own.
+    context: str = DEFAULT
 
     def checked(self) -> Condition:
         """This condition, its names stripped; ``InputError`` says what is wrong."""
@@ -69,6 +73,7 @@ class Condition:
             self.severity,
             {k: _fact(v) for k, v in self.facts.items()},
             (self.actor or "").strip()[:MAX_NAME],
+            self.context,
         )
 
 
@@ -142,6 +147,7 @@ class Intervention:
     outcome_by: str | None = None
     outcome_at: float | None = None
     step: int = 0  # the learned step of its kind in its room when raised (``learn``)
+    context: str = DEFAULT  # the context of its room
     deliveries: tuple[Delivery, ...] = ()
 
     @property

@@ -25,6 +25,7 @@ scan).
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 import time
@@ -107,7 +108,11 @@ def open_interventions(settings: Settings, **options: Any) -> Interventions:
 
 
 class Interventions(Resource):
-    """Raise, resolve and record interventions; thread-safe."""
+    """Raise, resolve and record the interventions of one context (``settings.context``);
+    thread-safe. Its rooms are that context's: what it raises goes there, and ``list``,
+    ``get``, ``cards``, ``outcome``, ``stats`` ... see only that context's (another
+    context's id is ``NotFound``, as one that does not exist). ``within`` gives another
+    context's view of the same store; ``store`` reads every context's."""
 
     def __init__(
         self,
@@ -141,6 +146,22 @@ class Interventions(Resource):
         self._lock = threading.Lock()
         self._senders = ThreadPoolExecutor(max_workers=2, thread_name_prefix="heron-alerts")
         self._pending: set[Future[None]] = set()
+        self._owner = True  # a view (``within``) leaves the store and senders to it
+
+    @property
+    def context(self) -> str:
+        return self.settings.context
+
+    def within(self, settings: Settings) -> Interventions:
+        """These interventions as the context of ``settings`` sees them: the same store,
+        templates, policy, channels, senders and live subscribers, that context's rooms.
+        Closing a view closes nothing."""
+        if settings.context == self.context:
+            return self
+        view = copy.copy(self)  # shares the store, the listeners and the senders
+        view.settings = settings
+        view._owner = False
+        return view
 
     # -- live subscribers ---------------------------------------------------------------
 
@@ -196,8 +217,10 @@ class Interventions(Resource):
 
     def _raise(self, condition: Condition) -> Intervention:
         c = condition.checked()
-        # Only the declared facts are kept, and a token in one stays out of the store.
-        c = replace(c, facts=redact_value(self.templates.declared(c.kind, c.facts)))
+        # Only the declared facts are kept, and a token in one stays out of the store;
+        # whoever saw it, it is raised in this context's room.
+        facts = redact_value(self.templates.declared(c.kind, c.facts))
+        c = replace(c, facts=facts, context=self.context)
         rule = self.policy.rule(c.kind)
         intervention = self.store.raise_(
             c,
@@ -228,7 +251,7 @@ class Interventions(Resource):
     def resolve(self, room: str, key: str) -> Intervention:
         """End the active condition ``key`` in ``room``; ``NotFound`` names an unknown room
         or a key with nothing active."""
-        resolved = self.store.resolve(room.strip(), key.strip())
+        resolved = self.store.resolve(room.strip(), key.strip(), context=self.context)
         self._forget_audio([resolved.audio_url])  # spoken for a condition that is over
         self._emit("resolved", resolved)
         return resolved
@@ -254,7 +277,7 @@ class Interventions(Resource):
         time; ``NotFound`` for an unknown id)."""
         if outcome not in OUTCOMES:
             raise InputError(f"Unknown outcome {outcome!r}. Choose from: {', '.join(OUTCOMES)}.")
-        found = self.store.get(intervention_id)
+        found = self.get(intervention_id)
         learning = self.learning if self.policy.rule(found.kind).learn else None
         who = by.strip() or "unknown"
         done = self.store.outcome(intervention_id, outcome, who, learning=learning)  # type: ignore[arg-type]
@@ -263,16 +286,17 @@ class Interventions(Resource):
 
     def reset(self, room: str, kind: str, by: str) -> Learned:
         """Undo what was learned of ``kind`` in ``room``: back to its policy, recorded."""
-        return self.store.reset(room.strip(), kind.strip(), by.strip() or "unknown")
+        who = by.strip() or "unknown"
+        return self.store.reset(room.strip(), kind.strip(), who, context=self.context)
 
     def learned(self, room: str | None = None) -> list[Learned]:
-        return self.store.learned(room)
+        return self.store.learned(room, context=self.context)
 
     def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
-        return self.store.changes(room, limit)
+        return self.store.changes(room, limit, context=self.context)
 
     def get_many(self, ids: list[int]) -> list[Intervention]:
-        return self.store.get_many(ids)
+        return [i for i in self.store.get_many(ids) if i.context == self.context]
 
     # -- retention ----------------------------------------------------------------------
 
@@ -311,18 +335,25 @@ class Interventions(Resource):
         return removed
 
     def get(self, intervention_id: int) -> Intervention:
-        return self.store.get(intervention_id)
+        """The intervention, if it is this context's: ``NotFound`` for another context's
+        id, worded as for one that does not exist."""
+        found = self.store.get(intervention_id)
+        if found.context != self.context:
+            raise NotFound(
+                f"No intervention {intervention_id}. List them with: heron interventions list"
+            )
+        return found
 
     def list(
         self, room: str | None = None, *, limit: int = 100, active_only: bool = False
     ) -> list[Intervention]:
-        return self.store.list(room, limit=limit, active_only=active_only)
+        return self.store.list(room, limit=limit, active_only=active_only, context=self.context)
 
     def cards(self, room: str, after: int = 0, limit: int = 1000) -> list[Intervention]:
-        return self.store.cards(room, after, limit)
+        return self.store.cards(room, after, limit, context=self.context)
 
     def stats(self) -> list[KindStats]:
-        return self.store.stats()
+        return self.store.stats(context=self.context)
 
     # -- channels -----------------------------------------------------------------------
 
@@ -365,6 +396,8 @@ class Interventions(Resource):
         wait(pending, timeout)
 
     def close(self) -> None:
-        """Finish sending messages, then close the store."""
+        """Finish sending messages, then close the store (a view closes nothing)."""
+        if not self._owner:
+            return
         self._senders.shutdown(wait=True)
         self.store.close()

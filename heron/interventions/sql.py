@@ -31,6 +31,7 @@ from collections.abc import Callable
 from dataclasses import asdict
 from typing import Any, Protocol
 
+from heron.core.contexts import DEFAULT
 from heron.db import DatabaseStore, Schema
 from heron.errors import InputError, NotFound
 from heron.interventions.guard import decide
@@ -51,7 +52,7 @@ from heron.interventions.model import (
 FIELDS = (
     "id", "kind", "key", "room", "severity", "facts", "actor", "status", "text", "spoken",
     "actions", "seen_before", "created_at", "resolved_at", "audio_url", "outcome",
-    "outcome_by", "outcome_at", "step",
+    "outcome_by", "outcome_at", "step", "context",
 )  # fmt: skip
 #: Ids deleted per statement when pruning (a bound on the statement's size).
 PRUNE_BATCH = 500
@@ -149,6 +150,75 @@ CREATE TABLE {new}{p}intervention_policy_changes (
 CREATE INDEX {new}{p}intervention_policy_changes_by_room
     ON {p}intervention_policy_changes (room, id);
 """,
+        # Contexts: a room is a context's (``default`` for what was there before), so
+        # every table keyed by room is keyed by (context, room) instead, rebuilt as its
+        # primary key cannot be altered in place.
+        """
+ALTER TABLE {p}interventions ADD COLUMN context text NOT NULL DEFAULT 'default';
+DROP INDEX {p}interventions_by_room;
+DROP INDEX {p}interventions_by_key;
+CREATE INDEX {new}{p}interventions_by_room ON {p}interventions (context, room, status, id);
+CREATE INDEX {new}{p}interventions_by_key ON {p}interventions (context, room, key, status);
+CREATE TABLE {new}{p}intervention_rooms_v3 (
+    context text NOT NULL,
+    room text NOT NULL,
+    last_id {bigint},
+    last_delivered_at {real},
+    last_severity text,
+    PRIMARY KEY (context, room)
+){keyed};
+INSERT INTO {p}intervention_rooms_v3 (context, room, last_id, last_delivered_at, last_severity)
+    SELECT 'default', room, last_id, last_delivered_at, last_severity
+    FROM {p}intervention_rooms;
+DROP TABLE {p}intervention_rooms;
+ALTER TABLE {p}intervention_rooms_v3 RENAME TO {p}intervention_rooms;
+CREATE TABLE {new}{p}intervention_active_v3 (
+    context text NOT NULL,
+    room text NOT NULL,
+    key text NOT NULL,
+    intervention_id {bigint} NOT NULL REFERENCES {p}interventions (id),
+    PRIMARY KEY (context, room, key)
+){keyed};
+INSERT INTO {p}intervention_active_v3 (context, room, key, intervention_id)
+    SELECT 'default', room, key, intervention_id FROM {p}intervention_active;
+DROP TABLE {p}intervention_active;
+ALTER TABLE {p}intervention_active_v3 RENAME TO {p}intervention_active;
+CREATE TABLE {new}{p}intervention_suppressed_v3 (
+    context text NOT NULL,
+    room text NOT NULL,
+    key text NOT NULL,
+    status text NOT NULL CHECK (status IN ('suppressed_cooldown', 'suppressed_guard')),
+    kind text NOT NULL,
+    raised {bigint} NOT NULL,
+    last_at {real} NOT NULL,
+    PRIMARY KEY (context, room, key, status)
+){keyed};
+INSERT INTO {p}intervention_suppressed_v3 (context, room, key, status, kind, raised, last_at)
+    SELECT 'default', room, key, status, kind, raised, last_at FROM {p}intervention_suppressed;
+DROP TABLE {p}intervention_suppressed;
+ALTER TABLE {p}intervention_suppressed_v3 RENAME TO {p}intervention_suppressed;
+CREATE INDEX {new}{p}intervention_suppressed_by_age ON {p}intervention_suppressed (last_at);
+CREATE TABLE {new}{p}intervention_learned_v3 (
+    context text NOT NULL,
+    room text NOT NULL,
+    kind text NOT NULL,
+    step integer NOT NULL,
+    accepted integer NOT NULL,
+    dismissed integer NOT NULL,
+    changed_at {real},
+    PRIMARY KEY (context, room, kind)
+){keyed};
+INSERT INTO {p}intervention_learned_v3
+    (context, room, kind, step, accepted, dismissed, changed_at)
+    SELECT 'default', room, kind, step, accepted, dismissed, changed_at
+    FROM {p}intervention_learned;
+DROP TABLE {p}intervention_learned;
+ALTER TABLE {p}intervention_learned_v3 RENAME TO {p}intervention_learned;
+ALTER TABLE {p}intervention_policy_changes ADD COLUMN context text NOT NULL DEFAULT 'default';
+DROP INDEX {p}intervention_policy_changes_by_room;
+CREATE INDEX {new}{p}intervention_policy_changes_by_room
+    ON {p}intervention_policy_changes (context, room, id);
+""",
     ),
     rebuild=(
         "a new, empty intervention store starts on the next use (the history stays in the "
@@ -163,47 +233,57 @@ class Connection(Protocol):
     def execute(self, sql: Any, parameters: Any = ..., /) -> Any: ...
 
 
-_ENSURE_ROOM = "INSERT INTO {p}intervention_rooms (room) VALUES (?) ON CONFLICT (room) DO NOTHING"
+# A room is named by its context and its name: every statement on a room takes both.
+_ENSURE_ROOM = (
+    "INSERT INTO {p}intervention_rooms (context, room) VALUES (?, ?) "
+    "ON CONFLICT (context, room) DO NOTHING"
+)
 _ROOM = (
     "SELECT last_id, last_delivered_at, last_severity FROM {p}intervention_rooms "
-    "WHERE room = ?{lock}"
+    "WHERE context = ? AND room = ?{lock}"
 )
-_ACTIVE = "SELECT intervention_id FROM {p}intervention_active WHERE room = ? AND key = ?"
+_ACTIVE = (
+    "SELECT intervention_id FROM {p}intervention_active WHERE context = ? AND room = ? AND key = ?"
+)
 _SEEN = (
-    "SELECT COUNT(*) AS n FROM {p}interventions WHERE room = ? AND key = ? AND status = 'delivered'"
+    "SELECT COUNT(*) AS n FROM {p}interventions "
+    "WHERE context = ? AND room = ? AND key = ? AND status = 'delivered'"
 )
 _INSERT = (
     "INSERT INTO {p}interventions (kind, key, room, severity, facts, actor, status, text, "
-    "spoken, actions, seen_before, created_at, step) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {columns}"
+    "spoken, actions, seen_before, created_at, step, context) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {columns}"
 )
+#: ``{where}``: `` AND context = ?`` for one context's, or nothing for all.
 _STATS = """
 SELECT kind, COUNT(*) AS delivered,
     SUM(CASE WHEN outcome = 'accept' THEN 1 ELSE 0 END) AS accepted,
     SUM(CASE WHEN outcome = 'dismiss' THEN 1 ELSE 0 END) AS dismissed
-FROM {p}interventions WHERE status = 'delivered' GROUP BY kind
+FROM {p}interventions WHERE status = 'delivered'{where} GROUP BY kind
 """
 _SUPPRESSED_STATS = (
-    "SELECT kind, status, SUM(raised) AS n FROM {p}intervention_suppressed GROUP BY kind, status"
+    "SELECT kind, status, SUM(raised) AS n FROM {p}intervention_suppressed WHERE 1 = 1{where} "
+    "GROUP BY kind, status"
 )
 _COUNT_SUPPRESSED = (
-    "INSERT INTO {p}intervention_suppressed (room, key, status, kind, raised, last_at) "
-    "VALUES (?, ?, ?, ?, 1, ?) ON CONFLICT (room, key, status) DO UPDATE SET "
-    "raised = {p}intervention_suppressed.raised + 1, last_at = excluded.last_at, "
+    "INSERT INTO {p}intervention_suppressed (context, room, key, status, kind, raised, "
+    "last_at) VALUES (?, ?, ?, ?, ?, 1, ?) ON CONFLICT (context, room, key, status) DO UPDATE "
+    "SET raised = {p}intervention_suppressed.raised + 1, last_at = excluded.last_at, "
     "kind = excluded.kind"
 )
 _LEARNED = "SELECT room, kind, step, accepted, dismissed, changed_at FROM {p}intervention_learned"
+_LEARNED_ONE = _LEARNED + " WHERE context = ? AND room = ? AND kind = ?"
 _ENSURE_LEARNED = (
-    "INSERT INTO {p}intervention_learned (room, kind, step, accepted, dismissed) "
-    "VALUES (?, ?, 0, 0, 0) ON CONFLICT (room, kind) DO NOTHING"
+    "INSERT INTO {p}intervention_learned (context, room, kind, step, accepted, dismissed) "
+    "VALUES (?, ?, ?, 0, 0, 0) ON CONFLICT (context, room, kind) DO NOTHING"
 )
 _CHANGES = (
     "SELECT id, room, kind, from_step, to_step, reason, by, at FROM {p}intervention_policy_changes"
 )
 #: Per room, what lies beyond the newest ``keep`` rows of a table (``{order}``).
 _BEYOND = (
-    "SELECT {key} FROM (SELECT {key}, ROW_NUMBER() OVER (PARTITION BY room ORDER BY {order} "
-    "DESC) AS n FROM {p}{table}) ranked WHERE n > ?"
+    "SELECT {key} FROM (SELECT {key}, ROW_NUMBER() OVER (PARTITION BY context, room ORDER BY "
+    "{order} DESC) AS n FROM {p}{table}) ranked WHERE n > ?"
 )
 
 
@@ -224,6 +304,14 @@ def _learned(row: Any) -> Learned:
 def _beyond(key: str, order: str, table: str) -> str:
     """The ``key`` of ``table``'s rows beyond the newest ``?`` (by ``order``) of each room."""
     return _BEYOND.replace("{key}", key).replace("{order}", order).replace("{table}", table)
+
+
+def _filter(**equal: str | None) -> tuple[str, tuple[str, ...]]:
+    """`` WHERE a = ? AND b = ?`` for the columns given a value, and their values."""
+    given = {column: value for column, value in equal.items() if value is not None}
+    if not given:
+        return "", ()
+    return " WHERE " + " AND ".join(f"{c} = ?" for c in given), tuple(given.values())
 
 
 def _delivery(row: Any) -> Delivery:
@@ -251,17 +339,16 @@ class SQLInterventionStore(DatabaseStore):
     ) -> Intervention:
         c = condition
         with self._tx(write=True) as db:
-            self._run(db, _ENSURE_ROOM, (c.room,))
-            room = self._run(db, _ROOM, (c.room,)).fetchone()  # locked until commit
+            where = (c.context, c.room)
+            self._run(db, _ENSURE_ROOM, where)
+            room = self._run(db, _ROOM, where).fetchone()  # locked until commit
             now = time.time()
             step = 0
             if learning is not None:
-                learned = self._run(
-                    db, _LEARNED + " WHERE room = ? AND kind = ?", (c.room, c.kind)
-                ).fetchone()
+                learned = self._run(db, _LEARNED_ONE, (*where, c.kind)).fetchone()
                 step = int(learned["step"]) if learned else 0
                 cooldown = learning.cooldown(cooldown, step)
-            active = self._run(db, _ACTIVE, (c.room, c.key)).fetchone() is not None
+            active = self._run(db, _ACTIVE, (*where, c.key)).fetchone() is not None
             status = decide(
                 active=active,
                 last_delivered_at=room["last_delivered_at"],
@@ -270,12 +357,12 @@ class SQLInterventionStore(DatabaseStore):
                 severity=c.severity,
                 last_severity=room["last_severity"],
             )
-            seen = int(self._run(db, _SEEN, (c.room, c.key)).fetchone()["n"])
+            seen = int(self._run(db, _SEEN, (*where, c.key)).fetchone()["n"])
             if status != "delivered":  # counted, not stored: a storm costs one row a key
-                self._run(db, _COUNT_SUPPRESSED, (c.room, c.key, status, c.kind, now))
+                self._run(db, _COUNT_SUPPRESSED, (*where, c.key, status, c.kind, now))
                 return Intervention(
                     0, c.kind, c.key, c.room, c.severity, c.facts, c.actor, status, "", "",
-                    (), seen, now, step=step,
+                    (), seen, now, step=step, context=c.context,
                 )  # fmt: skip
             words = render(seen)
             actions = json.dumps([asdict(a) for a in words.actions])
@@ -296,31 +383,33 @@ class SQLInterventionStore(DatabaseStore):
                     seen,
                     now,
                     step,
+                    c.context,
                 ),
             ).fetchone()
             self._run(
                 db,
-                "INSERT INTO {p}intervention_active (room, key, intervention_id) VALUES (?, ?, ?)",
-                (c.room, c.key, row["id"]),
+                "INSERT INTO {p}intervention_active (context, room, key, intervention_id) "
+                "VALUES (?, ?, ?, ?)",
+                (*where, c.key, row["id"]),
             )
             if cooldown > 0:  # a kind exempt from the cooldown does not start one
                 self._run(
                     db,
                     "UPDATE {p}intervention_rooms SET last_id = ?, last_delivered_at = ?, "
-                    "last_severity = ? WHERE room = ?",
-                    (row["id"], now, c.severity, c.room),
+                    "last_severity = ? WHERE context = ? AND room = ?",
+                    (row["id"], now, c.severity, *where),
                 )
             return _intervention(row)
 
-    def resolve(self, room: str, key: str) -> Intervention:
+    def resolve(self, room: str, key: str, *, context: str = DEFAULT) -> Intervention:
         with self._tx(write=True) as db:
-            held = self._run(db, _ROOM, (room,)).fetchone()
+            held = self._run(db, _ROOM, (context, room)).fetchone()
             if held is None:
                 raise NotFound(
                     f"No interventions in room {room!r}. List the rooms' interventions with: "
                     "heron interventions list"
                 )
-            active = self._run(db, _ACTIVE, (room, key)).fetchone()
+            active = self._run(db, _ACTIVE, (context, room, key)).fetchone()
             if active is None:
                 raise NotFound(
                     f"Nothing is active for {key!r} in room {room!r}: it was resolved already "
@@ -328,7 +417,9 @@ class SQLInterventionStore(DatabaseStore):
                 )
             intervention_id = active["intervention_id"]
             self._run(
-                db, "DELETE FROM {p}intervention_active WHERE room = ? AND key = ?", (room, key)
+                db,
+                "DELETE FROM {p}intervention_active WHERE context = ? AND room = ? AND key = ?",
+                (context, room, key),
             )
             self._run(
                 db,
@@ -339,8 +430,8 @@ class SQLInterventionStore(DatabaseStore):
                 self._run(
                     db,
                     "UPDATE {p}intervention_rooms SET last_delivered_at = NULL, "
-                    "last_severity = NULL WHERE room = ?",
-                    (room,),
+                    "last_severity = NULL WHERE context = ? AND room = ?",
+                    (context, room),
                 )
             return self._get(db, intervention_id)
 
@@ -393,24 +484,29 @@ class SQLInterventionStore(DatabaseStore):
                 (outcome, by, now, intervention_id),
             )
             if learning is not None:
-                self._learn(db, found.room, found.kind, outcome, learning, now)
+                self._learn(db, (found.context, found.room), found.kind, outcome, learning, now)
             return self._get(db, intervention_id)
 
     def _learn(
-        self, db: Connection, room: str, kind: str, outcome: Outcome, rule: Learning, now: float
+        self,
+        db: Connection,
+        room: tuple[str, str],
+        kind: str,
+        outcome: Outcome,
+        rule: Learning,
+        now: float,
     ) -> None:
-        """Count ``outcome`` in the kind's block; a full block is decided (``learn``)."""
-        self._run(db, _ENSURE_LEARNED, (room, kind))
+        """Count ``outcome`` in the kind's block in ``room`` (its context and name); a
+        full block is decided (``learn``)."""
+        self._run(db, _ENSURE_LEARNED, (*room, kind))
         column = "accepted" if outcome == "accept" else "dismissed"
         self._run(
             db,
             f"UPDATE {{p}}intervention_learned SET {column} = {column} + 1 "
-            "WHERE room = ? AND kind = ?",
-            (room, kind),
+            "WHERE context = ? AND room = ? AND kind = ?",
+            (*room, kind),
         )
-        row = self._run(
-            db, _LEARNED + " WHERE room = ? AND kind = ?{lock}", (room, kind)
-        ).fetchone()
+        row = self._run(db, _LEARNED_ONE + "{lock}", (*room, kind)).fetchone()
         if row["accepted"] + row["dismissed"] < rule.outcomes:
             return
         step = int(row["step"])
@@ -419,8 +515,8 @@ class SQLInterventionStore(DatabaseStore):
         self._run(
             db,
             "UPDATE {p}intervention_learned SET step = ?, accepted = 0, dismissed = 0, "
-            "changed_at = ? WHERE room = ? AND kind = ?",
-            (to_step, changed, room, kind),
+            "changed_at = ? WHERE context = ? AND room = ? AND kind = ?",
+            (to_step, changed, *room, kind),
         )
         if decided is not None:
             self._change(db, room, kind, step, to_step, decided[1], "learning", now)
@@ -428,7 +524,7 @@ class SQLInterventionStore(DatabaseStore):
     def _change(
         self,
         db: Connection,
-        room: str,
+        room: tuple[str, str],
         kind: str,
         from_step: int,
         to_step: int,
@@ -438,16 +534,15 @@ class SQLInterventionStore(DatabaseStore):
     ) -> None:
         self._run(
             db,
-            "INSERT INTO {p}intervention_policy_changes (room, kind, from_step, to_step, "
-            "reason, by, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
-            (room, kind, from_step, to_step, reason, by, now),
+            "INSERT INTO {p}intervention_policy_changes (context, room, kind, from_step, "
+            "to_step, reason, by, at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (*room, kind, from_step, to_step, reason, by, now),
         )
 
-    def reset(self, room: str, kind: str, by: str) -> Learned:
+    def reset(self, room: str, kind: str, by: str, *, context: str = DEFAULT) -> Learned:
+        where = (context, room)
         with self._tx(write=True) as db:
-            row = self._run(
-                db, _LEARNED + " WHERE room = ? AND kind = ?{lock}", (room, kind)
-            ).fetchone()
+            row = self._run(db, _LEARNED_ONE + "{lock}", (*where, kind)).fetchone()
             if row is None:
                 raise NotFound(
                     f"Nothing was learned for {kind!r} in room {room!r}: it runs as its "
@@ -456,24 +551,25 @@ class SQLInterventionStore(DatabaseStore):
             now = time.time()
             if row["step"] != 0:
                 reason = f"reset by {by} to the policy as written"
-                self._change(db, room, kind, int(row["step"]), 0, reason, by, now)
+                self._change(db, where, kind, int(row["step"]), 0, reason, by, now)
             self._run(
                 db,
                 "UPDATE {p}intervention_learned SET step = 0, accepted = 0, dismissed = 0, "
-                "changed_at = ? WHERE room = ? AND kind = ?",
-                (now if row["step"] != 0 else row["changed_at"], room, kind),
+                "changed_at = ? WHERE context = ? AND room = ? AND kind = ?",
+                (now if row["step"] != 0 else row["changed_at"], *where, kind),
             )
-            found = self._run(db, _LEARNED + " WHERE room = ? AND kind = ?", (room, kind))
-            return _learned(found.fetchone())
+            return _learned(self._run(db, _LEARNED_ONE, (*where, kind)).fetchone())
 
-    def learned(self, room: str | None = None) -> list[Learned]:
-        where, args = (" WHERE room = ?", (room,)) if room is not None else ("", ())
+    def learned(self, room: str | None = None, *, context: str | None = None) -> list[Learned]:
+        where, args = _filter(context=context, room=room)
         with self._tx() as db:
             rows = self._run(db, _LEARNED + where + " ORDER BY room, kind", args).fetchall()
         return [_learned(row) for row in rows]
 
-    def changes(self, room: str | None = None, limit: int = 100) -> list[PolicyChange]:
-        where, args = (" WHERE room = ?", (room,)) if room is not None else ("", ())
+    def changes(
+        self, room: str | None = None, limit: int = 100, *, context: str | None = None
+    ) -> list[PolicyChange]:
+        where, args = _filter(context=context, room=room)
         sql = _CHANGES + where + " ORDER BY id DESC LIMIT ?"
         with self._tx() as db:
             rows = self._run(db, sql, (*args, limit)).fetchall()
@@ -523,8 +619,8 @@ class SQLInterventionStore(DatabaseStore):
             ).rowcount
             suppressed += self._run(
                 db,
-                "DELETE FROM {p}intervention_suppressed WHERE (room, key, status) IN ("
-                + _beyond("room, key, status", "last_at", "intervention_suppressed")
+                "DELETE FROM {p}intervention_suppressed WHERE (context, room, key, status) IN ("
+                + _beyond("context, room, key, status", "last_at", "intervention_suppressed")
                 + ")",
                 (keep_per_room,),
             ).rowcount
@@ -550,14 +646,16 @@ class SQLInterventionStore(DatabaseStore):
             self._run(
                 db,
                 "DELETE FROM {p}intervention_rooms WHERE (last_delivered_at IS NULL OR "
-                "last_delivered_at < ?) AND room NOT IN (SELECT room FROM {p}interventions) "
-                "AND room NOT IN (SELECT room FROM {p}intervention_suppressed)",
+                "last_delivered_at < ?) AND (context, room) NOT IN (SELECT context, room FROM "
+                "{p}interventions) AND (context, room) NOT IN (SELECT context, room FROM "
+                "{p}intervention_suppressed)",
                 (before,),
             )
             self._run(
                 db,
                 "DELETE FROM {p}intervention_learned WHERE step = 0 AND (changed_at IS NULL "
-                "OR changed_at < ?) AND room NOT IN (SELECT room FROM {p}interventions)",
+                "OR changed_at < ?) AND (context, room) NOT IN (SELECT context, room FROM "
+                "{p}interventions)",
                 (before,),
             )
         return Pruned(len(doomed), suppressed, changes), audio
@@ -593,12 +691,18 @@ class SQLInterventionStore(DatabaseStore):
             return self._get(db, intervention_id)
 
     def list(
-        self, room: str | None = None, *, limit: int = 100, active_only: bool = False
+        self,
+        room: str | None = None,
+        *,
+        limit: int = 100,
+        active_only: bool = False,
+        context: str | None = None,
     ) -> list[Intervention]:
         where, args = [], []
-        if room is not None:
-            where.append("room = ?")
-            args.append(room)
+        for column, value in (("context", context), ("room", room)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
         if active_only:
             where.append("status = 'delivered' AND resolved_at IS NULL")
         clause = f"WHERE {' AND '.join(where)} " if where else ""
@@ -606,13 +710,16 @@ class SQLInterventionStore(DatabaseStore):
         with self._tx() as db:
             return self._with_deliveries(db, self._run(db, sql, (*args, limit)).fetchall())
 
-    def cards(self, room: str, after: int = 0, limit: int = 1000) -> list[Intervention]:
+    def cards(
+        self, room: str, after: int = 0, limit: int = 1000, *, context: str = DEFAULT
+    ) -> list[Intervention]:
         sql = (
-            "SELECT {columns} FROM {p}interventions WHERE room = ? AND status = 'delivered' "
-            "AND id > ? ORDER BY id LIMIT ?"
+            "SELECT {columns} FROM {p}interventions WHERE context = ? AND room = ? "
+            "AND status = 'delivered' AND id > ? ORDER BY id LIMIT ?"
         )
+        args = (context, room, after, limit)
         with self._tx() as db:
-            return self._with_deliveries(db, self._run(db, sql, (room, after, limit)).fetchall())
+            return self._with_deliveries(db, self._run(db, sql, args).fetchall())
 
     def get_many(self, ids: list[int]) -> list[Intervention]:
         if not ids:
@@ -622,10 +729,12 @@ class SQLInterventionStore(DatabaseStore):
         with self._tx() as db:
             return [_intervention(row) for row in self._run(db, sql, tuple(ids)).fetchall()]
 
-    def stats(self) -> list[KindStats]:
+    def stats(self, *, context: str | None = None) -> list[KindStats]:
+        where, args = ("", ()) if context is None else (" AND context = ?", (context,))
         with self._tx() as db:
-            shown = {row["kind"]: row for row in self._run(db, _STATS).fetchall()}
-            held = self._run(db, _SUPPRESSED_STATS).fetchall()
+            rows = self._run(db, _STATS.replace("{where}", where), args).fetchall()
+            shown = {row["kind"]: row for row in rows}
+            held = self._run(db, _SUPPRESSED_STATS.replace("{where}", where), args).fetchall()
         counts: dict[str, dict[str, int]] = {}
         for kind, row in shown.items():
             counts[kind] = {

@@ -36,6 +36,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from heron.core.contexts import DEFAULT
 from heron.jobs.model import Job, JobEvent, Risk, State
 
 
@@ -53,9 +54,11 @@ class JobStore(Protocol):
         created_by: str = "",
         session_id: str = "",
         room: str = "",
+        context: str = DEFAULT,
     ) -> Job:
-        """A new job, ``queued``, with its event 1 ``created`` (payload: ``risk_level``,
-        ``requires_confirmation``, and ``by``, ``session_id`` and ``room`` when given).
+        """A new job of ``context``, ``queued``, with its event 1 ``created`` (payload:
+        ``risk_level``, ``requires_confirmation``, and ``by``, ``session_id``, ``room``
+        and a context other than ``default`` when given).
 
         The id is 16 random hex digits; ``attempts`` is 0. The arguments are stored as
         given (``Jobs.create`` checks and redacts them first); a ``risk_level`` outside
@@ -74,10 +77,12 @@ class JobStore(Protocol):
         *,
         session_id: str | None = None,
         room: str | None = None,
+        context: str | None = None,
     ) -> list[Job]:
         """At most ``limit`` jobs, newest first (``created_at`` descending, then ``id``);
         only those in ``states`` when any are given (``JobInputError`` names an unknown
-        one), of the conversation ``session_id`` and of the ``room`` when given."""
+        one), of the conversation ``session_id``, of the ``room`` and of the ``context``
+        when given (none: every context's)."""
         ...
 
     def claim(self, worker: str) -> Job | None:

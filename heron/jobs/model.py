@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal
 
+from heron.core.contexts import DEFAULT
 from heron.jobs.errors import IllegalTransition, JobInputError
 
 State = Literal["queued", "running", "waiting_for_confirmation", "completed", "aborted", "failed"]
@@ -101,6 +102,9 @@ class Job:
     created_by: str = ""
     session_id: str = ""
     room: str = ""
+    #: The context it was created in (``heron.core.contexts``): only that context sees
+    #: it, and it runs in that context's workspace.
+    context: str = DEFAULT
 
     @property
     def done(self) -> bool:
@@ -126,6 +130,7 @@ class Job:
             "created_by": self.created_by,
             "session_id": self.session_id,
             "room": self.room,
+            "context": self.context,
         }
 
 

@@ -17,6 +17,12 @@ job is no longer ``running`` it kills the command's whole process group (each co
 starts its own session) and stops. In-process calls (the docs search) cannot be
 interrupted; the job is marked ``aborted`` at once and the worker stops after the call.
 
+**Contexts** (``heron.core.contexts``): one runner claims every context's jobs, and
+runs each one in its own context: a job of another context than the runner's is run by
+a runner on that context's view of the jobs (``Jobs.within``: its workspace, its
+settings), made once per context by ``runner_for`` (``heron.agent.job_runner`` wires
+its docs search to that context's libraries), with this runner's worker name.
+
 **Recovery** (``recover()``, run when a runner starts): a ``running`` job is orphaned when
 its worker was a process on this machine that no longer exists, or its worker's heartbeat
 (written every ``HEARTBEAT`` s while it runs) is older than ``STALE_AFTER`` s. An orphan
@@ -59,6 +65,9 @@ if TYPE_CHECKING:
 
 #: ``search(query, store) -> results as dicts``: the libraries' search (``search_docs``).
 Search = Callable[[str, "Store"], list[dict[str, Any]]]
+#: ``runner_for(jobs, worker=, poll=, store=)``: the runner of a context's jobs (a view,
+#: ``Jobs.within``); ``heron.agent.job_runner`` fits.
+RunnerFor = Callable[..., "JobRunner"]
 
 log = logging.getLogger("heron.jobs")
 
@@ -91,13 +100,19 @@ class JobRunner:
         store: Callable[[], Store] | None = None,
         search: Search | None = None,
         broker: Callable[[], ChatBroker] | None = None,
+        runner_for: RunnerFor | None = None,
     ) -> None:
         """``store`` gives a shared search store (the server's) to the docs and index
         steps; without it each such step opens the configured one and closes it.
         ``search`` answers the ``search_docs`` step; ``broker()`` opens the broker whose
         capable model writes the summary (closed after it). Both come from the caller
-        (``heron.agent.job_runner``)."""
+        (``heron.agent.job_runner``). ``runner_for`` makes the runner of another
+        context's jobs (module docstring); without it, a bare ``JobRunner`` (no docs
+        search, no model summary), so this runner's search never answers a job of
+        another context from libraries that context does not see."""
         self.jobs = jobs
+        self._runner_for = runner_for or JobRunner
+        self._contexts: dict[str, JobRunner] = {}
         self._shared_store = store
         self._search = search
         self._broker = broker
@@ -170,8 +185,29 @@ class JobRunner:
             remote=settings.jobs_remote,
         )
 
+    def within(self, context: str) -> JobRunner:
+        """The runner of ``context``'s jobs: this one for its own context, else one on
+        that context's view of the jobs, with this worker's name (its heartbeats hold
+        the jobs this one claimed). ``NotFound`` for a context heron.toml no longer
+        defines."""
+        if context == self.jobs.context:
+            return self
+        if context not in self._contexts:
+            scoped = self.jobs.within(self.settings.in_context(context))
+            self._contexts[context] = self._runner_for(
+                scoped, worker=self.worker, poll=self.poll, store=self._shared_store
+            )
+        return self._contexts[context]
+
     async def run_job(self, job: Job) -> Job:
-        """Run a claimed job to its end (or its gate); returns the job as stored."""
+        """Run a claimed job to its end (or its gate), in its context; returns the job
+        as stored."""
+        try:
+            runner = self.within(job.context)
+        except HeronError as exc:  # its context was removed from heron.toml
+            return await self._fail(job, {"error": f"Job {job.id}'s context: {exc}"})
+        if runner is not self:
+            return await runner.run_job(job)
         planned = self.plan(job)
         steps = planned.steps
         try:
@@ -419,7 +455,10 @@ class JobRunner:
             why = _orphaned(job)
             if why is None:
                 continue
-            read_only = self.plan(job).read_only
+            try:
+                read_only = self.within(job.context).plan(job).read_only
+            except HeronError:  # its context is gone from heron.toml: its own settings are
+                read_only = False
             self._kill_leftover(job)
             try:
                 if read_only and job.attempts < MAX_ATTEMPTS:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import copy
 import logging
 import threading
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -21,7 +22,7 @@ from heron.core.workspace import Workspace
 from heron.db import database_path, open_database
 from heron.errors import ConfigError
 from heron.jobs.base import JobStore
-from heron.jobs.errors import JobInputError
+from heron.jobs.errors import JobInputError, JobNotFound
 from heron.jobs.model import RISK_LEVELS, Job, JobEvent, State
 from heron.jobs.sql import JOBS, SQLJobStore
 from heron.programs import default_policy
@@ -71,12 +72,35 @@ Watcher = Callable[[Job, JobEvent], None]
 
 
 class Jobs(Resource):
+    """The jobs of one context (``settings.context``): ``create`` puts a job there, and
+    ``list``, ``get``, ``events``, ``confirm``, ``deny`` and ``abort`` see only that
+    context's jobs (another context's id is ``JobNotFound``, as one that does not
+    exist). ``within`` gives another context's view of the same store. What runs every
+    context's jobs (the runner's ``claim``, ``transition``, ``append``, recovery) reads
+    ``store`` or the job it holds, whatever its context."""
+
     def __init__(self, store: JobStore, settings: Settings) -> None:
         self.store = store
         self.settings = settings
         self._listeners: list[Callable[[], None]] = []
         self._watchers: list[Watcher] = []
         self._listeners_lock = threading.Lock()
+        self._owner = True  # a view (``within``) leaves the store open when it closes
+
+    @property
+    def context(self) -> str:
+        return self.settings.context
+
+    def within(self, settings: Settings) -> Jobs:
+        """These jobs as the context of ``settings`` sees them: the same store, watchers
+        and listeners (a job created in a view wakes every runner), that context's
+        settings (its workspace). Closing a view leaves the store open."""
+        if settings.context == self.context:
+            return self
+        view = copy.copy(self)  # shares the store and the listener lists
+        view.settings = settings
+        view._owner = False
+        return view
 
     def watch(self, watcher: Watcher) -> Callable[[], None]:
         """Call ``watcher(job, event)`` after each event written through this ``Jobs`` (its
@@ -187,6 +211,7 @@ class Jobs(Resource):
             created_by=by.strip(),
             session_id=session_id,
             room=room or self.settings.interventions_room,
+            context=self.context,
         )
         if self._watchers:
             self._tell(job, self.store.events(job.id, limit=1)[0])
@@ -194,7 +219,12 @@ class Jobs(Resource):
         return job
 
     def get(self, job_id: str) -> Job:
-        return self.store.get(job_id)
+        """The job, if it is this context's: ``JobNotFound`` for another context's id,
+        worded as for one that does not exist, so no context learns of another's."""
+        job = self.store.get(job_id)
+        if job.context != self.context:
+            raise JobNotFound(f"No job {job_id!r}. List the jobs with: heron jobs list")
+        return job
 
     def list(
         self,
@@ -204,13 +234,17 @@ class Jobs(Resource):
         session_id: str | None = None,
         room: str | None = None,
     ) -> list[Job]:
-        return self.store.list(states, limit, session_id=session_id, room=room)
+        return self.store.list(
+            states, limit, session_id=session_id, room=room, context=self.context
+        )
 
     def events(self, job_id: str, after: int = 0, limit: int = 1000) -> list[JobEvent]:
+        self.get(job_id)
         return self.store.events(job_id, after, limit)
 
     def confirm(self, job_id: str, by: str) -> Job:
         """Let a job waiting for confirmation act: it goes back to the queue, confirmed."""
+        self.get(job_id)
         job, _ = self.transition(
             job_id,
             "queued",
@@ -224,6 +258,7 @@ class Jobs(Resource):
 
     def deny(self, job_id: str, by: str) -> Job:
         """End a job waiting for confirmation without acting (``aborted``)."""
+        self.get(job_id)
         job, _ = self.transition(
             job_id, "aborted", "denied", {"by": _who(by)}, expect="waiting_for_confirmation"
         )
@@ -231,6 +266,7 @@ class Jobs(Resource):
 
     def abort(self, job_id: str, by: str) -> Job:
         """Stop a job now; a worker running it kills its command within ``poll`` seconds."""
+        self.get(job_id)
         job, _ = self.transition(job_id, "aborted", "aborted", {"by": _who(by)})
         return job
 
@@ -238,7 +274,9 @@ class Jobs(Resource):
         self, job_id: str, after: int = 0, poll: float = 0.2
     ) -> AsyncIterator[JobEvent]:
         """Events after ``after``, then new ones as they are written, until the job has
-        finished and every event was given (a waiting job is followed until it ends)."""
+        finished and every event was given (a waiting job is followed until it ends);
+        ``JobNotFound`` for another context's job."""
+        await asyncio.to_thread(self.get, job_id)
         while True:
             done = (await asyncio.to_thread(self.store.get, job_id)).done
             events = await asyncio.to_thread(self.store.events, job_id, after)
@@ -268,6 +306,8 @@ class Jobs(Resource):
         woken = asyncio.Event()
 
         def wake(job: Job, _: JobEvent) -> None:
+            if job.context != self.context:
+                return
             if session_id is not None and job.session_id != session_id:
                 return
             if room is not None and job.room != room:
@@ -307,7 +347,8 @@ class Jobs(Resource):
             listener()
 
     def close(self) -> None:
-        self.store.close()
+        if self._owner:
+            self.store.close()
 
 
 def _who(by: str) -> str:

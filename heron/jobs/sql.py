@@ -35,6 +35,7 @@ import time
 from collections.abc import Iterable
 from typing import Any, Protocol
 
+from heron.core.contexts import DEFAULT
 from heron.db import Database, DatabaseStore, Schema
 from heron.jobs.errors import JobNotFound
 from heron.jobs.events import prepare
@@ -110,6 +111,12 @@ ALTER TABLE {p}jobs ADD COLUMN room text NOT NULL DEFAULT '';
 CREATE INDEX {new}{p}jobs_by_session ON {p}jobs (session_id, created_at);
 CREATE INDEX {new}{p}jobs_by_room ON {p}jobs (room, created_at);
 """,
+        # The context a job was created in: only that context sees it (jobs made before
+        # contexts are the server's, ``default``).
+        """
+ALTER TABLE {p}jobs ADD COLUMN context text NOT NULL DEFAULT 'default';
+CREATE INDEX {new}{p}jobs_by_context ON {p}jobs (context, created_at);
+""",
     ),
     rebuild="a new, empty job store starts on the next use (the old jobs stay in the moved file)",
     advice="then the job (heron jobs show ID) before retrying",
@@ -121,8 +128,8 @@ CREATE INDEX {new}{p}jobs_by_room ON {p}jobs (room, created_at);
 # checks the row again once it is locked.
 _CREATE = (
     "INSERT INTO {p}jobs (id, prompt, success_criteria, risk_level, requires_confirmation, "
-    "created_by, session_id, room, state, created_at, updated_at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
+    "created_by, session_id, room, context, state, created_at, updated_at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, 'queued', ?, ?) "
     "RETURNING {columns}"
 )
 _CLAIM = (
@@ -201,14 +208,16 @@ class SQLJobStore(DatabaseStore):
         created_by: str = "",
         session_id: str = "",
         room: str = "",
+        context: str = DEFAULT,
     ) -> Job:
         job_id = secrets.token_hex(8)
         now = time.time()
         with self._tx(write=True) as db:
             given = (prompt, success_criteria, risk_level, requires_confirmation)
-            given += (created_by, session_id, room)
+            given += (created_by, session_id, room, context)
             row = self._run(db, _CREATE, (job_id, *given, now, now)).fetchone()
             where = {"by": created_by, "session_id": session_id, "room": room}
+            where |= {"context": context} if context != DEFAULT else {}
             self._append(
                 db,
                 job_id,
@@ -229,12 +238,13 @@ class SQLJobStore(DatabaseStore):
         *,
         session_id: str | None = None,
         room: str | None = None,
+        context: str | None = None,
     ) -> list[Job]:
         wanted = check_states(states)
         clauses, args = [], list[Any](wanted)
         if wanted:
             clauses.append(f"state IN ({', '.join('?' * len(wanted))})")
-        for column, value in (("session_id", session_id), ("room", room)):
+        for column, value in (("session_id", session_id), ("room", room), ("context", context)):
             if value is not None:
                 clauses.append(f"{column} = ?")
                 args.append(value)

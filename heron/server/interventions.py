@@ -24,11 +24,18 @@ from any other (each stream looks again at the open cards it sent)::
 
     event: resolved
     data: {"id": 42, "key": "collision:README.md", "room": "team", "resolved_at": 1.7e9}
+
+**Contexts** (``heron.core.contexts``): the methods, the stream and the outcome route act
+in the request's context (``reach="context"``, ``runtime_of``): its rooms are its own (a
+room ``team`` of one context is not the ``team`` of another), and another context's
+intervention id is a 404 (``-32004``). A card's action runs in the card's context; a
+job's card is raised in the job's.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
 import os
@@ -51,6 +58,8 @@ from heron.interventions import Intervention, Interventions, Resolution, job_cha
 from heron.interventions.model import MAX_NAME, Severity
 from heron.interventions.service import audio_folder
 from heron.interventions.voice import AUDIO_NAME, CHUNK
+from heron.jobs import Job
+from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, message
 from heron.server.numbers import RecordId, whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
@@ -120,20 +129,21 @@ class ListParams(Params):
 
 
 def register(registry: Registry, runtime: Runtime) -> None:
-    """Add the ``interventions.*`` JSON-RPC methods to ``registry``."""
-    method = registry.method
+    """Add the ``interventions.*`` JSON-RPC methods to ``registry``, each on the
+    interventions of the caller's context (``rt.interventions``)."""
+    method = functools.partial(registry.method, reach="context")
 
     @method("interventions.raise", RaiseParams, summary="Raise a condition; returns it.")
-    def raise_(p: RaiseParams) -> dict[str, Any]:
-        service = runtime.interventions
+    def raise_(p: RaiseParams, rt: Runtime) -> dict[str, Any]:
+        service = rt.interventions
         done = service.raise_(p.kind, p.key, p.room, p.severity, p.facts, actor=p.actor or "api")
         return done.to_dict()
 
     @method(
         "interventions.resolve", ResolveParams, summary="End an active condition; its key re-arms."
     )
-    def resolve(p: ResolveParams) -> dict[str, Any]:
-        return runtime.interventions.resolve(p.room, p.key).to_dict()
+    def resolve(p: ResolveParams, rt: Runtime) -> dict[str, Any]:
+        return rt.interventions.resolve(p.room, p.key).to_dict()
 
     @method(
         "interventions.outcome",
@@ -141,12 +151,12 @@ def register(registry: Registry, runtime: Runtime) -> None:
         summary="Record accept or dismiss, once.",
         scope="chat",  # the card's reader decides; raise and resolve need admin
     )
-    def outcome(p: OutcomeParams) -> dict[str, Any]:
-        return runtime.interventions.outcome(p.id, p.outcome, p.by).to_dict()
+    def outcome(p: OutcomeParams, rt: Runtime) -> dict[str, Any]:
+        return rt.interventions.outcome(p.id, p.outcome, p.by).to_dict()
 
     @method("interventions.list", ListParams, summary="Interventions, newest first.", scope="read")
-    def list_(p: ListParams) -> list[dict[str, Any]]:
-        found = runtime.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
+    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
+        found = rt.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
         return [i.to_dict() for i in found]
 
     @method(
@@ -155,8 +165,8 @@ def register(registry: Registry, runtime: Runtime) -> None:
         summary="Per kind: raised, delivered, suppressed, accepted, dismissed; what was learned.",
         scope="read",
     )
-    def stats(p: StatsParams) -> dict[str, Any]:
-        service = runtime.interventions
+    def stats(p: StatsParams, rt: Runtime) -> dict[str, Any]:
+        service = rt.interventions
         return {
             "kinds": [s.to_dict() for s in service.stats()],
             "learned": [item.to_dict() for item in service.learned(p.room)],
@@ -168,24 +178,24 @@ def register(registry: Registry, runtime: Runtime) -> None:
         ResetParams,
         summary="Undo what was learned of a kind in a room: back to its policy.",
     )
-    def reset(p: ResetParams) -> dict[str, Any]:
-        return runtime.interventions.reset(p.room, p.kind, p.by).to_dict()
+    def reset(p: ResetParams, rt: Runtime) -> dict[str, Any]:
+        return rt.interventions.reset(p.room, p.kind, p.by).to_dict()
 
     @method(
         "interventions.ping_teammate",
         PingParams,
         summary="Ask a teammate to sync up (a research-overlap card's action).",
     )
-    def ping(p: PingParams) -> dict[str, Any]:
-        return runtime.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
+    def ping(p: PingParams, rt: Runtime) -> dict[str, Any]:
+        return rt.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
 
     @method(
         "interventions.act",
         ActParams,
         summary="Run one of a card's actions as the person who clicked it.",
     )
-    async def act(p: ActParams) -> dict[str, Any]:
-        service = await run_in_threadpool(lambda: runtime.interventions)
+    async def act(p: ActParams, rt: Runtime) -> dict[str, Any]:
+        service = await run_in_threadpool(lambda: rt.interventions)
         item = await run_in_threadpool(service.get, p.id)
         if not item.delivered or item.resolved_at is not None:
             raise InputError(
@@ -203,10 +213,10 @@ def register(registry: Registry, runtime: Runtime) -> None:
         params = dict(action.params)
         context = {"by": p.by, "room": item.room}
         params |= {k: v for k, v in context.items() if k in target.params.model_fields}
-        try:
-            result = await registry.call(action.method, params)
+        try:  # in the card's context, which is the caller's
+            result = await registry.call(action.method, params, rt)
         finally:
-            await run_in_threadpool(_settle, runtime, service, [item])
+            await run_in_threadpool(_settle, rt, [item])
         if item.outcome is None:
             with suppress(InputError):  # decided meanwhile: the first outcome stands
                 await run_in_threadpool(service.outcome, item.id, "accept", p.by)
@@ -277,7 +287,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
                 if header
                 else whole(request.query_params.get("after", "0"), "after")
             )
-            service = await run_in_threadpool(lambda: runtime.interventions)
+            service = await run_in_threadpool(lambda: runtime_of(runtime, request).interventions)
         except HeronError as exc:
             return heron_error(exc)
         return event_stream(_frames(service, room, after), runtime.settings)
@@ -286,8 +296,8 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         body = await read_body(request, OutcomeBody)
         if isinstance(body, Response):
             return body
-        service = runtime.interventions
         try:
+            service = await run_in_threadpool(lambda: runtime_of(runtime, request).interventions)
             card = whole(request.path_params["id"], "the intervention id", low=1)
             done = await run_in_threadpool(service.outcome, card, body.outcome, body.by)
         except HeronError as exc:
@@ -319,7 +329,7 @@ async def _frames(service: Interventions, room: str, after: int) -> AsyncIterato
     woken: asyncio.Queue[tuple[str, Intervention]] = asyncio.Queue()
 
     def listener(event: str, item: Intervention) -> None:
-        if item.room == room:
+        if item.room == room and item.context == service.context:
             loop.call_soon_threadsafe(woken.put_nowait, (event, item))
 
     # Subscribed before the replay, so a card sent during it is not missed. A live card
@@ -393,55 +403,69 @@ async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
 
 
 async def _watch_jobs(runtime: Runtime) -> None:
-    room = runtime.settings.interventions_room
+    """Every context's jobs (the job store, not one context's view), each job's card
+    raised in its own context's room."""
     known: dict[str, str] = {}
     first = True
     while True:
         try:
-            jobs = await asyncio.to_thread(runtime.jobs.list, (), 200)
+            jobs = await asyncio.to_thread(runtime.jobs.store.list, (), 200)
             for job in jobs:
                 if known.get(job.id) == job.state:
                     continue
                 # On the first look only the waiting ones count: a failure from before
                 # the server started was told (or not) by the server that saw it.
                 if not first or job.state == "waiting_for_confirmation":
-                    result = job.result or {}
-                    error = str(result.get("error") or result.get("summary") or "")
-                    seen = job_changed(room, job.id, job.state, job.prompt, error=error)
-                    await asyncio.to_thread(runtime.interventions.apply, seen)
+                    await asyncio.to_thread(_tell_job, runtime, job)
             known = {job.id: job.state for job in jobs}
             first = False
             # Whatever the diff saw or missed (a server restart, a job confirmed while
             # none ran, one beyond the last 200), each open job card is held against
             # the job store.
-            await asyncio.to_thread(_settle, runtime, runtime.interventions)
+            await asyncio.to_thread(_settle, runtime)
         except HeronError as exc:
             log.warning("job interventions: %s", exc)
         await asyncio.sleep(POLL)
 
 
-def _settle(
-    runtime: Runtime, service: Interventions, cards: list[Intervention] | None = None
-) -> None:
-    """Resolve each open job card (``cards``, or all the active ones) whose job no longer
-    waits for confirmation, or is gone, as the job store says."""
+def _tell_job(runtime: Runtime, job: Job) -> None:
+    """Raise or resolve ``job``'s card in its context's room; a job of a context heron.toml
+    no longer defines has none to go to."""
+    try:
+        scoped = runtime.within(job.context)
+    except HeronError as exc:
+        log.warning("job %s: no card: %s", job.id, exc)
+        return
+    result = job.result or {}
+    error = str(result.get("error") or result.get("summary") or "")
+    room = scoped.settings.interventions_room
+    scoped.interventions.apply(job_changed(room, job.id, job.state, job.prompt, error=error))
+
+
+def _settle(runtime: Runtime, cards: list[Intervention] | None = None) -> None:
+    """Resolve each open job card (``cards``, or all the active ones of every context)
+    whose job no longer waits for confirmation, or is gone, as the job store says; each
+    in its card's context."""
     if cards is None:
-        cards = service.list(None, limit=WATCHED, active_only=True)
-    ended = []
+        cards = runtime.interventions.store.list(None, limit=WATCHED, active_only=True)
+    ended: dict[str, list[Resolution]] = {}
     for card in cards:
         fact = JOB_CARDS.get(card.kind)
         if fact is None or card.resolved_at is not None:
             continue
         try:
-            waiting = runtime.jobs.get(str(card.facts.get(fact))).state == (
+            waiting = runtime.jobs.store.get(str(card.facts.get(fact))).state == (
                 "waiting_for_confirmation"
             )
         except NotFound:
             waiting = False
         if not waiting:
-            ended.append(Resolution(card.room, card.key))
-    if ended:
-        service.apply(ended)
+            ended.setdefault(card.context, []).append(Resolution(card.room, card.key))
+    for context, resolutions in ended.items():
+        try:
+            runtime.within(context).interventions.apply(resolutions)
+        except HeronError as exc:  # a context heron.toml no longer defines
+            log.warning("job cards of context %r: %s", context, exc)
 
 
 async def _scan(runtime: Runtime) -> None:

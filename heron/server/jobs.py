@@ -17,6 +17,11 @@ nothing::
 
     event: job
     data: {"job": {"id": "9f3c...", "state": "running", ...}, "events": [{"seq": 3, ...}]}
+
+**Contexts** (``heron.core.contexts``): the methods and both streams act in the
+request's context (``reach="context"``, ``runtime_of``): a job is created there and runs
+in its workspace, and another context's job id is a 404 (``-32004``). The one set of
+workers runs every context's jobs, each in its own context (``JobRunner.within``).
 """
 
 from __future__ import annotations
@@ -34,11 +39,12 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.agent.wiring import job_runner
-from heron.errors import InputError
+from heron.errors import HeronError, InputError
 from heron.jobs import JobNotFound, Risk, State
+from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, message
 from heron.server.numbers import Position, whole
-from heron.server.replies import invalid, not_found
+from heron.server.replies import heron_error, invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 
@@ -81,12 +87,14 @@ class ListParams(Params):
 
 
 def register(registry: Registry, runtime: Runtime) -> None:
-    """Add the ``jobs.*`` JSON-RPC methods to ``registry``, on the runtime's job store."""
-    method = functools.partial(registry.method, scope="jobs")  # a key's jobs scope
+    """Add the ``jobs.*`` JSON-RPC methods to ``registry``, each on the jobs of the
+    caller's context (``rt.jobs``)."""
+    # A key's jobs scope; the caller's context's jobs only.
+    method = functools.partial(registry.method, scope="jobs", reach="context")
 
-    @method("jobs.create", CreateParams, summary="Queue a job; returns it.")
-    def create(p: CreateParams) -> dict[str, Any]:
-        job = runtime.jobs.create(
+    @method("jobs.create", CreateParams, summary="Queue a job in this context; returns it.")
+    def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+        job = rt.jobs.create(
             p.prompt,
             p.success_criteria,
             p.risk_level,
@@ -98,36 +106,40 @@ def register(registry: Registry, runtime: Runtime) -> None:
         return job.to_dict()
 
     @method("jobs.list", ListParams, summary="Jobs, newest first.")
-    def list_(p: ListParams) -> list[dict[str, Any]]:
-        found = runtime.jobs.list(p.state, p.limit, session_id=p.session_id, room=p.room)
+    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
+        found = rt.jobs.list(p.state, p.limit, session_id=p.session_id, room=p.room)
         return [job.to_dict() for job in found]
 
     @method("jobs.get", IdParams, summary="One job.")
-    def get(p: IdParams) -> dict[str, Any]:
-        return runtime.jobs.get(p.id).to_dict()
+    def get(p: IdParams, rt: Runtime) -> dict[str, Any]:
+        return rt.jobs.get(p.id).to_dict()
 
     @method("jobs.events", EventsParams, summary="A job's events, oldest first.")
-    def events(p: EventsParams) -> list[dict[str, Any]]:
-        return [e.to_dict() for e in runtime.jobs.events(p.id, p.after, p.limit)]
+    def events(p: EventsParams, rt: Runtime) -> list[dict[str, Any]]:
+        return [e.to_dict() for e in rt.jobs.events(p.id, p.after, p.limit)]
 
     @method("jobs.confirm", ActParams, summary="Let a job waiting for confirmation act.")
-    def confirm(p: ActParams) -> dict[str, Any]:
-        return runtime.jobs.confirm(p.id, p.by).to_dict()
+    def confirm(p: ActParams, rt: Runtime) -> dict[str, Any]:
+        return rt.jobs.confirm(p.id, p.by).to_dict()
 
     @method("jobs.deny", ActParams, summary="End a job waiting for confirmation without acting.")
-    def deny(p: ActParams) -> dict[str, Any]:
-        return runtime.jobs.deny(p.id, p.by).to_dict()
+    def deny(p: ActParams, rt: Runtime) -> dict[str, Any]:
+        return rt.jobs.deny(p.id, p.by).to_dict()
 
     @method("jobs.abort", ActParams, summary="Stop a job now, killing its running command.")
-    def abort(p: ActParams) -> dict[str, Any]:
-        return runtime.jobs.abort(p.id, p.by).to_dict()
+    def abort(p: ActParams, rt: Runtime) -> dict[str, Any]:
+        return rt.jobs.abort(p.id, p.by).to_dict()
 
 
 def routes(runtime: Runtime) -> list[BaseRoute]:
-    """``GET /jobs/{id}/events/stream``."""
+    """``GET /jobs/{id}/events/stream`` and ``GET /jobs/stream``, in the request's
+    context."""
 
     async def stream(request: Request) -> Response:
-        jobs = runtime.jobs
+        try:
+            jobs = await asyncio.to_thread(lambda: runtime_of(runtime, request).jobs)
+        except HeronError as exc:
+            return heron_error(exc)
         job_id = request.path_params["id"]
         header = request.headers.get("last-event-id")
         try:
@@ -150,6 +162,10 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
         return event_stream(frames(), runtime.settings)
 
     async def scoped(request: Request) -> Response:
+        try:
+            jobs = await asyncio.to_thread(lambda: runtime_of(runtime, request).jobs)
+        except HeronError as exc:
+            return heron_error(exc)
         query = request.query_params
         session_id, room = query.get("session"), query.get("room")
         for name, value in (("session", session_id), ("room", room)):
@@ -157,7 +173,7 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
                 return invalid(f"?{name}= must name one, in at most 200 characters.")
 
         async def frames() -> AsyncIterator[ServerSentEvent]:
-            async for job, events in runtime.jobs.follow_scope(
+            async for job, events in jobs.follow_scope(
                 session_id=session_id, room=room, poll=SCOPE_POLL
             ):
                 data = {"job": job.to_dict(), "events": [e.to_dict() for e in events]}
@@ -173,10 +189,11 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
 
 @asynccontextmanager
 async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
-    """Run the job workers (``jobs_concurrency`` at once) while the server runs; on the
-    way in they recover jobs a crashed server left ``running``."""
+    """Run the job workers (``jobs_concurrency`` at once) while the server runs, for
+    every context's jobs; on the way in they recover jobs a crashed server left
+    ``running``."""
     stop = asyncio.Event()
-    runner = job_runner(runtime.jobs, store=lambda: runtime.store)
+    runner = job_runner(runtime.jobs, store=lambda: runtime.store, runner_for=job_runner)
     task = asyncio.create_task(runner.serve(stop))
     try:
         yield

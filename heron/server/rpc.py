@@ -31,8 +31,8 @@ the model's fields in order). Errors:
 request's context. A method declares its ``reach``: ``"context"`` ones act inside the
 caller's context and take that runtime as a second argument (``def search(p, rt)``);
 ``"server"`` ones read nothing a context owns (``rpc.discover``) and answer in any
-context; ``"default"`` ones (the default reach: jobs, interventions, ops, not scoped
-yet) answer only in the default context, and elsewhere are -32601 saying so, so a method
+context; ``"default"`` ones (the default reach: ``ops.*``, not scoped yet) answer only
+in the default context, and elsewhere are -32601 saying so, so a method
 nobody scoped cannot show one context what is another's.
 
 Bodies are read with ``heron.server.strictjson``: a body that is not JSON (bad syntax,

@@ -13,9 +13,11 @@ own. ``close()`` closes what the runtime opened, the store last.
 **Contexts** (``heron.core.contexts``): ``within(name)`` is the runtime of one context,
 made on first use and kept: its settings are ``settings.in_context(name)``, and it opens
 its own skill index (when the context has skill directories of its own), toolbox (its
-workspace), tool routers and agent (its libraries, its sessions); everything else (the
-store, the reranker, the job store, the interventions, the metrics, what a feature keeps
-with ``shared``) is the server's, one for all. The server's runtime is the default
+workspace), tool routers and agent (its libraries, its sessions), and its views of the
+jobs and the interventions (``Jobs.within``, ``Interventions.within``: the server's
+stores, that context's rows and rooms) with the agent's observers that raise there;
+everything else (the store, the reranker, the metrics, what a feature keeps with
+``shared``) is the server's, one for all. The server's runtime is the default
 context's.
 
 It imports no endpoint module: the feature modules (``heron.server.hooks``) are handed
@@ -49,8 +51,10 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 
 #: What a context's runtime opens for itself; ``router:`` names too. "skills" only when
-#: the context has skill directories of its own (``_own``).
-PER_CONTEXT = frozenset({"skills", "toolbox", "agent"})
+#: the context has skill directories of its own (``_own``); "jobs" and "interventions"
+#: are views of the server's stores.
+PER_CONTEXT = frozenset({"skills", "toolbox", "agent", "jobs", "interventions", "observers"})
+
 
 def mcp_path(settings: Settings) -> Path:
     """The ``mcp.json`` the settings name (``HERON_MCP_CONFIG``, else ``HOME/mcp.json``)."""
@@ -68,7 +72,6 @@ def read_servers(settings: Settings) -> list[ServerConfig]:
     if settings.mcp_config is None and not path.exists():
         return []
     return load_config(path, timeout=settings.mcp_timeout)
-
 
 
 class Runtime(Resource):
@@ -209,9 +212,9 @@ class Runtime(Resource):
         from heron.agent import open_agent
 
         def open_() -> Agent:
-            # Only an agent of the default context with a workspace delegates jobs (jobs
-            # carry no context yet); without one, no job store is opened.
-            delegates = self.settings.tools_root is not None and self._server is None
+            # Only an agent with a workspace delegates jobs (they run in its context's
+            # workspace); without one, no job store is opened.
+            delegates = self.settings.tools_root is not None
             agent = open_agent(
                 self.settings,
                 store=self.store,
@@ -240,15 +243,23 @@ class Runtime(Resource):
 
     @property
     def jobs(self) -> Jobs:
-        """The one job store (a second PostgreSQL pool, not one per user of it)."""
+        """The jobs of this context: the one job store (a second PostgreSQL pool, not one
+        per user of it), seen from here (``Jobs.within``)."""
         from heron.jobs import open_jobs
 
+        server = self._server
+        if server is not None:
+            return self.shared("jobs", lambda: server.jobs.within(self.settings))
         return self.shared("jobs", lambda: open_jobs(self.settings))
 
     @property
     def interventions(self) -> Interventions:
+        """The interventions and rooms of this context, on the one store."""
         from heron.interventions import open_interventions
 
+        server = self._server
+        if server is not None:
+            return self.shared("interventions", lambda: server.interventions.within(self.settings))
         return self.shared("interventions", lambda: open_interventions(self.settings))
 
     def router(self, **options: Any) -> ToolRouter:

@@ -5,6 +5,7 @@ context's library, page or session is a 404, an unknown context too."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
@@ -46,8 +47,9 @@ def contexts(tmp: Path) -> dict[str, Any]:
 class Door:
     """One server, called in a context (``None``: no header, the default context)."""
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, home: Path) -> None:
         self.url = url
+        self.home = home  # the contexts' tmp folder
 
     def headers(self, context: str | None) -> dict[str, str]:
         return {} if context is None else {"X-Heron-Context": context}
@@ -86,7 +88,7 @@ def door(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Door]:
             for name in ("alpha", "beta"):
                 assert index_library(name, store, settings=settings).error is None
         with running(create_app(settings)) as (url, _):
-            yield Door(url)
+            yield Door(url, tmp)
 
 
 def names(libraries: list[dict[str, Any]]) -> list[str]:
@@ -147,10 +149,124 @@ def test_tools_act_in_the_context_workspace(door: Door) -> None:
 
 
 def test_methods_not_yet_scoped_answer_in_the_default_context_only(door: Door) -> None:
-    error = door.error("kube", "jobs.list")
+    error = door.error("kube", "ops.board")
     assert error["code"] == -32601 and "default context" in error["message"]
-    assert isinstance(door.result(None, "jobs.list"), list)
     assert door.result("kube", "models.list")  # reads nothing a context owns
+
+
+def ids(items: list[dict[str, Any]]) -> list[Any]:
+    return [item["id"] for item in items]
+
+
+def wait_until(check: Any, what: str, seconds: float = 30) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+@pytest.fixture(scope="module")
+def kube_job(door: Door) -> dict[str, Any]:
+    """A job of kube that waits for confirmation (the workers parked it there), and one
+    of garden after it, both in a room ``ops`` (each context's own)."""
+    gated = {"prompt": "deploy the fix", "risk_level": "deploy_allowed", "room": "ops"}
+    job = door.result("kube", "jobs.create", gated)
+    assert job["context"] == "kube"
+    other = door.result("garden", "jobs.create", {"prompt": "is main broken?", "room": "ops"})
+    wait_until(
+        lambda: (
+            door.result("kube", "jobs.get", {"id": job["id"]})["state"]
+            == "waiting_for_confirmation"
+        ),
+        "the kube job to reach its gate",
+    )
+    return job | {"garden_job": other["id"]}
+
+
+def test_jobs_stay_in_their_context(door: Door, kube_job: dict[str, Any]) -> None:
+    job_id = kube_job["id"]
+    assert job_id in ids(door.result("kube", "jobs.list"))
+    garden = door.result("garden", "jobs.list")
+    assert garden and job_id not in ids(garden) and {j["context"] for j in garden} == {"garden"}
+    assert job_id not in ids(door.result(None, "jobs.list"))
+    for method in ("jobs.get", "jobs.events", "jobs.confirm", "jobs.deny", "jobs.abort"):
+        error = door.error("garden", method, {"id": job_id})
+        assert error["code"] == NOT_FOUND and job_id in error["message"], (method, error)
+    assert door.result("kube", "jobs.get", {"id": job_id})["state"] == "waiting_for_confirmation"
+    stream = f"{door.url}/jobs/{job_id}/events/stream"
+    assert httpx.get(stream, headers=door.headers("garden")).status_code == 404
+    # The room's stream gives its jobs oldest first: garden's, not kube's older one.
+    room = f"{door.url}/jobs/stream?room=ops"
+    with httpx.stream("GET", room, headers=door.headers("garden"), timeout=30) as reply:
+        assert reply.status_code == 200
+        first = next(line for line in reply.iter_lines() if line.startswith("data:"))
+    assert json.loads(first.removeprefix("data:"))["job"]["id"] == kube_job["garden_job"]
+    # A job runs in its context's workspace: the default context here has none.
+    error = door.error(None, "jobs.create", {"prompt": "is main broken?"})
+    assert "HERON_TOOLS_ROOT" in error["message"]
+
+
+def test_interventions_and_rooms_stay_in_their_context(
+    door: Door, kube_job: dict[str, Any]
+) -> None:
+    # The kube job's gate is a card in kube's room, with its confirm button; no other
+    # context sees it, nor can act on it.
+    card = wait_until(
+        lambda: [
+            i
+            for i in door.result("kube", "interventions.list")
+            if i["facts"].get("job_id") == kube_job["id"]
+        ],
+        "the kube job's card",
+    )[0]
+    assert card["context"] == "kube"
+    for context in ("garden", None):
+        assert card["id"] not in ids(door.result(context, "interventions.list"))
+    for method, params in (
+        ("interventions.act", {"id": card["id"], "action": 0, "by": "eve"}),
+        ("interventions.outcome", {"id": card["id"], "outcome": "dismiss"}),
+    ):
+        error = door.error("garden", method, params)
+        assert error["code"] == NOT_FOUND, (method, error)
+    # A room of one context is not the room of that name in another: both are sent,
+    # neither holds back the other (guard, cooldown), each lists and streams its own.
+    notice = {"kind": "notice", "key": "n1", "room": "shared", "facts": {"message": "hi"}}
+    mine = door.result("kube", "interventions.raise", notice)
+    theirs = door.result("garden", "interventions.raise", notice)
+    assert mine["status"] == theirs["status"] == "delivered" and mine["id"] < theirs["id"]
+    listed = door.result("garden", "interventions.list", {"room": "shared"})
+    assert ids(listed) == [theirs["id"]]
+    url = f"{door.url}/interventions/stream?room=shared"
+    with httpx.stream("GET", url, headers=door.headers("garden"), timeout=30) as reply:
+        assert reply.status_code == 200
+        first = next(line for line in reply.iter_lines() if line.startswith("id:"))
+    assert first == f"id: {theirs['id']}"  # kube's card, older, is not replayed here
+
+
+def test_the_cli_lists_the_jobs_of_its_context(
+    door: Door, kube_job: dict[str, Any], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from heron.cli.app import app
+
+    tables = "".join(
+        f"[contexts.{name}]\nlibraries = {json.dumps(spec['libraries'])}\n"
+        f"workspace = {json.dumps(spec['workspace'])}\n"
+        for name, spec in contexts(Path(door.home)).items()
+    )
+    config = tmp_path / "heron.toml"
+    config.write_text(tables)
+    monkeypatch.setenv("HERON_CONFIG", str(config))
+    monkeypatch.setenv("HERON_CONTEXT", DEFAULT)  # restored after: --context sets it
+    listed = CliRunner().invoke(app, ["--context", "kube", "jobs", "list", "--json"])
+    assert listed.exit_code == 0, listed.output
+    found = json.loads(listed.output)
+    assert ids(found) == [kube_job["id"]] and found[0]["context"] == "kube"
+    shown = CliRunner().invoke(app, ["--context", "garden", "jobs", "show", kube_job["id"]])
+    assert shown.exit_code == 1 and "No job" in str(shown.exception)
 
 
 def test_openai_door_answers_from_the_context_libraries(door: Door) -> None:
