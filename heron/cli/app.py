@@ -23,7 +23,7 @@ from heron.cli.jobs import jobs_app
 from heron.cli.keys import keys_app
 from heron.cli.libraries import register_libraries
 from heron.cli.llm import models_app
-from heron.cli.ops import register_ops
+from heron.cli.ops import register_ops, show_version
 from heron.cli.output import console, print_json, say
 from heron.cli.server import register_server
 from heron.cli.skills import skills_app
@@ -88,6 +88,10 @@ app.add_typer(watchdog_app, name="watchdog")
 @app.callback()
 def main(
     ctx: typer.Context,
+    version: Annotated[
+        bool,
+        typer.Option("--version", callback=show_version, is_eager=True, help="Show the version."),
+    ] = False,
     context: Annotated[
         str | None,
         typer.Option(

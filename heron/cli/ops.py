@@ -124,18 +124,8 @@ def restore(
 
 
 def register_ops(app: typer.Typer) -> None:
-    """Add ``doctor``, ``backup``, ``restore`` and the ``--version`` option to ``heron``."""
+    """Add ``doctor``, ``backup`` and ``restore`` to ``heron`` (``--version``:
+    ``show_version``, on the app's one callback)."""
     app.command("doctor")(doctor)
     app.command("backup")(backup)
     app.command("restore")(restore)
-
-    @app.callback()
-    def main(
-        version: Annotated[
-            bool,
-            typer.Option(
-                "--version", callback=show_version, is_eager=True, help="Show the version."
-            ),
-        ] = False,
-    ) -> None:
-        """Heron: grounded search, tool routing and skills for AI agents."""

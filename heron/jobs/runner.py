@@ -239,8 +239,13 @@ class JobRunner:
                         | outcome.detail
                     )
                 changed: list[str] = []
-                if before is not None:
-                    changed = changes(before, await asyncio.to_thread(snapshot, workspace, quiet))
+                unchecked = before if isinstance(before, str) else None
+                if isinstance(before, bytes):
+                    after = await asyncio.to_thread(snapshot, workspace, quiet)
+                    if isinstance(after, str):
+                        unchecked = after
+                    else:
+                        changed = changes(before, after)
             await self._check(job)
             if changed:
                 await asyncio.to_thread(
@@ -263,7 +268,9 @@ class JobRunner:
                 "steps": results,
                 **summary,
             }
-            if before is not None:
+            if unchecked is not None:
+                result["workspace"] = f"unchecked: {unchecked}"
+            elif before is not None:
                 result["workspace"] = changed or "unchanged"
             done, _ = await asyncio.to_thread(
                 self.jobs.transition, job.id, "completed", "completed", {"ok": ok}, result=result

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.workspace import Workspace
+from heron.errors import HeronError
 from heron.jobs.steps import Plan
 
 STATUS = ("git", "status", "--porcelain", "--ignored=matching", "--untracked-files=all", "-z")
@@ -44,19 +45,26 @@ def quiet_environment(caches: Path) -> dict[str, str]:
     }
 
 
-def snapshot(workspace: Workspace, quiet: dict[str, str]) -> bytes:
+def snapshot(workspace: Workspace, quiet: dict[str, str]) -> bytes | str:
     """What ``git status`` says of the workspace (with its exit status): two equal
-    snapshots mean nothing appeared, went or changed state, ignored files included."""
-    command = workspace.command(list(STATUS))
-    done = subprocess.run(
-        command.argv,
-        cwd=workspace.root,
-        env=command.env | quiet,
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        timeout=STATUS_TIMEOUT,
-        check=False,
-    )
+    snapshots mean nothing appeared, went or changed state, ignored files included. A
+    string says why none could be taken (git not on the workspace's allowlist, not
+    installed, too slow): the job still runs, its workspace reported unchecked."""
+    try:
+        command = workspace.command(list(STATUS))
+        done = subprocess.run(
+            command.argv,
+            cwd=workspace.root,
+            env=command.env | quiet,
+            stdin=subprocess.DEVNULL,
+            capture_output=True,
+            timeout=STATUS_TIMEOUT,
+            check=False,
+        )
+    except HeronError as exc:
+        return str(exc)
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return f"git status could not run: {exc}"
     return f"exit {done.returncode}\0".encode() + done.stdout
 
 

@@ -193,7 +193,10 @@ class Runtime(Resource):
             )
             servers = self.mcp_servers  # the last good mcp.json, not the file as it is now
             if servers:
-                box.client = MCPClient(servers)
+                # Sessions kept for the toolbox's life: a call is a round trip, not a
+                # server start; closing the toolbox ends them.
+                box.client = MCPClient(servers, keep=True)
+                box.resources.callback(box.client.close)
                 box.statuses = box.client.discover(box.registry)
                 if box.usage is not None:  # the servers' tools learn their examples too
                     box.registry.teach(box.usage.examples())

@@ -165,6 +165,8 @@ ROUTES = [
     ("POST", "/chat/stream", {"message": "hi"}),
     ("GET", "/chat/stream/abc", None),
     ("GET", "/jobs/abc/events/stream", None),
+    ("GET", "/jobs/stream?room=team", None),
+    ("POST", "/watchdog/heartbeat/nightly", {}),
     ("POST", "/mcp", {"jsonrpc": "2.0", "id": 1, "method": "ping"}),
     ("GET", "/mcp", None),
     ("DELETE", "/mcp", None),
