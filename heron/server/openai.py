@@ -290,39 +290,15 @@ def conversation(messages: list[ChatMessage]) -> Conversation:
     answers no call, ...)."""
     instructions: list[str] = []
     turns: list[Message] = []
-    names: dict[str, str] = {}  # tool call id -> tool name, to label the results
     question: int | None = None  # index in turns of the last user message with text
-    for i, m in enumerate(messages):
-        where = f"messages[{i}]"
-        text = _text(m.content, where)
-        if m.role in INSTRUCTION_ROLES:
-            if text.strip():
-                instructions.append(text)
-        elif m.role == "user":
-            turns.append(Message("user", text))
-            if text.strip():
-                question = len(turns) - 1
-        elif m.role == "assistant":
-            calls = tuple(
-                _call(c, f"{where}.tool_calls[{j}]") for j, c in enumerate(m.tool_calls or ())
-            )
-            names |= {c.id: c.name for c in calls}
-            turns.append(Message("assistant", text, calls))
-        elif m.role == "tool":
-            if m.tool_call_id not in names:
-                raise Invalid(
-                    f"{where}: tool_call_id {m.tool_call_id!r} answers no tool call of an "
-                    "earlier assistant message; send the assistant message with its "
-                    "tool_calls before the tool results."
-                )
-            turns.append(
-                Message("tool", text, tool_call_id=m.tool_call_id, name=names[m.tool_call_id])
-            )
-        else:
-            raise Invalid(
-                f"{where}.role: {m.role!r} is not a role Heron takes; use system, "
-                "developer, user, assistant or tool (function results are tool messages)."
-            )
+    for m in raw_messages(messages):
+        if m.role == "system":
+            if m.content.strip():
+                instructions.append(m.content)
+            continue
+        turns.append(m)
+        if m.role == "user" and m.content.strip():
+            question = len(turns) - 1
     if question is None:
         raise Invalid("No user message with text; send at least one {'role': 'user', ...}.")
     after = turns[question + 1 :]
@@ -607,7 +583,7 @@ def raw_messages(messages: list[ChatMessage]) -> list[Message]:
         else:
             raise Invalid(
                 f"{where}.role: {m.role!r} is not a role Heron takes; use system, "
-                "developer, user, assistant or tool."
+                "developer, user, assistant or tool (function results are tool messages)."
             )
     return out
 
