@@ -19,7 +19,7 @@ def about(settings: Settings) -> dict[str, Any]:
         "home": str(settings.home),
         "database": str(settings.db_path),
         "settings": settings.public(),
-        "model": {"embedder": settings.embedder},
+        "model": {"embedder": settings.embedder, "profile": settings.embedder_profile},
         "namespaces": [],
         "routing": routing(settings),
     }
@@ -28,7 +28,7 @@ def about(settings: Settings) -> dict[str, Any]:
         info["model"].update(id=embedder.model_id, dim=embedder.dim, ready=True)
         if settings.agent_routing_threshold is None:
             info["routing"]["threshold"] = calibration_of(embedder).route
-        if settings.embedder == "minilm":
+        if settings.embedder_profile in ("minilm", "multilingual"):
             info["model"].update(
                 onnx=str(assets.onnx_path()),
                 tokenizer=str(assets.tokenizer_path(settings.models_dir)),

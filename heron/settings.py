@@ -37,6 +37,7 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from heron import extras
 from heron.core.contexts import DEFAULT, ContextSpec, check_context_name
 
 ENV_PREFIX = "HERON_"
@@ -80,11 +81,13 @@ class Settings(BaseSettings):
     database_url: str | None = Field(
         default=None, description="Store location; default: SQLite at $HERON_HOME/heron.db."
     )
-    embedder: Literal["minilm", "e5", "remote"] = Field(
-        default="minilm",
-        description="Embedding profile: minilm (bundled, fastest, English), e5 "
-        "(multilingual-e5-small, int8; ~1.5x the CPU), remote. A namespace keeps its "
-        "model: switching means re-indexing.",
+    embedder: Literal["auto", "multilingual", "minilm", "e5", "remote"] = Field(
+        default="auto",
+        description="Embedding profile: multilingual (MiniLM for English queries, e5 for "
+        "every other language; indexing runs both), minilm (bundled, fastest, English "
+        "only), e5 (multilingual-e5-small, int8), remote; auto: multilingual when the e5 "
+        "extra is installed, else minilm. A namespace keeps its model: switching means "
+        "re-indexing.",
     )
     embed_batch_size: int = Field(
         default=8, ge=1, description="Texts per model run (MiniLM; e5 runs one at a time)."
@@ -585,6 +588,14 @@ class Settings(BaseSettings):
         scoped._check_contexts()  # applies the context's workspace and skill directories
         scoped._base = base
         return scoped
+
+    @property
+    def embedder_profile(self) -> Literal["multilingual", "minilm", "e5", "remote"]:
+        """The profile ``embedder`` resolves to: ``auto`` is ``multilingual`` where the e5
+        extra is installed (``scripts/setup`` installs it), else ``minilm``."""
+        if self.embedder != "auto":
+            return self.embedder
+        return "multilingual" if extras.installed("e5") else "minilm"
 
     @property
     def postgres_url(self) -> str | None:

@@ -37,6 +37,21 @@ def store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
     store.close()
 
 
+def pytest_configure(config: pytest.Config) -> None:
+    """The suite runs on the bundled MiniLM, subprocesses and module fixtures included: the
+    default profile (multilingual, where e5 is installed) loads e5 too (about 2 s) and
+    embeds every indexed text twice, which would put the suite past its budget.
+    ``tests/embed/test_multilingual.py`` and the tests that ask for ``default_profile``
+    run on the default."""
+    os.environ["HERON_EMBEDDER"] = "minilm"
+
+
+@pytest.fixture
+def default_profile(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``HERON_EMBEDDER`` as a user leaves it: unset."""
+    monkeypatch.delenv("HERON_EMBEDDER", raising=False)
+
+
 @pytest.fixture(autouse=True)
 def fresh_cooldowns() -> Iterator[None]:
     """Each test starts with no model cooling down: the record is the process's, and a

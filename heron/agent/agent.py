@@ -138,22 +138,8 @@ class Agent(Resource):
         self.on_search = on_search
         self._resources = resources or contextlib.ExitStack()
         self.executor = ToolExecutor(tool_workers)
-        # Cosine thresholds on the embedder's scale (MiniLM's are no use under e5): skills
-        # join the prompt from ``skill`` (``context_for`` alone returns its best, fitting or
-        # not); below the docs threshold an extractive answer still quotes the closest
-        # passages, with a note, from ``weak`` (under it they are unrelated).
-        self.thresholds = calibration_of(store.embedder)
-        docs, tool = settings.agent_docs_threshold, settings.agent_tool_threshold
-        self.docs_threshold = self.thresholds.docs if docs is None else docs
-        self.tool_threshold = self.thresholds.tool if tool is None else tool
         # The parts look the broker up per call: a models reload replaces ``self.broker``.
-        self.retriever = Retriever(
-            settings,
-            store,
-            lambda: self.broker,
-            docs_threshold=self.docs_threshold,
-            reranker=reranker,
-        )
+        self.retriever = Retriever(settings, store, lambda: self.broker, reranker=reranker)
         self.offer = ToolOffer(settings, toolbox, lambda: self.broker)
 
     # -- the public calls ----------------------------------------------------------------
@@ -275,17 +261,37 @@ class Agent(Resource):
         yield Citations(answer.citations)
         yield Final(answer)
 
+    def thresholds(self, message: str) -> Thresholds:
+        """The cosines ``message`` is judged by, on the scale of the model that embeds it
+        (``calibration_of``: MiniLM's are no use under e5, and the multilingual profile
+        reads each language with its own model); the settings' docs and tool values
+        where set."""
+        calibration = calibration_of(self.store.embedder, message)
+        docs, tool = self.settings.agent_docs_threshold, self.settings.agent_tool_threshold
+        return Thresholds(
+            calibration.skill,
+            calibration.weak,
+            calibration.docs if docs is None else docs,
+            calibration.tool if tool is None else tool,
+        )
+
     # -- phase 1: ground -----------------------------------------------------------------
 
     def _ground(self, turn: Turn, record: _Record) -> _Grounded:
         """Retrieval, routing, skills and triage: the first prompt, cut to the window."""
         session_id = check_session_id(turn.session_id) if turn.session_id else new_session_id()
         mode = self._mode(turn)
+        thresholds = self.thresholds(turn.message)
         with record.clock("retrieval"):
             before, after = self._history(turn, session_id)
             vector = embed_queries(self.store.embedder, [turn.message])[0]
             found = self.retriever.ground(
-                turn.message, vector, before, library=turn.library, model=turn.model
+                turn.message,
+                vector,
+                before,
+                docs_threshold=thresholds.docs,
+                library=turn.library,
+                model=turn.model,
             )
             if found.grounding.libraries:
                 tell(self.on_search, turn.user, turn.message)
@@ -303,7 +309,7 @@ class Agent(Resource):
                 )
         with record.clock("skills"):
             query = skill_query(self.skills, turn.message) if mode == "generative" else None
-            skills = query if query is not None and fits(query, self.thresholds.skill) else None
+            skills = query if query is not None and fits(query, thresholds.skill) else None
         with record.clock("prompt"):
             decision = triage(
                 turn.message,
@@ -311,29 +317,34 @@ class Agent(Resource):
                 routed,
                 names=self.retriever.names(),
                 library=turn.library,
-                docs_threshold=self.docs_threshold,
-                tool_threshold=self.tool_threshold,
+                docs_threshold=thresholds.docs,
+                tool_threshold=thresholds.tool,
             )
-            passages = self._passages(mode, decision, found.results, record.notes)
+            passages = self._passages(mode, decision, found.results, thresholds, record.notes)
             prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
         return _Grounded(session_id, mode, found, decision, passages, skills, prompt, query)
 
     def _passages(
-        self, mode: AnswerMode, decision: Triage, results: list[Result], notes: list[str]
+        self,
+        mode: AnswerMode,
+        decision: Triage,
+        results: list[Result],
+        thresholds: Thresholds,
+        notes: list[str],
     ) -> list[Result]:
         """The passages the prompt holds: triage's, or for an extractive answer the
         closest ones when none fits closely (with a note saying so)."""
         count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
         passages = results[:count] if decision.kind == "docs" else []
-        related = (decision.docs_score or 0) >= self.thresholds.weak
+        related = (decision.docs_score or 0) >= thresholds.weak
         if mode == "extractive" and decision.kind == "knowledge" and related:
             # Quoting the closest passages invents nothing; saying they fit would.
             passages = results[:count]
             notes.append(
                 f"no passage fits closely (best match {decision.docs_score:.2f} < "
-                f"{self.docs_threshold}); these are the closest"
+                f"{thresholds.docs}); these are the closest"
             )
         return passages
 
@@ -559,6 +570,20 @@ class Agent(Resource):
         loop.model = done.model or loop.model
         lead = " ".join((done.text.strip().splitlines() or [""])[0].split())
         return "" if repeats(lead) else lead
+
+
+@dataclass(frozen=True)
+class Thresholds:
+    """The cosines a message is judged by (``Agent.thresholds``): skills join the prompt
+    from ``skill`` (``context_for`` alone returns its best, fitting or not); passages from
+    ``docs``, under which an extractive answer still quotes the closest, with a note, from
+    ``weak`` (under it they are unrelated); a tool is forced on the first turn from
+    ``tool``."""
+
+    skill: float
+    weak: float
+    docs: float
+    tool: float
 
 
 @dataclass

@@ -59,7 +59,7 @@ import numpy as np
 from heron.agent.answer import ToolUse
 from heron.agent.guard import repeated_ngram
 from heron.agent.sentences import Sentence, sentences
-from heron.embed import Embedder
+from heron.embed import Embedder, query_space, splits_of
 from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
 
@@ -261,8 +261,11 @@ def compose(
         return Extract("", ())
     lexical = bm25(query_terms(question), [u.terms for u in units])
     keys = np.array(_candidates(units, lexical), dtype=np.int64)
-    vectors = embedder.embed([_head(units[i].sentence.text) for i in keys])
-    cosines = vectors @ np.asarray(vector, dtype=np.float32)
+    # Sentences weighed, and compared with each other, as the question's model sees them.
+    question_vector, vectors = query_space(
+        vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
+    )
+    cosines = vectors @ question_vector
     dense = np.argsort(-cosines, kind="stable")
     by_lexical = np.argsort(-lexical[keys], kind="stable")
     fused = fuse(

@@ -69,8 +69,7 @@ class Found:
 class Retriever:
     """The libraries' side of a turn, on the agent's store; see the module docstring.
 
-    ``docs_threshold``: the cosine under which a follow-up grounds poorly alone (the
-    agent's, on its embedder's scale); ``broker``: the agent's broker, looked up per call."""
+    ``broker``: the agent's broker, looked up per call."""
 
     def __init__(
         self,
@@ -78,13 +77,11 @@ class Retriever:
         store: Store,
         broker: Callable[[], Broker],
         *,
-        docs_threshold: float,
         reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.broker = broker
-        self.docs_threshold = docs_threshold
         self.reranker = reranker
         self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
         self._rewrites: dict[tuple, str | None] = {}  # follow-ups a model made standalone
@@ -128,13 +125,15 @@ class Retriever:
         vector: np.ndarray,
         history: Sequence[Message],
         *,
+        docs_threshold: float,
         library: str | None = None,
         model: str | None = None,
     ) -> Found:
         """What a turn is searched with (``heron.agent.followup``) and what it found.
         Without earlier questions, the message as it is. A capable model rewrites a
         follow-up first; else the message alone, and the conversation's context when
-        that grounds poorly or the message points back."""
+        that grounds poorly (its best cosine under ``docs_threshold``, the agent's for
+        this message) or the message points back."""
         earlier = earlier_questions(history)
         if earlier and self.broker().capabilities(model).answers == "generative":
             rewritten = self._rewrite(message, history, model)
@@ -144,7 +143,7 @@ class Retriever:
         found = self._found(message, vector, library, "message")
         if not earlier or not found.grounding.libraries:
             return found
-        poor = (best_dense(found.results) or 0.0) < self.docs_threshold
+        poor = (best_dense(found.results) or 0.0) < docs_threshold
         if not (poor or refers_back(message)):
             return found
         recent = earlier[-CONTEXT_TURNS:]

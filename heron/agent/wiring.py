@@ -306,7 +306,7 @@ class Observers:
         self.activity = Activity(
             embedder.embed,
             embed_query=lambda texts: embed_queries(embedder, texts),
-            threshold=calibration_of(embedder).overlap,
+            threshold=lambda text: calibration_of(embedder, text).overlap,
             room=settings.interventions_room,
         )
 

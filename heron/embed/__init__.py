@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from heron.embed.base import Embedder, embed_queries, normalize
+from heron.embed.base import Embedder, embed_queries, normalize, query_space, splits_of
 from heron.embed.cache import CachedEmbedder
 from heron.embed.calibration import E5, MINILM, Calibration, calibration_of
 from heron.embed.e5 import E5Embedder
-from heron.embed.e5_onnx import E5OnnxEmbedder, ensure_graph
+from heron.embed.e5_onnx import ONNX_MODEL_ID, E5OnnxEmbedder, ensure_graph
 from heron.embed.minilm import MiniLMEmbedder
+from heron.embed.multilingual import MultilingualEmbedder, is_english
 from heron.embed.remote import RemoteEmbedder
 from heron.settings import Settings
 
@@ -20,36 +21,62 @@ __all__ = [
     "E5OnnxEmbedder",
     "Embedder",
     "MiniLMEmbedder",
+    "MultilingualEmbedder",
     "RemoteEmbedder",
     "calibration_of",
     "embed_queries",
+    "is_english",
     "load_embedder",
     "normalize",
+    "query_space",
+    "splits_of",
 ]
 
 
 def load_embedder(settings: Settings) -> Embedder:
-    """The embedder the settings ask for, wrapped in the cache unless it is turned off."""
-    embedder: Embedder
-    if settings.embedder == "remote":
+    """The embedder the settings ask for (``settings.embedder_profile``), each model behind
+    the cache unless it is turned off."""
+    profile = settings.embedder_profile
+    if profile == "remote":
         assert settings.remote_embed_url and settings.remote_embed_model  # checked by Settings
-        embedder = RemoteEmbedder(
-            settings.remote_embed_url,
-            settings.remote_embed_model,
-            api_key=settings.remote_embed_api_key,
-            timeout=settings.remote_embed_timeout,
+        return _cached(
+            settings,
+            RemoteEmbedder(
+                settings.remote_embed_url,
+                settings.remote_embed_model,
+                api_key=settings.remote_embed_api_key,
+                timeout=settings.remote_embed_timeout,
+            ),
         )
-    elif settings.embedder == "e5":
-        # The converted int8 graph: 3.4x-4.7x the engine's speed, cosine >= 0.99 to it.
-        graph = ensure_graph(settings.models_dir)
-        embedder = E5OnnxEmbedder(graph, threads=settings.embed_threads)
-    else:
-        embedder = MiniLMEmbedder(
+    if profile == "e5":
+        return _e5(settings)
+    if profile == "minilm":
+        return _minilm(settings)
+    # Each model behind its own cache: a MiniLM vector cached before is found again.
+    return MultilingualEmbedder(
+        _minilm(settings), lambda: _e5(settings), ONNX_MODEL_ID, close_parts=True
+    )
+
+
+def _minilm(settings: Settings) -> Embedder:
+    return _cached(
+        settings,
+        MiniLMEmbedder(
             settings.models_dir,
             batch_size=settings.embed_batch_size,
             threads=settings.embed_threads,
-        )
-    if settings.embed_cache:
-        # The cache is all the caller sees, so closing it closes the model behind it.
-        embedder = CachedEmbedder(embedder, settings.embed_cache_path, close_inner=True)
-    return embedder
+        ),
+    )
+
+
+def _e5(settings: Settings) -> Embedder:
+    # The converted int8 graph: 3.4x-4.7x the engine's speed, cosine >= 0.99 to it.
+    graph = ensure_graph(settings.models_dir)
+    return _cached(settings, E5OnnxEmbedder(graph, threads=settings.embed_threads))
+
+
+def _cached(settings: Settings, embedder: Embedder) -> Embedder:
+    if not settings.embed_cache:
+        return embedder
+    # The cache is all the caller sees, so closing it closes the model behind it.
+    return CachedEmbedder(embedder, settings.embed_cache_path, close_inner=True)

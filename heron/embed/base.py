@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from itertools import pairwise
 from typing import Protocol, Self, runtime_checkable
 
 import numpy as np
@@ -138,6 +139,34 @@ def normalize(vectors: np.ndarray) -> np.ndarray:
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
     np.maximum(norms, 1e-12, out=norms)
     return vectors / norms
+
+
+def query_space(
+    query: np.ndarray, vectors: np.ndarray, splits: Sequence[int] = ()
+) -> tuple[np.ndarray, np.ndarray]:
+    """``query`` and ``vectors`` (rows) in the part of the space the query lives in, each
+    of unit length there.
+
+    ``splits``: where an embedder's vectors are cut into its models' parts
+    (``splits_of(embedder)``: ``MultilingualEmbedder`` puts MiniLM's and e5's side by side
+    and embeds a query in one). Compared there, passages (or a query and its feedback)
+    stand as that model alone would place them. With no splits, or a query in every part,
+    both come back as they are (unit already).
+    """
+    query = np.asarray(query, dtype=np.float32).reshape(-1)
+    vectors = np.asarray(vectors, dtype=np.float32).reshape(-1, query.size)
+    bounds = [0, *splits, query.size]
+    mask = np.zeros(query.size, dtype=bool)
+    for start, stop in pairwise(bounds):
+        mask[start:stop] = bool(query[start:stop].any())
+    if mask.all():
+        return query, vectors
+    return normalize(query[None, :] * mask)[0], normalize(vectors * mask)
+
+
+def splits_of(embedder: object) -> tuple[int, ...]:
+    """Where ``embedder``'s vectors are cut into its models' parts (``query_space``)."""
+    return tuple(getattr(embedder, "splits", ()))
 
 
 def check_vectors(vectors: np.ndarray, dim: int, source: str) -> np.ndarray:

@@ -61,7 +61,13 @@ E5 = Calibration(
 )
 
 
-def calibration_of(embedder: object) -> Calibration:
-    """The thresholds of ``embedder``'s model: its ``calibration``, else MiniLM's."""
-    found = getattr(embedder, "calibration", None)
+def calibration_of(embedder: object, query: str | None = None) -> Calibration:
+    """The thresholds of ``embedder``'s model: its ``calibration``, else MiniLM's. For a
+    profile whose model depends on the query's language (``MultilingualEmbedder``), those
+    of the model that embeds ``query`` when it is given."""
+    per_query = getattr(embedder, "calibration_for", None)
+    if query is not None and per_query is not None:
+        found = per_query(query)
+    else:
+        found = getattr(embedder, "calibration", None)
     return found if isinstance(found, Calibration) else MINILM

@@ -34,6 +34,9 @@ from heron.errors import ModelError
 from heron.extras import missing
 from heron.resource import Resource
 
+#: The converted graph's model id (the package's weights, run as int8 ONNX).
+ONNX_MODEL_ID = f"{MODEL_ID}-onnx-int8"
+
 QK = 32  # values per Q4_0 block
 BLOCK_BYTES = 2 + QK // 2
 META = "\u2581"  # SentencePiece's word boundary
@@ -294,7 +297,7 @@ class E5OnnxEmbedder(Resource):
     def __init__(self, graph: Path, *, threads: int = 0) -> None:
         from tokenizers import Tokenizer, models, pre_tokenizers
 
-        self.model_id = f"{MODEL_ID}-onnx-int8"
+        self.model_id = ONNX_MODEL_ID
         self.file = read_model(package_model())
         pieces = list(self.file.pieces)
         # The engine never matches the text "<unk>" as that piece (it is only the fallback

@@ -215,7 +215,7 @@ class Activity:
         *,
         embed_query: Embed | None = None,
         room: str = "default",
-        threshold: float = OVERLAP_THRESHOLD,
+        threshold: float | Callable[[str], float] = OVERLAP_THRESHOLD,
         window: float = 3600.0,
         clock: Callable[[], float] = time.time,
     ) -> None:
@@ -223,11 +223,14 @@ class Activity:
         # A search is a query, a file's topic a passage: models with roles embed them apart.
         self.embed_query = embed_query or embed
         self.room = room
+        # Or, for a profile that reads each language with its own model, the cosine for
+        # a search's text (``calibration_of(embedder, text).overlap``).
         self.threshold = threshold
         self.window = window
         self._clock = clock
         self._edits: dict[tuple[str, str], _Edit] = {}  # (path, actor) -> edit
-        self._searches: list[tuple[str, str, np.ndarray, float]] = []
+        # (actor, query, vector, at, threshold)
+        self._searches: list[tuple[str, str, np.ndarray, float, float]] = []
         self._lock = threading.Lock()
 
     def _forget(self, now: float) -> None:
@@ -252,8 +255,8 @@ class Activity:
             seen.append(
                 Condition("collision", f"collision:{path}", self.room, "warning", facts, actor)
             )
-        for researcher, query, vector, _ in searches:
-            if float(vector @ topic) >= self.threshold:
+        for researcher, query, vector, _, threshold in searches:
+            if float(vector @ topic) >= threshold:
                 seen.append(self._overlap(researcher, query, actor, path))
         return seen
 
@@ -261,16 +264,17 @@ class Activity:
         self, actor: str, query: str, *, source: str = "the libraries"
     ) -> list[Observation]:
         vector = self.embed_query([query])[0]
+        threshold = self.threshold(query) if callable(self.threshold) else self.threshold
         now = self._clock()
         with self._lock:
             self._forget(now)
-            self._searches.append((actor, query, vector, now))
+            self._searches.append((actor, query, vector, now, threshold))
             own = {p for (p, a) in self._edits if a == actor}
             edits = [e for e in self._edits.values() if e.actor != actor and e.path not in own]
         return [
             self._overlap(actor, query, e.actor, e.path, source)
             for e in edits
-            if float(vector @ e.topic) >= self.threshold
+            if float(vector @ e.topic) >= threshold
         ]
 
     def observe_release(self, actor: str, path: str) -> list[Observation]:

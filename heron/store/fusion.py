@@ -34,10 +34,12 @@ Tuned on SciFact train (809 claims) only; see docs/benchmarks.md.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
+
+from heron.embed.base import query_space
 
 #: Weight of the dense side in ``fuse`` (tuned on SciFact train).
 ALPHA = 0.5
@@ -199,14 +201,21 @@ def reciprocal_rank_fusion(
 
 
 def rocchio(
-    query_vec: np.ndarray, feedback_vecs: np.ndarray, beta: float = ROCCHIO_BETA
+    query_vec: np.ndarray,
+    feedback_vecs: np.ndarray,
+    beta: float = ROCCHIO_BETA,
+    splits: Sequence[int] = (),
 ) -> np.ndarray:
     """Unit vector along ``q + beta * mean(feedback_vecs)``: Rocchio's relevance feedback
     without negatives (Rocchio, "Relevance Feedback in Information Retrieval", The SMART
     Retrieval System, 1971), here with pseudo-relevant documents.
+
+    Both in the query's part of the space (``heron.embed.query_space``, ``splits``: the
+    embedder's): a multilingual query takes its feedback as the model that read it alone
+    would.
     """
-    query = np.asarray(query_vec, dtype=np.float64).reshape(-1)
-    feedback = np.asarray(feedback_vecs, dtype=np.float64).reshape(-1, query.size)
+    query, feedback = query_space(query_vec, feedback_vecs, splits)
+    query, feedback = query.astype(np.float64), feedback.astype(np.float64)
     if feedback.shape[0]:
         query = query + beta * feedback.mean(axis=0)
     norm = np.linalg.norm(query)
@@ -225,6 +234,7 @@ def fuse_with_feedback(
     alpha: float = ALPHA,
     beta: float = ROCCHIO_BETA,
     feedback_alpha: float = FEEDBACK_ALPHA,
+    splits: Sequence[int] = (),
 ) -> list[Fused]:
     """``fuse``, then Rocchio feedback from its top result, then ``fuse`` again.
 
@@ -258,7 +268,7 @@ def fuse_with_feedback(
 
     query = np.asarray(query_vec, dtype=np.float32).reshape(-1)
     first = run(query, alpha, 1)
-    second = run(rocchio(query, vectors[first[0].key], beta), feedback_alpha, top_k)
+    second = run(rocchio(query, vectors[first[0].key], beta, splits), feedback_alpha, top_k)
     original = matrix @ query
     rank = {int(key): r for r, key in enumerate(dense_keys.tolist(), 1)}
     return [

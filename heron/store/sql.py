@@ -35,7 +35,7 @@ from typing import Generic, TypeVar
 
 import numpy as np
 
-from heron.embed.base import Embedder, check_vectors, embed_queries
+from heron.embed.base import Embedder, check_vectors, embed_queries, splits_of
 from heron.errors import InputError, NotFound, StoreError
 from heron.resource import Resource
 from heron.store.base import Filters, Hit, Progress, Record, SearchMode, Store, UpsertResult
@@ -399,6 +399,7 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
             lexical_scores[known],
             top_k=top_k,
             lexical_fill=lexical_fill,
+            splits=splits_of(self.embedder),
         )
 
     def _hits(self, fused: list[Fused]) -> list[Hit]:

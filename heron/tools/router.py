@@ -263,7 +263,8 @@ class ToolRouter:
         self.profile = get_profile(profile)
         self.mode = _check_mode(mode)
         self.top_k = top_k
-        self.threshold = calibration_of(found).route if threshold is None else threshold
+        # Unset: the model's own, per query (``threshold_for``).
+        self.threshold = threshold
         self.alpha = alpha
         self.namespace = namespace
         self.always_include = list(dict.fromkeys(always_include))
@@ -389,9 +390,16 @@ class ToolRouter:
         unknown = len(terms) - known
         return 1.0 if known >= unknown else known / unknown
 
+    def threshold_for(self, query: str) -> float:
+        """The cosine from which ``query``'s tools are offered: the one given, else that of
+        the model that embeds ``query`` (``calibration_of``)."""
+        if self.threshold is not None:
+            return self.threshold
+        return calibration_of(self.embedder, query).route
+
     def _route(self, query: str, mode: RouteMode, top_k: int, vector: np.ndarray | None) -> Route:
         warnings: list[str] = []
-        threshold = self.threshold
+        threshold = self.threshold_for(query)
         limit = self.profile.max_tools
         n = len(self.tools)
         if mode == "pattern":

@@ -55,7 +55,8 @@ def test_the_defaults_are_the_recommended_ones_and_the_optional_tools_are_off(
     assert not agent.offer._routers  # built on the first request
     agent.offer.route("List the files in my workspace")
     (router,) = agent.offer._routers.values()
-    assert (router.mode, router.top_k, router.threshold) == ("hybrid", 10, 0.25)
+    threshold = router.threshold_for("List the files in my workspace")
+    assert (router.mode, router.top_k, threshold) == ("hybrid", 10, 0.25)
     names = {t.name for t in agent.toolbox.registry.tools()}
     assert not names & {"python_exec", "fetch_url"}
 

@@ -174,3 +174,34 @@ def test_every_command_has_help_with_an_example() -> None:
         ["store", "drop"],
     ):
         assert "Example:" in heron(*command, "--help").stdout
+
+
+def test_a_question_in_portuguese_finds_the_english_page_with_no_setting(
+    home: Path, tmp_path: Path, default_profile: None
+) -> None:
+    """The default profile, end to end: a library of English pages, questions in
+    Portuguese and Spanish, nothing configured."""
+    pages = tmp_path / "handbook"
+    pages.mkdir()
+    (pages / "vpn.md").write_text(
+        "# VPN access\n\nThe VPN password rotates every 90 days. Request a new one from the "
+        "IT portal before it expires.\n"
+    )
+    (pages / "holidays.md").write_text(
+        "# Holidays\n\nEmployees get 25 days of paid leave a year; book them in the HR tool.\n"
+    )
+    (pages / "deploys.md").write_text(
+        "# Deploying\n\nDeploys to production run from the main branch after review; roll "
+        "back with the previous release tag.\n"
+    )
+    info = json.loads(heron("info", "--json").stdout)
+    assert info["model"]["profile"] == "multilingual"
+    heron("library", "add", "handbook", str(pages))
+    heron("index", "handbook")
+    for question, page in (
+        ("Com que frequência muda a senha da VPN?", "vpn"),
+        ("¿Cuántos días de vacaciones tengo al año?", "holidays"),
+        ("How do I roll back a production deploy?", "deploys"),
+    ):
+        found = json.loads(heron("search", question, "-k", "1", "--json").stdout)
+        assert found[0]["page"] == page, (question, found)

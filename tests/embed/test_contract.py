@@ -1,6 +1,6 @@
 """The ``Embedder`` contract (``heron/embed/base.py``), run on every embedder: the bundled
-model, the e5 profile's converted graph, a remote one against a local OpenAI-compatible
-server, and the cache in front of the bundled model."""
+model, the e5 profile's converted graph, the multilingual pair of both, a remote one
+against a local OpenAI-compatible server, and the cache in front of the bundled model."""
 
 from __future__ import annotations
 
@@ -16,6 +16,7 @@ from heron.embed import (
     E5OnnxEmbedder,
     Embedder,
     MiniLMEmbedder,
+    MultilingualEmbedder,
     RemoteEmbedder,
     load_embedder,
 )
@@ -24,7 +25,7 @@ from heron.errors import InputError, ModelError
 from heron.settings import Settings
 from tests.openai_server import serve
 
-KINDS = ["minilm", "e5", "remote", "cached"]
+KINDS = ["minilm", "e5", "multilingual", "remote", "cached"]
 TEXTS = [f"note {i}: a pod runs {i} containers" for i in range(40)]
 
 
@@ -40,6 +41,11 @@ def any_embedder(kind: str, embedder: MiniLMEmbedder, tmp_path: Path) -> Iterato
     elif kind == "e5":  # the graph scripts/setup converted (converted here if missing)
         e5 = E5OnnxEmbedder(ensure_graph(Settings().models_dir), threads=1)
         yield e5
+        e5.close()
+    elif kind == "multilingual":
+        e5 = E5OnnxEmbedder(ensure_graph(Settings().models_dir), threads=1)
+        with MultilingualEmbedder(embedder, lambda: e5, e5.model_id) as pair:
+            yield pair
         e5.close()
     elif kind == "remote":
         with serve(dim=8) as (url, _):

@@ -123,8 +123,8 @@ def test_skills_and_tools_embed_queries_as_queries(
     assert model.roles_of(QUESTION) == {"query"}
     tools = [Tool("water_plants", "Water the garden plants."), Tool("send_mail", "Send mail.")]
     router = ToolRouter(tools, role_store)
-    assert router.threshold == ROLES.route  # unset: the embedder's
-    assert ToolRouter(tools, role_store, threshold=0.7).threshold == 0.7
+    assert router.threshold_for("water") == ROLES.route  # unset: the embedder's
+    assert ToolRouter(tools, role_store, threshold=0.7).threshold_for("water") == 0.7
     router.route("water the plants now")
     assert model.roles_of("water the plants now") == {"query"}
 
@@ -145,11 +145,13 @@ def test_libraries_and_the_agent_embed_queries_as_queries(
     assert search("when do I water tomatoes", store, settings=settings)[0].page == "watering"
     assert model.roles_of("when do I water tomatoes") == {"query"}
     agent = open_agent(settings, store=store)
-    assert (agent.docs_threshold, agent.tool_threshold) == (ROLES.docs, ROLES.tool)
+    thresholds = agent.thresholds(QUESTION)
+    assert (thresholds.docs, thresholds.tool) == (ROLES.docs, ROLES.tool)
     agent.ask(Turn(QUESTION))
     assert model.roles_of(QUESTION) == {"query"}
     agent.close()
     chosen = open_agent(Settings(agent_docs_threshold=0.9), store=store)
-    assert (chosen.docs_threshold, chosen.tool_threshold) == (0.9, ROLES.tool)  # set wins
+    thresholds = chosen.thresholds(QUESTION)
+    assert (thresholds.docs, thresholds.tool) == (0.9, ROLES.tool)  # set wins
     chosen.close()
     store.close()

@@ -51,7 +51,7 @@ def test_a_healthy_home_passes_every_check_in_the_watchdogs_shape(heron_home: Pa
     assert report["seconds"] < 5
 
 
-def test_settings_name_their_source(heron_home: Path) -> None:
+def test_settings_name_their_source(heron_home: Path, default_profile: None) -> None:
     (heron_home / "home" / "heron.toml").write_text("server_port = 9000\n")
     try:
         report = doctor(Settings(agent_max_steps=2), checks=["settings"]).to_dict()
@@ -60,7 +60,7 @@ def test_settings_name_their_source(heron_home: Path) -> None:
     settings = by_name(report)["settings"]["data"]["settings"]
     assert settings["server_port"] == {"value": 9000, "source": "heron.toml"}
     assert settings["agent_max_steps"] == {"value": 2, "source": "argument"}
-    assert settings["embedder"]["source"] == "default"
+    assert settings["embedder"] == {"value": "auto", "source": "default"}
 
 
 def test_an_unindexed_library_fails_with_the_command_to_run(

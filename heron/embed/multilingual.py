@@ -1,0 +1,166 @@
+"""One index for questions in any language: MiniLM reads English, e5 every other.
+
+all-MiniLM-L6-v2 is the best bundled model on every English set but one, and reads
+Portuguese and Spanish at about 0.55x to 0.7x of its English figure; multilingual-e5-small
+keeps them at 0.86x to 0.94x but trails MiniLM in English (docs/benchmarks.md, "Embedding
+profiles"). ``MultilingualEmbedder`` stores both: a passage's vector is its two unit
+vectors side by side, each scaled by ``1/sqrt(2)`` (so the row has unit length), and a
+query is embedded by the one model its language calls for, in that model's half only,
+scaled by ``sqrt(2)``. The inner product of a query with a passage is then exactly that
+model's cosine:
+
+    [q, 0] . [a, b] / sqrt(2) * sqrt(2) = q . a
+
+An English question ranks and scores exactly as under MiniLM alone (its thresholds
+too), any other as under e5 alone; ``calibration_for(query)`` gives the thresholds of the
+model that read it. Indexing costs both models (about 2x MiniLM alone); searching costs
+one. A query's language comes from py3langid (langid.py's model, 97 languages); a short
+or technical query ("kubectl rollout undo", "ingress nginx tls") is often labelled
+something improbable with low confidence, so a query counts as not English only when its
+label is confident (``CONFIDENT``), and English is the fallback.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from functools import cache
+from typing import Any
+
+import numpy as np
+
+from heron.embed.base import Embedder, clean_texts, embed_queries
+from heron.embed.calibration import Calibration, calibration_of
+from heron.errors import ModelError
+from heron.extras import missing
+from heron.resource import Resource
+
+#: The probability (py3langid, normalised over its languages) from which a query's label
+#: is believed. Short English keyword queries get improbable labels below it ("kubectl
+#: rollout undo": br 0.18, "grafana dashboard": ha 0.27, "hiring process": bcl 0.29; none
+#: of 62 such queries, nor of the 735 English bench questions, reaches it), while 95% of
+#: the 144 Portuguese bench requests and 90% of the Spanish ones do (`python -m
+#: bench.multilingual default`); the short ones left ("organizar meus recibos": gl 0.29)
+#: are read by MiniLM.
+CONFIDENT = 0.3
+_SCALE = np.float32(np.sqrt(2.0))
+
+
+class MultilingualEmbedder(Resource):
+    """Passages embedded by both models; each query by the one its language calls for.
+
+    ``english`` is an embedder (MiniLM, usually behind its cache); ``other`` makes the
+    second (e5), named ``other_id``, of the same ``dim``. The second model is made on its
+    first use: a search in English never loads it (e5 takes about 2 s to load, MiniLM
+    0.3 s), indexing and any other language do. The vectors have ``2 * dim`` components.
+    Closing this closes both parts when ``close_parts`` is set (``load_embedder`` hands
+    them over).
+    """
+
+    def __init__(
+        self,
+        english: Embedder,
+        other: Callable[[], Embedder],
+        other_id: str,
+        *,
+        close_parts: bool = False,
+    ) -> None:
+        self.english = english
+        self.close_parts = close_parts
+        self.model_id = f"{english.model_id}+{other_id}"
+        self.dim = 2 * english.dim
+        #: Where MiniLM's part ends and e5's begins (``heron.embed.query_space``).
+        self.splits = (english.dim,)
+        self.calibration = calibration_of(english)
+        # Chunks are cut to the English model's input (a MiniLM chunk fits e5's 512
+        # tokens), so every chunk, and every English figure, is as under MiniLM alone.
+        self.tokenizer = getattr(getattr(english, "inner", english), "tokenizer", None)
+        self._make_other = other
+        self.other_id = other_id
+        self._other: Embedder | None = None
+        self._lock = threading.Lock()
+        self._closed = False
+
+    @property
+    def other(self) -> Embedder:
+        """The second model, made on first use."""
+        with self._lock:
+            self._check_open()
+            if self._other is None:
+                made = self._make_other()
+                if (made.model_id, made.dim) != (self.other_id, self.english.dim):
+                    made.close()
+                    raise ModelError(
+                        f"The multilingual profile expected {self.other_id} of "
+                        f"{self.english.dim} dimensions, beside {self.english.model_id}; got "
+                        f"{made.model_id} of {made.dim}."
+                    )
+                self._other = made
+            return self._other
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        self._check_open()
+        texts = clean_texts(texts)
+        half = np.float32(1.0) / _SCALE
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        out[:, : self.english.dim] = self.english.embed(texts) * half
+        out[:, self.english.dim :] = self.other.embed(texts) * half
+        return out
+
+    def embed_queries(self, texts: Sequence[str]) -> np.ndarray:
+        self._check_open()
+        texts = clean_texts(texts)
+        out = np.zeros((len(texts), self.dim), dtype=np.float32)
+        english = [is_english(t) for t in texts]
+        rows = [i for i, yes in enumerate(english) if yes]
+        if rows:
+            queries = [texts[i] for i in rows]
+            out[rows, : self.english.dim] = embed_queries(self.english, queries) * _SCALE
+        rows = [i for i, yes in enumerate(english) if not yes]
+        if rows:
+            queries = [texts[i] for i in rows]
+            out[rows, self.english.dim :] = embed_queries(self.other, queries) * _SCALE
+        return out
+
+    def calibration_for(self, query: str) -> Calibration:
+        """The thresholds of the model that embeds ``query`` (``embed_queries``)."""
+        return calibration_of(self.english if is_english(query) else self.other)
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise ModelError(
+                "The multilingual embedder was closed; load the embedder again "
+                "(heron.embed.load_embedder(settings)) to embed."
+            )
+
+    def close(self) -> None:
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            other, self._other = self._other, None
+        if self.close_parts:
+            try:
+                self.english.close()
+            finally:
+                if other is not None:
+                    other.close()
+
+
+def is_english(text: str) -> bool:
+    """Whether ``text`` is read as English: unless py3langid labels it another language,
+    confidently or with letters English does not write (accents, other scripts)."""
+    label, probability = _identifier().classify(text)
+    if label == "en":
+        return True
+    return probability < CONFIDENT and not any(c.isalpha() and ord(c) > 127 for c in text)
+
+
+@cache
+def _identifier() -> Any:
+    """py3langid's identifier, loaded once (about 0.2 s): the e5 extra brings it."""
+    try:
+        from py3langid.langid import MODEL_FILE, LanguageIdentifier
+    except ImportError as exc:
+        raise ModelError(missing("e5")) from exc
+    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)
