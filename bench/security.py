@@ -111,6 +111,13 @@ def attacks() -> list[tuple[str, str, dict[str, Any]]]:
             {"model": "m", "input": ["the scheduler binds pods " * 10] * 96},
         ),
         (
+            # The most the token cap lets the multilingual pair embed: 27 texts of about 84
+            # estimated tokens at its cost of 3.5 (heron.embed.multilingual.COST), 8,192.
+            "embeddings: 7 KB in 27 texts",
+            "/v1/embeddings",
+            {"model": "m", "input": ["the scheduler binds pods " * 10] * 27},
+        ),
+        (
             "rpc agent.chat, 60 KB message",
             "/rpc",
             {

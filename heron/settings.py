@@ -505,7 +505,7 @@ class Settings(BaseSettings):
     @field_validator("api_token")
     @classmethod
     def _long_token(cls, value: SecretStr | None) -> SecretStr | None:
-        # Blank is unset (heron.server.auth.api_token); a short one can be guessed.
+        # Blank is unset (``bearer_token``); a short one can be guessed.
         if value is not None and 0 < len(value.get_secret_value().strip()) < MIN_TOKEN:
             raise ValueError(
                 f"is shorter than {MIN_TOKEN} characters, short enough to guess. Make one: "
@@ -596,6 +596,12 @@ class Settings(BaseSettings):
         if self.embedder != "auto":
             return self.embedder
         return "multilingual" if extras.installed("e5") else "minilm"
+
+    @property
+    def bearer_token(self) -> str | None:
+        """HERON_API_TOKEN, ``None`` when unset or blank (a blank one must not pass as set)."""
+        secret = self.api_token
+        return (secret.get_secret_value().strip() or None) if secret else None
 
     @property
     def postgres_url(self) -> str | None:

@@ -15,7 +15,6 @@ from rich.markup import escape
 
 from heron.cli.output import console, print_json, table
 from heron.keys import SCOPES, Key, open_keys
-from heron.server.auth import api_token
 from heron.settings import Settings
 
 keys_app = typer.Typer(
@@ -71,7 +70,7 @@ def create(
         console.print(escape(f"Created key {key.name} ({' '.join(sorted(key.scopes))})."))
         console.print("Its token, shown this once (send it as 'Authorization: Bearer ...'):")
         print(token)
-    if api_token(settings) is None:
+    if settings.bearer_token is None:
         print(
             "note: HERON_API_TOKEN is not set, so heron serve (on loopback) lets requests "
             "without a key do everything; set it to make every caller show a key.",

@@ -42,7 +42,7 @@ from heron.server import (
     reload,
     sse,
 )
-from heron.server.auth import api_token, guard
+from heron.server.auth import guard
 from heron.server.bodies import BodyMiddleware
 from heron.server.contexts import ContextMiddleware, runtime_of
 from heron.server.hooks import Feature
@@ -178,7 +178,7 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
         Middleware(TokenMiddleware, guard=guard(rt)),
-        Middleware(KeyMiddleware, ring=keyring(rt), token=api_token(settings)),
+        Middleware(KeyMiddleware, ring=keyring(rt), token=settings.bearer_token),
         Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
         Middleware(BodyMiddleware, max_body=settings.server_max_body),
     ]
@@ -203,7 +203,7 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 
 def check_bind(host: str, uds: Path | None, settings: Settings) -> None:
     """Refuse to listen off loopback without a token: the API reads and runs things."""
-    if uds is None and not is_loopback(normal_name(host)) and api_token(settings) is None:
+    if uds is None and not is_loopback(normal_name(host)) and settings.bearer_token is None:
         raise ConfigError(
             f"Refusing to listen on {host} without a token: anyone who can reach it could "
             "use Heron. Set HERON_API_TOKEN (e.g. export HERON_API_TOKEN=$(openssl rand -hex "

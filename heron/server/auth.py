@@ -58,12 +58,6 @@ MAX_SESSIONS = 1024
 FORM_FIELDS = 8
 
 
-def api_token(settings: Settings) -> str | None:
-    """The bearer token, ``None`` when unset or blank (a blank one must not pass as set)."""
-    secret = settings.api_token
-    return (secret.get_secret_value().strip() or None) if secret else None
-
-
 def is_open(path: str) -> bool:
     return path in OPEN or path.startswith(STATIC)
 
@@ -151,7 +145,7 @@ class Guard:
 
     @classmethod
     def build(cls, settings: Settings) -> Guard:
-        token = api_token(settings)
+        token = settings.bearer_token
         secret = token.encode() if token else None
         return cls(
             secret,

@@ -79,10 +79,11 @@ def model_of(embedder: Embedder) -> Embedder:
     return embedder
 
 
-def models_in(embedder: Embedder) -> int:
-    """How many models embed each text (2 for the multilingual pair): what a request's
-    tokens are weighed by against ``HERON_EMBEDDINGS_MAX_TOKENS``, whose point is CPU."""
-    return 2 if isinstance(embedder, MultilingualEmbedder) else 1
+def cost_of(embedder: Embedder) -> float:
+    """What a text costs ``embedder`` in CPU, MiniLM's being 1 (``MultilingualEmbedder``:
+    ``cost``): a request's tokens are weighed by it against ``HERON_EMBEDDINGS_MAX_TOKENS``,
+    whose point is CPU."""
+    return float(getattr(embedder, "cost", 1.0))
 
 
 def count_tokens(embedder: Embedder, texts: Sequence[str]) -> int:
@@ -101,8 +102,8 @@ def estimate_tokens(texts: Sequence[str]) -> int:
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts)
 
 
-def texts_of(req: EmbeddingRequest, max_tokens: int, models: int = 1) -> list[str] | str:
-    """The texts to embed, or why they cannot be (``models``: ``models_in``)."""
+def texts_of(req: EmbeddingRequest, max_tokens: int, cost: float = 1.0) -> list[str] | str:
+    """The texts to embed, or why they cannot be (``cost``: ``cost_of`` the embedder)."""
     texts = [req.input] if isinstance(req.input, str) else req.input
     if not texts:
         return "input is empty; send a string or a list of strings."
@@ -114,12 +115,11 @@ def texts_of(req: EmbeddingRequest, max_tokens: int, models: int = 1) -> list[st
     if len(texts) > MAX_INPUTS:
         return f"input holds {len(texts):,} texts; send at most {MAX_INPUTS:,} per request."
     tokens = estimate_tokens(texts)  # type: ignore[arg-type]
-    if tokens * models > max_tokens:
-        each = f" (each embedded by {models} models)" if models > 1 else ""
+    if tokens * cost > max_tokens:
         return (
-            f"input is about {tokens:,} tokens{each}, over the {max_tokens // models:,} one "
-            "request may send (HERON_EMBEDDINGS_MAX_TOKENS); send the texts in several "
-            "requests."
+            f"input is about {tokens:,} tokens, over the {int(max_tokens / cost):,} one "
+            "request may send to this model (HERON_EMBEDDINGS_MAX_TOKENS); send the texts "
+            "in several requests."
         )
     return texts  # type: ignore[return-value]
 
@@ -152,7 +152,7 @@ class Embeddings:
         if isinstance(req, Response):
             return req
         embedder = model_of(rt.store.embedder)
-        texts = texts_of(req, rt.settings.embeddings_max_tokens, models_in(embedder))
+        texts = texts_of(req, rt.settings.embeddings_max_tokens, cost_of(embedder))
         if isinstance(texts, str):
             return invalid(texts, "input")
         try:

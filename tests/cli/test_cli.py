@@ -6,9 +6,13 @@ import json
 import subprocess
 import zipfile
 from pathlib import Path
+from typing import Any
 
 import pytest
+import typer
+from typer.testing import CliRunner
 
+from heron.cli.app import app
 from tests.run_heron import run_heron
 
 RECORDS = [
@@ -165,15 +169,23 @@ def test_embedder_fetch(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
 
 
 def test_every_command_has_help_with_an_example() -> None:
-    for command in (
-        ["info"],
-        ["embed"],
-        ["embedder", "fetch"],
-        ["store", "load"],
-        ["store", "search"],
-        ["store", "drop"],
-    ):
-        assert "Example:" in heron(*command, "--help").stdout
+    """Every command of the tree, found by walking it (a new one is checked too), in
+    process; the real command once."""
+    paths: list[list[str]] = []
+
+    def walk(command: Any, path: list[str]) -> None:
+        if hasattr(command, "commands"):
+            for name, sub in command.commands.items():
+                walk(sub, [*path, name])
+        else:
+            paths.append(path)
+
+    walk(typer.main.get_command(app), [])
+    assert len(paths) > 50 and ["skills", "search"] in paths
+    runner = CliRunner()
+    lacking = [p for p in paths if "Example:" not in runner.invoke(app, [*p, "--help"]).output]
+    assert lacking == []
+    assert "Example:" in heron("library", "add", "--help").stdout
 
 
 def test_a_question_in_portuguese_finds_the_english_page_with_no_setting(

@@ -23,6 +23,7 @@ from heron.embed import (
 )
 from heron.embed.e5_onnx import ensure_graph
 from heron.errors import ModelError
+from heron.server.embeddings import EmbeddingRequest, cost_of, model_of, texts_of
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore
 from heron.store.fusion import rocchio
@@ -147,3 +148,14 @@ def test_the_second_model_loads_on_first_need_and_must_be_the_one_named(
     wrong = MultilingualEmbedder(embedder, lambda: embedder, e5.model_id)
     with pytest.raises(ModelError, match="expected multilingual-e5-small"):
         wrong.embed(PASSAGES[:1])
+
+
+def test_the_embeddings_route_weighs_a_request_by_what_the_pair_costs(
+    both: MultilingualEmbedder, embedder: MiniLMEmbedder
+) -> None:
+    request = EmbeddingRequest(model="m", input=["the scheduler binds pods " * 10] * 96)
+    assert isinstance(texts_of(request, 8192, cost_of(embedder)), list)
+    refused = texts_of(request, 8192, cost_of(both))
+    assert isinstance(refused, str) and "over the 2,340 one request may send" in refused
+    served = model_of(both)  # the pair, for a client, as Heron stores it
+    assert isinstance(served, MultilingualEmbedder) and served.model_id == both.model_id

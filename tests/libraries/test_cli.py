@@ -76,18 +76,6 @@ def test_errors_name_the_fix(library: Path) -> None:
     )
 
 
-def test_every_books_command_has_help_with_an_example() -> None:
-    for command in (
-        ["library", "add"],
-        ["library", "remove"],
-        ["library", "list"],
-        ["library", "status"],
-        ["index"],
-        ["search"],
-    ):
-        assert "Example:" in heron(*command, "--help").stdout
-
-
 def test_add_with_options_writes_them_and_refuses_bad_ones(
     home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]
 ) -> None:

@@ -61,11 +61,6 @@ def test_bad_models_yml_is_a_clean_error(home: Path) -> None:
     assert "models.yml, line 2, model 'a': unknown provider 'gpt'" in done.stderr
 
 
-def test_commands_have_help_with_an_example() -> None:
-    for command in ("list", "check"):
-        assert "Example:" in run_heron("models", command, "--help").stdout
-
-
 def test_list_shows_what_a_server_of_the_home_cools_down(
     models_yml: Path, chat: ChatServer, make_broker: Callable[..., Broker]
 ) -> None:

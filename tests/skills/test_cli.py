@@ -145,8 +145,3 @@ def test_errors_name_the_fix(dirs: tuple[Path, Path], monkeypatch: pytest.Monkey
     monkeypatch.setenv("HERON_SKILLS_MIN_REL", "lots")
     done = heron("status", ok=False)
     assert "HERON_SKILLS_MIN_REL" in done.stderr and "Traceback" not in done.stderr
-
-
-def test_every_command_has_help_with_an_example() -> None:
-    for command in ("status", "index", "prune", "search", "context", "used", "show", "stats"):
-        assert "Example:" in heron(command, "--help").stdout

@@ -80,8 +80,3 @@ def test_errors_name_the_fix(home: Path, tmp_path: Path) -> None:
     assert "Choose from: pattern, semantic, hybrid" in done.stderr
     done = heron("import", str(tmp_path / "none.json"), ok=False)
     assert "No tool file" in done.stderr
-
-
-def test_every_command_has_help_with_an_example() -> None:
-    for command in ("import", "list", "route", "call"):
-        assert "Example:" in heron(command, "--help").stdout
