@@ -31,6 +31,7 @@ from heron.skills.index import DEFAULT_TOP_K
 from heron.skills.search import LEX_WEIGHT, pool_size, rerank
 from heron.store import SQLiteStore
 from heron.tools import ToolRouter
+from tests.conftest import sqlite_store
 
 DATA = Path(__file__).with_name("data")
 LANGUAGES = ("en", "pt", "es")
@@ -67,7 +68,7 @@ def skills() -> str:
     rows, english, sweep = [], {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, embedder in models.items():
-            store = SQLiteStore(Path(tmp) / f"{model_name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model_name}.db", embedder)
             index = SkillIndex(store, [SkillDir(SKILLS, "shared")], namespace="skills")
             index.index()
             for lang in LANGUAGES:
@@ -141,7 +142,7 @@ def tools() -> str:
     rows, english = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, embedder in models.items():
-            store = SQLiteStore(Path(tmp) / f"{model_name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model_name}.db", embedder)
             router = ToolRouter(catalogue, store, profile="anthropic", threshold=0.0)
             for lang in LANGUAGES:
                 texts = [q["text"] for q in sets[lang]]
