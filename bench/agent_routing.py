@@ -34,6 +34,7 @@ from heron.embed import embed_queries
 from heron.settings import Settings
 from heron.store import SQLiteStore
 from heron.tools import Tool, ToolRouter
+from tests.conftest import sqlite_store
 
 K = 5
 CONFIGS = {
@@ -87,7 +88,7 @@ def run() -> str:
     embedder = minilm_cache(Settings())
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "routing.db", embedder)
+        store = sqlite_store(Path(tmp) / "routing.db", embedder)
         try:
             rows += measure("MetaTool single (2,000)", meta_tools, single, {}, store, "meta")
             rows += measure("MetaTool two-tool (497)", meta_tools, multi, {}, store, "meta")

@@ -8,7 +8,8 @@ from pathlib import Path
 from bench.common import SCIFACT, read_jsonl, table, timed
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record
+from tests.conftest import sqlite_store
 
 
 def run(n: int = 500) -> str:
@@ -18,11 +19,11 @@ def run(n: int = 500) -> str:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         cached = CachedEmbedder(model, Path(tmp) / "cache.db")
-        store = SQLiteStore(Path(tmp) / "a.db", cached)
+        store = sqlite_store(Path(tmp) / "a.db", cached)
         for label, target in [
             ("first load", store),
             ("same records again", store),
-            ("fresh store, same cache", SQLiteStore(Path(tmp) / "b.db", cached)),
+            ("fresh store, same cache", sqlite_store(Path(tmp) / "b.db", cached)),
         ]:
             calls, misses = model.calls, cached.misses
             _, seconds = timed(lambda target=target: target.upsert("docs", records))

@@ -43,6 +43,7 @@ from heron.libraries.rerank import FeatureReranker
 from heron.libraries.search import PAGE_BONUS, group_by_page
 from heron.settings import Settings
 from heron.store import Hit, Record, SQLiteStore
+from tests.conftest import sqlite_store
 
 THROUGHPUT_PASSAGES = 48
 THROUGHPUT_QUERIES = 30
@@ -141,7 +142,7 @@ def scifact(sample: int = SCIFACT_QUERIES) -> str:
     texts = {d["_id"]: f"{d['title']} {d['text']}" for d in docs}
     qtexts = [q["text"] for q in queries]
     minilm, e5 = minilm_cache(settings), e5_cache()
-    store = SQLiteStore(WORK / "scifact.db", minilm)
+    store = sqlite_store(WORK / "scifact.db", minilm)
     store.upsert(
         "scifact", (Record(d["_id"], texts[d["_id"]], {"title": d["title"]}) for d in docs)
     )
@@ -199,7 +200,7 @@ def scifact_full() -> str:
         ("MiniLM (default)", minilm_cache(settings), WORK / "scifact.db"),
         ("e5", e5_cache(settings), WORK / "scifact-e5.db"),
     ):
-        store = SQLiteStore(path, embedder)
+        store = sqlite_store(path, embedder)
         _, seconds = timed(lambda s=store: s.upsert("scifact", records))
         vectors = embed_queries(embedder, qtexts)
         for mode in ("dense", "hybrid"):
@@ -228,7 +229,7 @@ def k8s_store() -> SQLiteStore:
             shutil.copy(built[0] / name, K8S_HOME / name)
     settings = Settings(home=K8S_HOME)
     model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
-    return SQLiteStore(settings.db_path, CachedEmbedder(model, settings.embed_cache_path))
+    return sqlite_store(settings.db_path, CachedEmbedder(model, settings.embed_cache_path))
 
 
 def _pages(hits: Sequence[Hit], scores: np.ndarray) -> list[str]:
@@ -323,7 +324,7 @@ def k8s_costs(store: SQLiteStore, e5: CachedEmbedder) -> str:
     minilm = MiniLMEmbedder(settings.models_dir, threads=2)
     _, minilm_s = timed(lambda: minilm.embed(chunks))
     _, e5_s = timed(lambda: e5.inner.embed(chunks))
-    plain = SQLiteStore(settings.db_path, minilm)
+    plain = sqlite_store(settings.db_path, minilm)
     two_stage_pages(plain, e5, texts)  # loads the vector index, fills the cache if run alone
     samples: dict[str, list[float]] = {"default": [], "two-stage": []}
     reranker = FeatureReranker()
@@ -363,7 +364,7 @@ def k8s_costs(store: SQLiteStore, e5: CachedEmbedder) -> str:
 def k8s_e5_store() -> tuple[SQLiteStore, dict]:
     """The Kubernetes library indexed with the e5 profile (once: figures in timing.json)."""
     settings = Settings(home=K8S_E5_HOME, embedder="e5")
-    store = SQLiteStore(settings.db_path, load_embedder(settings))
+    store = sqlite_store(settings.db_path, load_embedder(settings))
     timing = K8S_E5_HOME / "timing.json"
     if not timing.exists():
         add_library(LIBRARY, str(K8S / "library"), settings)
@@ -411,7 +412,7 @@ def kubernetes_e5() -> str:
     latencies = []
     for label, store in stores.items():
         # The model itself, not the cache, embeds each query; one query at a time.
-        plain = SQLiteStore(store.path, store.embedder.inner)  # type: ignore[attr-defined]
+        plain = sqlite_store(store.path, store.embedder.inner)  # type: ignore[attr-defined]
         latencies.append((label, *query_latency(plain, sets["test precise"][0][:30])))
         plain.close()
     for store in stores.values():
@@ -519,7 +520,7 @@ def threshold_scores() -> dict[str, tuple[int, dict[str, np.ndarray]]]:
             ("MiniLM", minilm_cache(Settings()), minilm_k8s),
             ("e5", e5_cache(), e5_k8s),
         ):
-            store = SQLiteStore(Path(tmp) / f"{model}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model}.db", embedder)
             index = SkillIndex(store, [SkillDir(SKILLS, "shared")], namespace="skills")
             index.index()
             out["skills"][1][model] = _best_hits(store, "skills", skills + off)

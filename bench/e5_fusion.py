@@ -40,6 +40,7 @@ from heron.libraries import add_library, index_library, search_many
 from heron.settings import Settings
 from heron.store import SQLiteStore, fusion
 from heron.store.analysis import query_terms
+from tests.conftest import sqlite_store
 
 MINILM_HOME = WORK / "answers" / "k8s"  # the answers bench's index: its settings name the library
 E5_256_HOME = WORK / "e5" / "k8s-e5-256"
@@ -78,7 +79,7 @@ def indexes() -> Iterator[tuple[str, SQLiteStore, Settings]]:
     )
     for label, settings, embedder_for in homes:
         embedder = embedder_for(settings)
-        with closing(embedder), closing(SQLiteStore(settings.db_path, embedder)) as store:
+        with closing(embedder), sqlite_store(settings.db_path, embedder) as store:
             yield label, store, settings
 
 
@@ -213,8 +214,8 @@ def scifact_fusion() -> str:
     def record(split: str, name: str, rankings: Sequence[Sequence[str]]) -> None:
         scores[split][name] = _ndcg(rankings, splits[split][1])
 
-    e5_store = SQLiteStore(WORK / "scifact-e5.db", e5)
-    mini_store = SQLiteStore(WORK / "scifact.db", minilm)
+    e5_store = sqlite_store(WORK / "scifact-e5.db", e5)
+    mini_store = sqlite_store(WORK / "scifact.db", minilm)
     try:
         for split, (claims, _) in splits.items():
             e5_q, mini_q = embed_queries(e5, claims), embed_queries(minilm, claims)
@@ -297,7 +298,7 @@ def chunks256() -> str:
     settings = Settings(home=E5_256_HOME, embedder="e5", library_chunk_tokens=256)
     timing = E5_256_HOME / "timing.json"
     rows = []
-    with closing(e5_cache(settings)) as e5, closing(SQLiteStore(settings.db_path, e5)) as store:
+    with closing(e5_cache(settings)) as e5, sqlite_store(settings.db_path, e5) as store:
         if not timing.exists():
             add_library(LIBRARY, str(K8S / "library"), settings)
             start = time.perf_counter()

@@ -30,6 +30,7 @@ from heron.libraries.parse import parse_page
 from heron.llm import load_broker
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 ROOT = WORK / "enrich"
 NAME = "k8s-sample"
@@ -76,7 +77,7 @@ def run() -> str:
         (library / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(K8S / "library" / f"{page}.md", library / f"{page}.md")
     settings = Settings(home=ROOT / "home", library_default_docs=False)
-    store = SQLiteStore(settings.db_path, load_embedder(settings))
+    store = sqlite_store(settings.db_path, load_embedder(settings))
     add_library(NAME, str(library), settings)
     plain = index_library(NAME, store, settings=settings)
     before = _hits(store, settings, questions)

@@ -49,6 +49,7 @@ from heron.libraries import add_library, index_library, load_reranker, search_ma
 from heron.libraries.search import MODES
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 VERSION = "16.4.6"
 ROOT = WORK / "heldout-docs"
@@ -107,13 +108,13 @@ def built(model: str, root: Path) -> tuple[SQLiteStore, dict]:
         shutil.rmtree(settings.home, ignore_errors=True)
         settings.home.mkdir(parents=True)
         add_library(LIBRARY, str(root), settings)
-        store = SQLiteStore(settings.db_path, load_embedder(settings))
+        store = sqlite_store(settings.db_path, load_embedder(settings))
         load = os.getloadavg()[0]
         figures = timed_index(LIBRARY, store, settings)
         figures.update(load_before=load, load_after=os.getloadavg()[0], digest=digest(root))
         timing.write_text(json.dumps(figures))
         return store, figures
-    store = SQLiteStore(settings.db_path, load_embedder(settings))
+    store = sqlite_store(settings.db_path, load_embedder(settings))
     index_library(LIBRARY, store, settings=settings)  # nothing changed: reads states only
     return store, figures
 
@@ -159,7 +160,7 @@ def latency(model: str) -> tuple[float, float]:
     """Full search, one precise question at a time, each embedded by the model (no cache)."""
     settings = settings_for(model)
     uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
-    store = SQLiteStore(settings.db_path, uncached)
+    store = sqlite_store(settings.db_path, uncached)
     texts = question_sets()["precise"][0]
     options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}
     search_many(texts[:1], store, **options)  # loads the vector index

@@ -40,7 +40,7 @@ from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex
 from heron.skills.index import DEFAULT_TOP_K
 from heron.skills.search import pool_size, rerank
-from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 PACKAGE = ("@elizaos/skills", "2.0.0-beta.1")
 QUERIES = Path(__file__).with_name("data") / "heldout_skills.jsonl"
@@ -82,7 +82,7 @@ def run() -> str:
     rows, count = [], 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, embedder in {"MiniLM": minilm_cache(Settings()), "e5": e5_cache()}.items():
-            store = SQLiteStore(Path(tmp) / f"{name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{name}.db", embedder)
             index = SkillIndex(store, dirs, namespace=NAMESPACE)
             report = index.index()
             missing = {q["skill"] for q in items} - {s.name for s in report.scan.skills}

@@ -49,8 +49,8 @@ from bench.packages import pypi
 from bench.tools import scores
 from heron.embed import embed_queries
 from heron.settings import Settings
-from heron.store import SQLiteStore
 from heron.tools import Tool, ToolRouter
+from tests.conftest import sqlite_store
 
 VERSION = "2026.3.23"
 CATEGORIES = ("multiple", "parallel_multiple", "live_multiple", "live_parallel_multiple")
@@ -131,7 +131,7 @@ def run() -> str:
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, embedder in models.items():
-            store = SQLiteStore(Path(tmp) / f"{model_name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model_name}.db", embedder)
             router = ToolRouter(tools, store, profile="anthropic", threshold=0.0)
             vectors = embed_queries(embedder, texts)
             for mode, ranked in rankings(router, names, texts, vectors).items():

@@ -35,6 +35,7 @@ from heron.libraries.search import group_by_page
 from heron.settings import Settings
 from heron.store import SQLiteStore
 from heron.store.fusion import reciprocal_rank_fusion
+from tests.conftest import sqlite_store
 
 K8S = SHARED / "data" / "docs" / "kubernetes"
 ROOT = WORK / "books"
@@ -45,7 +46,7 @@ WINDOW, OVERLAP = 1000, 200  # the plain baseline's character windows
 
 def _setup() -> tuple[Settings, SQLiteStore]:
     settings = Settings(home=ROOT / "home")
-    return settings, SQLiteStore(settings.db_path, load_embedder(settings))
+    return settings, sqlite_store(settings.db_path, load_embedder(settings))
 
 
 def plain_windows(root: Path) -> list[str]:
@@ -179,7 +180,7 @@ def quality(store: SQLiteStore, settings: Settings, split: str = "test") -> list
 def latency(store: SQLiteStore, settings: Settings) -> tuple[float, float]:
     """Each query embedded by the model, not answered from the embedding cache."""
     uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
-    store = SQLiteStore(settings.db_path, uncached)
+    store = sqlite_store(settings.db_path, uncached)
     questions = [q["question"] for q in read_jsonl(K8S / "questions.jsonl")]
     options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}
     search_many(questions[:1], store, **options)  # loads the vector index

@@ -39,14 +39,15 @@ from bench.e5 import (
     two_stage_pages,
 )
 from bench.skills import SKILLS, WEIGHTS, hit_rates
-from heron.embed import Embedder, calibration_of, embed_queries, is_english, load_embedder
+from heron.embed import Embedder, calibration_of, embed_queries, is_english
 from heron.libraries import add_library, index_library, search_many
 from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex
 from heron.skills.index import DEFAULT_TOP_K
 from heron.skills.search import LEX_WEIGHT, pool_size, rerank
-from heron.store import SQLiteStore
+from heron.store import SQLiteStore, open_store
 from heron.tools import ToolRouter
+from tests.conftest import sqlite_store
 
 DATA = Path(__file__).with_name("data")
 LANGUAGES = ("en", "pt", "es")
@@ -83,7 +84,7 @@ def skills() -> str:
     rows, english, sweep = [], {}, []
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, embedder in models.items():
-            store = SQLiteStore(Path(tmp) / f"{model_name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model_name}.db", embedder)
             index = SkillIndex(store, [SkillDir(SKILLS, "shared")], namespace="skills")
             index.index()
             for lang in LANGUAGES:
@@ -157,7 +158,7 @@ def tools() -> str:
     rows, english = [], {}
     with tempfile.TemporaryDirectory() as tmp:
         for model_name, embedder in models.items():
-            store = SQLiteStore(Path(tmp) / f"{model_name}.db", embedder)
+            store = sqlite_store(Path(tmp) / f"{model_name}.db", embedder)
             router = ToolRouter(catalogue, store, profile="anthropic", threshold=0.0)
             for lang in LANGUAGES:
                 texts = [q["text"] for q in sets[lang]]
@@ -193,7 +194,7 @@ def _profile_store(profile: str) -> tuple[SQLiteStore, Settings, dict[str, float
     home = HOMES / profile
     settings = Settings(home=home, embedder=profile, embed_cache=False)
     assert settings.embedder_profile == profile, "the multilingual profile needs the e5 extra"
-    store = SQLiteStore(settings.db_path, load_embedder(settings))
+    store = open_store(settings)  # the profile's embedder, closed with the store
     timing = home / "timing.json"
     if not timing.exists():
         add_library("kubernetes", str(K8S / "library"), settings)

@@ -18,9 +18,10 @@ import psycopg
 from bench.common import SCIFACT, WORK, ndcg_at_10, percentiles, read_jsonl, table
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record
 from heron.store.parity import parity
-from heron.store.postgres import PostgresStore
+from tests.conftest import sqlite_store
+from tests.postgres import postgres_store
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -51,9 +52,11 @@ def run() -> str:
 
     WORK.mkdir(exist_ok=True)
     embedder = CachedEmbedder(MiniLMEmbedder(Settings().models_dir), WORK / "embeddings.db")
-    sqlite = SQLiteStore(WORK / "scifact.db", embedder)
+    sqlite = sqlite_store(WORK / "scifact.db", embedder)
     sqlite.upsert("scifact", records)
-    postgres = PostgresStore(postgres_url(os.environ.get("HERON_BENCH_PG_DB", "scifact")), embedder)
+    postgres = postgres_store(
+        postgres_url(os.environ.get("HERON_BENCH_PG_DB", "scifact")), embedder
+    )
     start = time.perf_counter()
     postgres.upsert("scifact", records)
     load = time.perf_counter() - start

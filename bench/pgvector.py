@@ -22,13 +22,9 @@ from bench.search_latency import corpus_vectors, latency, recall_at_10, sentence
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import Record
-from heron.store.postgres import (
-    EF_SEARCH,
-    HNSW_EF_CONSTRUCTION,
-    HNSW_M,
-    PostgresStore,
-    hnsw_index_sql,
-)
+from heron.store.postgres import HNSW_EF_CONSTRUCTION, HNSW_M, PostgresStore, hnsw_index_sql
+from heron.store.schema import EF_SEARCH
+from tests.postgres import postgres_store
 
 
 def build(n: int, store: PostgresStore, texts: list[str], base: np.ndarray) -> float | None:
@@ -62,7 +58,7 @@ def run() -> str:
     qvecs = embedder.embed(queries)
     rows = []
     for n in sizes:
-        store = PostgresStore(postgres_url(f"pgvector_{n}"), embedder)
+        store = postgres_store(postgres_url(f"pgvector_{n}"), embedder)
         seconds = build(n, store, texts, base)
         recall = recall_at_10(store, synthetic(base, n), qvecs[:100])
         p50, p95 = latency(store, "dense", queries, qvecs)

@@ -51,6 +51,7 @@ from heron.libraries import (
 from heron.libraries.index import IndexBusy
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 ROOT = WORK / "realuse"
 DATA = Path(__file__).resolve().parent / "data" / "realuse"
@@ -91,7 +92,7 @@ def build() -> tuple[Settings, SQLiteStore, list[tuple]]:
             lib = None
         if lib is None:
             add_library(name, str(source.resolve()), conf)
-    store = SQLiteStore(conf.db_path, load_embedder(conf))
+    store = sqlite_store(conf.db_path, load_embedder(conf))
     rows = []
     for name in INDEXED:
         log(f"indexing {name} ...")

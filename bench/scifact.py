@@ -15,8 +15,9 @@ import numpy as np
 from bench.common import SCIFACT, WORK, ndcg_at_10, percentiles, read_jsonl, table
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record
 from heron.store.analysis import STOPWORDS
+from tests.conftest import sqlite_store
 
 
 def _rank(scores: np.ndarray, ids: list[str], k: int) -> list[tuple[str, float]]:
@@ -55,7 +56,7 @@ def run() -> str:
 
     WORK.mkdir(exist_ok=True)
     embedder = CachedEmbedder(MiniLMEmbedder(Settings().models_dir), WORK / "embeddings.db")
-    store = SQLiteStore(WORK / "scifact.db", embedder)
+    store = sqlite_store(WORK / "scifact.db", embedder)
     store.upsert(
         "scifact",
         (Record(d["_id"], t, {"title": d["title"]}) for d, t in zip(docs, texts, strict=True)),

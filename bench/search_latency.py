@@ -18,6 +18,7 @@ from bench.common import SCIFACT, WORK, percentiles, read_jsonl, table
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore
+from tests.conftest import sqlite_store
 
 
 def corpus_vectors(embedder: CachedEmbedder) -> tuple[list[str], np.ndarray]:
@@ -48,7 +49,7 @@ def sentences(texts: list[str], n: int) -> list[str]:
 def build(path_name: str, vectors: np.ndarray, texts: list[str]) -> SQLiteStore:
     embedder = MiniLMEmbedder(Settings().models_dir)
     path = WORK / path_name
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     if "bench" not in [ns.name for ns in store.namespaces()] or store.count("bench") != len(
         vectors
     ):

@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import tempfile
 from collections.abc import Sequence
-from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +26,7 @@ from heron.skills import ScanReport, Skill, SkillDir, SkillIndex, query_kind
 from heron.skills.index import DEFAULT_TOP_K
 from heron.skills.search import LEX_WEIGHT, pool_size, rerank
 from heron.skills.sync import index_skills
-from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 SKILLS = SHARED / "data" / "skills"
 QUERIES = Path(__file__).with_name("skills_queries.jsonl")
@@ -102,9 +101,9 @@ def latency_table(
         for s in skills
         if "composio-skills" in str(s.path)
     ][: LATENCY_SIZE - len(skills)]
-    with closing(SQLiteStore(path, cache)) as store:
+    with sqlite_store(path, cache) as store:
         index_skills(store, [*skills, *copies], namespace="skills-1000")
-    with closing(SQLiteStore(path, model)) as plain:  # a SkillIndex does not close its store
+    with sqlite_store(path, model) as plain:  # a SkillIndex does not close its store
         uncached = SkillIndex(plain, [], namespace="skills-1000")
         count = uncached.store.count("skills-1000")
         uncached.search(queries[0])  # builds the vector index
@@ -182,7 +181,7 @@ def run() -> str:
     with tempfile.TemporaryDirectory() as tmp:
         model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
         cache = CachedEmbedder(model, Path(tmp) / "embeddings.db")
-        store = SQLiteStore(Path(tmp) / "heron.db", cache)
+        store = sqlite_store(Path(tmp) / "heron.db", cache)
         skills = SkillIndex(store, [SkillDir(SKILLS, "shared")])
         parsed, report = parse_table(skills)
         out = parsed + "\n" + index_table(skills, model, cache)

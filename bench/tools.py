@@ -41,6 +41,7 @@ from heron.settings import Settings
 from heron.store import SQLiteStore
 from heron.store.fusion import reciprocal_rank_fusion
 from heron.tools import Tool, ToolRouter
+from tests.conftest import sqlite_store
 
 METATOOL = SHARED / "data" / "tools" / "metatool"
 SAMPLE = 2000
@@ -202,7 +203,7 @@ def many_tools() -> tuple[list[Tool], list[str]]:
 def latency_tables(embedder: MiniLMEmbedder, root: Path) -> str:
     tools, queries = many_tools()
     path = root / "latency.db"
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     (router, build_s) = timed(lambda: ToolRouter(tools, store, profile="openai"))
     first = router.sync_report
     qvecs = embedder.embed(queries)
@@ -219,14 +220,14 @@ def latency_tables(embedder: MiniLMEmbedder, root: Path) -> str:
     for _ in range(5):
         calls = embedder.calls
         start = time.perf_counter()
-        store = SQLiteStore(path, embedder)
+        store = sqlite_store(path, embedder)
         router = ToolRouter(tools, store, profile="openai")
         starts.append(time.perf_counter() - start)
         embedded.append(embedder.calls - calls + router.sync_report.embedded)
         store.close()
     changed = list(tools)
     changed[0] = Tool(changed[0].name, changed[0].description + " Now also in French.")
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     router, one_s = timed(lambda: ToolRouter(changed, store, profile="openai"))
     one = router.sync_report.embedded
     store.close()
@@ -249,7 +250,7 @@ def latency_tables(embedder: MiniLMEmbedder, root: Path) -> str:
 def run() -> str:
     embedder = MiniLMEmbedder(Settings().models_dir)
     with tempfile.TemporaryDirectory() as tmp:
-        store = SQLiteStore(Path(tmp) / "quality.db", embedder)
+        store = sqlite_store(Path(tmp) / "quality.db", embedder)
         text = quality_tables(embedder, store)
         store.close()
         text += "\n" + latency_tables(embedder, Path(tmp))

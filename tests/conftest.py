@@ -8,11 +8,19 @@ from pathlib import Path
 
 import pytest
 
-from heron.embed import MiniLMEmbedder
+from heron.embed import Embedder, MiniLMEmbedder
 from heron.settings import Settings
-from heron.store import SQLiteStore
+from heron.store import SQLiteStore, open_store
 
 SHARED = Path(os.environ.get("HERON_SHARED") or Path(__file__).parents[1] / ".." / "shared")
+
+
+def sqlite_store(path: Path, embedder: Embedder) -> SQLiteStore:
+    """The record store on the SQLite file ``path``, opened as Heron opens its store
+    (``open_store``, by settings naming the file), sharing ``embedder``."""
+    store = open_store(Settings(database_url=f"sqlite:///{path}"), embedder)
+    assert isinstance(store, SQLiteStore)
+    return store
 
 
 @pytest.fixture(scope="session")
@@ -32,9 +40,8 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 @pytest.fixture
 def store(tmp_path: Path, embedder: MiniLMEmbedder) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(tmp_path / "heron.db", embedder)
-    yield store
-    store.close()
+    with sqlite_store(tmp_path / "heron.db", embedder) as store:
+        yield store
 
 
 def pytest_configure(config: pytest.Config) -> None:

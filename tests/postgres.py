@@ -24,12 +24,19 @@ import sys
 import tempfile
 import uuid
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import NoReturn, Unpack
 
 import psycopg
 import pytest
 
+from heron.db import PostgresOptions, open_database
+from heron.db.postgres import PostgresDatabase
+from heron.embed import Embedder
+from heron.settings import Settings
+from heron.store.postgres import PostgresStore
+from heron.store.schema import STORE
 from tests.ci import missing
 
 SCRIPT = Path(__file__).resolve().parents[1] / "scripts" / "postgres"
@@ -85,3 +92,15 @@ def pg_url(pg_server: str) -> Iterator[str]:
     finally:
         with psycopg.connect(pg_server, autocommit=True) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def postgres_store(
+    url: str, embedder: Embedder, **options: Unpack[PostgresOptions]
+) -> PostgresStore:
+    """The record store on the PostgreSQL database ``url``, opened through
+    ``open_database`` as ``open_store`` opens it, with ``options`` over those of ``STORE``
+    (``timeout=2``: a test of an unreachable server waits 2 seconds, not 30)."""
+    schemas = replace(STORE, postgres_options={**STORE.postgres_options, **options})
+    database = open_database(Settings(database_url=url), schemas)
+    assert isinstance(database, PostgresDatabase)
+    return PostgresStore(database, embedder)

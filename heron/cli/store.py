@@ -128,9 +128,7 @@ def parity_command(
     """
     from heron.embed import load_embedder
     from heron.settings import Settings
-    from heron.store import SQLiteStore
     from heron.store.parity import parity
-    from heron.store.postgres import PostgresStore
 
     batch = query_batch(query, queries)
     settings = Settings()
@@ -140,10 +138,16 @@ def parity_command(
             "No PostgreSQL store to compare with: set HERON_DATABASE_URL=postgresql://... "
             "or pass --postgres URL."
         )
+    # Each side is opened as Heron opens its store, by settings that name its database.
+    on_postgres = settings.model_copy(update={"database_url": url})
+    if on_postgres.postgres_url is None:
+        raise InputError("--postgres takes a postgresql://USER:PASSWORD@HOST:PORT/DB URL.")
+    file = sqlite or settings.home / "heron.db"
+    on_sqlite = settings.model_copy(update={"database_url": f"sqlite:///{file}"})
     with (
         load_embedder(settings) as embedder,
-        SQLiteStore(sqlite or settings.home / "heron.db", embedder) as one,
-        PostgresStore(url, embedder) as other,
+        open_store(on_sqlite, embedder) as one,
+        open_store(on_postgres, embedder) as other,
         working(f"running {len(batch)} queries on both stores"),
     ):
         report = parity(one, other, namespace, [text for _, text in batch], top_k=top_k)

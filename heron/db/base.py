@@ -1,5 +1,6 @@
 """The contract of a database (``Database``), what a store over one is (``DatabaseStore``),
-and how a store describes its tables once for both backends (``Schema``).
+and how a store describes its tables once for both backends (``Schema``), or once per
+backend where they must differ (``EngineSchemas``).
 
 A ``Database`` hands out a connection for one transaction at a time:
 
@@ -18,8 +19,8 @@ managers (``with open_database(settings, JOBS) as db:``).
 from __future__ import annotations
 
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, field
+from typing import Any, Protocol, TypedDict
 
 from heron.db.dialect import Dialect
 from heron.errors import StoreError
@@ -37,7 +38,10 @@ class Schema:
     ``reopen``: how to open another once this one is closed ("heron.jobs.open_jobs()").
     For a store PostgreSQL may hold: ``noun`` names its migrations table
     (``heron_{noun}_migrations``), ``advice`` ends its errors ("then the job (heron jobs
-    show ID) before retrying").
+    show ID) before retrying"). ``primary``: the record store's, the one database
+    ``HERON_DATABASE_URL`` names itself; on SQLite its file is ``settings.db_path`` (the
+    ``PATH`` of ``sqlite:///PATH``, by default ``heron.db``), which every other schema's
+    ``{name}.db`` sits beside.
     """
 
     name: str
@@ -47,6 +51,51 @@ class Schema:
     reopen: str
     noun: str = ""
     advice: str = ""
+    primary: bool = False
+
+
+class SQLiteOptions(TypedDict, total=False):
+    """How ``SQLiteDatabase`` opens a schema's file, past the schema (its keyword
+    arguments, whose defaults stand for a key left out): ``timeout``, the seconds a writer
+    waits for the lock; ``pragmas`` run on open; ``rows``, the row factory (``None``:
+    tuples)."""
+
+    timeout: float
+    pragmas: tuple[str, ...]
+    rows: Any
+
+
+class PostgresOptions(TypedDict, total=False):
+    """How ``PostgresDatabase`` opens a schema's pool, past the schema (its keyword
+    arguments, whose defaults stand for a key left out): ``pool_size``; ``timeout``, the
+    seconds a caller waits for a connection; ``rows``, the row factory (``None``: tuples);
+    ``vectors``, pgvector's ``vector`` type read and written as float32 arrays; ``setup``,
+    statements each new connection runs (``SET hnsw.ef_search = 400``). Plain data, no
+    callable of psycopg's, so a schema can be declared where psycopg is not installed."""
+
+    pool_size: int
+    timeout: float
+    rows: Any
+    vectors: bool
+    setup: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EngineSchemas:
+    """A store whose tables differ by backend, declared for each, with how each opens.
+
+    Jobs, interventions and keys write their tables once (a ``Schema`` in
+    ``heron.db.dialect``'s notation); the record store cannot: SQLite searches words with
+    FTS5 and vectors with usearch beside the file, PostgreSQL with a postings table and
+    pgvector. So the store declares both here and still opens through the one function
+    that picks the backend (``open_database``), which takes this or a ``Schema`` (the
+    same schema, with the default options, on either backend).
+    """
+
+    sqlite: Schema
+    postgres: Schema
+    sqlite_options: SQLiteOptions = field(default_factory=SQLiteOptions)
+    postgres_options: PostgresOptions = field(default_factory=PostgresOptions)
 
 
 class Database(Protocol):

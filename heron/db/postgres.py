@@ -1,5 +1,6 @@
 """PostgreSQL for Heron: numbered migrations applied on start, a pool, and
-``PostgresDatabase``, the one database type over them.
+``PostgresDatabase``, the one database type over them; pgvector's ``vector`` as float32
+arrays (``Vector`` on the way in) for a database opened with ``vectors=True``.
 
 Each migration runs in its own transaction (PostgreSQL's DDL is transactional), so one
 that is interrupted leaves nothing behind and runs again whole next time. A transaction
@@ -16,12 +17,16 @@ from contextlib import contextmanager
 from typing import Any, TypeVar
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from heron.errors import HeronError, InputError, StoreError
 from heron.extras import missing
 
 try:
     import psycopg
+    from psycopg.adapt import Dumper, Loader
     from psycopg.rows import dict_row
+    from psycopg.types import TypeInfo
     from psycopg_pool import ConnectionPool, PoolTimeout
 except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
     raise StoreError(missing("postgres")) from exc
@@ -86,6 +91,43 @@ def where(url: str) -> str:
     return f"{parts.hostname or 'localhost'}:{parts.port or 5432}{parts.path or '/'}"
 
 
+class Vector:
+    """A float32 vector on its way to a pgvector ``vector`` parameter."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array: np.ndarray) -> None:
+        self.array = np.asarray(array, dtype=np.float32).reshape(-1)
+
+
+class _VectorDumper(Dumper):
+    """pgvector's binary format: dimension and a zero (uint16 each), big-endian float32s."""
+
+    format = psycopg.pq.Format.BINARY
+
+    def dump(self, obj: Vector) -> bytes:
+        head = np.array([obj.array.size, 0], dtype=">u2").tobytes()
+        return head + obj.array.astype(">f4").tobytes()
+
+
+class _VectorLoader(Loader):
+    format = psycopg.pq.Format.BINARY
+
+    def load(self, data: Any) -> np.ndarray:
+        return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)
+
+
+def register_vectors(conn: psycopg.Connection) -> None:
+    """``Vector`` parameters sent, and ``vector`` columns read back, in pgvector's binary
+    format on ``conn``: the type's oid is the database's own, so each connection asks."""
+    info = TypeInfo.fetch(conn, "vector")
+    if info is None:  # migrations create it before the pool opens
+        raise StoreError("pgvector's vector type is missing; restart Heron to migrate.")
+    dumper = type("VectorDumper", (_VectorDumper,), {"oid": info.oid})
+    conn.adapters.register_dumper(Vector, dumper)
+    conn.adapters.register_loader(info.oid, _VectorLoader)
+
+
 def open_pool(
     url: str,
     *,
@@ -124,9 +166,12 @@ class PostgresDatabase(Resource):
     ``heron_{noun}_migrations`` (``heron_migrations`` without a noun). Each
     ``connection()`` is one transaction, reads too, so a read sees one snapshot; ``run()``
     is the store's way, retried when the connection drops. Rows are dicts unless ``rows``
-    is ``None`` (tuples); ``configure`` runs on each new connection. Raises ``StoreError``
-    when the server cannot be reached or a migration cannot be applied; its messages end
-    with the schema's ``advice``.
+    is ``None`` (tuples). Each new connection reads and writes pgvector's ``vector`` as
+    float32 arrays when ``vectors`` (``register_vectors``), then runs the statements of
+    ``setup``. These are the keys of ``PostgresOptions``, as data, so that a schema
+    declares them without importing psycopg. Raises ``StoreError`` when the server cannot
+    be reached or a migration cannot be applied; its messages end with the schema's
+    ``advice``.
 
     >>> with PostgresDatabase("postgresql://heron@db/heron", JOBS) as db:  # doctest: +SKIP
     ...     with db.connection() as conn:
@@ -143,9 +188,11 @@ class PostgresDatabase(Resource):
         pool_size: int = 4,
         timeout: float = 30,
         rows: Any = dict_row,
-        configure: Callable[[psycopg.Connection], None] | None = None,
+        vectors: bool = False,
+        setup: Sequence[str] = (),
     ) -> None:
         self.schema = schema
+        self.url = url
         self.where = where(url)
         self.what = f"{schema.what} at {self.where}"
         self._closed = False
@@ -157,8 +204,8 @@ class PostgresDatabase(Resource):
         options: dict[str, Any] = {"check": ConnectionPool.check_connection}
         if rows is not None:
             options["kwargs"] = {"row_factory": rows}
-        if configure is not None:
-            options["configure"] = configure
+        if vectors or setup:
+            options["configure"] = lambda conn: _configure(conn, vectors, setup)
         try:
             self._pool = open_pool(
                 url,
@@ -225,3 +272,11 @@ class PostgresDatabase(Resource):
         if not self._closed:
             self._closed = True
             self._pool.close()
+
+
+def _configure(conn: psycopg.Connection, vectors: bool, setup: Sequence[str]) -> None:
+    """A new connection of the pool, made ready as ``PostgresDatabase`` was asked."""
+    if vectors:
+        register_vectors(conn)
+    for statement in setup:
+        conn.execute(statement)

@@ -252,6 +252,9 @@ class SQLiteDatabase(Resource):
     ) -> None:
         self.path = Path(path)
         self.schema = schema
+        #: Seconds a writer waits for the file's lock (a second connection to the file
+        #: waits as long).
+        self.timeout = timeout
         self.what = f"{schema.what} {self.path}"
         self.file = SQLiteFile(self.path, schema.what, schema.rebuild)
         self._closed = False

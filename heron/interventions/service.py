@@ -82,7 +82,7 @@ PRUNE_EVERY = 60.0
 
 
 def interventions_db_path(settings: Settings) -> Path:
-    return database_path(settings, INTERVENTIONS.name)
+    return database_path(settings, INTERVENTIONS)
 
 
 def audio_folder(settings: Settings) -> Path:

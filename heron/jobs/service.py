@@ -41,7 +41,7 @@ log = logging.getLogger("heron.jobs")
 
 def jobs_db_path(settings: Settings) -> Path:
     """``jobs.db`` beside the store's database (see ``heron.jobs.sql`` for why)."""
-    return database_path(settings, JOBS.name)
+    return database_path(settings, JOBS)
 
 
 def open_jobs(settings: Settings | None = None) -> Jobs:

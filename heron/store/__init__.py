@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from heron.db import SQLiteDatabase, open_database
 from heron.embed import Embedder, load_embedder
 from heron.settings import Settings
 from heron.store.base import (
@@ -13,6 +14,7 @@ from heron.store.base import (
     Store,
     UpsertResult,
 )
+from heron.store.schema import STORE
 from heron.store.sql import SQLStore
 from heron.store.sqlite import SQLiteStore
 
@@ -32,9 +34,10 @@ __all__ = [
 
 def open_store(settings: Settings | None = None, embedder: Embedder | None = None) -> Store:
     """The store the settings point at: PostgreSQL when ``HERON_DATABASE_URL`` is a
-    ``postgresql://`` URL, else the SQLite file. ``embedder``: one to share, left open by
-    ``store.close()``; without one the configured embedder is loaded for this store, and
-    ``store.close()`` closes it (the ownership rule, ``heron.store.base``)."""
+    ``postgresql://`` URL, else the SQLite file (``heron.db.open_database`` decides, the
+    one place that does). ``embedder``: one to share, left open by ``store.close()``;
+    without one the configured embedder is loaded for this store, and ``store.close()``
+    closes it (the ownership rule, ``heron.store.base``)."""
     settings = settings or Settings()
     if embedder is not None:
         return _connect(settings, embedder)
@@ -49,11 +52,17 @@ def open_store(settings: Settings | None = None, embedder: Embedder | None = Non
 
 
 def _connect(settings: Settings, embedder: Embedder) -> SQLStore:
-    if settings.postgres_url:
+    """The store class of the backend ``open_database`` opened, given that database."""
+    database = open_database(settings, STORE)
+    try:
+        if isinstance(database, SQLiteDatabase):
+            return SQLiteStore(database, embedder)
         from heron.store.postgres import PostgresStore  # psycopg only when it is used
 
-        return PostgresStore(settings.postgres_url, embedder)
-    return SQLiteStore(settings.db_path, embedder)
+        return PostgresStore(database, embedder)
+    except BaseException:
+        database.close()
+        raise
 
 
 def check_store(store: Store) -> None:

@@ -12,12 +12,13 @@ Heron's resources (stores, embedders, skill indexes, toolboxes, agents, pools) f
 this one rule: an ``open_*`` helper (``open_store``, ``open_skills``, ``open_tools``,
 ``open_agent``) returns an object that owns what the helper opened for it and closes
 that in ``close()``; what the caller passed in (``open_skills(store=...)``,
-``open_store(settings, embedder)``) stays open. A constructor (``SQLiteStore(path,
-embedder)``, ``SkillIndex(store, dirs)``, ``Toolbox(registry, store)``, ``Agent(...)``)
-is handed its parts and never closes them; what it should close goes in its
-``resources`` (a ``contextlib.ExitStack``). So a server opens one store (and with it one
-embedder and, on PostgreSQL, one pool) and hands it to everything else
-(``heron.server.runtime``).
+``open_store(settings, embedder)``) stays open. A constructor (``SkillIndex(store,
+dirs)``, ``Toolbox(registry, store)``, ``Agent(...)``) is handed its parts and never
+closes them; what it should close goes in its ``resources`` (a ``contextlib.ExitStack``).
+A store over a database is built for that database alone, so it takes it over:
+``SQLiteStore(database, embedder)`` closes the database, never the embedder. So a
+server opens one store (and with it one embedder and, on PostgreSQL, one pool) and hands
+it to everything else (``heron.server.runtime``).
 """
 
 from __future__ import annotations

@@ -32,128 +32,26 @@ from heron.extras import missing
 
 try:
     import psycopg
-    from psycopg.adapt import Dumper, Loader
-    from psycopg.types import TypeInfo
 except ImportError as exc:  # the postgres extra: a clear error wherever this is imported
     raise StoreError(missing("postgres")) from exc
 
-from heron.db import Schema
-from heron.db.postgres import PostgresDatabase
+from heron.db.postgres import PostgresDatabase, Vector
 from heron.embed.base import Embedder
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
+from heron.store.schema import EF_SEARCH
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 from heron.store.validate import FilterTerms, check_model, no_namespace
 
 T = TypeVar("T")
-#: The store's schema as numbered migrations, applied on start and recorded in
-#: ``heron_migrations`` (``heron.db.postgres.migrate``). Never edit one that has shipped:
-#: append the next.
-MIGRATIONS: tuple[str, ...] = (
-    # 1: records with their vector and number of analysed terms; the postings of their
-    # terms (occurrences in title and body, the record's length again so that scoring
-    # needs no join); key-value state.
-    """
-    CREATE EXTENSION IF NOT EXISTS vector;
-    CREATE TABLE heron_namespaces (
-        id serial PRIMARY KEY,
-        name text NOT NULL UNIQUE,
-        model_id text NOT NULL,
-        dim integer NOT NULL,
-        docs bigint NOT NULL DEFAULT 0,
-        tokens bigint NOT NULL DEFAULT 0
-    );
-    CREATE TABLE heron_records (
-        key bigserial PRIMARY KEY,
-        namespace_id integer NOT NULL REFERENCES heron_namespaces (id) ON DELETE CASCADE,
-        id text NOT NULL,
-        text text NOT NULL,
-        metadata jsonb NOT NULL,
-        hash text NOT NULL,
-        embedding vector NOT NULL,
-        length integer NOT NULL,
-        UNIQUE (namespace_id, id)
-    );
-    -- Vectors inline with their row: out-of-line (TOAST) storage made an exact scan of
-    -- 5,000 vectors 4 times slower (43 against 10 ms).
-    ALTER TABLE heron_records ALTER COLUMN embedding SET STORAGE MAIN;
-    CREATE TABLE heron_postings (
-        namespace_id integer NOT NULL,
-        term text NOT NULL,
-        key bigint NOT NULL REFERENCES heron_records (key) ON DELETE CASCADE,
-        in_title integer NOT NULL,
-        in_body integer NOT NULL,
-        length integer NOT NULL,
-        PRIMARY KEY (namespace_id, term, key)
-    );
-    CREATE INDEX heron_postings_key ON heron_postings (key);
-    CREATE TABLE heron_kv (
-        namespace text NOT NULL,
-        key text NOT NULL,
-        value text NOT NULL,
-        PRIMARY KEY (namespace, key)
-    );
-    """,
-)
-#: The store's database: the pool ``heron-store``, its migrations in ``heron_migrations``.
-_STORE = Schema(
-    name="store",
-    what="the PostgreSQL store",
-    migrations=MIGRATIONS,
-    rebuild="",
-    reopen="heron.store.open_store(settings)",
-    advice="then run the operation again (it wrote nothing; an upsert keeps its earlier batches)",
-)
 #: SQLite FTS5's BM25 constants, so both backends score alike.
 K1, B = 1.2, 0.75
 #: HNSW graph: m and ef_construction as the SQLite store's usearch graph (16, 128); with
 #: pgvector's default ef_construction (64) recall@10 at 1M vectors was 0.81, with 128 0.92.
 HNSW_M, HNSW_EF_CONSTRUCTION = 16, 128
-#: HNSW candidate list size: 400 reaches recall@10 0.95 at 1M vectors (200: 0.92, 18 against
-#: 15 ms p50); pgvector's default (40) would also cap a search at 40 results.
-EF_SEARCH = 400
 #: Longer terms are not indexed: a B-tree entry must fit in a third of a page.
 _MAX_TERM = 1000
 _SEPARATORS = re.compile(r"[\W_]+")
-
-
-class _Vector:
-    """A float32 vector on its way to a pgvector ``vector`` parameter."""
-
-    __slots__ = ("array",)
-
-    def __init__(self, array: np.ndarray) -> None:
-        self.array = np.asarray(array, dtype=np.float32).reshape(-1)
-
-
-class _VectorDumper(Dumper):
-    """pgvector's binary format: dimension and a zero (uint16 each), big-endian float32s."""
-
-    format = psycopg.pq.Format.BINARY
-
-    def dump(self, obj: _Vector) -> bytes:
-        head = np.array([obj.array.size, 0], dtype=">u2").tobytes()
-        return head + obj.array.astype(">f4").tobytes()
-
-
-class _VectorLoader(Loader):
-    format = psycopg.pq.Format.BINARY
-
-    def load(self, data: Any) -> np.ndarray:
-        return np.frombuffer(bytes(data), dtype=">f4", offset=4).astype(np.float32)
-
-
-def _configure(conn: psycopg.Connection) -> None:
-    info = TypeInfo.fetch(conn, "vector")
-    if info is None:  # migrations create it before the pool opens
-        raise StoreError("pgvector's vector type is missing; restart Heron to migrate.")
-    dumper = type("VectorDumper", (_VectorDumper,), {"oid": info.oid})
-    conn.adapters.register_dumper(_Vector, dumper)
-    conn.adapters.register_loader(info.oid, _VectorLoader)
-    # pgvector's default ef_search (40) would cap a search at 40 results; with filters
-    # the graph search goes on until enough rows pass them.
-    conn.execute(f"SET hnsw.ef_search = {EF_SEARCH}")
-    conn.execute("SET hnsw.iterative_scan = strict_order")
 
 
 def _fold(char: str) -> str:
@@ -224,20 +122,21 @@ class PostgresStore(SQLStore[_Scope]):
     """``Store`` on a PostgreSQL database with pgvector. Safe to share between threads,
     processes and machines.
 
-    >>> store = PostgresStore("postgresql://heron@db/heron", embedder)  # doctest: +SKIP
-    >>> store.search("docs", "what runs a container?")[0].id           # doctest: +SKIP
+    Built on the pool ``heron.db.open_database`` opened for ``heron.store.schema.STORE``
+    (rows as tuples, pgvector's vectors as float32 arrays), which it owns: ``close()``
+    closes it. ``heron.store.open_store`` opens both, on PostgreSQL when
+    ``HERON_DATABASE_URL`` names a ``postgresql://`` database::
+
+    >>> store = open_store(settings, embedder)                 # doctest: +SKIP
+    >>> store.search("docs", "what runs a container?")[0].id  # doctest: +SKIP
     'a'
     """
 
-    def __init__(
-        self, url: str, embedder: Embedder, *, pool_size: int = 4, timeout: float = 30.0
-    ) -> None:
+    def __init__(self, database: PostgresDatabase, embedder: Embedder) -> None:
         super().__init__(embedder)
-        self.url = url
-        self._database = PostgresDatabase(
-            url, _STORE, pool_size=pool_size, timeout=timeout, rows=None, configure=_configure
-        )
-        self.where = self._database.where
+        self._database = database
+        self.url = database.url
+        self.where = database.where
 
     def _run(self, work: Callable[[psycopg.Connection], T], *, write: bool = False) -> T:
         """``work`` on the database (``PostgresDatabase.run``: retried when the connection
@@ -354,7 +253,7 @@ class PostgresStore(SQLStore[_Scope]):
                     "metadata = excluded.metadata, hash = excluded.hash, "
                     "embedding = excluded.embedding, length = excluded.length",
                     [
-                        (ns_id, row.id, row.text, row.metadata, row.hash, _Vector(v), length)
+                        (ns_id, row.id, row.text, row.metadata, row.hash, Vector(v), length)
                         for row, v, (_, length) in zip(rows, vectors, terms, strict=True)
                     ],
                 )
@@ -448,7 +347,7 @@ class PostgresStore(SQLStore[_Scope]):
                     f"SELECT {columns} FROM heron_records r "
                     f"WHERE r.namespace_id = {int(scope.ns_id)} {scope.where} "
                     f"ORDER BY {distance} LIMIT %s",
-                    (_Vector(vector), *scope.params, _Vector(vector), k),
+                    (Vector(vector), *scope.params, Vector(vector), k),
                 ).fetchall()
 
         rows = self._run(nearest)

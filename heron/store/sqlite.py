@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from heron.db import Schema, SQLiteDatabase
+from heron.db import SQLiteDatabase
 from heron.embed.base import Embedder
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
@@ -29,60 +29,6 @@ from heron.store.base import NamespaceInfo
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 from heron.store.validate import FilterTerms, check_model, no_namespace
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
-
-#: How a store moved aside comes back (the end of a ``DatabaseCorrupt`` message).
-REBUILD = (
-    "rebuild it: heron index && heron skills index (and heron store load again for the "
-    "namespaces you loaded yourself)"
-)
-
-#: The store's schema as ordered migrations (``heron.db.sqlite.migrate``); ``PRAGMA
-#: user_version`` is how many are applied. Never edit one that has shipped: append the
-#: next. The first creates its tables only where missing, so a file made before versions
-#: existed (version 0) takes it as is.
-MIGRATIONS: tuple[str, ...] = (
-    """
-CREATE TABLE IF NOT EXISTS namespaces (
-    id INTEGER PRIMARY KEY AUTOINCREMENT,
-    name TEXT NOT NULL UNIQUE,
-    model_id TEXT NOT NULL,
-    dim INTEGER NOT NULL,
-    seq INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS records (
-    key INTEGER PRIMARY KEY AUTOINCREMENT,
-    namespace_id INTEGER NOT NULL REFERENCES namespaces(id),
-    id TEXT NOT NULL,
-    text TEXT NOT NULL,
-    metadata TEXT NOT NULL,
-    hash TEXT NOT NULL,
-    vector BLOB NOT NULL,
-    seq INTEGER NOT NULL,
-    UNIQUE (namespace_id, id)
-);
-CREATE INDEX IF NOT EXISTS records_seq ON records (namespace_id, seq);
-CREATE TABLE IF NOT EXISTS tombstones (
-    namespace_id INTEGER NOT NULL,
-    key INTEGER NOT NULL,
-    seq INTEGER NOT NULL
-);
-CREATE INDEX IF NOT EXISTS tombstones_seq ON tombstones (namespace_id, seq);
-CREATE TABLE IF NOT EXISTS kv (
-    namespace TEXT NOT NULL,
-    key TEXT NOT NULL,
-    value TEXT NOT NULL,
-    PRIMARY KEY (namespace, key)
-) WITHOUT ROWID;
-""",
-)
-#: The store's file (``heron.db``), opened and migrated by ``heron.db.SQLiteDatabase``.
-_STORE = Schema(
-    name="heron",
-    what="the store",
-    migrations=MIGRATIONS,
-    rebuild=REBUILD,
-    reopen="heron.store.open_store(settings)",
-)
 
 
 def _fts_query(text: str) -> str | None:
@@ -105,15 +51,19 @@ class _Scope:
 class SQLiteStore(SQLStore[_Scope]):
     """``Store`` on one SQLite file. Safe to share between threads and processes.
 
-    >>> store = SQLiteStore(Path("heron.db"), embedder)          # doctest: +SKIP
+    Built on the file ``heron.db.open_database`` opened for ``heron.store.schema.STORE``,
+    which it owns: ``close()`` closes it. ``heron.store.open_store`` opens both::
+
+    >>> store = open_store(settings, embedder)                      # doctest: +SKIP
     >>> store.upsert("docs", [Record("a", "Pods run containers")])  # doctest: +SKIP
-    >>> store.search("docs", "what runs a container?")[0].id     # doctest: +SKIP
+    >>> store.search("docs", "what runs a container?")[0].id        # doctest: +SKIP
     'a'
     """
 
-    def __init__(self, path: Path, embedder: Embedder) -> None:
+    def __init__(self, database: SQLiteDatabase, embedder: Embedder) -> None:
         super().__init__(embedder)
-        self.path = Path(path)
+        self._database = database
+        self.path = database.path
         self.where = str(self.path)
         # The vector index cache's lock; the connection has its own (the database's).
         self._lock = threading.RLock()
@@ -122,8 +72,7 @@ class SQLiteStore(SQLStore[_Scope]):
         self._side_db: sqlite3.Connection | None = None
         self._side_db_lock = threading.Lock()
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
-        self._database = SQLiteDatabase(self.path, _STORE, timeout=60, rows=None)
-        self.schema_version = self._database.schema_version
+        self.schema_version = database.schema_version
 
     def check(self) -> None:
         """Read every page of the file and raise ``DatabaseCorrupt`` if one is damaged,
@@ -148,7 +97,9 @@ class SQLiteStore(SQLStore[_Scope]):
         if side:
             with self._side_db_lock, self._database.file.errors():
                 if self._side_db is None:
-                    self._side_db = sqlite3.connect(self.path, timeout=60, check_same_thread=False)
+                    self._side_db = sqlite3.connect(
+                        self.path, timeout=self._database.timeout, check_same_thread=False
+                    )
                 return self._side_db.execute(sql, params).fetchall()
         with self._database.connection() as db:
             return db.execute(sql, params).fetchall()

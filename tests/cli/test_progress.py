@@ -19,8 +19,8 @@ from heron.embed import MiniLMEmbedder
 from heron.errors import NotFound
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
-from heron.store import SQLiteStore
 from heron.store.sql import FIRST_STEP
+from tests.conftest import sqlite_store
 from tests.libraries.conftest import PAGES, write_pages
 from tests.run_heron import run_heron
 
@@ -142,7 +142,7 @@ def test_the_chunks_stage_moves_while_chunks_embed(
     )
     pages = {f"handbook/team{i}.md": f"# Team {i}\n\n{sections}\n" for i in range(4)}
     add_library("handbook", str(write_pages(tmp_path / "handbook", pages)), settings)
-    store = SQLiteStore(settings.db_path, embedder)
+    store = sqlite_store(settings.db_path, embedder)
     seen: dict[str, list[tuple[int, int]]] = {}
 
     def stored() -> int:

@@ -21,7 +21,8 @@ from heron.embed.e5 import PASSAGE_PREFIX
 from heron.embed.e5_onnx import ensure_graph, graph_path, read_model
 from heron.errors import InputError, ModelError, NamespaceMismatch
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record
+from tests.conftest import sqlite_store
 
 QUESTION = "how do I roll back a deployment?"
 ANSWER = "kubectl rollout undo reverts a Deployment to its previous revision."
@@ -154,10 +155,10 @@ def test_the_profile_setting_and_a_namespace_built_with_another(
     loaded = load_embedder(settings)
     assert isinstance(loaded, CachedEmbedder) and isinstance(loaded.inner, E5OnnxEmbedder)
     assert (loaded.model_id, loaded.dim) == ("multilingual-e5-small-q4-onnx-int8", 384)
-    minilm_store = SQLiteStore(settings.db_path, embedder)
+    minilm_store = sqlite_store(settings.db_path, embedder)
     minilm_store.upsert("notes", [Record("a", ANSWER, {})])
     minilm_store.close()
-    e5_store = SQLiteStore(settings.db_path, loaded)
+    e5_store = sqlite_store(settings.db_path, loaded)
     with pytest.raises(NamespaceMismatch, match=r"HERON_EMBEDDER .* re-index it"):
         e5_store.search("notes", QUESTION)
     e5_store.close()

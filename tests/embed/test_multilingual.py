@@ -25,8 +25,9 @@ from heron.embed.e5_onnx import ensure_graph
 from heron.errors import ModelError
 from heron.server.embeddings import EmbeddingRequest, cost_of, model_of, texts_of
 from heron.settings import Settings
-from heron.store import Record, SQLiteStore
+from heron.store import Record
 from heron.store.fusion import rocchio
+from tests.conftest import sqlite_store
 
 PASSAGES = [
     "kubectl rollout undo reverts a Deployment to its previous revision.",
@@ -104,7 +105,7 @@ def test_a_store_ranks_each_language_as_its_model_does(
     records = [Record(str(i), text) for i, text in enumerate(PASSAGES)]
     orders = {}
     for name, model in (("both", both), ("minilm", embedder), ("e5", e5)):
-        with SQLiteStore(tmp_path / f"{name}.db", model) as store:
+        with sqlite_store(tmp_path / f"{name}.db", model) as store:
             store.upsert("docs", records)
             orders[name] = [
                 [hit.id for hit in hits]

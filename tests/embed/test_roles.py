@@ -28,6 +28,7 @@ from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex
 from heron.store import Record, SQLiteStore
 from heron.tools import Tool, ToolRouter
+from tests.conftest import sqlite_store
 
 #: Unlike either real profile's, so that a threshold read from the wrong place shows.
 ROLES = Calibration(skill=0.61, weak=0.32, docs=0.43, tool=0.54, route=0.15, overlap=0.2)
@@ -64,9 +65,8 @@ def model() -> RoleModel:
 
 @pytest.fixture
 def role_store(tmp_path: Path, model: RoleModel) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(tmp_path / "roles.db", model)
-    yield store
-    store.close()
+    with sqlite_store(tmp_path / "roles.db", model) as store:
+        yield store
 
 
 def test_minilm_has_no_roles_and_keeps_its_thresholds(
@@ -140,7 +140,7 @@ def test_libraries_and_the_agent_embed_queries_as_queries(
     )
     settings = Settings()
     add_library("garden", str(pages), settings)
-    store = SQLiteStore(settings.db_path, model)
+    store = sqlite_store(settings.db_path, model)
     index_library("garden", store, settings=settings)
     assert search("when do I water tomatoes", store, settings=settings)[0].page == "watering"
     assert model.roles_of("when do I water tomatoes") == {"query"}

@@ -10,6 +10,7 @@ import pytest
 from heron.embed import CachedEmbedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 
 PAGES = {
     "concepts/pods.md": (
@@ -46,9 +47,8 @@ def cached(tmp_path: Path, embedder: MiniLMEmbedder) -> CachedEmbedder:
 
 @pytest.fixture
 def store(settings: Settings, cached: CachedEmbedder) -> Iterator[SQLiteStore]:
-    store = SQLiteStore(settings.db_path, cached)
-    yield store
-    store.close()
+    with sqlite_store(settings.db_path, cached) as store:
+        yield store
 
 
 def write_pages(root: Path, pages: dict[str, str | bytes]) -> Path:

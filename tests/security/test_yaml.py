@@ -16,7 +16,7 @@ from heron.skills import SkillIndex, open_skills
 from heron.skills.dirs import SkillDir
 from heron.skills.parser import MAX_BYTES, parse_skill
 from heron.skills.scan import scan
-from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 from tests.security.deadline import within
 
 #: Nine levels of nine aliases: 387,420,489 strings once expanded, in 600 bytes.
@@ -112,7 +112,7 @@ def test_a_skill_file_linked_from_outside_is_skipped_and_never_indexed(
     (root / "creds" / "SKILL.md").symlink_to(secret_file)
     (root / "linked-dir").symlink_to(secret_file.parent)  # a skill directory leaving the root
     (secret_file.parent / "SKILL.md").symlink_to(secret_file)
-    store = SQLiteStore(tmp_path / "heron.db", embedder)
+    store = sqlite_store(tmp_path / "heron.db", embedder)
     try:
         report = SkillIndex(store, [SkillDir(root, "test")]).index().scan
     finally:

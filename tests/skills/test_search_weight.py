@@ -11,7 +11,7 @@ import pytest
 from heron.embed import E5, MINILM, Calibration, E5Embedder
 from heron.skills import SkillDir, SkillIndex
 from heron.skills.search import LEX_WEIGHT, bonus_weight, rerank
-from heron.store import SQLiteStore
+from tests.conftest import sqlite_store
 from tests.skills.test_search import hit
 
 
@@ -56,7 +56,7 @@ def test_search_reads_the_spread_of_the_stores_embedder(tmp_path: Path) -> None:
         text = f"---\nname: {name}\ndescription: {description}\n---\n\n# {name}\n"
         (folder / "SKILL.md").write_text(text)
     model = E5Embedder(threads=1)
-    with closing(model), closing(SQLiteStore(tmp_path / "heron.db", model)) as store:
+    with closing(model), sqlite_store(tmp_path / "heron.db", model) as store:
         skills = SkillIndex(store, [SkillDir(tmp_path / "skills", "test")])
         skills.index()
         found = skills.search("write the release notes for v2", top_k=3)

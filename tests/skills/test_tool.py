@@ -7,8 +7,8 @@ from pathlib import Path
 from heron.embed import Embedder
 from heron.skills import SkillDir, SkillIndex
 from heron.skills.tool import skill_tools
-from heron.store import SQLiteStore
 from heron.tools import ToolRegistry
+from tests.conftest import sqlite_store
 
 
 def test_skill_tools_use_the_skill_index(tmp_path: Path, embedder: Embedder) -> None:
@@ -18,7 +18,7 @@ def test_skill_tools_use_the_skill_index(tmp_path: Path, embedder: Embedder) -> 
         "---\nname: release-notes\ndescription: Write release notes from merged changes.\n"
         "---\n# Steps\nCollect the merged pull requests.\n"
     )
-    store = SQLiteStore(tmp_path / "s.db", embedder)
+    store = sqlite_store(tmp_path / "s.db", embedder)
     index = SkillIndex(store, [SkillDir(tmp_path / "skills", "test")])
     index.index()
     registry = ToolRegistry()

@@ -2,10 +2,12 @@
 
 Each test here runs once per backend: ``[sqlite]`` on a file in a temporary folder,
 ``[postgres]`` on a fresh database of a real PostgreSQL with pgvector that the tests
-start themselves (``tests/postgres.py``). A new backend joins by adding its name to
-``BACKENDS`` and a line to ``open_backend``. What only one backend has (SQLite's
-damaged files and saved HNSW graphs, PostgreSQL's migrations, counters and reconnects)
-is tested in ``test_sqlite.py`` and ``test_postgres.py``.
+start themselves (``tests/postgres.py``). Each store is opened as Heron opens its store,
+by ``open_store`` with settings naming the test's database (``HERON_DATABASE_URL``). A
+new backend joins by adding its name to ``BACKENDS`` and a line to ``location``. What
+only one backend has (SQLite's damaged files and saved HNSW graphs, PostgreSQL's
+migrations, counters and reconnects) is tested in ``test_sqlite.py`` and
+``test_postgres.py``.
 """
 
 from __future__ import annotations
@@ -28,10 +30,10 @@ from heron.store import (
     NamespaceInfo,
     Record,
     SearchMode,
-    SQLiteStore,
     Store,
     UpsertResult,
     check_store,
+    open_store,
 )
 from heron.store.sql import FIRST_STEP
 from tests.openai_server import serve
@@ -69,13 +71,10 @@ DOCS = [
 ]
 
 
-def open_store_at(backend: str, location: str, embedder: Embedder) -> Store:
-    """A store of ``backend`` on ``location`` (a SQLite path or a PostgreSQL URL)."""
-    if backend == "postgres":
-        from heron.store.postgres import PostgresStore
-
-        return PostgresStore(location, embedder)
-    return SQLiteStore(Path(location), embedder)
+def open_store_at(location: str, embedder: Embedder) -> Store:
+    """The store on ``location``, a ``HERON_DATABASE_URL`` (``sqlite:///PATH`` or
+    ``postgresql://...``), as ``open_store`` opens it."""
+    return open_store(Settings(database_url=location), embedder)
 
 
 @pytest.fixture(params=BACKENDS)
@@ -85,20 +84,21 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 @pytest.fixture
 def location(backend: str, request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    """Where the test's database lives; PostgreSQL starts only for ``[postgres]``."""
+    """The test's database as a ``HERON_DATABASE_URL``; PostgreSQL starts only for
+    ``[postgres]``."""
     if backend == "postgres":
         return request.getfixturevalue("pg_url")
-    return str(tmp_path / "heron.db")
+    return f"sqlite:///{tmp_path / 'heron.db'}"
 
 
 @pytest.fixture
-def open_backend(backend: str, location: str) -> Iterator[Callable[[Embedder], Store]]:
+def open_backend(location: str) -> Iterator[Callable[[Embedder], Store]]:
     """Opens more stores on the test's database (another model, a second process's
     view); each is closed at the end."""
     opened: list[Store] = []
 
     def open_(embedder: Embedder) -> Store:
-        opened.append(open_store_at(backend, location, embedder))
+        opened.append(open_store_at(location, embedder))
         return opened[-1]
 
     yield open_
@@ -528,8 +528,8 @@ def test_a_second_store_sees_writes_of_the_first(
     assert store.kv_get("k8s", "from") == "other"
 
 
-def _writer(backend: str, location: str, worker: int, count: int) -> None:
-    store = open_store_at(backend, location, MiniLMEmbedder(Settings().models_dir, threads=1))
+def _writer(location: str, worker: int, count: int) -> None:
+    store = open_store_at(location, MiniLMEmbedder(Settings().models_dir, threads=1))
     for i in range(count):
         vector = np.random.default_rng(worker * 1000 + i).standard_normal(384)
         store.upsert(
@@ -539,12 +539,10 @@ def _writer(backend: str, location: str, worker: int, count: int) -> None:
     store.close()
 
 
-def test_two_processes_writing_at_once_lose_nothing(
-    store: Store, backend: str, location: str
-) -> None:
+def test_two_processes_writing_at_once_lose_nothing(store: Store, location: str) -> None:
     store.upsert("shared", [Record("seed", "seed")])
     context = multiprocessing.get_context("spawn")
-    workers = [context.Process(target=_writer, args=(backend, location, w, 40)) for w in range(2)]
+    workers = [context.Process(target=_writer, args=(location, w, 40)) for w in range(2)]
     for worker in workers:
         worker.start()
     for worker in workers:

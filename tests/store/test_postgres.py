@@ -21,9 +21,10 @@ from heron.errors import InputError, StoreError
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore, open_store
 from heron.store.parity import parity
-from heron.store.postgres import MIGRATIONS, PostgresStore
-from tests.conftest import SHARED
-from tests.postgres import pg_server, pg_url  # noqa: F401
+from heron.store.postgres import PostgresStore
+from heron.store.schema import POSTGRES_MIGRATIONS
+from tests.conftest import SHARED, sqlite_store
+from tests.postgres import pg_server, pg_url, postgres_store  # noqa: F401
 from tests.run_heron import run_heron
 from tests.store.test_contract import DOCS
 
@@ -33,9 +34,8 @@ TABLE = "heron_migrations"
 
 @pytest.fixture
 def pg(pg_url: str, embedder: MiniLMEmbedder) -> Iterator[PostgresStore]:  # noqa: F811
-    store = PostgresStore(pg_url, embedder)
-    yield store
-    store.close()
+    with postgres_store(pg_url, embedder) as store:
+        yield store
 
 
 def _counters(url: str, namespace: str) -> tuple[tuple[int, int], tuple[int, int]]:
@@ -92,7 +92,7 @@ def test_backends_agree_on_real_documents(
     lines = (SHARED / "data" / "docs" / "scifact" / "corpus.jsonl").open(encoding="utf-8")
     docs = [json.loads(line) for _, line in zip(range(60), lines, strict=False)]
     records = [Record(d["_id"], d["text"], {"title": d["title"]}) for d in docs]
-    sqlite = SQLiteStore(tmp_path / "heron.db", embedder)
+    sqlite = sqlite_store(tmp_path / "heron.db", embedder)
     sqlite.upsert("sci", records)
     pg.upsert(
         "sci", [Record(r.id, r.text, r.metadata, sqlite.get("sci", r.id).vector) for r in records]
@@ -115,7 +115,7 @@ def test_migrations_run_twice_and_concurrently(pg_url: str) -> None:  # noqa: F8
     def run() -> None:
         try:
             with psycopg.connect(pg_url, autocommit=True) as conn:
-                migrate(conn, MIGRATIONS, TABLE)
+                migrate(conn, POSTGRES_MIGRATIONS, TABLE)
         except BaseException as exc:  # reported below
             errors.append(exc)
 
@@ -126,24 +126,24 @@ def test_migrations_run_twice_and_concurrently(pg_url: str) -> None:  # noqa: F8
         thread.join()
     assert errors == []
     with psycopg.connect(pg_url, autocommit=True) as conn:
-        assert migrate(conn, MIGRATIONS, TABLE) == len(MIGRATIONS)
+        assert migrate(conn, POSTGRES_MIGRATIONS, TABLE) == len(POSTGRES_MIGRATIONS)
         assert conn.execute("SELECT count(*) FROM heron_migrations").fetchone() == (
-            len(MIGRATIONS),
+            len(POSTGRES_MIGRATIONS),
         )
 
 
 def test_interrupted_migration_leaves_nothing_and_runs_again(pg_url: str) -> None:  # noqa: F811
-    broken = (*MIGRATIONS, "CREATE TABLE heron_extra (a int); SELECT 1/0;")
+    broken = (*POSTGRES_MIGRATIONS, "CREATE TABLE heron_extra (a int); SELECT 1/0;")
     with psycopg.connect(pg_url, autocommit=True) as conn:
         with pytest.raises(psycopg.errors.DivisionByZero):
             migrate(conn, broken, TABLE)
-        assert schema_version(conn, TABLE) == len(MIGRATIONS)
+        assert schema_version(conn, TABLE) == len(POSTGRES_MIGRATIONS)
         assert conn.execute("SELECT to_regclass('heron_extra')").fetchone() == (None,)
-        fixed = (*MIGRATIONS, "CREATE TABLE heron_extra (a int);")
+        fixed = (*POSTGRES_MIGRATIONS, "CREATE TABLE heron_extra (a int);")
         assert migrate(conn, fixed, TABLE) == len(fixed)
         assert migrate(conn, fixed, TABLE) == len(fixed)
         with pytest.raises(StoreError, match="newer than this Heron"):
-            migrate(conn, MIGRATIONS, TABLE)
+            migrate(conn, POSTGRES_MIGRATIONS, TABLE)
 
 
 def _terminate(url: str, database: str) -> int:
@@ -213,7 +213,7 @@ def test_unreachable_server_is_a_clear_error(embedder: MiniLMEmbedder) -> None:
         port = sock.getsockname()[1]
     url = f"postgresql://heron:secret-password@127.0.0.1:{port}/heron"
     with pytest.raises(StoreError, match="scripts/postgres start") as caught:
-        PostgresStore(url, embedder, timeout=2)
+        postgres_store(url, embedder, timeout=2)
     assert "secret-password" not in str(caught.value)
     assert f"127.0.0.1:{port}/heron" in str(caught.value)
 
@@ -222,7 +222,7 @@ def test_database_refusing_connections_is_reported_then_recovered(
     pg_url: str,  # noqa: F811
     embedder: MiniLMEmbedder,
 ) -> None:
-    store = PostgresStore(pg_url, embedder, timeout=2)
+    store = postgres_store(pg_url, embedder, timeout=2)
     store.upsert("k8s", DOCS)
     database = pg_url.rsplit("/", 1)[1]
     admin = pg_url.rsplit("/", 1)[0] + "/postgres"
@@ -258,12 +258,10 @@ def test_parity_command(
     embedder: MiniLMEmbedder,
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    sqlite = SQLiteStore(Settings().db_path, embedder)
-    sqlite.upsert("k8s", DOCS)
-    sqlite.close()
-    postgres = PostgresStore(pg_url, embedder)
-    postgres.upsert("k8s", DOCS)
-    postgres.close()
+    with sqlite_store(Settings().db_path, embedder) as sqlite:
+        sqlite.upsert("k8s", DOCS)
+    with postgres_store(pg_url, embedder) as postgres:
+        postgres.upsert("k8s", DOCS)
     queries = tmp_path / "q.jsonl"
     queries.write_text('{"id": "1", "text": "password"}\n{"id": "2", "text": "kubectl"}\n')
     monkeypatch.setenv("HERON_DATABASE_URL", pg_url)

@@ -5,21 +5,26 @@ its vector index cache. Everything a ``Store`` promises is tested on both backen
 from __future__ import annotations
 
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from heron.db import SQLiteFile
+from heron.db import SQLiteFile, database_path
 from heron.embed import MiniLMEmbedder
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
-from heron.store import Record, SQLiteStore, check_store
+from heron.jobs import JOBS, open_jobs
+from heron.settings import Settings
+from heron.store import Record, check_store, open_store
 from heron.store import vectors as vector_indexes
+from tests.conftest import sqlite_store
 from tests.store.test_contract import DOCS
 
 
 def test_the_text_index_holds_one_row_per_record(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
-    store = SQLiteStore(tmp_path / "heron.db", embedder)
+    store = sqlite_store(tmp_path / "heron.db", embedder)
     store.upsert("k8s", DOCS)
     store.upsert("k8s", [Record("pods", "Pods, rewritten.", {"title": "Pods"})])
     store.delete("k8s", ["cron"])
@@ -37,7 +42,7 @@ def test_corrupt_database_file_is_reported(tmp_path: Path, embedder: MiniLMEmbed
     path.write_bytes(b"this is not a database" * 200)
     fix = r"is corrupt .* move it aside .*\(mv .*\); then rebuild it: heron index"
     with pytest.raises(StoreError, match=fix):
-        SQLiteStore(path, embedder)
+        sqlite_store(path, embedder)
 
 
 def test_hnsw_index_is_used_saved_and_kept_in_sync(
@@ -47,7 +52,7 @@ def test_hnsw_index_is_used_saved_and_kept_in_sync(
     rng = np.random.default_rng(0)
     vectors = rng.standard_normal((120, 384)).astype(np.float32)
     records = [Record(f"r{i}", f"record {i}", {}, vector=v) for i, v in enumerate(vectors)]
-    store = SQLiteStore(tmp_path / "h.db", embedder)
+    store = sqlite_store(tmp_path / "h.db", embedder)
     store.upsert("big", records)
     target = vectors[7] / np.linalg.norm(vectors[7])
     assert store.search("big", "", mode="dense", vector=target, top_k=1)[0].id == "r7"
@@ -55,7 +60,7 @@ def test_hnsw_index_is_used_saved_and_kept_in_sync(
     assert (tmp_path / "h.db.vectors").is_dir()
     store.delete("big", ["r7"])
     assert store.search("big", "", mode="dense", vector=target, top_k=1)[0].id != "r7"
-    reopened = SQLiteStore(tmp_path / "h.db", embedder)
+    reopened = sqlite_store(tmp_path / "h.db", embedder)
     assert reopened.search("big", "", mode="dense", vector=target, top_k=1)[0].id != "r7"
     assert reopened.count("big") == 119
 
@@ -87,7 +92,7 @@ def test_a_store_damaged_where_no_query_looked_fails_its_check(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     path = tmp_path / "heron.db"
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     store.upsert("k8s", DOCS)
     store.check()  # a sound file passes
     store.close()
@@ -97,8 +102,45 @@ def test_a_store_damaged_where_no_query_looked_fails_its_check(
     with path.open("r+b") as f:
         f.seek((page - 1) * 4096)
         f.write(b"\xa5" * 4096)
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     assert store.count("k8s") == len(DOCS)  # the damage is where this query does not look
     with pytest.raises(DatabaseCorrupt, match=rf"{path} is corrupt .* \(mv {path} {path}\.bad\)"):
         check_store(store)
     store.close()
+
+
+def test_the_store_is_the_file_the_url_names_and_the_others_sit_beside_it(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    settings = Settings(home=tmp_path / "home", database_url=f"sqlite:///{tmp_path / 'team.db'}")
+    with open_store(settings, embedder) as store:
+        store.upsert("k8s", DOCS[:1])
+        assert store.where == str(tmp_path / "team.db")
+    with open_jobs(settings):
+        pass
+    assert database_path(settings, JOBS) == tmp_path / "jobs.db"
+    assert sorted(p.name for p in tmp_path.glob("*.db")) == ["jobs.db", "team.db"]
+
+
+def test_the_sqlite_store_opens_where_psycopg_is_not_installed(tmp_path: Path) -> None:
+    """Both backends' schemas are declared without psycopg (``heron.store.schema``), so
+    the SQLite store opens where the postgres extra is missing, and nothing of
+    PostgreSQL's is imported."""
+    code = (
+        "import sys\n"
+        "sys.modules['psycopg'] = sys.modules['psycopg_pool'] = None\n"
+        "from heron.embed import RemoteEmbedder\n"
+        "from heron.settings import Settings\n"
+        "from heron.store import open_store\n"
+        "settings = Settings(database_url=sys.argv[1])\n"
+        "with RemoteEmbedder('http://127.0.0.1:1/v1', 'm', dim=4) as embedder:\n"
+        "    with open_store(settings, embedder) as store:\n"
+        "        loaded = 'heron.db.postgres' in sys.modules\n"
+        "        print(type(store).__name__, store.namespaces(), loaded)\n"
+    )
+    url = f"sqlite:///{tmp_path / 'heron.db'}"
+    done = subprocess.run(
+        [sys.executable, "-c", code, url], capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["SQLiteStore", "[]", "False"]

@@ -11,7 +11,8 @@ from heron.db import SQLiteFile, migrate
 from heron.embed import MiniLMEmbedder
 from heron.errors import StoreError
 from heron.store import Record, SQLiteStore
-from heron.store.sqlite import MIGRATIONS, REBUILD
+from heron.store.schema import REBUILD, SQLITE_MIGRATIONS
+from tests.conftest import sqlite_store
 
 
 def version(path: Path) -> int:
@@ -20,19 +21,19 @@ def version(path: Path) -> int:
 
 
 def test_a_new_store_is_at_the_latest_version(store: SQLiteStore) -> None:
-    assert store.schema_version == len(MIGRATIONS) == version(store.path)
+    assert store.schema_version == len(SQLITE_MIGRATIONS) == version(store.path)
 
 
 def test_a_store_from_before_versions_is_adopted_with_its_records(
     tmp_path: Path, embedder: MiniLMEmbedder
 ) -> None:
     path = tmp_path / "old.db"
-    first = SQLiteStore(path, embedder)
+    first = sqlite_store(path, embedder)
     first.upsert("docs", [Record("a", "Pods run containers")])
     first.close()
     with sqlite3.connect(path) as db:  # as a Heron before schema versions left it
         db.execute("PRAGMA user_version = 0")
-    store = SQLiteStore(path, embedder)
+    store = sqlite_store(path, embedder)
     try:
         assert store.schema_version == 1 and store.get("docs", "a").text == "Pods run containers"
     finally:
@@ -41,12 +42,12 @@ def test_a_store_from_before_versions_is_adopted_with_its_records(
 
 def test_a_newer_store_is_refused_untouched(tmp_path: Path, embedder: MiniLMEmbedder) -> None:
     path = tmp_path / "new.db"
-    SQLiteStore(path, embedder).close()
+    sqlite_store(path, embedder).close()
     with sqlite3.connect(path) as db:
-        db.execute(f"PRAGMA user_version = {len(MIGRATIONS) + 1}")
+        db.execute(f"PRAGMA user_version = {len(SQLITE_MIGRATIONS) + 1}")
     with pytest.raises(StoreError, match=r"newer than this Heron knows.*Upgrade Heron"):
-        SQLiteStore(path, embedder)
-    assert version(path) == len(MIGRATIONS) + 1
+        sqlite_store(path, embedder)
+    assert version(path) == len(SQLITE_MIGRATIONS) + 1
 
 
 def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
@@ -54,13 +55,13 @@ def test_a_failing_migration_leaves_nothing_behind(tmp_path: Path) -> None:
     file = SQLiteFile(path, "the store", REBUILD)
     db = file.connect(timeout=5)
     try:
-        assert migrate(db, file, MIGRATIONS) == 1
-        broken = (*MIGRATIONS, "CREATE TABLE extra (x); INSERT INTO missing VALUES (1)")
+        assert migrate(db, file, SQLITE_MIGRATIONS) == 1
+        broken = (*SQLITE_MIGRATIONS, "CREATE TABLE extra (x); INSERT INTO missing VALUES (1)")
         with pytest.raises(StoreError):
             migrate(db, file, broken)
         tables = {row[0] for row in db.execute("SELECT name FROM sqlite_master")}
         assert "extra" not in tables and version(path) == 1
-        added = (*MIGRATIONS, "CREATE TABLE extra (x); INSERT INTO extra VALUES (1)")
+        added = (*SQLITE_MIGRATIONS, "CREATE TABLE extra (x); INSERT INTO extra VALUES (1)")
         assert migrate(db, file, added) == 2
         assert db.execute("SELECT x FROM extra").fetchall() == [(1,)]
     finally:

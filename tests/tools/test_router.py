@@ -8,6 +8,7 @@ from heron.core.errors import ToolInputError, UnknownTool
 from heron.store import SQLiteStore
 from heron.tools import Tool, ToolRouter
 from heron.tools.router import index_hash
+from tests.conftest import sqlite_store
 
 TOOLS = [
     Tool("weather.forecast", "Get the weather forecast for a city.",
@@ -76,11 +77,11 @@ def test_top_k_never_exceeds_the_provider_limit(store: SQLiteStore) -> None:
 
 
 def test_unchanged_index_embeds_nothing_and_a_change_only_itself(tmp_path, embedder) -> None:
-    store = SQLiteStore(tmp_path / "h.db", embedder)
+    store = sqlite_store(tmp_path / "h.db", embedder)
     first = ToolRouter(TOOLS, store).sync_report
     assert (first.embedded, first.unchanged_index) == (len(TOOLS), False)
     store.close()
-    store = SQLiteStore(tmp_path / "h.db", embedder)
+    store = sqlite_store(tmp_path / "h.db", embedder)
     calls = embedder.calls
     again = ToolRouter(TOOLS, store)
     assert again.sync_report.unchanged_index and embedder.calls == calls
@@ -122,7 +123,7 @@ def test_examples_pull_a_tool_towards_its_users_words(store: SQLiteStore) -> Non
 
 
 def test_changing_an_example_re_embeds_only_it(tmp_path, embedder) -> None:
-    store = SQLiteStore(tmp_path / "h.db", embedder)
+    store = sqlite_store(tmp_path / "h.db", embedder)
     tools = [*TOOLS[:-1], Tool("search_docs", "Search the manuals.", examples=("a", "b"))]
     assert ToolRouter(tools, store).sync_report.embedded == len(TOOLS) + 2
     tools[-1] = Tool("search_docs", "Search the manuals.", examples=("a", "c"))
