@@ -97,7 +97,18 @@ def check_model(name: str, model_id: str, dim: int, embedder: Embedder) -> None:
     if (model_id, dim) != (embedder.model_id, embedder.dim):
         raise NamespaceMismatch(
             f"Namespace {name!r} was built with {model_id} ({dim} dims) but the embedder is "
-            f"{embedder.model_id} ({embedder.dim} dims). Set HERON_EMBEDDER (minilm, e5 "
-            f"or remote) back to the profile it was built with, or re-index it: "
+            f"{embedder.model_id} ({embedder.dim} dims). Set HERON_EMBEDDER back to "
+            f"{profile_of(model_id)}, the profile it was built with, or re-index it: "
             f"heron store drop {name}, then index it again."
         )
+
+
+def profile_of(model_id: str) -> str:
+    """The ``HERON_EMBEDDER`` profile whose embedder has ``model_id``, for messages."""
+    if "+" in model_id:
+        return "multilingual"
+    if model_id.startswith("all-MiniLM"):
+        return "minilm"
+    if model_id.startswith("multilingual-e5"):
+        return "e5"
+    return "remote"

@@ -84,6 +84,8 @@ def heron_env(tmp: Path) -> dict[str, str]:
     return {
         "HERON_HOME": str(tmp / "home"),
         "HERON_MODELS_DIR": str(Settings().models_dir),
+        # The profile the home was built with (the suite's, tests/conftest.py).
+        "HERON_EMBEDDER": Settings().embedder,
         "HERON_LIBRARY_DEFAULT_DOCS": "false",
         "HERON_SKILLS_DIRS": str(tmp / "skills"),
         "HOME": str(tmp / "user"),
