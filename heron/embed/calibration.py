@@ -14,7 +14,7 @@ does (docs/benchmarks.md, "Embedding profiles (e5)").
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 
 @dataclass(frozen=True)
@@ -59,6 +59,19 @@ MINILM = Calibration(
 E5 = Calibration(
     skill=0.84, weak=0.86, docs=0.88, tool=0.86, route=0.83, overlap=0.87, spread=0.061
 )
+
+
+def shifted(calibration: Calibration, by: float) -> Calibration:
+    """``calibration`` with every threshold moved by ``by`` (its ``spread`` as it is)."""
+    return replace(
+        calibration,
+        skill=calibration.skill + by,
+        weak=calibration.weak + by,
+        docs=calibration.docs + by,
+        tool=calibration.tool + by,
+        route=calibration.route + by,
+        overlap=calibration.overlap + by,
+    )
 
 
 def calibration_of(embedder: object, query: str | None = None) -> Calibration:

@@ -75,7 +75,8 @@ def test_english_is_the_fallback_and_other_languages_need_a_confident_label() ->
 def test_each_query_is_judged_on_its_models_scale(both: MultilingualEmbedder) -> None:
     assert calibration_of(both) is MINILM  # with no query: the English model's
     assert calibration_of(both, ENGLISH[0]) is MINILM
-    assert calibration_of(both, OTHER[0]) is E5
+    across = calibration_of(both, OTHER[0])  # e5's, lowered: the passage is in English
+    assert across.docs == pytest.approx(E5.docs - 0.034) and across.spread == E5.spread
 
 
 def test_feedback_and_comparisons_stay_in_the_querys_model(
