@@ -39,10 +39,24 @@ def _keep_alive() -> ServerSentEvent:
     return ServerSentEvent(comment="keep-alive", sep=SEP)
 
 
-def event_stream(events: AsyncIterator[ServerSentEvent], settings: Settings) -> EventSourceResponse:
-    """``events`` as a ``text/event-stream`` response (see the module)."""
+#: How long an answer being streamed may go on once the server is told to stop: under
+#: the server's own graceful shutdown (``heron.server.app.GRACE``, 30 s), so a running
+#: answer finishes. sse-starlette's default, 0, cut it at the signal.
+ANSWER_GRACE = 25.0
+
+
+def event_stream(
+    events: AsyncIterator[ServerSentEvent], settings: Settings, *, answer: bool = False
+) -> EventSourceResponse:
+    """``events`` as a ``text/event-stream`` response (see the module). ``answer``: a
+    stream that ends by itself (an answer being written), which a shutdown lets finish
+    for ``ANSWER_GRACE``; the endless ones (jobs, interventions) end at the signal."""
     return EventSourceResponse(
-        events, ping=settings.server_sse_ping, sep=SEP, ping_message_factory=_keep_alive
+        events,
+        ping=settings.server_sse_ping,
+        sep=SEP,
+        ping_message_factory=_keep_alive,
+        shutdown_grace_period=ANSWER_GRACE if answer else 0,
     )
 
 

@@ -713,7 +713,9 @@ async def raw_completions(rt: Runtime, req: CompletionRequest) -> Response:
             events = await started(broker.stream(asked, model=alias))
             include_usage = bool(req.stream_options and req.stream_options.include_usage)
             return event_stream(
-                _raw_stream(events, _Chunks(cid, created, req.model), include_usage), rt.settings
+                _raw_stream(events, _Chunks(cid, created, req.model), include_usage),
+                rt.settings,
+                answer=True,
             )
         done = await run_in_threadpool(lambda: broker.complete(asked, model=alias))
     except (Invalid, SchemaTooLarge) as exc:
@@ -750,6 +752,7 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
             return event_stream(
                 _stream(rt, events, _Chunks(cid, created, req.model), sent, include_usage),
                 rt.settings,
+                answer=True,
             )
         answer = await unless_gone(request, lambda: rt.agent.ask(asked))
         used = await run_in_threadpool(usage, rt, answer, sent)

@@ -202,7 +202,7 @@ class StreamHub:
 
 
 def _sse(rt: Runtime, stream: Stream, after: int) -> Response:
-    return event_stream(stream.follow(after), rt.settings)
+    return event_stream(stream.follow(after), rt.settings, answer=True)
 
 
 def _gone(last_event_id: str) -> Response:
