@@ -258,6 +258,10 @@
   function showJob(job, events) {
     const view = jobItem(job);
     for (const e of events) view.events.set(e.seq, e);
+    // A snapshot older than the one shown (Confirm's reply, arriving after the stream
+    // already showed the job run and finish) must not put the item back in time.
+    if (view.updatedAt && job.updated_at < view.updatedAt) return;
+    view.updatedAt = job.updated_at;
     const steps = [...view.events.values()].sort((a, b) => a.seq - b.seq)
       .filter((e) => e.kind === "step_finished" || e.kind === "step_failed")
       .map((e) => el("li", { class: "job-step " + (e.payload.ok ? "ok" : "bad"), "data-step": e.payload.step },
