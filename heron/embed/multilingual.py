@@ -126,14 +126,14 @@ class MultilingualEmbedder(Resource):
         texts = clean_texts(texts)
         out = np.zeros((len(texts), self.dim), dtype=np.float32)
         english = [is_english(t) for t in texts]
-        rows = [i for i, yes in enumerate(english) if yes]
-        if rows:
-            queries = [texts[i] for i in rows]
-            out[rows, : self.english.dim] = embed_queries(self.english, queries) * _SCALE
-        rows = [i for i, yes in enumerate(english) if not yes]
-        if rows:
-            queries = [texts[i] for i in rows]
-            out[rows, self.english.dim :] = embed_queries(self.other, queries) * _SCALE
+        for side, columns in (
+            (True, slice(None, self.english.dim)),
+            (False, slice(self.english.dim, None)),
+        ):
+            rows = [i for i, yes in enumerate(english) if yes is side]
+            if rows:  # e5 (``self.other``) is loaded only when a row needs it
+                part = self.english if side else self.other
+                out[rows, columns] = embed_queries(part, [texts[i] for i in rows]) * _SCALE
         return out
 
     def calibration_for(self, query: str) -> Calibration:
