@@ -68,6 +68,8 @@ class Hit:
     ``score`` orders the results of the mode asked for. ``dense_score`` is the cosine
     similarity and ``lexical_score`` the BM25 score, each ``None`` when that side did not
     score the record; ``*_rank`` are 1-based positions in each side's candidate list.
+    ``vector`` is the record's stored unit vector where the search had it in hand (hybrid
+    search), for a caller that fuses several searches' hits again; never serialised.
     """
 
     id: str
@@ -79,6 +81,7 @@ class Hit:
     lexical_score: float | None = None
     dense_rank: int | None = None
     lexical_rank: int | None = None
+    vector: np.ndarray | None = field(default=None, repr=False, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
         return {

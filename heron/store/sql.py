@@ -27,7 +27,7 @@ import json
 import threading
 import time
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from itertools import islice
@@ -316,6 +316,7 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
             vectors = self._query_vectors(embed_queries(self.embedder, queries), queries)
         results = []
         for i, query in enumerate(queries):
+            in_hand: Mapping[int, np.ndarray] = {}  # the candidates' vectors (hybrid)
             if mode == "dense":
                 keys, scores, _ = self._dense_side(scope, vectors[i], top_k, with_vectors=False)
                 fused = [
@@ -329,8 +330,8 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
                     for r, (k, s) in enumerate(zip(keys, scores, strict=True), 1)
                 ]
             else:
-                fused = self._hybrid(scope, query, vectors[i], top_k)
-            results.append(self._hits(fused))
+                fused, in_hand = self._hybrid(scope, query, vectors[i], top_k)
+            results.append(self._hits(fused, in_hand))
         return results
 
     def close(self) -> None:
@@ -371,8 +372,11 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
         keys, scores, vectors = self._dense(scope, vector, k, with_vectors=with_vectors)
         return best_first(keys, scores, vectors)
 
-    def _hybrid(self, scope: ScopeT, query: str, vector: np.ndarray, top_k: int) -> list[Fused]:
-        """Both sides' candidates, each scored exactly on both sides, fused (see fusion.py)."""
+    def _hybrid(
+        self, scope: ScopeT, query: str, vector: np.ndarray, top_k: int
+    ) -> tuple[list[Fused], dict[int, np.ndarray]]:
+        """Both sides' candidates, each scored exactly on both sides, fused (see fusion.py),
+        and the candidates' vectors by key."""
         depth = max(CANDIDATES, top_k)
         with self._side_lock:
             self._check_open()  # close() shuts the worker down under this lock
@@ -391,7 +395,7 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
         # A record written or deleted by another writer between the two sides' queries
         # has no vector the dense side can see; it joins (or leaves) the next search.
         known = np.array([key in vectors for key in lexical_keys.tolist()], dtype=bool)
-        return fuse_with_feedback(
+        fused = fuse_with_feedback(
             vector,
             vectors,
             dense_keys,
@@ -401,8 +405,9 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
             lexical_fill=lexical_fill,
             splits=splits_of(self.embedder),
         )
+        return fused, vectors
 
-    def _hits(self, fused: list[Fused]) -> list[Hit]:
+    def _hits(self, fused: list[Fused], vectors: Mapping[int, np.ndarray]) -> list[Hit]:
         if not fused:
             return []
         rows = self._hit_rows([f.key for f in fused])
@@ -422,6 +427,7 @@ class SQLStore(Resource, Store, Generic[ScopeT]):
                     f.lexical_score,
                     f.dense_rank,
                     f.lexical_rank,
+                    vectors.get(f.key),
                 )
             )
         return hits

@@ -6,12 +6,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from heron.libraries import add_library, index_library, scope_of, search
 from heron.libraries.config import Library
+from heron.libraries.search import pool
 from heron.settings import Settings
-from heron.store import SQLiteStore
+from heron.store import Hit, SQLiteStore
 
 # A big library about something else entirely. Scored against its own candidates, its
 # best passage still stands out (a z-score says "best of these", not "relevant"), and a
@@ -62,6 +64,20 @@ def test_every_mode_ranks_across_libraries(two: SQLiteStore, settings: Settings)
             "remote access tunnel credentials", two, settings=settings, mode=mode, top_k=3
         )
         assert found[0].page == "it/vpn", mode
+
+
+def test_the_pool_takes_the_stores_feedback_from_its_top_candidate() -> None:
+    # b and c read alike; c is a little nearer the query, b nearer the top candidate a.
+    # Rocchio feedback from a (the store's second pass) puts b first of the two.
+    query = np.array([1.0, 0.0, 0.0], dtype=np.float32)
+    vectors = {"a": [0.9, 0.436, 0.0], "b": [0.7, 0.714, 0.0], "c": [0.72, 0.0, 0.694]}
+    texts = {"a": "restore the database backup", "b": "database notes", "c": "database notes"}
+    hits = [
+        Hit(key, 0.0, texts[key], {}, 1, float(np.dot(query, v)), vector=np.array(v, "f4"))
+        for key, v in vectors.items()
+    ]
+    assert [h.id for h in pool("restore database", hits, query)] == ["a", "b", "c"]
+    assert [h.id for h in pool("restore database", hits)] == ["a", "c", "b"]  # no vector
 
 
 def test_a_page_indexed_twice_is_listed_once_with_both_sources(
