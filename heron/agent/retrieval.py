@@ -39,7 +39,7 @@ from heron.agent.followup import (
 from heron.agent.sentences import sentences
 from heron.agent.triage import best_dense
 from heron.core.chat import Message
-from heron.embed import embed_queries
+from heron.embed import embed_queries, splits_of
 from heron.errors import NotFound
 from heron.libraries import Reranker, Result, read_libraries, scopes, search_many
 from heron.libraries.state import last_index, library_state
@@ -150,7 +150,12 @@ class Retriever:
         reply = last_reply(history)
         rows = embed_queries(self.store.embedder, [*recent, reply] if reply else recent)
         text, blended = contextual(
-            message, vector, recent, rows[: len(recent)], rows[len(recent)] if reply else None
+            message,
+            vector,
+            recent,
+            rows[: len(recent)],
+            rows[len(recent)] if reply else None,
+            splits_of(self.store.embedder),
         )
         return self._found(text, blended, library, "context")
 

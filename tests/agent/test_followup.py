@@ -46,6 +46,19 @@ def test_contextual_query_weighs_the_latest_turn_most() -> None:
     assert vector[0] > vector[2] > vector[1] > 0  # now, then the latest, then the one before
 
 
+def test_contextual_query_stays_in_the_message_models_part_at_its_length() -> None:
+    # The multilingual profile: two models side by side (split at 2), a query in one
+    # half at length sqrt(2), so its dot product with a passage is that model's cosine.
+    root2 = np.sqrt(2.0)
+    message = np.array([root2, 0, 0, 0], dtype=np.float32)
+    earlier = np.array([[0, root2, 0, 0]], dtype=np.float32)  # the same model
+    reply = np.array([0, 0, root2, 0], dtype=np.float32)  # read by the other model
+    _, vector = contextual("and then?", message, ["first q"], earlier, reply, splits=(2,))
+    assert np.isclose(np.linalg.norm(vector), root2)
+    assert vector[0] > vector[1] > 0
+    assert not vector[2:].any()  # the other model's vector has no say on this scale
+
+
 def test_standalone_takes_one_question_or_none() -> None:
     earlier = ["How do I prune roses?"]
     assert standalone('"When do I prune roses?"\n', "and when?", earlier) == (
