@@ -369,6 +369,11 @@ def tool_summary(uses: Sequence[ToolUse]) -> str:
     return "\n".join(lines)
 
 
+#: How Heron's answer starts when grounding found nothing (``nothing_found``): a reply
+#: that says so is no subject a follow-up could be about (``heron.agent.followup``).
+NOTHING_FOUND = "Grounding found nothing"
+
+
 def nothing_found(
     scope: Sequence[str],
     indexed: Sequence[str],
@@ -384,13 +389,13 @@ def nothing_found(
     own = "this answer is the model's own, from no library" if generated else "nothing to quote"
     if not indexed:
         return (
-            f"Grounding found nothing: no library is indexed yet, so {own}. "
+            f"{NOTHING_FOUND}: no library is indexed yet, so {own}. "
             f"Add your documentation with: {ADD_LIBRARY}"
         )
     score = f" (best match {best:.2f})" if best is not None else ""
     option = "--answer generative" if surface == "cli" else 'send "answer": "generative"'
     tail = "" if generated else f", or ask for the model's own answer ({option})"
     return (
-        f"Grounding found nothing for this question in {', '.join(scope)}{score}: no passage "
+        f"{NOTHING_FOUND} for this question in {', '.join(scope)}{score}: no passage "
         f"fits it, so {own}. Add a library that covers it with: {ADD_LIBRARY}{tail}."
     )

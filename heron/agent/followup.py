@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from heron.agent.extractive import NOTHING_FOUND
 from heron.core.chat import ChatRequest, Message
 from heron.embed import query_space
 from heron.store.analysis import analyze
@@ -82,9 +83,12 @@ def refers_back(message: str) -> bool:
 
 def last_reply(history: Sequence[Message]) -> str:
     """The start of the last assistant message (``REPLY_WORDS`` words): what the
-    follow-up most likely goes on about."""
+    follow-up most likely goes on about. Empty when that message is Heron saying it found
+    nothing: its words (the libraries searched, how to add one) say nothing of the topic."""
     for m in reversed(history):
         if m.role == "assistant" and m.content.strip():
+            if m.content.lstrip().startswith(NOTHING_FOUND):
+                return ""
             return " ".join(m.content.split()[:REPLY_WORDS])
     return ""
 

@@ -7,7 +7,8 @@ from collections.abc import Callable
 import numpy as np
 
 from heron.agent import Agent, Turn
-from heron.agent.followup import contextual, refers_back, standalone
+from heron.agent.extractive import nothing_found
+from heron.agent.followup import contextual, last_reply, refers_back, standalone
 from heron.core.chat import Message
 from tests.llm_servers import ChatServer
 
@@ -57,6 +58,13 @@ def test_contextual_query_stays_in_the_message_models_part_at_its_length() -> No
     assert np.isclose(np.linalg.norm(vector), root2)
     assert vector[0] > vector[1] > 0
     assert not vector[2:].any()  # the other model's vector has no say on this scale
+
+
+def test_the_last_reply_is_not_herons_saying_it_found_nothing() -> None:
+    assert last_reply(HISTORY) == "Prune roses in late winter."
+    refusal = nothing_found(["garden"], ["garden"], 0.21, generated=False)
+    history = [*HISTORY, Message("user", "What about tulips?"), Message("assistant", refusal)]
+    assert last_reply(history) == ""
 
 
 def test_standalone_takes_one_question_or_none() -> None:
