@@ -97,7 +97,10 @@ class IndexTasks:
         self.tasks: dict[str, IndexTask] = {}
         self.lock = threading.Lock()
 
-    def start(self, name: str) -> IndexTask:
+    def start(self, name: str) -> dict[str, Any]:
+        """Start re-indexing ``name``; the task as it starts (``running``), taken before
+        its thread runs: a small library can be done before the reply is written, and
+        ``library.progress`` is what tells its end."""
         if not any(lib.name == name for lib in read_libraries(self.rt.settings)):
             raise NotFound(f"No library named {name!r}; library.list names them.")
         task = IndexTask(uuid.uuid4().hex[:16], name)
@@ -108,8 +111,9 @@ class IndexTasks:
             for old in finished[: max(0, len(finished) - KEEP_TASKS)]:
                 del self.tasks[old.id]
             self.tasks[task.id] = task
+        started = task.to_dict()
         threading.Thread(target=self._run, args=(task,), daemon=True).start()
-        return task
+        return started
 
     def _run(self, task: IndexTask) -> None:
         def progress(n: int) -> None:
@@ -237,7 +241,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope="admin",
     )
     def reindex(p: LibraryName) -> dict[str, Any]:
-        return tasks.start(p.name).to_dict()
+        return tasks.start(p.name)
 
     @method(
         "library.progress",
