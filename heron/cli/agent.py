@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from pathlib import Path
 from typing import Annotated
 
@@ -169,11 +170,14 @@ def chat(
 
     Example: heron chat --session 0f3a
     """
-    agent = open_agent()
+    with working("opening the libraries, tools and models"):
+        agent = open_agent()
+    # A prompt is for a person typing; piped questions get answers alone, as sqlite3 does.
+    prompt = "[bold]you>[/] " if sys.stdin.isatty() else ""
     with agent:
         while True:
             try:
-                message = console.input("[bold]you>[/] ")
+                message = console.input(prompt)
             except EOFError:
                 break
             if message.strip() in ("/exit", "/quit"):

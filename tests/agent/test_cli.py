@@ -128,3 +128,5 @@ def test_chat_streams_an_answer_and_names_its_session(
     assert done.returncode == 0, done.stderr
     assert "(garden, garden/watering)" in done.stdout
     assert re.search(r"heron chat --session\s+[0-9a-f]{32}", done.stdout)
+    assert "you>" not in done.stdout  # no prompt for piped questions
+    assert "opening the libraries" in done.stderr  # said as it begins, without a terminal
