@@ -112,6 +112,10 @@ class MultilingualEmbedder(Resource):
                 self._other = made
             return self._other
 
+    def prepare(self) -> None:
+        """Load the second model now (``heron.embed.prepare``): passages need both."""
+        self.other  # noqa: B018  # the property makes it
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         self._check_open()
         texts = clean_texts(texts)
