@@ -37,12 +37,21 @@ from heron.resource import Resource
 
 #: The probability (py3langid, normalised over its languages) from which a query's label
 #: is believed. Short English keyword queries get improbable labels below it ("kubectl
-#: rollout undo": br 0.18, "grafana dashboard": ha 0.27, "hiring process": bcl 0.29; none
-#: of 62 such queries, nor of the 735 English bench questions, reaches it), while 95% of
-#: the 144 Portuguese bench requests and 90% of the Spanish ones do (`python -m
-#: bench.multilingual default`); the short ones left ("organizar meus recibos": gl 0.29)
-#: are read by MiniLM.
+#: rollout undo": br 0.18, "hiring process": bcl 0.29), and so do short requests in other
+#: languages ("organizar meus recibos": gl 0.29, "hacer un gif": es 0.28), which ``UNLIKE``
+#: tells apart.
 CONFIDENT = 0.3
+#: Below this share of the best label's probability, English is ruled out for a text
+#: whose label is not confident: "hacer un gif" has English at 0.005, "kubectl rollout
+#: undo" at 0.10. Measured (``python -m bench.multilingual default`` and the bench sets):
+#: none of 770 English bench questions goes to e5, nor "pdf", "vpn password", "docker
+#: compose up" or "CrashLoopBackOff"; 2 of 24 short English keyword queries do ("jira
+#: ticket", "grafana dashboard") and 28 of 1,063 skill and tool names (brand names),
+#: which e5 reads a little less well (English skill requests, all @3: 0.891 against
+#: MiniLM's 0.938); 97.9% of the Portuguese bench requests and 95.8% of the
+#: Spanish ones go to e5 (95.1% and 90.3% without it), where MiniLM reads them at half
+#: its English figures.
+UNLIKE = 0.05
 _SCALE = np.float32(np.sqrt(2.0))
 COST = 3.5
 #: How much lower e5 scores a question's best passage when the two are in different
@@ -170,12 +179,16 @@ class MultilingualEmbedder(Resource):
 
 
 def is_english(text: str) -> bool:
-    """Whether ``text`` is read as English: unless py3langid labels it another language,
-    confidently or with letters English does not write (accents, other scripts)."""
-    label, probability = _identifier().classify(text)
+    """Whether ``text`` is read as English: unless py3langid labels it another language
+    confidently, or it writes letters English does not (accents, other scripts), or
+    English is not even a distant guess (``UNLIKE``)."""
+    ranked = _identifier().rank(text)
+    label, probability = ranked[0]
     if label == "en":
         return True
-    return probability < CONFIDENT and not any(c.isalpha() and ord(c) > 127 for c in text)
+    if probability >= CONFIDENT or any(c.isalpha() and ord(c) > 127 for c in text):
+        return False
+    return dict(ranked).get("en", 0.0) >= UNLIKE * probability
 
 
 @cache

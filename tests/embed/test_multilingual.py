@@ -71,6 +71,9 @@ def test_english_is_the_fallback_and_other_languages_need_a_confident_label() ->
     assert not any(is_english(q) for q in OTHER)
     assert is_english("")  # nothing to tell: the English model
     assert is_english("CrashLoopBackOff")
+    # Short texts get no confident label either way; English must not be a distant guess.
+    assert all(is_english(q) for q in ("pdf", "hiring process", "docker compose up"))
+    assert not any(is_english(q) for q in ("hacer un gif", "organizar meus recibos"))
 
 
 def test_each_query_is_judged_on_its_models_scale(both: MultilingualEmbedder) -> None:
