@@ -156,8 +156,9 @@ def stats(
     room: Annotated[str | None, typer.Option(help="Only this room's learning.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Per kind: raised, delivered, suppressed (cooldown, guard), accepted and dismissed;
-    then what the learning loop changed, per kind and room, and why.
+    """Per kind: raised, delivered, suppressed, accepted, dismissed; what learning changed.
+
+    Suppressed by cooldown or guard; the learning loop's changes per kind and room, and why.
 
     Example: heron interventions stats --room team
     """
@@ -206,8 +207,9 @@ def reset(
     room: Room = "default",
     as_json: JsonFlag = False,
 ) -> None:
-    """Put a kind in a room back at its policy: what the learning loop stepped down goes
-    back up, recorded as a change by you.
+    """Put a kind in a room back at its policy, undoing what the learning loop stepped down.
+
+    The reset is recorded as a change by you.
 
     Example: heron interventions reset collision --room team
     """
@@ -221,8 +223,9 @@ def reset(
 
 @interventions_app.command("prune")
 def prune(as_json: JsonFlag = False) -> None:
-    """Apply the retention rule now (HERON_INTERVENTIONS_KEEP_DAYS, _KEEP_PER_ROOM,
-    _AUDIO_KEEP); the server and raises also run it every minute.
+    """Apply the retention rule now; the server and raises also run it every minute.
+
+    The rule: HERON_INTERVENTIONS_KEEP_DAYS, _KEEP_PER_ROOM and _AUDIO_KEEP.
 
     Example: heron interventions prune --json
     """

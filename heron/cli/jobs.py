@@ -215,8 +215,9 @@ def run(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Run a worker outside the server: recover orphaned jobs, then run queued ones until
-    stopped (Ctrl-C, SIGTERM) or, with --until-idle, until the queue is empty.
+    """Run a worker outside the server: recover orphaned jobs, then run queued ones.
+
+    It runs until stopped (Ctrl-C, SIGTERM) or, with --until-idle, until the queue is empty.
 
     Example: heron jobs run --until-idle
     """

@@ -109,8 +109,9 @@ def list_(as_json: JsonFlag = False) -> None:
 
 @keys_app.command("revoke")
 def revoke(name: Name, as_json: JsonFlag = False) -> None:
-    """Revoke a key: its token opens nothing from the next request on. It stays listed,
-    with its usage.
+    """Revoke a key: its token opens nothing from the next request on.
+
+    It stays listed, with its usage.
 
     Example: heron keys revoke ci-bot
     """
@@ -129,8 +130,9 @@ def usage(
     ] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Requests and model tokens per key in a month (a running server writes its counts
-    every HERON_KEYS_FLUSH seconds).
+    """Requests and model tokens per key in a month.
+
+    A running server writes its counts every HERON_KEYS_FLUSH seconds.
 
     Example: heron keys usage --month 2026-03
     """

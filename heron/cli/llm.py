@@ -44,8 +44,9 @@ def cooldowns(home: Path) -> dict[str, dict[str, Any]]:
 
 @models_app.command("list")
 def list_(as_json: JsonFlag = False) -> None:
-    """List the model aliases, their provider, capabilities, fallbacks, and those a
-    running server found failing and cools down.
+    """List the model aliases: provider, capabilities, fallbacks and cooldowns.
+
+    Cooldowns are those a running server found failing.
 
     Example: heron models list --json
     """

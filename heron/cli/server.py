@@ -53,8 +53,9 @@ def serve(
 
 
 def mcp() -> None:
-    """Serve Heron over MCP on stdin/stdout, for Claude Desktop or Cursor: search, skills,
-    ask, jobs, and find_tools and call_tool for every tool Heron routes.
+    """Serve Heron over MCP on stdin/stdout, for Claude Desktop or Cursor.
+
+    Search, skills, ask, jobs, and find_tools and call_tool for every tool Heron routes.
 
     Example: heron mcp
     """

@@ -44,8 +44,10 @@ def _listing(title: str, lines: Sequence[str]) -> None:
 
 @skills_app.command("status")
 def status(as_json: JsonFlag = False) -> None:
-    """Show the skill directories, what the scan read, recovered and skipped, and how the
-    index compares (records, out of date, orphans). Changes nothing.
+    """Show the skill directories, what the scan read and how the index compares.
+
+    What was read, recovered and skipped; the index's records, out of date and orphans.
+    Changes nothing.
 
     Example: heron skills status --json
     """
@@ -126,8 +128,9 @@ def prune(
     apply: Annotated[bool, typer.Option("--apply", help="Delete the orphans.")] = False,
     as_json: JsonFlag = False,
 ) -> None:
-    """List the indexed skills whose file is gone; with --apply, delete them. Records whose
-    file still exists are always kept.
+    """List the indexed skills whose file is gone; with --apply, delete them.
+
+    Records whose file still exists are always kept.
 
     Example: heron skills prune --apply
     """

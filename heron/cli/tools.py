@@ -145,8 +145,9 @@ def route(
     root: Root = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Pick the tools to offer for a request, with each tool's scores and why it was kept
-    or dropped.
+    """Pick the tools to offer for a request, with each tool's scores and why.
+
+    Every candidate is listed as kept or dropped, with the reason.
 
     Example: heron tools route "add a contact to the CRM" --profile openai --top-k 5
     """

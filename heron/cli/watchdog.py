@@ -113,8 +113,9 @@ def silence(
         Path | None, typer.Option(help="The checks file; default $HERON_HOME/watchdog.yml.")
     ] = None,
 ) -> None:
-    """Mute a check: it runs and is recorded, but sends nothing and runs no remedy until
-    the silence ends; then, if it still fails, [FIRING] once.
+    """Mute a check: it runs and is recorded, but sends nothing and runs no remedy.
+
+    When the silence ends, a check that still fails sends FIRING once.
 
     Example: heron watchdog silence api --for 2h --reason "database upgrade"
     """

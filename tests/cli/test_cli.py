@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 import json
 import subprocess
 import zipfile
@@ -172,8 +173,12 @@ def test_every_command_has_help_with_an_example() -> None:
     """Every command of the tree, found by walking it (a new one is checked too), in
     process; the real command once."""
     paths: list[list[str]] = []
+    summaries: dict[str, str] = {}  # every command and group: its help's first paragraph
 
     def walk(command: Any, path: list[str]) -> None:
+        summaries[" ".join(["heron", *path])] = inspect.cleandoc(command.help or "").split("\n\n")[
+            0
+        ]
         if hasattr(command, "commands"):
             for name, sub in command.commands.items():
                 walk(sub, [*path, name])
@@ -186,6 +191,9 @@ def test_every_command_has_help_with_an_example() -> None:
     lacking = [p for p in paths if "Example:" not in runner.invoke(app, [*p, "--help"]).output]
     assert lacking == []
     assert "Example:" in heron("library", "add", "--help").stdout
+    # A group's listing shows each command's first paragraph with its line breaks kept
+    # (typer's rich mode): it must be a one-line summary.
+    assert [name for name, first in summaries.items() if "\n" in first] == []
 
 
 def test_a_question_in_portuguese_finds_the_english_page_with_no_setting(
