@@ -292,6 +292,13 @@ def test_hits_expose_component_scores_and_ranks(store: Store) -> None:
     lexical = store.search("k8s", "kubectl rollout undo", mode="lexical")[0]
     assert lexical.dense_score is None and lexical.score == lexical.lexical_score
     assert set(top.to_dict()) >= {"id", "score", "rank", "metadata", "text"}
+    # Hybrid hits carry the stored vector the search had in hand (a pool of several
+    # libraries fuses them again with feedback); it is never serialised.
+    hybrid = store.search("k8s", "kubectl rollout undo deployment", mode="hybrid", top_k=5)
+    for hit in hybrid:
+        assert hit.vector is not None
+        np.testing.assert_allclose(hit.vector, store.get("k8s", hit.id).vector, atol=1e-6)
+    assert "vector" not in top.to_dict() and dense.vector is None
 
 
 def test_lexical_uses_stemming_and_ignores_stopwords(store: Store) -> None:
