@@ -2,14 +2,7 @@
 
 from __future__ import annotations
 
-from heron.embed.base import (
-    Embedder,
-    embed_queries,
-    normalize,
-    prepare,
-    query_space,
-    splits_of,
-)
+from heron.embed.base import Embedder, embed_queries, normalize, query_space, splits_of
 from heron.embed.cache import CachedEmbedder
 from heron.embed.calibration import E5, MINILM, Calibration, calibration_of
 from heron.embed.e5 import E5Embedder
@@ -35,7 +28,6 @@ __all__ = [
     "is_english",
     "load_embedder",
     "normalize",
-    "prepare",
     "query_space",
     "splits_of",
 ]

@@ -164,13 +164,6 @@ def query_space(
     return normalize(query[None, :] * mask)[0], normalize(vectors * mask)
 
 
-def prepare(embedder: object) -> None:
-    """Load now what ``embedder`` would load on first use (its ``prepare()``, if it has
-    one: the multilingual profile's second model, seconds on a first index), so that a
-    caller can say so rather than show a bar that does not move."""
-    getattr(embedder, "prepare", lambda: None)()
-
-
 def splits_of(embedder: object) -> tuple[int, ...]:
     """Where ``embedder``'s vectors are cut into its models' parts (``query_space``)."""
     return tuple(getattr(embedder, "splits", ()))

@@ -16,8 +16,9 @@ too), any other as under e5 alone; ``calibration_for(query)`` gives the threshol
 model that read it. Indexing costs both models (about 2x MiniLM alone); searching costs
 one. A query's language comes from py3langid (langid.py's model, 97 languages); a short
 or technical query ("kubectl rollout undo", "ingress nginx tls") is often labelled
-something improbable with low confidence, so a query counts as not English only when its
-label is confident (``CONFIDENT``), and English is the fallback.
+something improbable with low confidence, so a query counts as not English when its
+label is confident (``CONFIDENT``), when it writes letters English does not, or when
+English is not even a distant guess (``UNLIKE``); English is the fallback.
 """
 
 from __future__ import annotations
@@ -122,7 +123,9 @@ class MultilingualEmbedder(Resource):
             return self._other
 
     def prepare(self) -> None:
-        """Load the second model now (``heron.embed.prepare``): passages need both."""
+        """Load the second model now: passages need both, and an index says it is loading
+        (about 2 s) rather than show a chunk bar that does not move. An embedder with
+        parts it loads on first use has this method; ``heron.libraries.index`` calls it."""
         self.other  # noqa: B018  # the property makes it
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:

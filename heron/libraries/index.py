@@ -36,7 +36,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.embed import prepare
 from heron.errors import HeronError, NotFound
 from heron.libraries.chunk import (
     ChunkPolicy,
@@ -325,9 +324,10 @@ class _Indexer:
     def _write(self, work: list[_Work], stored: dict[str, list[str]]) -> None:
         if self.on_total:
             self.on_total(len(work))
-        if work:  # a model loading on first use would hold the chunk bar at 0
+        load = getattr(self.store.embedder, "prepare", None)  # a model made on first use
+        if work and load is not None:  # ... would hold the chunk bar at 0 while it loads
             self._stage("models", None)
-            prepare(self.store.embedder)
+            load()
         advance = self._stage("chunks", sum(len(w.records) for w in work))
         before = _misses(self.store.embedder)
         for group in self._groups(work):
@@ -402,8 +402,8 @@ def index_library(
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages. ``stages(name,
     total)`` as each stage begins (``sync``, total None; ``pages`` to read; ``models``,
-    total None, while the embedder loads what it loads on first use; then ``chunks`` to
-    embed and write) returns the ``advance(n)`` told as ``n`` more of its
+    total None, while an embedder with ``prepare()`` loads what it would on first use;
+    then ``chunks`` to embed and write) returns the ``advance(n)`` told as ``n`` more of its
     units are done: chunks as they embed, every second or so, not only as a group of
     pages is written.
 

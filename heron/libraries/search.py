@@ -25,7 +25,7 @@ from heron.libraries.state import last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
 from heron.store.analysis import analyze, bm25, query_terms
-from heron.store.fusion import Fused, fuse, fuse_with_feedback
+from heron.store.fusion import Fused, fuse_with_feedback
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("full", "hybrid", "dense", "lexical")
@@ -236,9 +236,9 @@ def pool(
     to the fifth of a thousand-page one. Here the pooled candidates are scored as if
     they were one library, by the store's own recipe: the cosine as it is (the same
     embedder everywhere), BM25 again with the IDF of the pool, the same z-score fusion
-    over the union, then, given the query ``vector`` and every hit's, the store's
-    Rocchio feedback from the top candidate and a second fusion
-    (``heron.store.fusion.fuse_with_feedback``; ``splits``: the embedder's). Without the
+    over the union, then the store's Rocchio feedback from the top candidate and a second
+    fusion (``heron.store.fusion.fuse_with_feedback``: the query's ``vector`` and each
+    hit's, which a hybrid search hands over; ``splits``: the embedder's). Without the
     feedback pass a library's passages were ordered unlike the store orders them alone:
     every/named Hit@1 0.941 -> 0.971 on the Kubernetes dev questions beside two other
     libraries (docs/benchmarks.md, "Real use"). The hits come back with these scores,
@@ -251,12 +251,12 @@ def pool(
     keys = np.arange(len(hits), dtype=np.int64)
     by_dense = np.argsort(-dense, kind="stable")
     by_lexical = np.argsort(-lexical, kind="stable")
-    if all(h.dense_score is None for h in hits):  # lexical search: BM25 alone orders
+    if vector is None:  # lexical search: BM25 alone orders
         fused = [
             Fused(int(k), float(lexical[k]), None, float(lexical[k]), None, r)
             for r, k in enumerate(by_lexical.tolist(), 1)
         ]
-    elif vector is not None and all(h.vector is not None for h in hits):
+    else:
         fused = fuse_with_feedback(
             vector,
             {i: h.vector for i, h in enumerate(hits) if h.vector is not None},
@@ -268,11 +268,6 @@ def pool(
             feedback_alpha=alpha,
             splits=splits,
         )
-    else:  # hits without their vectors (a store that does not keep them at hand)
-        fused = fuse(
-            keys[by_dense], dense[by_dense], keys[by_lexical], lexical[by_lexical],
-            top_k=len(hits), alpha=alpha,
-        )  # fmt: skip
     dense_rank, lexical_rank = np.empty_like(keys), np.empty_like(keys)
     dense_rank[by_dense] = keys + 1
     lexical_rank[by_lexical] = keys + 1
@@ -334,7 +329,8 @@ def search_many(
     splits = splits_of(store.embedder)
     for i, (query, scope, hits) in enumerate(zip(queries, names, found, strict=True)):
         if len(scope) > 1 and mode != "dense":  # a cosine means the same in every library
-            hits = pool(query, hits, None if vectors is None else vectors[i], splits=splits)
+            vector = None if mode == "lexical" or vectors is None else vectors[i]
+            hits = pool(query, hits, vector, splits=splits)
         use = mode == "full" and reranker is not None and bool(hits)
         scores = (
             reranker.rerank(query, hits)

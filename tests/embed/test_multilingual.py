@@ -19,7 +19,6 @@ from heron.embed import (
     embed_queries,
     is_english,
     load_embedder,
-    prepare,
     query_space,
 )
 from heron.embed.e5_onnx import ensure_graph
@@ -145,7 +144,7 @@ def test_the_second_model_loads_on_first_need_and_must_be_the_one_named(
     pair = MultilingualEmbedder(embedder, load, e5.model_id)
     embed_queries(pair, ENGLISH)
     assert not made  # English searches never load e5
-    prepare(pair)  # what an index calls before its chunk bar starts
+    pair.prepare()  # what an index calls before its chunk bar starts
     assert made == [e5]
     embed_queries(pair, OTHER[:1])
     pair.embed(PASSAGES[:1])

@@ -14,6 +14,7 @@ from heron.libraries.config import Library
 from heron.libraries.search import pool
 from heron.settings import Settings
 from heron.store import Hit, SQLiteStore
+from heron.store.fusion import fuse
 
 # A big library about something else entirely. Scored against its own candidates, its
 # best passage still stands out (a z-score says "best of these", not "relevant"), and a
@@ -77,7 +78,14 @@ def test_the_pool_takes_the_stores_feedback_from_its_top_candidate() -> None:
         for key, v in vectors.items()
     ]
     assert [h.id for h in pool("restore database", hits, query)] == ["a", "b", "c"]
-    assert [h.id for h in pool("restore database", hits)] == ["a", "c", "b"]  # no vector
+    # One fusion alone, without the feedback, keeps c first of the two.
+    dense = np.array([h.dense_score for h in hits])
+    lexical = np.array([2.0, 1.0, 1.0])  # a's two query terms, b's and c's one
+    keys = np.arange(3)
+    once = fuse(keys[np.argsort(-dense)], np.sort(dense)[::-1], keys, lexical, top_k=3, alpha=0.8)
+    assert [hits[f.key].id for f in once] == ["a", "c", "b"]
+    # No query vector: a lexical search, BM25 alone orders.
+    assert [h.id for h in pool("restore database", hits)] == ["a", "b", "c"]
 
 
 def test_a_page_indexed_twice_is_listed_once_with_both_sources(

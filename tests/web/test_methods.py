@@ -65,7 +65,7 @@ def test_a_reindex_task_reports_its_end(heron: Heron) -> None:
         time.sleep(0.05)
     assert state["state"] == "done" and state["report"]["unchanged"] == 1  # type: ignore[index]
     stage = state["stage"]  # type: ignore[index]
-    assert stage["name"] in ("sync", "pages", "models", "chunks")  # the last stage begun
+    assert stage["name"] in ("sync", "pages", "chunks")  # the last stage begun
     assert stage["total"] is None or stage["done"] == stage["total"]  # ... and finished
 
 
