@@ -18,6 +18,13 @@ the shared set's ``test`` split, precise form and its vague rewrites. A hit is t
 **Conversations.** ``bench/data/realuse/conversations.jsonl``: two turns whose second
 only makes sense after the first, the gold page of the second and its library.
 
+**Answer keys.** Each notes question and each conversation's second turn has ``expect``:
+short verbatim pieces of the gold page's sentences that answer it (the fact asked for,
+never the page's title, summary or the first turn's answer). An answer "holds the fact"
+when its text holds one of them at word edges, both lowercased, ``*`` and backticks
+removed and whitespace collapsed (``holds``). Citing the right page is not enough: an answer that
+quotes the page's summary, or repeats what turn 1 said, cites it and answers nothing.
+
 Sections: (a) search over every library (``library=None``) against the named library;
 (b) follow-ups through ``Agent.ask`` with the client's ``history`` and with the
 session, extractive (the deterministic path, no model); (c) extractive answers to the
@@ -67,6 +74,21 @@ TOP_K = 10
 #: the start) and before a space, a line end or the end; a span of answer text ends at
 #: each such group.
 MARKERS = re.compile(r"(?:(?<=\s)|^)((?:\[\d+(?:\s*,\s*\d+)*\]\s*)+)(?=\s|$)")
+
+
+def _plain(text: str) -> str:
+    return " ".join(text.lower().replace("*", "").replace("`", "").split())
+
+
+def holds(answer: str, expect: Sequence[str]) -> bool:
+    """Whether ``answer`` holds one of the ``expect`` keys (module doc, "Answer keys").
+
+    >>> holds("It **rotates every 60 days**. [1]", ["every 60 days"])
+    True
+    """
+    text = _plain(answer)
+    # At word edges: "5 minutes" is not said by "15 minutes".
+    return any(re.search(rf"(?<!\w){re.escape(_plain(key))}(?!\w)", text) for key in expect)
 
 
 def log(text: str) -> None:
@@ -319,6 +341,8 @@ def followup_section(agent: Any) -> str:
     modes = ("history", "session", "turn 2 alone")
     hits: dict[str, list[bool]] = {m: [] for m in modes}
     quoted: dict[str, list[bool]] = {m: [] for m in modes}
+    facts: dict[str, list[bool]] = {m: [] for m in modes}
+    repeats: dict[str, list[float]] = {m: [] for m in modes}
     by_library: dict[str, dict[str, list[bool]]] = {}
     failures = []
     for i, conv in enumerate(conversations, 1):
@@ -333,10 +357,15 @@ def followup_section(agent: Any) -> str:
             "turn 2 alone": agent.ask(Turn(second, answer="extractive")),
         }
         missed: dict[tuple, list[str]] = {}  # what a failed turn 2 showed -> its modes
+        said = {_plain(text) for text, _ in quoted_spans(one)}
         for mode, two in answers.items():
             hit = gold in cited_pages(two)
             hits[mode].append(hit)
             quoted[mode].append(gold in quoted_pages(two))
+            facts[mode].append(holds(two.answer, conv["expect"]))
+            spans = [_plain(text) for text, _ in quoted_spans(two)]
+            if spans:
+                repeats[mode].append(sum(t in said for t in spans) / len(spans))
             by_library.setdefault(conv["library"], {m: [] for m in modes})[mode].append(hit)
             if not hit and mode != "turn 2 alone":
                 shown = (
@@ -358,6 +387,8 @@ def followup_section(agent: Any) -> str:
             n,
             f"{100 * np.mean(hits[mode]):.1f}%",
             f"{100 * np.mean(quoted[mode]):.1f}%",
+            f"{100 * np.mean(facts[mode]):.1f}%",
+            f"{100 * np.mean(repeats[mode]):.1f}%" if repeats[mode] else "n/a",
             *(
                 f"{sum(by_library[lib][mode])}/{len(by_library[lib][mode])}"
                 for lib in sorted(by_library)
@@ -367,13 +398,17 @@ def followup_section(agent: Any) -> str:
     ]
     out = table(
         "Real use (b): follow-ups, turn 2 answered extractive after turn 1 (bundled model, "
-        "no model call); a hit: the gold page among turn 2's citations; "
+        "no model call); a hit: the gold page among turn 2's citations; 'holds the fact': "
+        "turn 2's text holds one of its answer keys; 'sentences turn 1 said': turn 2's "
+        "quoted sentences that turn 1's answer quoted too; "
         f"'turn 2 alone' is the same question with no conversation; {seconds:.0f} s",
         [
             "turn 2 asked with",
             "conversations",
             "gold cited",
             "gold quoted ([n] marker)",
+            "holds the fact",
+            "sentences turn 1 said (mean share)",
             *(f"{lib}: cited" for lib in sorted(by_library)),
         ],
         rows,
@@ -405,12 +440,14 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
     wanted = ("notes, precise", "notes, vague", "kubernetes test, precise")
     rows, worst = [], []
     totals: dict[str, dict[str, list]] = {}
+    keys = {q["question"]: q["expect"] for q in read_jsonl(QUESTIONS)}
     for name in wanted:
         lib, texts, gold = sets[name]
         for scope in ("every", "named"):
             log(f"extractive: {name} ({len(texts)}), {scope} library")
             stats = {"quoted": [], "cited": [], "sentences": 0, "gold_sentences": 0,
-                     "unresolved": 0, "n_cited": [], "n_quoted": [], "empty": 0}  # fmt: skip
+                     "unresolved": 0, "n_cited": [], "n_quoted": [], "empty": 0,
+                     "facts": []}  # fmt: skip
             for text, g in zip(texts, gold, strict=True):
                 answer = agent.ask(
                     Turn(text, answer="extractive", library=lib if scope == "named" else None)
@@ -419,6 +456,8 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
                 pages = quoted_pages(answer)
                 stats["quoted"].append(g in pages)
                 stats["cited"].append(g in cited_pages(answer))
+                if text in keys:
+                    stats["facts"].append(holds(answer.answer, keys[text]))
                 stats["n_cited"].append(len(answer.citations))
                 stats["n_quoted"].append(len(pages))
                 stats["empty"] += not spans
@@ -429,7 +468,7 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
                 if scope == "every" and spans and from_gold < len(spans):
                     worst.append((name, text, f"({g[0]}, {g[1]})", from_gold, len(spans), answer))
             key = f"{name.split(',')[0]}, {scope}"
-            for field in ("quoted", "cited", "n_cited", "n_quoted"):
+            for field in ("quoted", "cited", "n_cited", "n_quoted", "facts"):
                 totals.setdefault(key, {}).setdefault(field, []).extend(stats[field])
             for field in ("sentences", "gold_sentences", "unresolved", "empty"):
                 totals[key][field] = totals[key].get(field, 0) + stats[field]
@@ -443,7 +482,8 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
         "the answer's text ending with one or more [n] markers; its source is citation "
         "n's page (answer.citations[n-1]; a span with several markers counts for the gold "
         "page when any of them is it). 'gold quoted': the gold page is the source of at "
-        "least one sentence; 'gold cited': it is among answer.citations; "
+        "least one sentence; 'gold cited': it is among answer.citations; 'holds the "
+        "fact': the answer's text holds one of the question's answer keys (notes only); "
         f"{seconds:.0f} s",
         [
             "questions",
@@ -451,6 +491,7 @@ def extractive_section(agent: Any) -> tuple[str, list[tuple]]:
             "n",
             "gold quoted",
             "gold cited",
+            "holds the fact",
             "sentences from the gold page",
             "sentences",
             "citations listed (mean)",
@@ -471,6 +512,7 @@ def _extractive_row(name: str, scope: str, stats: dict[str, Any]) -> tuple:
         len(stats["quoted"]),
         f"{100 * np.mean(stats['quoted']):.1f}%",
         f"{100 * np.mean(stats['cited']):.1f}%",
+        f"{100 * np.mean(stats['facts']):.1f}%" if stats["facts"] else "n/a",
         f"{100 * stats['gold_sentences'] / sentences:.1f}%" if sentences else "n/a",
         sentences,
         float(np.mean(stats["n_cited"])),

@@ -518,14 +518,16 @@ class Agent(Resource):
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
             headings = [c.heading for c, _ in passages]
+            query = grounded.found.grounding.query
             quoted = compose(
-                grounded.found.grounding.query,
+                query,
                 grounded.found.vector,
                 bodies,
                 self.store.embedder,
                 limits,
                 headings=headings,
                 scores=[r.score for r in grounded.passages][: len(bodies)],
+                latest=turn.message if query != turn.message else None,
             )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(

@@ -10,7 +10,9 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    (``heron.store.analysis``, the terms the libraries' lexical index uses), IDF over these
    sentences. BM25 as in Robertson & Zaragoza, "The Probabilistic Relevance Framework:
    BM25 and Beyond" (2009), with Lucene's IDF ``ln(1 + (N - df + 0.5) / (df + 0.5))``,
-   ``k1 = 1.2``, ``b = 0.75``.
+   ``k1 = 1.2``, ``b = 0.75``. A follow-up's query is the message and the earlier
+   questions (``heron.agent.followup``); the earlier questions' terms weigh
+   ``EARLIER_WEIGHT`` each, the message's 1: its own words say what it asks.
 3. **Candidates**: the ``CANDIDATES`` sentences with the best BM25 (ties: the better
    passage, then the earlier sentence); when fewer share a term with the question, the
    first sentences of the best passages fill in. Only these are embedded: embedding
@@ -101,6 +103,11 @@ RELATIVE = 0.8
 #: often goes on about the same thing in words of its own ("In a heat wave water them
 #: every day." after the watering rule), which the question's vector does not see.
 NEIGHBOUR_RELATIVE = 0.5
+#: A follow-up's standalone query holds the earlier questions' words; each weighs this
+#: much beside the message's own (a BM25 query-term weight): "And how long should I wait
+#: before chasing?" after a question on approvals asks about the wait, not the approvals
+#: again (docs/benchmarks.md, "Real use").
+EARLIER_WEIGHT = 0.5
 
 
 @dataclass(frozen=True)
@@ -180,6 +187,15 @@ def _units(question: str, passages: Sequence[str]) -> list[_Unit]:
     ]
 
 
+def _weights(question: str, latest: str | None) -> dict[str, float] | None:
+    """BM25 weights of ``question``'s terms when it was built from the conversation:
+    ``EARLIER_WEIGHT`` for those not in the ``latest`` message."""
+    if not latest:
+        return None
+    own = set(analyze(latest))
+    return {t: 1.0 if t in own else EARLIER_WEIGHT for t in query_terms(question)}
+
+
 def _candidates(units: list[_Unit], lexical: np.ndarray) -> list[int]:
     """Indices of the sentences to embed: best BM25 first, then passage order."""
     order = sorted(
@@ -249,17 +265,19 @@ def compose(
     *,
     headings: Sequence[str] = (),
     scores: Sequence[float] = (),
+    latest: str | None = None,
 ) -> Extract:
     """The extractive answer to ``question`` from ``passages`` (Markdown bodies in
     citation order; ``vector``: the question's, from ``embedder``; ``headings``: each
     passage's heading path, ``A > B``, and ``scores`` its retrieval score, when known).
-    Empty text when no passage holds a
-    sentence to quote. See the module doc for the rules."""
+    A follow-up's ``question`` is the standalone query built from the conversation, and
+    ``latest`` the message as sent. Empty text when no passage holds a sentence to quote.
+    See the module doc for the rules."""
     limits = limits or Limits()
-    units = _units(question, passages)
+    units = _units(latest or question, passages)
     if not units or limits.sentences < 1:
         return Extract("", ())
-    lexical = bm25(query_terms(question), [u.terms for u in units])
+    lexical = bm25(query_terms(question), [u.terms for u in units], _weights(question, latest))
     keys = np.array(_candidates(units, lexical), dtype=np.int64)
     # Sentences weighed, and compared with each other, as the question's model sees them.
     question_vector, vectors = query_space(

@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from functools import lru_cache
 
 import numpy as np
@@ -86,17 +86,25 @@ BM25_K1 = 1.2
 BM25_B = 0.75
 
 
-def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> np.ndarray:
+def bm25(
+    query: Sequence[str],
+    documents: Sequence[Sequence[str]],
+    weights: Mapping[str, float] | None = None,
+) -> np.ndarray:
     """BM25 of each of ``documents`` (analysed terms) for the ``query`` terms, with the
     IDF of ``documents`` themselves; ``float32``, one score each. For scoring a small set
     on its own scale (a passage's sentences, several libraries' candidates), where the
     engines' BM25 would bring each index's statistics. Robertson & Zaragoza, "The
     Probabilistic Relevance Framework: BM25 and Beyond" (2009), with Lucene's IDF
-    ``ln(1 + (N - df + 0.5) / (df + 0.5))``.
+    ``ln(1 + (N - df + 0.5) / (df + 0.5))``. ``weights``: a query term's weight (1 when
+    not given), as a term repeated in a BM25 query with query-term frequency.
 
-    >>> bm25(["pod"], [["pod", "run"], ["servic"]]).round(3).tolist()
-    [0.693, 0.0]
+    >>> [round(float(x), 3) for x in bm25(["pod"], [["pod", "run"], ["servic"]])]
+    [0.61, 0.0]
+    >>> [round(float(x), 3) for x in bm25(["pod"], [["pod", "run"], ["servic"]], {"pod": 0.5})]
+    [0.305, 0.0]
     """
+    weights = weights or {}
     scores = np.zeros(len(documents), dtype=np.float32)
     if not documents or not query:
         return scores
@@ -107,7 +115,7 @@ def bm25(query: Sequence[str], documents: Sequence[Sequence[str]]) -> np.ndarray
         df = sum(1 for c in counts if term in c)
         if not df:
             continue
-        idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
+        idf = weights.get(term, 1.0) * math.log(1 + (n - df + 0.5) / (df + 0.5))
         for i, c in enumerate(counts):
             tf = c.get(term, 0)
             if tf:

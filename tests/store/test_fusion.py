@@ -3,6 +3,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from heron.store.analysis import bm25
 from heron.store.fusion import (
     ALPHA,
     FEEDBACK_ALPHA,
@@ -260,3 +261,14 @@ def test_feedback_edge_cases():
     with pytest.raises(KeyError):
         fuse_with_feedback(QUERY, VECS, ints(1, 99), EMPTY_KEYS, EMPTY_SCORES, top_k=3)
     assert len(fuse_with_feedback(QUERY, VECS, ints(1, 2, 3), ints(5), arr(1.0), top_k=2)) == 2
+
+
+def test_golden_bm25_on_its_own_set_and_with_query_term_weights() -> None:
+    documents = [["pod", "run"], ["servic"], ["pod", "pod", "servic"]]
+    # idf = ln(1 + 1.5 / 2.5) = ln 1.6; mean length 2; k1 1.2, b 0.75:
+    # ln 1.6 * 2.2 / (1 + 1.2) and ln 1.6 * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 1.5)).
+    assert np.allclose(bm25(["pod"], documents), [0.47, 0.0, 0.5666], atol=1e-4)
+    # A weight scales its term's part, as a term repeated in the query would.
+    weighted = bm25(["pod", "servic"], documents, {"pod": 0.5})
+    plain = bm25(["pod", "servic"], documents)
+    assert np.allclose(weighted, plain - 0.5 * bm25(["pod"], documents))
