@@ -62,10 +62,31 @@ def test_golden_the_sentences_that_answer_with_their_markers(embedder: MiniLMEmb
         "Water tomato plants deeply twice a week, at the base, early in the morning. [1] "
         "In a heat wave water them every day. [1]"
     )
-    # Numbered by use: the one passage quoted is [1], whatever its place among them.
+    # Numbered by use: the one passage quoted is [1], whatever its place among them; a
+    # sentence quoted alone from its paragraph brings the next one (the last pair above
+    # is a run already, so "Never wet the leaves" stays out).
     assert quote(embedder, "When should I prune roses?", [WATERING, PRUNING]) == (
-        "Prune roses in late winter, just before the buds open. [1]"
+        "Prune roses in late winter, just before the buds open. [1] Cut above an outward "
+        "bud at an angle of 45 degrees and remove dead canes first. [1]"
     )
+
+
+def test_a_sentence_quoted_alone_brings_the_next_one_of_its_paragraph(
+    embedder: MiniLMEmbedder,
+) -> None:
+    sick = (
+        "If you are ill, tell your manager before your normal start time. You do not need a "
+        "doctor's note for the first three days in a row. From the fourth day, send a note "
+        "to People Operations. Sick days never count against your annual leave.\n"
+    )
+    question = "From which day of sickness do I need a doctor's note?"
+    # The answer is in the next sentence's words ("the fourth day"), far from the
+    # question's vector (MiniLM cosine 0.30 against 0.70 for the one before it).
+    assert quote(embedder, question, [sick]) == (
+        "You do not need a doctor's note for the first three days in a row. [1] "
+        "From the fourth day, send a note to People Operations. [1]"
+    )
+    assert quote(embedder, question, [sick], sentences=1).count("[1]") == 1  # room first
 
 
 def test_sentences_keep_reading_order_and_passages_their_numbers(
