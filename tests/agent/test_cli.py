@@ -60,7 +60,10 @@ def test_ask_says_which_model_answered_and_how(garden: Path) -> None:
     store.close()
     done = run_heron("ask", "When should I prune roses?")
     lines = done.stdout.splitlines()
-    assert lines[0] == "Prune roses in late winter, just before the buds open. [1]"
+    assert lines[0] == (
+        "Prune roses in late winter, just before the buds open. [1] Cut above an outward "
+        "bud at an angle of 45 degrees and remove dead canes first. [1]"
+    )
     assert lines[1].startswith("[1] (garden, garden/pruning)")
     words = " ".join(done.stdout.split())  # the console wraps long lines
     assert (
