@@ -87,6 +87,11 @@ def test_a_sentence_quoted_alone_brings_the_next_one_of_its_paragraph(
         "From the fourth day, send a note to People Operations. [1]"
     )
     assert quote(embedder, question, [sick], sentences=1).count("[1]") == 1  # room first
+    # A sentence about its page leads up to the page, not to the sentence after it.
+    about = "This page explains how to restore the database. Read it before you need it.\n"
+    assert quote(embedder, "How do I restore the database?", [about]) == (
+        "This page explains how to restore the database. [1]"
+    )
 
 
 def test_sentences_keep_reading_order_and_passages_their_numbers(
