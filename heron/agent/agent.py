@@ -320,7 +320,7 @@ class Agent(Resource):
                 docs_threshold=thresholds.docs,
                 tool_threshold=thresholds.tool,
             )
-            passages = self._passages(mode, decision, found.results, thresholds, record.notes)
+            passages = self._passages(mode, decision, found, thresholds, record.notes)
             prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
@@ -330,12 +330,14 @@ class Agent(Resource):
         self,
         mode: AnswerMode,
         decision: Triage,
-        results: list[Result],
+        found: Found,
         thresholds: Thresholds,
         notes: list[str],
     ) -> list[Result]:
         """The passages the prompt holds: triage's, or for an extractive answer the
-        closest ones when none fits closely (with a note saying so)."""
+        closest ones when none fits closely (with a note saying so), and the best page's
+        other sections that match (an extractive answer has no prompt to fill)."""
+        results = found.results
         count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
         passages = results[:count] if decision.kind == "docs" else []
         related = (decision.docs_score or 0) >= thresholds.weak
@@ -346,6 +348,8 @@ class Agent(Resource):
                 f"no passage fits closely (best match {decision.docs_score:.2f} < "
                 f"{thresholds.docs}); these are the closest"
             )
+        if mode == "extractive" and passages:
+            passages = [passages[0], *self.retriever.sections(found), *passages[1:]]
         return passages
 
     def _prompt(
@@ -463,10 +467,12 @@ class Agent(Resource):
         timings["tools"] = round(loop.tool_seconds, 4)
         cited = [c for use in loop.tools for c in _cited(use, loop.offered)]
         citations = list(dict.fromkeys(reply.citations + cited))
+        pages = {(c.library, c.page) for c in citations}  # a page cited at any section
         related = [
             Related(c, round(r.score, 4))
             for r in grounded.found.results[:EXTRACTIVE_PASSAGES]
             if (c := Citation.from_result(r.to_dict())) not in citations
+            and (c.library, c.page) not in pages
         ]
         total = time.perf_counter() - record.started
         timings["total"] = round(total, 4)

@@ -25,8 +25,11 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    behind the best one in retrieval (``scores``: retrieval weighed the passages on more
    evidence than one sentence has, and the best one usually holds the answer), minus
    ``LINK_PENALTY`` times the share of the sentence that is link text and
-   ``NAVIGATION_PENALTY`` for a passage under a "What's next" or "See also" heading:
-   those point elsewhere, they do not answer.
+   ``NAVIGATION_PENALTY`` for a passage under a "What's next" or "See also" heading and
+   ``ABOUT_PENALTY`` for a sentence about its page ("This page explains ..."): those
+   point elsewhere, they do not answer. A question that asks what a term is ("What is
+   Heron?", ``defined``) gives ``DEFINITION_BONUS`` to a sentence that says it ("Heron
+   is ...", ``defines``), wherever retrieval placed its passage.
 6. **Selection**, best first: a sentence shorter than ``MIN_WORDS`` words, a question,
    a ``fragment`` (a sentence's tail, or one cut mid-clause), one that quotes the
    question itself (a page listing example questions), one nearly the same as one
@@ -82,6 +85,70 @@ EMBED_WORDS = 32
 PASSAGE_PENALTY = 1.6
 LINK_PENALTY = 1.0
 NAVIGATION_PENALTY = 1.0
+#: A sentence about its page ("This page explains what is backed up ...", a summary
+#: "How to connect ..."): a pointer, like a "See also" list. It loses ``ABOUT_PENALTY``,
+#: sets no bar for the sentences after it (``RELATIVE``) and brings no successor: it
+#: leads up to the page, not to the next sentence ("Read it before you need it.").
+_ABOUT = re.compile(
+    r"^\W*(?:this|the) (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
+    r"|^\W*in this (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
+    r"|^\W*how\b",  # not a question: those are left out
+    re.IGNORECASE,
+)
+ABOUT_PENALTY = 1.0
+#: "What is X?" asks for a definition, and "X is ..." gives one: such a sentence gains
+#: ``DEFINITION_BONUS`` (English, Portuguese, Spanish; X of at most ``DEFINED_WORDS``
+#: words, so that "What is the default hard eviction threshold ...?" asks for a value).
+DEFINITION_BONUS = 1.0
+DEFINED_WORDS = 4
+_DEFINE = re.compile(
+    r"^\W*(?:what|who)\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<en>[^?]+?)\s*\??$"
+    r"|^\W*(?:o\s+)?que\s+(?:é|são)\s+(?:o\s+|a\s+|os\s+|as\s+|um\s+|uma\s+)?"
+    r"(?P<pt>[^?]+?)\s*\??$"
+    r"|^\W*qu[ée]\s+(?:es|son)\s+(?:el\s+|la\s+|los\s+|las\s+|una?\s+)?"
+    r"(?P<es>[^?]+?)\s*\??$",
+    re.IGNORECASE,
+)
+_COPULA = frozenset({"is", "are", "é", "são", "es", "son", "means", "refers"})
+_ARTICLES = frozenset({"a", "an", "the", "o", "os", "as", "um", "uma", "el", "la", "los", "las"})
+_CONTEXT = frozenset({"in", "on", "at", "within", "no", "na", "em", "en"})
+_RELATION = frozenset({"of", "for", "to", "between", "de", "do", "da", "para", "del"})
+
+
+def defined(question: str) -> str | None:
+    """The term ``question`` asks to define ("What is a Pod?" -> "pod"), lowercased;
+    ``None`` when it asks for something else.
+
+    >>> defined("What is Heron?"), defined("What is the purpose of Kubernetes auditing?")
+    ('heron', None)
+    """
+    match = _DEFINE.match(question.strip())
+    if not match:
+        return None
+    words = _words(next(g for g in match.groups() if g)).split()
+    # "What is a PersistentVolumeClaim in Kubernetes?": the term ends where its context
+    # starts; "What is the purpose of ...?" asks for a relation, not a term.
+    words = words[: next((i for i, w in enumerate(words) if w in _CONTEXT), len(words))]
+    if not words or len(words) > DEFINED_WORDS or _RELATION & set(words):
+        return None
+    return " ".join(words)
+
+
+def defines(text: str, term: str) -> bool:
+    """Whether ``text`` starts by saying what ``term`` is: it opens (after an article)
+    with one of the term's words and has "is" or "are" soon after ("A Secret is an
+    object ..." for "kubernetes secret").
+
+    >>> defines("A Secret is an object that holds a password.", "kubernetes secret")
+    True
+    """
+    words = _words(text).split()
+    while words and words[0] in _ARTICLES:
+        words = words[1:]
+    named = bool(words) and any(words[0].startswith(w[:5]) for w in term.split())
+    return named and bool(_COPULA & set(words[1:8]))
+
+
 #: Headings of sections that point to other pages (compared lowercased, last level).
 NAVIGATION = frozenset(
     {"what's next", "next steps", "see also", "further reading", "learn more", "related"}
@@ -255,6 +322,7 @@ def _penalty(unit: _Unit, headings: Sequence[str], behind: Sequence[float]) -> f
         PASSAGE_PENALTY * behind[unit.passage]
         + LINK_PENALTY * unit.sentence.linked
         + (NAVIGATION_PENALTY if navigation else 0.0)
+        + (ABOUT_PENALTY if _ABOUT.match(unit.sentence.text) else 0.0)
     )
 
 
@@ -293,8 +361,17 @@ def compose(
     )
     row = {int(k): i for i, k in enumerate(keys.tolist())}
     behind = _behind(len(passages), scores)
+    term = defined(latest or question)
     scored = sorted(
-        ((f.score - _penalty(units[f.key], headings, behind), f.key) for f in fused),
+        (
+            (
+                f.score
+                - _penalty(units[f.key], headings, behind)
+                + (DEFINITION_BONUS if term and defines(units[f.key].sentence.text, term) else 0.0),
+                f.key,
+            )
+            for f in fused
+        ),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
@@ -323,22 +400,14 @@ def compose(
             continue
         chosen.append((key, text))
         picked.append(vec)
-        best = max(best, cosine)
+        if not _ABOUT.match(text):  # a pointer to its page sets no bar for the answer
+            best = max(best, cosine)
     _follow(units, chosen, score_of, limits)
     quotes = _quotes(units, chosen, score_of)
     used = tuple(dict.fromkeys(q.number - 1 for q in quotes))
     number = {passage: n for n, passage in enumerate(used, 1)}
     quotes = [replace(q, number=number[q.number - 1]) for q in quotes]
     return Extract(render(quotes), tuple(quotes), used)
-
-
-#: A sentence about its page ("This page explains what is backed up ..."): it leads up
-#: to the page, not to the sentence after it ("Read it before you need it.").
-_ABOUT = re.compile(
-    r"^\W*(?:this|the) (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
-    r"|^\W*in this (?:page|document|guide|section|tutorial|topic|article|chapter)\b",
-    re.IGNORECASE,
-)
 
 
 def _follow(

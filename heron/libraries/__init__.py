@@ -16,7 +16,16 @@ from heron.libraries.config import Library, add_library, read_libraries, remove_
 from heron.libraries.enrich import QA, Enricher
 from heron.libraries.index import LibraryIndexReport, index_library
 from heron.libraries.rerank import FeatureReranker, Reranker, load_reranker
-from heron.libraries.search import MODES, Result, named, scope_of, scopes, search, search_many
+from heron.libraries.search import (
+    MODES,
+    Result,
+    named,
+    scope_of,
+    scopes,
+    search,
+    search_many,
+    sections,
+)
 from heron.libraries.state import LibraryState, library_state
 
 __all__ = [
@@ -40,4 +49,5 @@ __all__ = [
     "scopes",
     "search",
     "search_many",
+    "sections",
 ]

@@ -37,6 +37,9 @@ PAGE_BONUS = 0.05
 #: leans on the dense side as much (``heron.store.fusion.FEEDBACK_ALPHA``).
 POOL_ALPHA = 0.8
 SNIPPET_CHARS = 300
+#: Chunks of a page's lead that ``sections`` looks past: a lead (summary and
+#: introduction) rarely fills more than two.
+LEAD_CHUNKS = 2
 _WEB_GIT = re.compile(r"^https://(github\.com|gitlab\.com|codeberg\.org)/")
 
 
@@ -341,6 +344,31 @@ def search_many(
         pages = group_by_page(hits, scores, syncs, reranked=use, bonus=bonus)
         results.append(merge_copies(pages)[:top_k])
     return results
+
+
+def sections(
+    result: Result,
+    query: str,
+    store: Store,
+    vector: np.ndarray | None = None,
+    *,
+    count: int = 2,
+) -> list[Result]:
+    """The ``count`` sections of ``result``'s page that match ``query`` best, besides the
+    one it is shown at and the page's lead (the chunks before its first heading: its
+    summary and introduction), each at ``result``'s score. A page is shown at its best
+    section, which is often its lead ("This page explains how to restore ...") while
+    the answer is in a section below; an extractive answer reads these too."""
+    hits = store.search(
+        result.library,
+        query,
+        top_k=count + LEAD_CHUNKS + 1,
+        filters={"page": result.page, "kind": "chunk"},
+        vector=vector,
+    )
+    others = [h for h in hits if h.id != result.chunk and h.metadata.get("heading")]
+    sync = last_sync(store, result.library)
+    return [_result(h, result.score, None, sync) for h in others[:count]]
 
 
 def search(query: str, store: Store, **options: Any) -> list[Result]:

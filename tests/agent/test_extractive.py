@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from heron.agent import Agent, Limits, Turn, compose, open_agent
+from heron.agent.extractive import defined, defines
 from heron.embed import MiniLMEmbedder
 from heron.libraries import add_library, index_library
 from heron.libraries.parse import strip_markup
@@ -92,6 +93,43 @@ def test_a_sentence_quoted_alone_brings_the_next_one_of_its_paragraph(
     assert quote(embedder, "How do I restore the database?", [about]) == (
         "This page explains how to restore the database. [1]"
     )
+
+
+def test_a_definition_answers_what_is(embedder: MiniLMEmbedder) -> None:
+    server = (
+        "The HERON_CONTEXT setting names the context Heron's CLI acts in; Heron's server puts "
+        "requests that name none there. Heron checks the Host and Origin of every request.\n"
+    )
+    overview = (
+        "Heron is a self-hosted intelligence pipeline for AI agents: it decides what reaches "
+        "an agent's context. One machine runs everything embedded.\n"
+    )
+    question = "What is Heron?"
+    vector = embedder.embed([question])[0]
+    # Retrieval put the settings page first; "Heron is ..." is what was asked for.
+    answer = compose(question, vector, [server, overview], embedder, scores=[5.2, 4.6])
+    assert answer.text.startswith(
+        "Heron is a self-hosted intelligence pipeline for AI agents: it decides what "
+        "reaches an agent's context. [1]"
+    )
+    assert answer.used[0] == 1
+
+
+def test_what_a_question_asks_to_define() -> None:
+    assert defined("What is Heron?") == "heron"
+    assert defined("What is a PersistentVolumeClaim in Kubernetes?") == "persistentvolumeclaim"
+    assert defined("What are Kubernetes Secrets?") == "kubernetes secrets"
+    assert defined("O que é um Pod?") == defined("¿Qué es un Pod?") == "pod"
+    for asks_something_else in (
+        "What is the purpose of Kubernetes auditing?",
+        "What is the hotel budget for business trips?",
+        "What is the recommended order of upgrading nodes during a cluster upgrade?",
+        "How do I restore the database?",
+    ):
+        assert defined(asks_something_else) is None, asks_something_else
+    assert defines("A Secret is an object that holds a password.", "kubernetes secrets")
+    assert not defines("Secrets can be mounted as files.", "kubernetes secrets")
+    assert not defines("The kubelet is an agent on each node.", "pod")
 
 
 def test_sentences_keep_reading_order_and_passages_their_numbers(
@@ -176,12 +214,14 @@ def test_no_passages_or_no_prose_give_no_quotes(embedder: MiniLMEmbedder) -> Non
 
 def plain(markdown: str) -> str:
     """Markdown reduced to its words, written independently of the code under test: link
-    targets, emphasis, code and table marks, fence info strings and list markers out."""
+    targets, emphasis, code and table marks, fence info strings and list markers out, and
+    commas and semicolons (a short list is quoted as one sentence, its entries joined by
+    ``;`` whatever ended them)."""
     text = html.unescape(strip_markup(markdown)).replace("\\", "")
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"```[\w-]*|<[^>]+>", " ", text)
     text = re.sub(r"^\s*(?:[-+*]|\d+\.)\s+", " ", text, flags=re.MULTILINE)
-    text = re.sub(r"[*_`>#|]", " ", text)
+    text = re.sub(r"[*_`>#|,;]", " ", text)
     return " ".join(text.split())
 
 
@@ -266,6 +306,31 @@ def test_a_stream_gives_the_extractive_answer_whole(k8s: Agent) -> None:
 
 
 # -- grounding that finds nothing, and Heron's own docs -------------------------------------
+
+
+def test_an_answer_reads_the_best_pages_sections_below_its_lead(home: Path, tmp_path: Path) -> None:
+    root = tmp_path / "ops"
+    root.mkdir()
+    (root / "backups.md").write_text(
+        "---\ndescription: How the database is backed up and restored.\n---\n\n"
+        "# Database backups\n\nThis page explains how the database is backed up and how "
+        "to restore the database.\n\n## Schedule\n\nA full backup runs every night at "
+        "02:00 and is kept for 35 days.\n\n## Restoring the database\n\nTo restore the "
+        "database, pick the target time and restore into a new cluster.\n"
+    )
+    settings = Settings(library_default_docs=False)
+    add_library("ops", str(root), settings)
+    agent = open_agent(settings)
+    try:
+        index_library("ops", agent.store, settings=settings)
+        answer = agent.ask(Turn("How do I restore the database?", answer="extractive"))
+    finally:
+        agent.close()
+    # Found at its lead (the page's summary), answered from the section below it.
+    assert "pick the target time" in answer.answer
+    assert ("ops", "backups", "Restoring the database") in [
+        (c.library, c.page, c.heading) for c in answer.citations
+    ]
 
 
 def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(

@@ -6,7 +6,7 @@ from pathlib import Path
 import pytest
 
 from heron.errors import InputError, NotFound
-from heron.libraries import add_library, index_library, search, search_many
+from heron.libraries import add_library, index_library, search, search_many, sections
 from heron.libraries.search import source_location
 from heron.libraries.tool import SEARCH_DOCS, search_docs
 from heron.settings import Settings
@@ -95,3 +95,35 @@ def test_search_docs_tool(indexed: Path, store: SQLiteStore, settings: Settings)
     assert out["results"][0]["citation"] == "(lib, concepts/secrets)"
     with pytest.raises(InputError, match="unknown arguments: colour"):
         search_docs({"query": "x", "colour": "red"}, store, settings)
+
+
+BACKUPS = {
+    "ops/backups.md": (
+        "---\ntitle: Database backups\ndescription: How the database is backed up and "
+        "restored.\n---\n\n# Database backups\n\nThis page explains how the database is "
+        "backed up and how to restore the database.\n\n## Schedule\n\nA full backup runs "
+        "every night at 02:00 and is kept for 35 days.\n\n## Restoring the database\n\n"
+        "Pick the target time, restore into a new cluster, then switch the service over.\n\n"
+        "## Testing restores\n\nEvery Monday a job restores last night's backup and "
+        "checks the row counts.\n"
+    ),
+    "ops/other.md": "# Other\n\nNothing about databases here at all.\n",
+}
+
+
+def test_a_pages_other_sections_are_there_for_the_answer_below_its_lead(
+    settings: Settings, store: SQLiteStore, make_library: Callable[..., Path]
+) -> None:
+    add_library("ops", str(make_library(BACKUPS, "ops")), settings)
+    index_library("ops", store, settings=settings)
+    question = "How do I restore the database?"
+    best = search(question, store, settings=settings)[0]
+    assert (best.page, best.heading) == ("ops/backups", "")  # the lead says it all
+    found = sections(best, question, store, count=2)
+    headings = [r.heading for r in found]
+    assert headings[0] == "Restoring the database" and len(headings) == 2
+    assert "" not in headings and best.chunk not in [r.chunk for r in found]
+    assert {(r.page, r.score, r.citation) for r in found} == {
+        ("ops/backups", best.score, "(ops, ops/backups)")
+    }
+    assert sections(best, question, store, count=1)[0].heading == "Restoring the database"
