@@ -418,7 +418,7 @@ def _follow(
     up to what the next one says ("You do not need a doctor's note for the first three
     days." then "From the fourth day, send a note ..."), in words neither the question
     nor its vector shares; a sentence about its page (``_ABOUT``) brings nothing. On
-    the real-use questions, notes precise holds the fact 78.9% -> 86.8%, Kubernetes
+    the real-use questions, alone, notes precise holds the fact 78.9% -> 86.8%, Kubernetes
     sentences from the gold page 68.4% -> 68.8%; keeping a successor only above half the
     best cosine, as a neighbour, held 84.2% / 67.5% (docs/benchmarks.md, "Real use")."""
     taken = {k for k, _ in chosen}

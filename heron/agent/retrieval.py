@@ -53,8 +53,8 @@ from heron.store import Store
 EXTRACTIVE_PASSAGES = 5
 #: Other sections of the best page an extractive answer reads besides the one it is
 #: found at (``sections``): on the real-use questions, Kubernetes gold page quoted 74.2%
-#: -> 79.4% and notes precise fact held 86.8% -> 92.1% (1: 77.3%, 92.1%;
-#: docs/benchmarks.md, "Real use").
+#: -> 77.3% (one section: 76.3%; three: 79.4%, with fewer of the notes' sentences from
+#: their gold page; docs/benchmarks.md, "Real use").
 EXTRACTIVE_SECTIONS = 2
 #: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
 #: costs one call).

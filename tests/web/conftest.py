@@ -160,9 +160,13 @@ def heron(web_home: Path, serve) -> Heron:  # type: ignore[no-untyped-def]
     return serve(web_home)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator:
-    """One headless Chromium for the run. Missing, it skips (fails in CI)."""
+    """One headless Chromium per module. Missing, it skips (fails in CI). Not one per
+    session: a running sync Playwright holds an event loop in the worker's main thread,
+    and every later test in that worker that calls ``asyncio.run`` (the job runner's)
+    failed with "cannot be called from a running event loop" whenever the scheduler
+    (``--dist worksteal``) gave a worker web tests before them."""
     if not CHROMIUM.exists():
         missing(f"{CHROMIUM} is missing", "install it: scripts/setup (apt-get install chromium)")
     try:
