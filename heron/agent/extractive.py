@@ -315,14 +315,20 @@ def _behind(count: int, scores: Sequence[float]) -> list[float]:
     return [float(rank) for rank in range(count)]
 
 
-def _penalty(unit: _Unit, headings: Sequence[str], behind: Sequence[float]) -> float:
+def _adjustment(
+    unit: _Unit, headings: Sequence[str], behind: Sequence[float], term: str | None
+) -> float:
+    """What step 5 adds to a sentence's fused score (module doc): the penalties, and the
+    bonus of a sentence that says what the ``defined`` ``term`` is."""
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
+    text = unit.sentence.text
     return (
-        PASSAGE_PENALTY * behind[unit.passage]
-        + LINK_PENALTY * unit.sentence.linked
-        + (NAVIGATION_PENALTY if navigation else 0.0)
-        + (ABOUT_PENALTY if _ABOUT.match(unit.sentence.text) else 0.0)
+        (DEFINITION_BONUS if term and defines(text, term) else 0.0)
+        - PASSAGE_PENALTY * behind[unit.passage]
+        - LINK_PENALTY * unit.sentence.linked
+        - (NAVIGATION_PENALTY if navigation else 0.0)
+        - (ABOUT_PENALTY if _ABOUT.match(text) else 0.0)
     )
 
 
@@ -363,15 +369,7 @@ def compose(
     behind = _behind(len(passages), scores)
     term = defined(latest or question)
     scored = sorted(
-        (
-            (
-                f.score
-                - _penalty(units[f.key], headings, behind)
-                + (DEFINITION_BONUS if term and defines(units[f.key].sentence.text, term) else 0.0),
-                f.key,
-            )
-            for f in fused
-        ),
+        ((f.score + _adjustment(units[f.key], headings, behind, term), f.key) for f in fused),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
@@ -413,14 +411,15 @@ def compose(
 def _follow(
     units: list[_Unit], chosen: list[tuple[int, str]], score: dict[int, float], limits: Limits
 ) -> None:
-    """Each chosen sentence brings the one right after it in its paragraph, while the
-    answer has room (``chosen`` and ``score`` extended in place): a sentence often leads
-    up to what the next one says ("You do not need a doctor's note for the first three
-    days." then "From the fourth day, send a note ..."), in words neither the question
-    nor its vector shares; a sentence about its page (``_ABOUT``) brings nothing. On
-    the real-use questions, alone, notes precise holds the fact 78.9% -> 86.8%, Kubernetes
-    sentences from the gold page 68.4% -> 68.8%; keeping a successor only above half the
-    best cosine, as a neighbour, held 84.2% / 67.5% (docs/benchmarks.md, "Real use")."""
+    """Each sentence quoted alone from its paragraph (none chosen right before it) brings
+    the next one, while the answer has room (``chosen`` and ``score`` extended in place):
+    a sentence often leads up to what the next one says ("You do not need a doctor's
+    note for the first three days." then "From the fourth day, send a note ..."), in
+    words neither the question nor its vector shares; a sentence about its page
+    (``_ABOUT``) brings nothing. On the real-use questions, alone, notes precise holds
+    the fact 78.9% -> 86.8%, Kubernetes sentences from the gold page 68.4% -> 68.8%;
+    keeping a successor only above half the best cosine, as a neighbour, held 84.2% /
+    67.5% (docs/benchmarks.md, "Real use")."""
     taken = {k for k, _ in chosen}
     alone = [
         k
@@ -443,18 +442,14 @@ def _follow(
 
 def _successor(units: list[_Unit], key: int) -> int | None:
     """The sentence right after sentence ``key`` in its paragraph, if it may be quoted."""
-    unit = units[key]
-    return next(
-        (
-            k
-            for k in (key + 1,)
-            if k < len(units)
-            and units[k].passage == unit.passage
-            and units[k].sentence.block == unit.sentence.block
-            and units[k].sentence.position == unit.sentence.position + 1
-        ),
-        None,
-    )
+    unit, after = units[key], key + 1
+    if after < len(units):
+        other = units[after]
+        if (other.passage, other.sentence.block) == (unit.passage, unit.sentence.block) and (
+            other.sentence.position == unit.sentence.position + 1
+        ):
+            return after
+    return None
 
 
 def _beside(units: list[_Unit], key: int, chosen: list[tuple[int, str]]) -> bool:
