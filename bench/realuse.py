@@ -22,8 +22,9 @@ only makes sense after the first, the gold page of the second and its library.
 short verbatim pieces of the gold page's sentences that answer it (the fact asked for,
 never the page's title, summary or the first turn's answer). An answer "holds the fact"
 when its text holds one of them at word edges, both lowercased, ``*`` and backticks
-removed and whitespace collapsed (``holds``). Citing the right page is not enough: an answer that
-quotes the page's summary, or repeats what turn 1 said, cites it and answers nothing.
+removed and whitespace collapsed (``holds``). Citing the right page is not enough: an
+answer that quotes the page's summary, or repeats what turn 1 said, cites it and answers
+nothing.
 
 Sections: (a) search over every library (``library=None``) against the named library;
 (b) follow-ups through ``Agent.ask`` with the client's ``history`` and with the

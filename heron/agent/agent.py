@@ -524,16 +524,18 @@ class Agent(Resource):
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
             headings = [c.heading for c, _ in passages]
-            query = grounded.found.grounding.query
+            grounding = grounded.found.grounding
             quoted = compose(
-                query,
+                grounding.query,
                 grounded.found.vector,
                 bodies,
                 self.store.embedder,
                 limits,
                 headings=headings,
                 scores=[r.score for r in grounded.passages][: len(bodies)],
-                latest=turn.message if query != turn.message else None,
+                # The earlier questions' terms weigh less only beside the message's own:
+                # a model's rewrite is all the question, in words of its choosing.
+                latest=turn.message if grounding.how == "context" else None,
             )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(

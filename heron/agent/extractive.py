@@ -256,13 +256,13 @@ def _units(question: str, passages: Sequence[str]) -> list[_Unit]:
     ]
 
 
-def _weights(question: str, latest: str | None) -> dict[str, float] | None:
-    """BM25 weights of ``question``'s terms when it was built from the conversation:
+def _weights(terms: Sequence[str], latest: str | None) -> dict[str, float] | None:
+    """BM25 weights of a query's ``terms`` when it was built from the conversation:
     ``EARLIER_WEIGHT`` for those not in the ``latest`` message."""
     if not latest:
         return None
     own = set(analyze(latest))
-    return {t: 1.0 if t in own else EARLIER_WEIGHT for t in query_terms(question)}
+    return {t: 1.0 if t in own else EARLIER_WEIGHT for t in terms}
 
 
 def _candidates(units: list[_Unit], lexical: np.ndarray) -> list[int]:
@@ -353,7 +353,8 @@ def compose(
     units = _units(latest or question, passages)
     if not units or limits.sentences < 1:
         return Extract("", ())
-    lexical = bm25(query_terms(question), [u.terms for u in units], _weights(question, latest))
+    terms = query_terms(question)
+    lexical = bm25(terms, [u.terms for u in units], _weights(terms, latest))
     keys = np.array(_candidates(units, lexical), dtype=np.int64)
     # Sentences weighed, and compared with each other, as the question's model sees them.
     question_vector, vectors = query_space(
@@ -424,7 +425,7 @@ def _follow(
     alone = [
         k
         for k, _ in chosen
-        if not any(_successor(units, t) == k for t in taken)
+        if not (k - 1 in taken and _successor(units, k - 1) == k)
         and not _ABOUT.match(units[k].sentence.text)
     ]
     for key in alone:
