@@ -25,23 +25,25 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    behind the best one in retrieval (``scores``: retrieval weighed the passages on more
    evidence than one sentence has, and the best one usually holds the answer), minus
    ``LINK_PENALTY`` times the share of the sentence that is link text and
-   ``NAVIGATION_PENALTY`` for a passage under a "What's next" or "See also" heading and
-   ``ABOUT_PENALTY`` for a sentence about its page ("This page explains ..."): those
-   point elsewhere, they do not answer. A question that asks what a term is ("What is
-   Heron?", ``defined``) gives ``DEFINITION_BONUS`` to a sentence that says it ("Heron
-   is ...", ``defines``), wherever retrieval placed its passage.
-6. **Selection**, best first: a sentence shorter than ``MIN_WORDS`` words, a question,
-   a ``fragment`` (a sentence's tail, or one cut mid-clause), one that quotes the
-   question itself (a page listing example questions), one nearly the same as one
-   already chosen (cosine >= ``DUPLICATE``), one below the candidates' mean after the
-   first, one whose cosine with the question is under ``RELATIVE`` times the best
-   chosen one's (off the question beside the sentence that answers it;
-   ``NEIGHBOUR_RELATIVE`` for the sentence next to a chosen one), or one that
-   would make the answer repeat itself
-   (``heron.agent.guard``) is left out; at most ``Limits.sentences`` sentences and
-   ``Limits.words`` words (and ``Limits.chars`` characters, from a ``max_tokens``).
-   Then each chosen sentence brings the next one of its paragraph while there is room
-   (``_follow``): what a sentence leads up to is often said in the next one's words.
+   ``NAVIGATION_PENALTY`` for a passage under a "What's next" or "See also" heading:
+   those point elsewhere, they do not answer. A question that asks what a term is
+   ("What is Heron?", ``defined``) gives ``DEFINITION_BONUS`` to a sentence that says it
+   ("Heron is ...", ``defines``), wherever retrieval placed its passage.
+6. **Selection**, best first. A sentence about its page ("This page explains how to
+   restore ...", ``_ABOUT``) is quoted only when no other sentence shares a word with
+   the question. A sentence
+   shorter than ``MIN_WORDS`` words, a question, a ``fragment`` (a sentence's tail, or
+   one cut mid-clause), one that quotes the question itself (a page listing example
+   questions), one nearly the same as one already chosen (cosine >= ``DUPLICATE``), one
+   below the candidates' mean after the first, one whose cosine with the question is
+   under ``RELATIVE`` times the best chosen one's (off the question beside the sentence
+   that answers it; ``NEIGHBOUR_RELATIVE`` for the sentence next to a chosen one), or
+   one that would make the answer repeat itself (``heron.agent.guard``) is left out; at
+   most ``Limits.sentences`` sentences and ``Limits.words`` words (and ``Limits.chars``
+   characters, from a ``max_tokens``). A sentence chosen alone from its paragraph
+   brings the next one of that paragraph at once, while there is room (``_follow``),
+   ahead of the sentences scored below it: what a sentence leads up to is often said in
+   the next one's words.
 7. **Order**: passages in the order of their best chosen sentence; within a passage, its
    reading order. Each sentence is followed by its marker ``[n]``: the passages quoted
    are numbered 1, 2, ... in order of first use (``Extract.used[n - 1]`` is the passage),
@@ -73,8 +75,10 @@ from heron.store.fusion import fuse
 #: How to add a library, in every "found nothing" answer.
 ADD_LIBRARY = "heron library add NAME PATH && heron index NAME"
 #: Sentences embedded per answer (the best by BM25), and words embedded of each: about
-#: 250 tokens for MiniLM, which takes about 40 ms on 2 cores.
-CANDIDATES = 8
+#: 400 tokens for MiniLM. Eight left out the answer whenever the passages' summaries and
+#: their neighbours' sentences took the places (docs/benchmarks.md, "Real use": 8, 10,
+#: 12 and 16 measured).
+CANDIDATES = 12
 EMBED_WORDS = 32
 #: Fused score taken off a sentence per unit its passage's retrieval score is behind the
 #: best passage's (both z-scores): a passage far behind must hold a far better sentence,
@@ -86,16 +90,17 @@ PASSAGE_PENALTY = 1.6
 LINK_PENALTY = 1.0
 NAVIGATION_PENALTY = 1.0
 #: A sentence about its page ("This page explains what is backed up ...", a summary
-#: "How to connect ..."): a pointer, like a "See also" list. It loses ``ABOUT_PENALTY``,
-#: sets no bar for the sentences after it (``RELATIVE``) and brings no successor: it
-#: leads up to the page, not to the next sentence ("Read it before you need it.").
+#: "How to connect ..."): a pointer, like a "See also" list, that matches every word of
+#: the question because it sums the page up, and answers none of it. It is quoted only
+#: when no other sentence shares a word with the question, sets no bar for the sentences after it
+#: (``RELATIVE``) and brings no successor: it leads up to the page, not to the next
+#: sentence ("Read it before you need it.").
 _ABOUT = re.compile(
     r"^\W*(?:this|the) (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
     r"|^\W*in this (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
     r"|^\W*how\b",  # not a question: those are left out
     re.IGNORECASE,
 )
-ABOUT_PENALTY = 1.0
 #: "What is X?" asks for a definition, and "X is ..." gives one: such a sentence gains
 #: ``DEFINITION_BONUS`` (English, Portuguese, Spanish; X of at most ``DEFINED_WORDS``
 #: words, so that "What is the default hard eviction threshold ...?" asks for a value).
@@ -328,7 +333,6 @@ def _adjustment(
         - PASSAGE_PENALTY * behind[unit.passage]
         - LINK_PENALTY * unit.sentence.linked
         - (NAVIGATION_PENALTY if navigation else 0.0)
-        - (ABOUT_PENALTY if _ABOUT.match(text) else 0.0)
     )
 
 
@@ -374,12 +378,18 @@ def compose(
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
+    # A pointer to its page is the answer only when no other sentence is on the question.
+    others = [p for p in scored if not _ABOUT.match(units[p[1]].sentence.text)]
+    if any(lexical[key] > 0 for _, key in others):
+        scored = others
     chosen: list[tuple[int, str]] = []  # (unit index, text)
     picked: list[np.ndarray] = []
     best = -math.inf
     for score, key in scored:
         if len(chosen) >= limits.sentences or (chosen and score < 0):
             break
+        if any(k == key for k, _ in chosen):  # brought by the sentence before it
+            continue
         text = units[key].sentence.text
         vec = vectors[row[key]]
         cosine = float(cosines[row[key]])
@@ -401,7 +411,7 @@ def compose(
         picked.append(vec)
         if not _ABOUT.match(text):  # a pointer to its page sets no bar for the answer
             best = max(best, cosine)
-    _follow(units, chosen, score_of, limits)
+        _follow(units, key, chosen, score_of, limits)
     quotes = _quotes(units, chosen, score_of)
     used = tuple(dict.fromkeys(q.number - 1 for q in quotes))
     number = {passage: n for n, passage in enumerate(used, 1)}
@@ -410,35 +420,37 @@ def compose(
 
 
 def _follow(
-    units: list[_Unit], chosen: list[tuple[int, str]], score: dict[int, float], limits: Limits
+    units: list[_Unit],
+    key: int,
+    chosen: list[tuple[int, str]],
+    score: dict[int, float],
+    limits: Limits,
 ) -> None:
-    """Each sentence quoted alone from its paragraph (none chosen right before it) brings
-    the next one, while the answer has room (``chosen`` and ``score`` extended in place):
-    a sentence often leads up to what the next one says ("You do not need a doctor's
-    note for the first three days." then "From the fourth day, send a note ..."), in
-    words neither the question nor its vector shares; a sentence about its page
-    (``_ABOUT``) brings nothing. On the real-use questions, alone, notes precise holds
-    the fact 78.9% -> 86.8%, Kubernetes sentences from the gold page 68.4% -> 68.8%;
-    keeping a successor only above half the best cosine, as a neighbour, held 84.2% /
-    67.5% (docs/benchmarks.md, "Real use")."""
+    """Sentence ``key``, just chosen, brings the next one of its paragraph when it was
+    chosen alone (not right after its predecessor) and the answer has room (``chosen``
+    and ``score`` extended in place): a sentence often leads up to what the next one
+    says ("You do not need a doctor's note for the first three days." then "From the
+    fourth day, send a note ..."), in words neither the question nor its vector shares.
+    It comes at once, ahead of the sentences scored below its lead: added after the
+    selection it lost its place to them whenever they filled the answer. A sentence
+    about its page (``_ABOUT``) brings nothing."""
     taken = {k for k, _ in chosen}
-    alone = [
-        k
-        for k, _ in chosen
-        if not (k - 1 in taken and _successor(units, k - 1) == k)
-        and not _ABOUT.match(units[k].sentence.text)
-    ]
-    for key in alone:
-        after = _successor(units, key)
-        if after is None or after in taken or len(chosen) >= limits.sentences:
-            continue
-        text = units[after].sentence.text
-        scored = {**score, after: score[key]}  # placed with the sentence it follows
-        if _fits(chosen, text, limits) and not repeated_ngram(
-            render(_quotes(units, [*chosen, (after, text)], scored))
-        ):
-            chosen.append((after, text))
-            score[after] = score[key]
+    after = _successor(units, key)
+    if (
+        after is None
+        or after in taken
+        or len(chosen) >= limits.sentences
+        or _ABOUT.match(units[key].sentence.text)
+        or (key - 1 in taken and _successor(units, key - 1) == key)
+    ):
+        return
+    text = units[after].sentence.text
+    scored = {**score, after: score[key]}  # placed with the sentence it follows
+    if _fits(chosen, text, limits) and not repeated_ngram(
+        render(_quotes(units, [*chosen, (after, text)], scored))
+    ):
+        chosen.append((after, text))
+        score[after] = score[key]
 
 
 def _successor(units: list[_Unit], key: int) -> int | None:

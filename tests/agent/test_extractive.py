@@ -215,13 +215,13 @@ def test_no_passages_or_no_prose_give_no_quotes(embedder: MiniLMEmbedder) -> Non
 def plain(markdown: str) -> str:
     """Markdown reduced to its words, written independently of the code under test: link
     targets, emphasis, code and table marks, fence info strings and list markers out, and
-    commas and semicolons (a short list is quoted as one sentence, its entries joined by
-    ``;`` whatever ended them)."""
+    commas, semicolons and periods (a short list is quoted as one sentence, its entries
+    joined by ``;`` whatever ended them)."""
     text = html.unescape(strip_markup(markdown)).replace("\\", "")
     text = re.sub(r"!?\[([^\]]*)\]\([^)]*\)", r"\1", text)
     text = re.sub(r"```[\w-]*|<[^>]+>", " ", text)
     text = re.sub(r"^\s*(?:[-+*]|\d+\.)\s+", " ", text, flags=re.MULTILINE)
-    text = re.sub(r"[*_`>#|,;]", " ", text)
+    text = re.sub(r"[*_`>#|,;.]", " ", text)
     return " ".join(text.split())
 
 
