@@ -66,6 +66,7 @@ from heron.agent.answer import (
 from heron.agent.execute import TOOL_WORKERS, ToolExecutor
 from heron.agent.extractive import (
     Limits,
+    closest,
     compose,
     nothing_found,
     passage_body,
@@ -335,19 +336,27 @@ class Agent(Resource):
         notes: list[str],
     ) -> list[Result]:
         """The passages the prompt holds: triage's, or for an extractive answer the
-        closest ones when none fits closely (with a note saying so), and the best page's
-        other sections that match (an extractive answer has no prompt to fill)."""
+        closest ones when none fits closely but they are related (the best one's cosine,
+        or their best sentence's, ``closest``; with a note saying so), and the best page's other
+        sections that match (an extractive answer has no prompt to fill)."""
         results = found.results
         count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
         passages = results[:count] if decision.kind == "docs" else []
-        related = (decision.docs_score or 0) >= thresholds.weak
-        if mode == "extractive" and decision.kind == "knowledge" and related:
-            # Quoting the closest passages invents nothing; saying they fit would.
-            passages = results[:count]
-            notes.append(
-                f"no passage fits closely (best match {decision.docs_score:.2f} < "
-                f"{thresholds.docs}); these are the closest"
-            )
+        if mode == "extractive" and decision.kind == "knowledge" and results:
+            best = decision.docs_score or 0.0
+            said = f"best match {best:.2f} < {thresholds.docs}"
+            related = best >= thresholds.weak
+            if not related:
+                # A sentence that fits as closely as a fitting passage must is evidence
+                # enough: its passage's vector is diluted by the rest of it.
+                bodies = [passage_body(self.retriever.passage(r)) for r in results[:count]]
+                sentence = closest(found.grounding.query, found.vector, bodies, self.store.embedder)
+                related = sentence >= thresholds.docs
+                said += f"; a sentence of them {sentence:.2f} >= {thresholds.docs}"
+            if related:
+                # Quoting the closest passages invents nothing; saying they fit would.
+                passages = results[:count]
+                notes.append(f"no passage fits closely ({said}); these are the closest")
         if mode == "extractive" and passages:
             passages = [passages[0], *self.retriever.sections(found), *passages[1:]]
         return passages

@@ -336,6 +336,41 @@ def _adjustment(
     )
 
 
+def _weigh(
+    question: str,
+    vector: np.ndarray,
+    passages: Sequence[str],
+    embedder: Embedder,
+    latest: str | None,
+) -> tuple[list[_Unit], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
+    """Steps 1-4 (module doc): the sentences, their BM25, the candidates' indices, their
+    vectors and their cosines with the question; ``None`` when there is no sentence."""
+    units = _units(latest or question, passages)
+    if not units:
+        return None
+    terms = query_terms(question)
+    lexical = bm25(terms, [u.terms for u in units], _weights(terms, latest))
+    keys = np.array(_candidates(units, lexical), dtype=np.int64)
+    # Sentences weighed, and compared with each other, as the question's model sees them.
+    question_vector, vectors = query_space(
+        vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
+    )
+    return units, lexical, keys, vectors, vectors @ question_vector
+
+
+def closest(
+    question: str, vector: np.ndarray, passages: Sequence[str], embedder: Embedder
+) -> float:
+    """The best cosine between the question and a sentence ``compose`` would weigh (0.0
+    when the passages hold none): a passage's vector sums all of it, so a question
+    answered by one sentence of a long lead ("What happens on my first day?" and the
+    onboarding page's "What happens in your first days and weeks ...": 0.51, the
+    passage 0.28) can fit a sentence closely and the passage weakly. The embedder's
+    cache answers the same sentences again when the answer is composed."""
+    weighed = _weigh(question, vector, passages, embedder, None)
+    return float(weighed[4].max()) if weighed is not None else 0.0
+
+
 def compose(
     question: str,
     vector: np.ndarray,
@@ -354,17 +389,10 @@ def compose(
     ``latest`` the message as sent. Empty text when no passage holds a sentence to quote.
     See the module doc for the rules."""
     limits = limits or Limits()
-    units = _units(latest or question, passages)
-    if not units or limits.sentences < 1:
+    weighed = _weigh(question, vector, passages, embedder, latest)
+    if weighed is None or limits.sentences < 1:
         return Extract("", ())
-    terms = query_terms(question)
-    lexical = bm25(terms, [u.terms for u in units], _weights(terms, latest))
-    keys = np.array(_candidates(units, lexical), dtype=np.int64)
-    # Sentences weighed, and compared with each other, as the question's model sees them.
-    question_vector, vectors = query_space(
-        vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
-    )
-    cosines = vectors @ question_vector
+    units, lexical, keys, vectors, cosines = weighed
     dense = np.argsort(-cosines, kind="stable")
     by_lexical = np.argsort(-lexical[keys], kind="stable")
     fused = fuse(

@@ -362,6 +362,36 @@ def test_a_weak_match_is_quoted_and_said_to_be_weak(agent: Agent) -> None:
     assert any(n.startswith("no passage fits closely (best match 0.3") for n in answer.notes)
 
 
+def test_a_sentence_that_fits_is_quoted_where_its_passage_matches_weakly(
+    home: Path, tmp_path: Path
+) -> None:
+    # One passage of eight unrelated rules: its vector is far from the question (0.20,
+    # under 0.3) while one of its sentences fits (0.52 >= 0.45).
+    root = tmp_path / "hr"
+    root.mkdir()
+    (root / "handbook.md").write_text(
+        "# Handbook\n\nParking permits are issued by facilities and renewed each January. "
+        "Expense claims are paid with the next salary run. The office kitchen is cleaned "
+        "on Fridays, so label your food. Printers on every floor take your badge. Your "
+        "first day starts at 09:30 with a welcome from People Operations. Payroll closes "
+        "on the 20th of each month. Bicycles go in the basement rack, never in the "
+        "corridors. Holiday requests need three working days' notice.\n"
+    )
+    settings = Settings(library_default_docs=False)
+    add_library("hr", str(root), settings)
+    agent = open_agent(settings)
+    try:
+        index_library("hr", agent.store, settings=settings)
+        answer = agent.ask(Turn("What happens on my first day?", answer="extractive"))
+        unrelated = agent.ask(Turn("What is the capital of France?", answer="extractive"))
+    finally:
+        agent.close()
+    assert (answer.triage.docs_score or 0) < 0.3
+    assert answer.answer.startswith("Your first day starts at 09:30") and answer.citations
+    assert any("a sentence of them 0.5" in n for n in answer.notes), answer.notes
+    assert unrelated.answer.startswith("Grounding found nothing") and not unrelated.citations
+
+
 @pytest.fixture
 def with_heron_docs(
     garden: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
