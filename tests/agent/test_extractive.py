@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import Agent, Limits, Turn, compose, open_agent
+from heron.agent import Agent, Answer, Limits, Turn, compose, open_agent
 from heron.agent.extractive import defined, defines
 from heron.embed import MiniLMEmbedder
 from heron.libraries import add_library, index_library
@@ -308,27 +308,35 @@ def test_a_stream_gives_the_extractive_answer_whole(k8s: Agent) -> None:
 # -- grounding that finds nothing, and Heron's own docs -------------------------------------
 
 
-def test_an_answer_reads_the_best_pages_sections_below_its_lead(home: Path, tmp_path: Path) -> None:
-    root = tmp_path / "ops"
+def ask_one_page(tmp_path: Path, library: str, markdown: str, *questions: str) -> list[Answer]:
+    """Extractive answers to ``questions`` over ``library``, one page of ``markdown``."""
+    root = tmp_path / library
     root.mkdir()
-    (root / "backups.md").write_text(
+    (root / "page.md").write_text(markdown, encoding="utf-8")
+    settings = Settings(library_default_docs=False)
+    add_library(library, str(root), settings)
+    agent = open_agent(settings)
+    try:
+        index_library(library, agent.store, settings=settings)
+        return [agent.ask(Turn(q, answer="extractive")) for q in questions]
+    finally:
+        agent.close()
+
+
+def test_an_answer_reads_the_best_pages_sections_below_its_lead(home: Path, tmp_path: Path) -> None:
+    (answer,) = ask_one_page(
+        tmp_path,
+        "ops",
         "---\ndescription: How the database is backed up and restored.\n---\n\n"
         "# Database backups\n\nThis page explains how the database is backed up and how "
         "to restore the database.\n\n## Schedule\n\nA full backup runs every night at "
         "02:00 and is kept for 35 days.\n\n## Restoring the database\n\nTo restore the "
-        "database, pick the target time and restore into a new cluster.\n"
+        "database, pick the target time and restore into a new cluster.\n",
+        "How do I restore the database?",
     )
-    settings = Settings(library_default_docs=False)
-    add_library("ops", str(root), settings)
-    agent = open_agent(settings)
-    try:
-        index_library("ops", agent.store, settings=settings)
-        answer = agent.ask(Turn("How do I restore the database?", answer="extractive"))
-    finally:
-        agent.close()
     # Found at its lead (the page's summary), answered from the section below it.
     assert "pick the target time" in answer.answer
-    assert ("ops", "backups", "Restoring the database") in [
+    assert ("ops", "page", "Restoring the database") in [
         (c.library, c.page, c.heading) for c in answer.citations
     ]
 
@@ -367,25 +375,18 @@ def test_a_sentence_that_fits_is_quoted_where_its_passage_matches_weakly(
 ) -> None:
     # One passage of eight unrelated rules: its vector is far from the question (0.20,
     # under 0.3) while one of its sentences fits (0.52 >= 0.45).
-    root = tmp_path / "hr"
-    root.mkdir()
-    (root / "handbook.md").write_text(
+    answer, unrelated = ask_one_page(
+        tmp_path,
+        "hr",
         "# Handbook\n\nParking permits are issued by facilities and renewed each January. "
         "Expense claims are paid with the next salary run. The office kitchen is cleaned "
         "on Fridays, so label your food. Printers on every floor take your badge. Your "
         "first day starts at 09:30 with a welcome from People Operations. Payroll closes "
         "on the 20th of each month. Bicycles go in the basement rack, never in the "
-        "corridors. Holiday requests need three working days' notice.\n"
+        "corridors. Holiday requests need three working days' notice.\n",
+        "What happens on my first day?",
+        "What is the capital of France?",
     )
-    settings = Settings(library_default_docs=False)
-    add_library("hr", str(root), settings)
-    agent = open_agent(settings)
-    try:
-        index_library("hr", agent.store, settings=settings)
-        answer = agent.ask(Turn("What happens on my first day?", answer="extractive"))
-        unrelated = agent.ask(Turn("What is the capital of France?", answer="extractive"))
-    finally:
-        agent.close()
     assert (answer.triage.docs_score or 0) < 0.3
     assert answer.answer.startswith("Your first day starts at 09:30") and answer.citations
     assert any("a sentence of them 0.5" in n for n in answer.notes), answer.notes
