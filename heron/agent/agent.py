@@ -336,9 +336,10 @@ class Agent(Resource):
         notes: list[str],
     ) -> list[Result]:
         """The passages the prompt holds: triage's, or for an extractive answer the
-        closest ones when none fits closely but they are related (the best one's cosine,
-        or their best sentence's, ``closest``; with a note saying so), and the best page's other
-        sections that match (an extractive answer has no prompt to fill)."""
+        closest ones when none fits closely but they are related (by the best one's
+        cosine, or their best sentence's: ``closest``; with a note saying so), and the
+        best page's other sections that match (an extractive answer has no prompt to
+        fill)."""
         results = found.results
         count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
         passages = results[:count] if decision.kind == "docs" else []

@@ -31,19 +31,18 @@ the same answer. ``compose(question, vector, passages, embedder)``:
    ("Heron is ...", ``defines``), wherever retrieval placed its passage.
 6. **Selection**, best first. A sentence about its page ("This page explains how to
    restore ...", ``_ABOUT``) is quoted only when no other sentence shares a word with
-   the question. A sentence
-   shorter than ``MIN_WORDS`` words, a question, a ``fragment`` (a sentence's tail, or
-   one cut mid-clause), one that quotes the question itself (a page listing example
-   questions), one nearly the same as one already chosen (cosine >= ``DUPLICATE``), one
-   below the candidates' mean after the first, one whose cosine with the question is
-   under ``RELATIVE`` times the best chosen one's (off the question beside the sentence
-   that answers it; ``NEIGHBOUR_RELATIVE`` for the sentence next to a chosen one), or
-   one that would make the answer repeat itself (``heron.agent.guard``) is left out; at
-   most ``Limits.sentences`` sentences and ``Limits.words`` words (and ``Limits.chars``
-   characters, from a ``max_tokens``). A sentence chosen alone from its paragraph
-   brings the next one of that paragraph at once, while there is room (``_follow``),
-   ahead of the sentences scored below it: what a sentence leads up to is often said in
-   the next one's words.
+   the question. A sentence shorter than ``MIN_WORDS`` words, a question, a
+   ``fragment`` (a sentence's tail, or one cut mid-clause), one that quotes the question
+   itself (a page listing example questions), one nearly the same as one already chosen
+   (cosine >= ``DUPLICATE``), one below the candidates' mean after the first, one whose
+   cosine with the question is under ``RELATIVE`` times the best chosen one's (off the
+   question beside the sentence that answers it; ``NEIGHBOUR_RELATIVE`` for the
+   sentence next to a chosen one), or one that would make the answer repeat itself
+   (``heron.agent.guard``) is left out; at most ``Limits.sentences`` sentences and
+   ``Limits.words`` words (and ``Limits.chars`` characters, from a ``max_tokens``). A
+   sentence chosen alone from its paragraph brings the next one of that paragraph at
+   once, while there is room (``_follow``), ahead of the sentences scored below it: what
+   a sentence leads up to is often said in the next one's words.
 7. **Order**: passages in the order of their best chosen sentence; within a passage, its
    reading order. Each sentence is followed by its marker ``[n]``: the passages quoted
    are numbered 1, 2, ... in order of first use (``Extract.used[n - 1]`` is the passage),
@@ -92,9 +91,9 @@ NAVIGATION_PENALTY = 1.0
 #: A sentence about its page ("This page explains what is backed up ...", a summary
 #: "How to connect ..."): a pointer, like a "See also" list, that matches every word of
 #: the question because it sums the page up, and answers none of it. It is quoted only
-#: when no other sentence shares a word with the question, sets no bar for the sentences after it
-#: (``RELATIVE``) and brings no successor: it leads up to the page, not to the next
-#: sentence ("Read it before you need it.").
+#: when no other sentence shares a word with the question, sets no bar for the sentences
+#: after it (``RELATIVE``) and brings no successor: it leads up to the page, not to the
+#: next sentence ("Read it before you need it.").
 _ABOUT = re.compile(
     r"^\W*(?:this|the) (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
     r"|^\W*in this (?:page|document|guide|section|tutorial|topic|article|chapter)\b"
