@@ -60,7 +60,7 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Literal
+from typing import Literal, NamedTuple
 
 import numpy as np
 
@@ -335,15 +335,25 @@ def _adjustment(
     )
 
 
+class _Weighed(NamedTuple):
+    """Steps 1-4 (module doc): the sentences, their BM25, the candidates' indices, their
+    vectors and their cosines with the question."""
+
+    units: list[_Unit]
+    lexical: np.ndarray
+    keys: np.ndarray
+    vectors: np.ndarray
+    cosines: np.ndarray
+
+
 def _weigh(
     question: str,
     vector: np.ndarray,
     passages: Sequence[str],
     embedder: Embedder,
     latest: str | None,
-) -> tuple[list[_Unit], np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
-    """Steps 1-4 (module doc): the sentences, their BM25, the candidates' indices, their
-    vectors and their cosines with the question; ``None`` when there is no sentence."""
+) -> _Weighed | None:
+    """Steps 1-4 for ``passages``; ``None`` when they hold no sentence to quote."""
     units = _units(latest or question, passages)
     if not units:
         return None
@@ -354,7 +364,7 @@ def _weigh(
     question_vector, vectors = query_space(
         vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
     )
-    return units, lexical, keys, vectors, vectors @ question_vector
+    return _Weighed(units, lexical, keys, vectors, vectors @ question_vector)
 
 
 def closest(
@@ -367,7 +377,7 @@ def closest(
     passage 0.28) can fit a sentence closely and the passage weakly. The embedder's
     cache answers the same sentences again when the answer is composed."""
     weighed = _weigh(question, vector, passages, embedder, None)
-    return float(weighed[4].max()) if weighed is not None else 0.0
+    return float(weighed.cosines.max()) if weighed is not None else 0.0
 
 
 def compose(
