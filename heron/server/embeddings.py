@@ -3,7 +3,9 @@ model (or the configured remote one) serves other tools too::
 
     client = openai.OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="unused")
     done = client.embeddings.create(model="heron", input=["a Pod runs containers"])
-    len(done.data[0].embedding), done.model     # (384, 'all-MiniLM-L6-v2-int8')
+    len(done.data[0].embedding), done.model
+    # (768, 'all-MiniLM-L6-v2-int8+multilingual-e5-small-q4-onnx-int8'): the default
+    # profile's MiniLM and e5 vectors side by side; HERON_EMBEDDER=minilm gives 384
 
 The request is OpenAI's: ``input`` one string or a list of them (token arrays are
 refused: the server cannot know which tokenizer made them), ``model`` any name (the
