@@ -59,12 +59,14 @@ def default_models_dir() -> Path:
     return _xdg("XDG_CACHE_HOME", ".cache") / "heron" / "models"
 
 
-def _config_file() -> Path:
-    explicit = os.environ.get("HERON_CONFIG")
-    if explicit:
-        return Path(explicit)
+def _default_config() -> Path:
     home = os.environ.get("HERON_HOME")
     return (Path(home) if home else default_home()) / "heron.toml"
+
+
+def _config_file() -> Path:
+    explicit = os.environ.get("HERON_CONFIG")
+    return Path(explicit) if explicit else _default_config()
 
 
 class Settings(BaseSettings):
@@ -638,6 +640,7 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
+        _check_named_config()
         toml = _CheckedToml(settings_cls, toml_file=_config_file())
         return (init_settings, env_settings, toml)
 
@@ -668,6 +671,23 @@ class _CheckedToml(TomlConfigSettingsSource):
 
 
 # -- error messages: what was wrong, where it was set, and what to do ---------------------
+
+
+def _check_named_config() -> None:
+    """A file ``HERON_CONFIG`` names must be there: a missing default heron.toml sets
+    nothing, but a named one that is missing (a typo, a file not yet deployed) would
+    leave every setting in it at its default with nothing to say so."""
+    named = os.environ.get("HERON_CONFIG")
+    if not named or Path(named).is_file():
+        return
+    from heron.errors import ConfigError
+
+    path = Path(named)
+    what = "is not a file" if path.exists() else "does not exist"
+    raise ConfigError(
+        f"HERON_CONFIG names {path}, which {what}. Create it there, set HERON_CONFIG to "
+        f"the file you meant, or unset HERON_CONFIG to read {_default_config()} (optional)."
+    )
 
 
 def _unknown_keys(path: Path, unknown: list[str], fields: list[str]) -> str:

@@ -114,3 +114,23 @@ def test_an_unknown_heron_toml_key_is_an_error_naming_the_closest_setting(
         Settings()
     config.write_text('skills_dirs = "/srv/skills"\n')
     assert Settings().skills_dirs == "/srv/skills"
+
+
+def test_a_heron_config_naming_no_file_is_an_error_naming_it_and_the_fix(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """Issue 44: a HERON_CONFIG with a typo was read as an empty file, silently."""
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    missing = tmp_path / "nope.toml"
+    monkeypatch.setenv("HERON_CONFIG", str(missing))
+    with pytest.raises(ConfigError) as caught:
+        Settings()
+    message = str(caught.value)
+    assert message.startswith(f"HERON_CONFIG names {missing}, which does not exist.")
+    assert f"unset HERON_CONFIG to read {tmp_path / 'heron.toml'}" in message
+    monkeypatch.setenv("HERON_CONFIG", str(tmp_path))
+    with pytest.raises(ConfigError, match="which is not a file"):
+        Settings()
+    missing.write_text("embed_batch_size = 8\n")
+    monkeypatch.setenv("HERON_CONFIG", str(missing))
+    assert Settings().embed_batch_size == 8

@@ -11,6 +11,7 @@ from rich.markup import escape
 
 from heron import __version__
 from heron.cli.output import console, errors, print_json
+from heron.errors import ConfigError
 from heron.settings import Settings
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -49,8 +50,14 @@ def doctor(
     Example: heron doctor --offline --check store --check libraries
     """
     from heron.ops.doctor import doctor as run
+    from heron.ops.doctor import unsettled
 
-    report = run(Settings(), checks=check or (), offline=offline)
+    try:
+        settings = Settings()
+    except ConfigError as exc:  # the doctor's first finding, not a reason to say nothing
+        report = unsettled(exc, checks=check or ())
+    else:
+        report = run(settings, checks=check or (), offline=offline)
     if as_json:
         print_json(report.to_dict())
     else:

@@ -125,6 +125,17 @@ def run_check(name: str, ctx: Context) -> Check:
     return result
 
 
+def unsettled(error: HeronError, *, checks: Iterable[str] = ()) -> Report:
+    """The report when the settings themselves do not load (a bad heron.toml, a
+    ``HERON_CONFIG`` naming no file): ``settings`` fails with ``error``, which names the
+    fix, and every other check of ``checks`` (default: all) is skipped, as each needs
+    the settings."""
+    names = ["settings", *(n for n in check_names(checks or CHECKS) if n != "settings")]
+    failed = Check("settings", "fail", str(error), FIXES["settings"])
+    skipped = [Check(name, "skip", "the settings did not load") for name in names[1:]]
+    return Report([failed, *skipped], 0.0)
+
+
 def doctor(
     settings: Settings,
     *,

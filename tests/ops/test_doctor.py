@@ -180,6 +180,26 @@ def test_cli_json_and_exit_status(
     assert failing.returncode == 1 and "next:" in failing.stdout and "heron index" in failing.stdout
 
 
+def test_settings_that_do_not_load_are_the_failed_settings_check(
+    heron_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 44: ``HERON_CONFIG`` naming a missing file passed as "ok settings"."""
+    missing = tmp_path / "nope.toml"
+    monkeypatch.setenv("HERON_CONFIG", str(missing))
+    done = run_heron("doctor", "--json", "--offline", ok=False)
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    report = json.loads(done.stdout)
+    checks = by_name(report)
+    assert list(checks) == list(CHECKS) and report["ok"] is False
+    settings = checks["settings"]
+    assert settings["status"] == "fail" and f"HERON_CONFIG names {missing}" in settings["detail"]
+    assert "heron doctor --check settings" in settings["fix"]
+    assert {c["status"] for name, c in checks.items() if name != "settings"} == {"skip"}
+    text = run_heron("doctor", "--check", "store", ok=False).stdout
+    assert text.startswith("fail settings") and "skip store" in text
+    assert "does not exist" in run_heron("info", ok=False).stderr  # every command says it
+
+
 def test_the_server_answers_get_doctor_and_ops_doctor(heron_home: Path) -> None:
     import httpx
 
