@@ -39,7 +39,8 @@ from bench.e5 import (
     two_stage_pages,
 )
 from bench.skills import SKILLS, WEIGHTS, hit_rates
-from heron.embed import Embedder, calibration_of, embed_queries, is_english
+from heron.embed import Embedder, calibration_of, embed_queries
+from heron.language import is_english
 from heron.libraries import add_library, index_library, search_many
 from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex

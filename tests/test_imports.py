@@ -56,6 +56,7 @@ FOUNDATION = {
     "modelfiles",
     "resource",
     "keys",
+    "language",
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),

@@ -8,7 +8,7 @@ from heron.embed.calibration import E5, MINILM, Calibration, calibration_of
 from heron.embed.e5 import E5Embedder
 from heron.embed.e5_onnx import ONNX_MODEL_ID, E5OnnxEmbedder, ensure_graph
 from heron.embed.minilm import MiniLMEmbedder
-from heron.embed.multilingual import MultilingualEmbedder, is_english
+from heron.embed.multilingual import MultilingualEmbedder
 from heron.embed.remote import RemoteEmbedder
 from heron.settings import Settings
 
@@ -25,7 +25,6 @@ __all__ = [
     "RemoteEmbedder",
     "calibration_of",
     "embed_queries",
-    "is_english",
     "load_embedder",
     "normalize",
     "query_space",

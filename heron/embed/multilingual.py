@@ -14,45 +14,23 @@ model's cosine:
 An English question ranks and scores exactly as under MiniLM alone (its thresholds
 too), any other as under e5 alone; ``calibration_for(query)`` gives the thresholds of the
 model that read it. Indexing costs both models (about 2x MiniLM alone); searching costs
-one. A query's language comes from py3langid (langid.py's model, 97 languages); a short
-or technical query ("kubectl rollout undo", "ingress nginx tls") is often labelled
-something improbable with low confidence, so a query counts as not English when its
-label is confident (``CONFIDENT``), when it writes letters English does not, or when
-English is not even a distant guess (``UNLIKE``); English is the fallback.
+one. A query's language is ``heron.language.is_english``'s (py3langid, with its rules for
+short and technical queries); English is the fallback.
 """
 
 from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Sequence
-from functools import cache
-from typing import Any
 
 import numpy as np
 
 from heron.embed.base import Embedder, clean_texts, embed_queries
 from heron.embed.calibration import Calibration, calibration_of, shifted
 from heron.errors import ModelError
-from heron.extras import missing
+from heron.language import is_english
 from heron.resource import Resource
 
-#: The probability (py3langid, normalised over its languages) from which a query's label
-#: is believed. Short English keyword queries get improbable labels below it ("kubectl
-#: rollout undo": br 0.18, "hiring process": bcl 0.29), and so do short requests in other
-#: languages ("organizar meus recibos": gl 0.29, "hacer un gif": es 0.28), which ``UNLIKE``
-#: tells apart.
-CONFIDENT = 0.3
-#: Below this share of the best label's probability, English is ruled out for a text
-#: whose label is not confident: "hacer un gif" has English at 0.005, "kubectl rollout
-#: undo" at 0.10. Measured (``python -m bench.multilingual default`` and the bench sets):
-#: none of 770 English bench questions goes to e5, nor "pdf", "vpn password", "docker
-#: compose up" or "CrashLoopBackOff"; 2 of 24 short English keyword queries do ("jira
-#: ticket", "grafana dashboard") and 28 of 1,063 skill and tool names (brand names),
-#: which e5 reads a little less well (English skill requests, all @3: 0.891 against
-#: MiniLM's 0.938); 97.9% of the Portuguese bench requests and 95.8% of the
-#: Spanish ones go to e5 (95.1% and 90.3% without it), where MiniLM reads them at half
-#: its English figures.
-UNLIKE = 0.05
 _SCALE = np.float32(np.sqrt(2.0))
 COST = 3.5
 #: How much lower e5 scores a question's best passage when the two are in different
@@ -179,26 +157,3 @@ class MultilingualEmbedder(Resource):
             finally:
                 if other is not None:
                     other.close()
-
-
-def is_english(text: str) -> bool:
-    """Whether ``text`` is read as English: unless py3langid labels it another language
-    confidently, or it writes letters English does not (accents, other scripts), or
-    English is not even a distant guess (``UNLIKE``)."""
-    ranked = _identifier().rank(text)
-    label, probability = ranked[0]
-    if label == "en":
-        return True
-    if probability >= CONFIDENT or any(c.isalpha() and ord(c) > 127 for c in text):
-        return False
-    return dict(ranked).get("en", 0.0) >= UNLIKE * probability
-
-
-@cache
-def _identifier() -> Any:
-    """py3langid's identifier, loaded once (about 0.2 s): the e5 extra brings it."""
-    try:
-        from py3langid.langid import MODEL_FILE, LanguageIdentifier
-    except ImportError as exc:
-        raise ModelError(missing("e5")) from exc
-    return LanguageIdentifier.from_model_file(MODEL_FILE, norm_probs=True)

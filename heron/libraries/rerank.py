@@ -18,7 +18,7 @@ import numpy as np
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.store import Hit
-from heron.store.analysis import analyze
+from heron.store.analysis import analyze, query_terms
 
 
 @runtime_checkable
@@ -79,7 +79,7 @@ class FeatureReranker:
         self.weights = np.array([1.0, dense, lexical, coverage, title], dtype=np.float32)
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
-        terms = set(analyze(query))
+        terms = set(query_terms(query))
         features = np.zeros((len(hits), 5), dtype=np.float32)
         for i, hit in enumerate(hits):
             title = f"{hit.metadata.get('title', '')} {hit.metadata.get('heading', '')}"

@@ -5,6 +5,11 @@ words of two or more characters, Lucene's English stopwords, Snowball stemming v
 PyStemmer, the same pipeline bm25s uses) and handing the engines pre-stemmed tokens
 gives both backends the same terms.
 
+A query in another language (``heron.language``) also loses its own language's
+stopwords: asked in Portuguese of English pages, "Quantos dias de férias eu tenho por
+ano?" matched "de", "eu" and "por" in English pages (a code, a name) and ranked a deploy
+page first; what it shares with English pages is names and numbers ("VPN", "SEV1").
+
 >>> analyze("The Pods are running")
 ['pod', 'run']
 """
@@ -15,10 +20,12 @@ import math
 import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
+from functools import cache, lru_cache
 
 import numpy as np
 import Stemmer
+
+from heron.language import language
 
 # Lucene's EnglishAnalyzer stop set, also bm25s's STOPWORDS_EN.
 STOPWORDS = frozenset(
@@ -72,13 +79,53 @@ def analyze(text: str) -> list[str]:
     return _stemmer().stemWords(words)
 
 
+#: bm25s's stopword lists (Snowball's) by language code, for queries in other languages.
+_STOPWORD_LISTS = {
+    "pt": "STOPWORDS_PORTUGUESE",
+    "es": "STOPWORDS_SPANISH",
+    "fr": "STOPWORDS_FRENCH",
+    "it": "STOPWORDS_ITALIAN",
+    "de": "STOPWORDS_GERMAN",
+    "nl": "STOPWORDS_DUTCH",
+    "da": "STOPWORDS_DANISH",
+    "no": "STOPWORDS_NORWEGIAN",
+    "sv": "STOPWORDS_SWEDISH",
+}
+
+
+@cache
+def stopwords(code: str) -> frozenset[str]:
+    """The words a query in language ``code`` loses: English's (``STOPWORDS``) and, for
+    another language, its own and Portuguese's and Spanish's (a short request in one is
+    often labelled as the other, or as Galician or Catalan)."""
+    if code == "en":
+        return STOPWORDS
+    # bm25s (a dependency) ships Snowball's lists; imported only when a query needs them
+    # (about 0.15 s).
+    from bm25s import stopwords as lists
+
+    words = set(STOPWORDS)
+    for name in {_STOPWORD_LISTS.get(code), "STOPWORDS_PORTUGUESE", "STOPWORDS_SPANISH"}:
+        if name:
+            words.update(w.lower() for w in getattr(lists, name))
+    return frozenset(words)
+
+
+@lru_cache(maxsize=4096)
+def _query_terms(text: str) -> tuple[str, ...]:
+    dropped = stopwords(language(text))
+    words = [w for w in _WORD.findall(text.lower()) if w not in dropped]
+    return tuple(dict.fromkeys(_stemmer().stemWords(words)))
+
+
 def query_terms(text: str) -> list[str]:
     """The query's analysed terms, each once, in order: what a lexical search looks up.
+    A query in another language also loses that language's stopwords (module doc).
 
-    >>> query_terms("running pods run")
-    ['run', 'pod']
+    >>> query_terms("running pods run"), query_terms("Quantos dias de férias eu tenho?")
+    (['run', 'pod'], ['quanto', 'dia', 'féria'])
     """
-    return list(dict.fromkeys(analyze(text)))
+    return list(_query_terms(text))
 
 
 #: BM25's term saturation and length normalisation (the usual values, as FTS5's).

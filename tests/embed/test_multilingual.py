@@ -17,12 +17,12 @@ from heron.embed import (
     MultilingualEmbedder,
     calibration_of,
     embed_queries,
-    is_english,
     load_embedder,
     query_space,
 )
 from heron.embed.e5_onnx import ensure_graph
 from heron.errors import ModelError
+from heron.language import is_english
 from heron.server.embeddings import EmbeddingRequest, cost_of, model_of, texts_of
 from heron.settings import Settings
 from heron.store import Record
