@@ -68,6 +68,7 @@ from heron.agent.answer import ToolUse
 from heron.agent.guard import repeated_ngram
 from heron.agent.sentences import Sentence, sentences
 from heron.embed import Embedder, query_space, splits_of
+from heron.language import language
 from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
 
@@ -181,6 +182,148 @@ NEIGHBOUR_RELATIVE = 0.5
 #: before chasing?" after a question on approvals asks about the wait, not the approvals
 #: again (docs/benchmarks.md, "Real use").
 EARLIER_WEIGHT = 0.5
+#: Sentences embedded for a question in another language than English (``heron.language``)
+#: instead of ``CANDIDATES``: it shares few words with English pages (names, numbers), so
+#: BM25 cannot pick the candidates, and the answer was often past the twelfth sentence
+#: ("Qual o limite de hotel por noite em Londres?": the London row was never weighed).
+CANDIDATES_ACROSS = 32
+#: Fused score a sentence gains when it holds the kind of fact the question asks for
+#: (``asks``, ``states``): a number for "how many", a time for "when", a person or a
+#: way to reach one for "who". "Who do I call if the VPN is broken at night?" opened with
+#: "Open a ticket in the IT portal ..." (all the question's words, no one to call).
+KIND_BONUS = 0.6
+#: A list or table asked for ("What are the severity levels?") is quoted whole, at most
+#: this many entries and ``LIST_WORDS`` words (beside ``Limits``).
+LIST_ENTRIES = 10
+LIST_WORDS = 200
+
+Kind = Literal["who", "count", "when", "where", "why", "list", "yesno", "how", "which"]
+#: How each kind of question starts, in English, Portuguese and Spanish (first match wins:
+#: "how many" is a count before it is a "how").
+_KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
+    (kind, re.compile(pattern, re.IGNORECASE))
+    for kind, pattern in (
+        ("who", r"^\W*(?:(?:and|e|y)\s+)?(?:who|whom|whose|quem|qui[ée]n(?:es)?)\b"
+         r"|\b(?:to whom|para quem|a qui[ée]n|con qui[ée]n|com quem)\b"
+         r"|\bwho\s+(?:do|should|can|must)\s+i\s+(?:call|contact|ask|ping|tell|email)\b"),
+        ("count", r"\b(?:how\s+(?:many|much|long|often|far|soon|quickly|fast|early|late|big|old)"
+         r"|quant[oa]s?|cu[áa]nt[oa]s?|de quanto em quanto|cada cu[áa]nto|qu[ée] tan"
+         r"|what(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+){0,2}(?:percentage|amount|number"
+         r"|rate|price|cost|fee|limit|budget|deadline|lifetime|allowance|duration|size)"
+         r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa|pre[çc]o)"
+         r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
+         r"|precio))\b"),
+        ("when", r"^\W*(?:(?:and|e|y)\s+)?(?:when|quando|cu[áa]ndo)\b|\bwhat time\b"
+         r"|\b(?:at|by) what (?:time|hour|date)\b|\bwhich day\b|\ba que horas\b"
+         r"|^\W*what hours\b|\bqu[ée] horario\b|\bque hor[áa]rio\b"
+         r"|\ba qu[ée] hora\b|\bem que dia\b|\bqu[ée] d[íi]a\b|\bfrom which day\b"
+         r"|\ba partir de que dia\b"),
+        ("where", r"^\W*(?:(?:and|e|y)\s+)?(?:where|onde|d[óo]nde|aonde|ad[óo]nde)\b"),
+        ("why", r"^\W*(?:(?:and|e|y)\s+)?(?:why|por ?que|por qu[ée]|porqu[ée])\b"),
+        ("list", r"^\W*(?:(?:and|e|y)\s+)?(?:what|which) are (?:the|all)\b|^\W*list\b"
+         r"|^\W*(?:quais|cu[áa]les) s[ãa]o\b|^\W*(?:quais|cu[áa]les) son\b"
+         r"|^\W*name (?:the|all)\b|\b(?:all|every|todos os|todas as|todos los|todas las)\s+"
+         r"(?:the\s+)?\w+\s+(?:levels|types|kinds|steps|options|rules)\b"),
+        ("yesno", r"^\W*(?:can|could|may|do|does|did|is|are|am|should|must|will|would|has|have"
+         r"|posso|pode|podem|devo|deve|preciso|precisa|tem|h[áa]|[ée]|s[ãa]o|puedo|puede|"
+         r"pueden|debo|debe|necesito|hay|es|son|tengo|tiene)\b"),
+        ("how", r"^\W*(?:(?:and|e|y)\s+)?(?:how|como|c[óo]mo)\b"),
+        ("which", r"^\W*(?:(?:and|e|y)\s+)?(?:which|what|qual|quais|cu[áa]l|cu[áa]les|que"
+         r"|qu[ée])\b"),
+    )
+)
+_NUMBER = re.compile(
+    r"\d|\b(?:one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|fifteen|twenty|"
+    r"thirty|forty|fifty|hundred|thousand|once|twice|half|dozen|daily|weekly|monthly|yearly|"
+    r"annual|hourly|um|uma|dois|duas|tr[êe]s|quatro|cinco|seis|sete|oito|nove|dez|vinte|trinta"
+    r"|uno|dos|tres|cuatro|seis|siete|ocho|nueve|diez|veinte|treinta)\b",
+    re.IGNORECASE,
+)
+_TIME = re.compile(
+    r"\d{1,2}[:h]\d{2}|\b\d{1,2}\s?(?:am|pm)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:monday|tuesday"
+    r"|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|morning|afternoon|evening"
+    r"|night|noon|midnight|january|february|march|april|may|june|july|august|september|october"
+    r"|november|december|before|after|until|within|from the|every|daily|weekly|monthly|first"
+    r"|second|third|fourth|fifth|last|segunda|ter[çc]a|quarta|quinta|sexta|s[áa]bado|domingo"
+    r"|lunes|martes|mi[ée]rcoles|jueves|viernes|antes|depois|despu[ée]s|at[ée]|hasta"
+    r"|primeiro|quarto|primer|cuarto)\b",
+    re.IGNORECASE,
+)
+_PERSON = re.compile(
+    r"\b(?:call|phone|ring|contact|email|e-mail|ask|ping|page|message|extension|ext\.?|"
+    r"desk|team|manager|lead|owner|on-call|engineer|officer|department|hr|it|people "
+    r"operations|buddy|admin|administrator|liga|ligue|contate|pergunte|ramal|equipe|gerente|"
+    r"respons[áa]vel|llama|contacta|pregunta|extensi[óo]n|equipo|jefe)\b|@|#\w|\+?\d[\d -]{5,}",
+    re.IGNORECASE,
+)
+_PLACE = re.compile(
+    r"\b(?:in|at|on|under|from|inside|through|via|em|no|na|en|por)\s+(?:the\s+|o\s+|a\s+|el\s+|"
+    r"la\s+)?[A-Z`\w]|https?://|/\w|>|\bfloor\b|\broom\b|\bportal\b|\bchannel\b|\bfolder\b",
+)
+_REASON = re.compile(
+    r"\b(?:because|since|so that|to avoid|in order to|otherwise|which means|porque|pois|para que"
+    r"|para evitar|ya que|puesto que)\b",
+    re.IGNORECASE,
+)
+_YESNO = re.compile(
+    r"\b(?:can|cannot|can't|may|must|never|not|no|only|allowed|required|always|need|needs|"
+    r"pode|n[ãa]o|nunca|somente|apenas|puede|s[óo]lo|solo|siempre)\b",
+    re.IGNORECASE,
+)
+#: A sentence that leans on the one before it: a pronoun or a demonstrative among its
+#: first words ("Outside those hours, call ...", "It expires after 180 days."), or a
+#: connective that points back at its start ("Otherwise, ...", "In that case, ..."); not
+#: "Then" or "Also", which open a sentence that stands alone. Quoted, it brings its
+#: predecessor, without which it says nothing (``_precede``).
+_LEANS = re.compile(
+    r"^\W*(?:(?:\w+\s+){0,2}(?:those|these|that|this|such|it|they|them|there|isso|isto|esse"
+    r"|essa|esses|essas|nesse|nessa|desse|dessa|eso|esto|ese|esa|esos|esas|ello)\b"
+    r"|(?:otherwise|instead|afterwards|after that|if so|if not|in that case|caso contr[áa]rio"
+    r"|depois disso|sen[ãa]o|de lo contrario|despu[ée]s de eso|si no)\b)",
+    re.IGNORECASE,
+)
+
+
+def asks(question: str) -> Kind | None:
+    """The kind of fact ``question`` asks for (English, Portuguese, Spanish), or ``None``.
+
+    >>> asks("Who do I call if the VPN is broken at night?"), asks("Quantos dias de férias?")
+    ('who', 'count')
+    >>> asks("What are the severity levels for incidents?"), asks("¿Cuándo cierra la nómina?")
+    ('list', 'when')
+    """
+    for kind, pattern in _KINDS:
+        if pattern.search(question):
+            return kind
+    return None
+
+
+def states(text: str, kind: Kind | None) -> bool:
+    """Whether sentence ``text`` holds the kind of fact a ``kind`` question asks for: a
+    number, a time, a person or a way to reach one, a place, a reason, a yes or no.
+    "how", "which" and "list" questions are answered by what they name, not by a shape.
+
+    >>> states("Call extension 4410 at night.", "who"), states("Open a ticket.", "who")
+    (True, False)
+    """
+    pattern = {
+        "count": _NUMBER,
+        "when": _TIME,
+        "who": _PERSON,
+        "where": _PLACE,
+        "why": _REASON,
+        "yesno": _YESNO,
+    }.get(kind or "")
+    return bool(pattern and pattern.search(text))
+
+
+def leans(text: str) -> bool:
+    """Whether ``text`` leans on the sentence before it (``_LEANS``).
+
+    >>> leans("Outside those hours, call the on-call engineer."), leans("Call 4410.")
+    (True, False)
+    """
+    return bool(_LEANS.match(text))
 
 
 @dataclass(frozen=True)
@@ -269,13 +412,13 @@ def _weights(terms: Sequence[str], latest: str | None) -> dict[str, float] | Non
     return {t: 1.0 if t in own else EARLIER_WEIGHT for t in terms}
 
 
-def _candidates(units: list[_Unit], lexical: np.ndarray) -> list[int]:
-    """Indices of the sentences to embed: best BM25 first, then passage order."""
+def _candidates(units: list[_Unit], lexical: np.ndarray, count: int) -> list[int]:
+    """Indices of the ``count`` sentences to embed: best BM25 first, then passage order."""
     order = sorted(
         range(len(units)),
         key=lambda i: (-float(lexical[i]), units[i].passage, units[i].sentence.position),
     )
-    return order[:CANDIDATES]
+    return order[:count]
 
 
 def _head(text: str) -> str:
@@ -320,15 +463,21 @@ def _behind(count: int, scores: Sequence[float]) -> list[float]:
 
 
 def _adjustment(
-    unit: _Unit, headings: Sequence[str], behind: Sequence[float], term: str | None
+    unit: _Unit,
+    headings: Sequence[str],
+    behind: Sequence[float],
+    term: str | None,
+    kind: Kind | None = None,
 ) -> float:
-    """What step 5 adds to a sentence's fused score (module doc): the penalties, and the
-    bonus of a sentence that says what the ``defined`` ``term`` is."""
+    """What step 5 adds to a sentence's fused score (module doc): the penalties, the
+    bonus of a sentence that says what the ``defined`` ``term`` is, and the bonus of one
+    that holds the ``kind`` of fact asked for (``states``)."""
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     text = unit.sentence.text
     return (
         (DEFINITION_BONUS if term and defines(text, term) else 0.0)
+        + (KIND_BONUS if states(text, kind) else 0.0)
         - PASSAGE_PENALTY * behind[unit.passage]
         - LINK_PENALTY * unit.sentence.linked
         - (NAVIGATION_PENALTY if navigation else 0.0)
@@ -359,7 +508,9 @@ def _weigh(
         return None
     terms = query_terms(question)
     lexical = bm25(terms, [u.terms for u in units], _weights(terms, latest))
-    keys = np.array(_candidates(units, lexical), dtype=np.int64)
+    across = language(latest or question) != "en"
+    count = CANDIDATES_ACROSS if across else CANDIDATES
+    keys = np.array(_candidates(units, lexical, count), dtype=np.int64)
     # Sentences weighed, and compared with each other, as the question's model sees them.
     question_vector, vectors = query_space(
         vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
@@ -410,8 +561,12 @@ def compose(
     row = {int(k): i for i, k in enumerate(keys.tolist())}
     behind = _behind(len(passages), scores)
     term = defined(latest or question)
+    kind = asks(latest or question)
     scored = sorted(
-        ((f.score + _adjustment(units[f.key], headings, behind, term), f.key) for f in fused),
+        (
+            (f.score + _adjustment(units[f.key], headings, behind, term, kind), f.key)
+            for f in fused
+        ),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
@@ -444,12 +599,19 @@ def compose(
         # Quotes of prose never cycle through characters; their words may repeat.
         if repeated_ngram(render(_quotes(units, [*chosen, (key, text)], score_of))):
             continue
+        _precede(units, key, chosen, score_of, limits)
         chosen.append((key, text))
         picked.append(vec)
         if not _ABOUT.match(text):  # a pointer to its page sets no bar for the answer
             best = max(best, cosine)
         _follow(units, key, chosen, score_of, limits)
-    quotes = _quotes(units, chosen, score_of)
+    # The best sentence leads when it holds the kind of fact asked for; else the page's
+    # reading order reads better ("How do I roll back ...?": the steps in their order).
+    lead = chosen[0][0] if chosen and states(chosen[0][1], kind) else None
+    if kind == "list" and chosen:
+        _whole_list(units, passages, chosen, score_of, limits)
+        lead = None  # a list reads in its own order
+    quotes = _quotes(units, chosen, score_of, lead)
     used = tuple(dict.fromkeys(q.number - 1 for q in quotes))
     number = {passage: n for n, passage in enumerate(used, 1)}
     quotes = [replace(q, number=number[q.number - 1]) for q in quotes]
@@ -490,6 +652,67 @@ def _follow(
         score[after] = score[key]
 
 
+def _precede(
+    units: list[_Unit],
+    key: int,
+    chosen: list[tuple[int, str]],
+    score: dict[int, float],
+    limits: Limits,
+) -> None:
+    """Sentence ``key``, about to be chosen, brings the one before it in its passage when
+    it ``leans`` on it ("Outside those hours, call ..." says nothing without the hours),
+    placed with it (``chosen`` and ``score`` extended in place)."""
+    before = key - 1
+    if (
+        before < 0
+        or any(k == before for k, _ in chosen)
+        or units[before].passage != units[key].passage
+        or units[before].sentence.position != units[key].sentence.position - 1
+        or not leans(units[key].sentence.text)
+        or len(chosen) + 1 >= limits.sentences
+    ):
+        return
+    text = units[before].sentence.text
+    if _fits(chosen, text + " " + units[key].sentence.text, limits):
+        chosen.append((before, text))
+        score[before] = score[key]
+
+
+def _whole_list(
+    units: list[_Unit],
+    passages: Sequence[str],
+    chosen: list[tuple[int, str]],
+    score: dict[int, float],
+    limits: Limits,
+) -> None:
+    """A list or table asked for is quoted whole: the entries of the one the best chosen
+    sentence is part of, in reading order, at most ``LIST_ENTRIES`` entries and
+    ``LIST_WORDS`` words (``limits.chars`` still holds). Entries too short to be quoted
+    alone (a list entry without its full stop) join ``units`` here."""
+    lead = units[chosen[0][0]]
+    group = lead.sentence.group
+    if not group:
+        return
+    known = {(u.passage, u.sentence.position): k for k, u in enumerate(units)}
+    entries = [s for s in sentences(passages[lead.passage]) if s.group == group]
+    taken = {k for k, _ in chosen}
+    words = sum(len(t.split()) for _, t in chosen)
+    chars = sum(len(t) + MARKER_CHARS for _, t in chosen)
+    for entry in entries[:LIST_ENTRIES]:
+        key = known.get((lead.passage, entry.position))
+        if key is None:
+            key = len(units)
+            units.append(_Unit(lead.passage, entry, tuple(analyze(entry.text))))
+        if key in taken:
+            continue
+        words += len(entry.text.split())
+        chars += len(entry.text) + MARKER_CHARS
+        if words > LIST_WORDS or (limits.chars is not None and chars > limits.chars):
+            break
+        chosen.append((key, entry.text))
+        score[key] = score[chosen[0][0]]
+
+
 def _successor(units: list[_Unit], key: int) -> int | None:
     """The sentence right after sentence ``key`` in its paragraph, if it may be quoted."""
     unit, after = units[key], key + 1
@@ -514,22 +737,48 @@ def _beside(units: list[_Unit], key: int, chosen: list[tuple[int, str]]) -> bool
 
 
 def _quotes(
-    units: list[_Unit], chosen: list[tuple[int, str]], score: dict[int, float]
+    units: list[_Unit],
+    chosen: list[tuple[int, str]],
+    score: dict[int, float],
+    lead: int | None = None,
 ) -> list[Quote]:
-    """``chosen`` in answer order (module doc, step 7)."""
+    """``chosen`` in answer order (module doc, step 7); the run of consecutive chosen
+    sentences that holds sentence ``lead`` (the best one) first, so that the answer
+    states the fact asked for in its first sentence, not after the sentences before it
+    in the page."""
     best: dict[int, float] = {}
     for key, _ in chosen:
         rank = units[key].passage
         best[rank] = max(best.get(rank, -math.inf), score[key])
+    run = _run(units, {k for k, _ in chosen}, lead) if lead is not None else set()
     ordered = sorted(
         chosen,
         key=lambda c: (
+            c[0] not in run,
             -best[units[c[0]].passage],
             units[c[0]].passage,
             units[c[0]].sentence.position,
         ),
     )
     return [Quote(text, units[key].passage + 1, round(score[key], 4)) for key, text in ordered]
+
+
+def _run(units: list[_Unit], taken: set[int], key: int) -> set[int]:
+    """Sentence ``key`` with what must be read beside it among the chosen (``taken``):
+    the sentence before it when it ``leans`` on it, and the one after it (its successor,
+    brought by ``_follow``)."""
+    unit = units[key]
+    run = {key}
+    for near, needed in ((key - 1, leans(unit.sentence.text)), (key + 1, True)):
+        if (
+            needed
+            and near in taken
+            and 0 <= near < len(units)
+            and units[near].passage == unit.passage
+            and abs(units[near].sentence.position - unit.sentence.position) == 1
+        ):
+            run.add(near)
+    return run
 
 
 def passage_body(text: str) -> str:

@@ -74,13 +74,17 @@ class Sentence:
     """One sentence: ``text`` as it is shown (inline Markdown reduced to its words, inline
     code kept), ``block`` the paragraph or list item it is in, ``position`` its place in
     the passage (reading order), ``linked`` the share of its characters that are link
-    text (near 1 in a "What's next" list: a pointer, not an answer)."""
+    text (near 1 in a "What's next" list: a pointer, not an answer), ``row`` whether it
+    is a table row, ``group`` the outermost list or table it is part of (1, 2, ... in
+    reading order; 0 for a paragraph): a question that asks for a list is answered by
+    the whole of it."""
 
     text: str
     block: int
     position: int
     linked: float = 0.0
     row: bool = False
+    group: int = 0
 
 
 @lru_cache(maxsize=1)
@@ -149,9 +153,10 @@ def sentences(markdown: str) -> tuple[Sentence, ...]:
     """The prose sentences of ``markdown`` in reading order (see the module doc).
     Passages recur across questions, so the result is cached."""
     tokens = _parser().parse(markdown)
-    found: list[tuple[str, int, float, bool]] = []  # (text, block, linked, row)
+    found: list[tuple[str, int, float, bool, int]] = []  # (text, block, linked, row, group)
     skip = 0  # inside a heading or a table: not prose
     block = 0
+    groups, depth = 0, 0  # lists and tables seen; how deep in one the token is
     header: list[str] = []  # the table's column names
     cells: list[tuple[str, str]] = []  # the row's cells: (text, text with links blanked)
     consumed = -1  # tokens up to this one joined the sentence before them
@@ -167,10 +172,16 @@ def sentences(markdown: str) -> tuple[Sentence, ...]:
         ):
             entries, end = _short_list(tokens, i)
             if entries:
-                text, where, share, _ = found[-1]
-                found[-1] = (f"{text} {'; '.join(entries)}.", where, share, False)
+                text, where, share, _, group = found[-1]
+                found[-1] = (f"{text} {'; '.join(entries)}.", where, share, False, group)
                 consumed = end
                 continue
+        if token.type in ("bullet_list_open", "ordered_list_open", "table_open"):
+            depth += 1
+            groups += depth == 1
+        elif token.type in ("bullet_list_close", "ordered_list_close", "table_close"):
+            depth -= 1
+        group = groups if depth else 0
         if token.type in ("heading_open", "table_open"):
             skip += 1
             header = [] if token.type == "table_open" else header
@@ -184,23 +195,25 @@ def sentences(markdown: str) -> tuple[Sentence, ...]:
             header = [text for text, _ in cells]
         elif token.type == "tr_close" and header:
             block += 1
-            found += [_row(header, cells, block)] if any(t for t, _ in cells) else []
+            found += [(*_row(header, cells, block), group)] if any(t for t, _ in cells) else []
         elif token.type == "inline" and not skip and not _TABLE_ROW.search(token.content):
             block += 1
             text, unlinked = _inline(token)
             share = 1 - len(unlinked) / len(text) if text else 0.0
             # One share for the paragraph: link text cannot be told apart per sentence
             # once the spaces are gone, and a list of pointers is one block anyway.
-            found += [(s, block, max(0.0, share), False) for s in split(text)]
+            found += [(s, block, max(0.0, share), False, group) for s in split(text)]
         elif token.type in ("fence", "code_block") and found and found[-1][0].endswith(":"):
             # "To list them, run:" and the command: one sentence, if the command is short
             # and comes right after the paragraph that introduces it.
             code = _one_line_code(token)
             if code and tokens[i - 1].type == "paragraph_close":
-                text, where, share, _ = found[-1]
-                found[-1] = (f"{text} {code}", where, share, False)
+                text, where, share, _, group = found[-1]
+                found[-1] = (f"{text} {code}", where, share, False, group)
     kept = [f for f in found if not f[0].endswith(":")]
-    return tuple(Sentence(t, b, n, round(lk, 3), row) for n, (t, b, lk, row) in enumerate(kept))
+    return tuple(
+        Sentence(t, b, n, round(lk, 3), row, g) for n, (t, b, lk, row, g) in enumerate(kept)
+    )
 
 
 def _short_list(tokens: list[Token], start: int) -> tuple[list[str], int]:
