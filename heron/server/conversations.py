@@ -1,23 +1,62 @@
 """The conversations of ``heron/agent/sessions.py`` as JSON-RPC methods, for any client
-(the chat page's sidebar is one): ``sessions.list``, ``sessions.rename``,
-``sessions.delete``, and a conversation's turns, ``agent.history``."""
+(the chat page's sidebar is one): ``sessions.create``, ``sessions.list``,
+``sessions.rename``, ``sessions.delete``, and a conversation's turns, ``agent.history``.
+
+**Whose.** A caller is the key it came with (``heron.server.keys``): a named key by its
+name, the server's token and the page signed in with it as ``HERON_API_TOKEN``; with no
+key (a loopback server without a token, where every caller may do everything) it is the
+machine's own user, as at the CLI. Each session is its starter's: ``sessions.list``
+lists the caller's own, ``door: "page"`` those made on the page (the sidebar), and a
+key with the ``admin`` scope may ask for ``everyone``'s. Another's session is a -32004,
+as one that does not exist, to all but an admin. ``register`` also tells the agent's
+sessions how to learn who asks (``use_asker``), so a turn saved through any door
+(``/v1``, MCP, ``/chat/stream``, ``agent.chat``) is its key's."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
-from heron.agent.sessions import check_session_id
+from heron.agent.sessions import Asker, Door, check_session_id, use_asker
 from heron.errors import NotFound
+from heron.keys import ADMIN, Forbidden
 from heron.server.hooks import no_lifespan, no_routes
+from heron.server.keys import current_key
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.web.markdown import with_html
 
 
+def asker(door: Door = "api") -> Asker:
+    """The request's caller, as the sessions know it (the module docstring); ``door``:
+    where a session it starts was started. Read from the request's key (``CALLER``),
+    which the key check sets for every request and MCP for each of its tool calls."""
+    key = current_key()
+    if key is None:
+        return Asker("", door, admin=True)
+    return Asker(key.name, door, admin=key.allows(ADMIN))
+
+
+class CreateParams(Params):
+    # A client names the page or the API; only the CLI starts a cli session.
+    door: Literal["page", "api"] = Field(
+        default="api",
+        description="Where the conversation is held: page (the web page's chat, listed "
+        "in its sidebar) or api.",
+    )
+
+
 class ListParams(Params):
     limit: int = Field(default=200, ge=1, le=10_000, description="Sessions to list at most.")
+    door: Door | None = Field(
+        default=None, description="Only those started there: page, cli or api. Default: all."
+    )
+    everyone: bool = Field(
+        default=False,
+        description="Every owner's sessions, those of unknown owner too (admin only). "
+        "Default: the caller's own.",
+    )
 
 
 class SessionParams(Params):
@@ -29,18 +68,34 @@ class RenameParams(SessionParams):
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """Add the ``sessions.*`` methods, each on the agent of the caller's context: a
-    context lists, reads, renames and deletes its own sessions only."""
+    """Add the ``sessions.*`` methods, each on the agent of the caller's context, acting
+    as the caller: a context lists, reads, renames and deletes its own sessions only,
+    and a caller its own (an admin every one of the context)."""
+    # The agent saves and continues sessions without a request at hand: it asks this.
+    use_asker(asker)
+
+    @registry.method(
+        "sessions.create",
+        CreateParams,
+        summary="Start an empty conversation of the caller's, to ask in by its id.",
+        reach="context",
+        scope="chat",
+    )
+    def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+        return {"session_id": rt.agent.sessions.create(asker(p.door)), "door": p.door}
 
     @registry.method(
         "sessions.list",
         ListParams,
-        summary="Conversations, the latest first, each with its title.",
+        summary="The caller's conversations, the latest first, each with its title.",
         reach="context",
         scope="chat",
     )
     def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
-        return rt.agent.sessions.recent(p.limit)
+        who = asker()
+        if p.everyone and not who.admin:
+            raise Forbidden(who.owner, ADMIN)  # -32010, as a method that needs admin
+        return rt.agent.sessions.recent(p.limit, asker=who, door=p.door, everyone=p.everyone)
 
     @registry.method(
         "sessions.rename",
@@ -50,7 +105,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope="chat",
     )
     def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
-        rt.agent.sessions.rename(check_session_id(p.session_id), p.title)
+        rt.agent.sessions.rename(check_session_id(p.session_id), p.title, asker=asker())
         return {"session_id": p.session_id, "title": p.title.strip()}
 
     @registry.method(
@@ -61,7 +116,8 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope="chat",
     )
     def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
-        return [t | {"answer": with_html(t["answer"])} for t in rt.agent.history(p.session_id)]
+        turns = rt.agent.sessions.turns(check_session_id(p.session_id), asker=asker())
+        return [t | {"answer": with_html(t["answer"])} for t in turns]
 
     @registry.method(
         "sessions.delete",
@@ -71,7 +127,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope="chat",
     )
     def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
-        if not rt.agent.sessions.delete(check_session_id(p.session_id)):
+        if not rt.agent.sessions.delete(check_session_id(p.session_id), asker=asker()):
             raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")
         return {"session_id": p.session_id, "deleted": True}
 

@@ -1,4 +1,6 @@
-"""Sessions in real SQLite: history, turns, bad ids, and a failed save that writes nothing."""
+"""Sessions in real SQLite: history, turns, bad ids, a failed save that writes nothing;
+each session its owner's (another's is not there, an admin reaches all), listed by door,
+and a file from before owners migrated with its turns kept."""
 
 from __future__ import annotations
 
@@ -8,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from heron.agent import Sessions
-from heron.agent.sessions import check_session_id
+from heron.agent.sessions import LOCAL, Asker, check_session_id
 from heron.core.chat import Message
-from heron.errors import InputError, StoreError
+from heron.errors import InputError, NotFound, StoreError
 
 
 def record(answer: str) -> dict:
@@ -73,3 +75,105 @@ def test_a_damaged_session_file_is_one_error_naming_it_and_the_fix(tmp_path: Pat
     with pytest.raises(DatabaseCorrupt, match="session database") as raised:
         Sessions(path)
     assert str(path) in str(raised.value) and "a new one starts" in str(raised.value)
+
+
+# -- who and where -------------------------------------------------------------------------
+
+ANA = Asker("ana", "page")
+BEA = Asker("bea", "page")
+ADMIN = Asker("root", "api", admin=True)
+
+
+def listed(sessions: Sessions, asker: Asker, **options: object) -> list[str]:
+    return [s["id"] for s in sessions.recent(asker=asker, **options)]  # type: ignore[arg-type]
+
+
+def test_a_person_lists_and_reaches_only_their_own_sessions(tmp_path: Path) -> None:
+    sessions = Sessions(tmp_path / "agent.db")
+    sessions.save("ana-page", "q1", record("a1"), asker=ANA)
+    sessions.save("ana-api", "q2", record("a2"), asker=Asker("ana", "api"))
+    sessions.save("bea-page", "q3", record("a3"), asker=BEA)
+    assert listed(sessions, ANA) == ["ana-api", "ana-page"]
+    assert listed(sessions, ANA, door="page") == ["ana-page"]
+    assert listed(sessions, BEA) == ["bea-page"]
+    mine = sessions.recent(asker=ANA, door="page")[0]
+    assert (mine["owner"], mine["door"], mine["title"], mine["turns"]) == ("ana", "page", "q1", 1)
+    # Another's session is not there for her: not read, continued, renamed nor deleted.
+    for act in (
+        lambda: sessions.turns("ana-page", asker=BEA),
+        lambda: sessions.history("ana-page", asker=BEA),
+        lambda: sessions.save("ana-page", "mine now", record("x"), asker=BEA),
+        lambda: sessions.rename("ana-page", "mine now", asker=BEA),
+        lambda: sessions.amend("ana-page", "a1", {"generated": "x"}, asker=BEA),
+    ):
+        with pytest.raises(NotFound, match="ana-page"):
+            act()
+    assert sessions.delete("ana-page", asker=BEA) is False
+    assert [t["message"] for t in sessions.turns("ana-page", asker=ANA)] == ["q1"]
+    # Continued by its owner through another door, it stays where it was started.
+    sessions.save("ana-page", "q4", record("a4"), asker=Asker("ana", "api"))
+    assert sessions.recent(asker=ANA, door="page")[0]["turns"] == 2
+    # An admin reaches everyone's, and lists them only when it asks for everyone.
+    assert listed(sessions, ADMIN) == []
+    assert set(listed(sessions, ADMIN, everyone=True)) == {"ana-page", "ana-api", "bea-page"}
+    sessions.rename("bea-page", "seen by root", asker=ADMIN)
+    with pytest.raises(InputError, match="admin"):
+        sessions.recent(asker=ANA, everyone=True)
+    assert sessions.delete("bea-page", asker=ADMIN) is True
+    assert listed(sessions, BEA) == []
+
+
+def test_a_session_made_first_is_listed_once_asked_in(tmp_path: Path) -> None:
+    sessions = Sessions(tmp_path / "agent.db")
+    made = sessions.create(ANA)
+    assert listed(sessions, ANA) == []  # nothing asked yet: no empty item in a sidebar
+    with pytest.raises(NotFound):
+        sessions.save(made, "taken?", record("no"), asker=BEA)
+    sessions.save(made, "first question", record("answer"), asker=ANA)
+    assert sessions.recent(asker=ANA, door="page")[0]["id"] == made
+    # Empty ones a day old go when their owner makes another; asked-in ones stay.
+    db = sqlite3.connect(tmp_path / "agent.db")
+    stale = sessions.create(ANA)
+    others = sessions.create(BEA)
+    db.execute("UPDATE sessions SET created = created - 2 * 86400")
+    db.commit()
+    sessions.create(ANA)
+    ids = {row[0] for row in db.execute("SELECT id FROM sessions")}
+    assert made in ids and others in ids and stale not in ids
+
+
+#: agent.db as Heron wrote it before sessions had owners (schema version 2).
+OLD_SCHEMA = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, created REAL NOT NULL, updated REAL NOT NULL,
+    context TEXT NOT NULL DEFAULT 'default');
+CREATE TABLE turns (session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL, message TEXT NOT NULL, answer TEXT NOT NULL, record TEXT NOT NULL,
+    created REAL NOT NULL, PRIMARY KEY (session_id, seq));
+CREATE TABLE titles (session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    title TEXT NOT NULL);
+INSERT INTO sessions VALUES ('old', 1.0, 2.0, 'default');
+INSERT INTO turns VALUES ('old', 1, 'q1', 'a1', '{"answer": "a1"}', 1.0);
+INSERT INTO turns VALUES ('old', 2, 'q2', 'a2', '{"answer": "a2"}', 2.0);
+INSERT INTO titles VALUES ('old', 'kept title');
+PRAGMA user_version = 2;
+"""
+
+
+def test_an_old_file_keeps_its_turns_and_its_sessions_are_an_admins(tmp_path: Path) -> None:
+    path = tmp_path / "agent.db"
+    old = sqlite3.connect(path)
+    old.executescript(OLD_SCHEMA)
+    old.close()
+    sessions = Sessions(path)
+    assert [t["message"] for t in sessions.turns("old", asker=ADMIN)] == ["q1", "q2"]
+    # Nobody recorded its owner: on no one's list, not even the machine's user's...
+    assert listed(sessions, LOCAL) == [] and listed(sessions, ANA, door="page") == []
+    with pytest.raises(NotFound):
+        sessions.turns("old", asker=ANA)
+    # ...but an admin asking for everyone's finds it whole.
+    [found] = sessions.recent(asker=ADMIN, everyone=True)
+    assert found == {"id": "old", "title": "kept title", "created": 1.0, "updated": 2.0,
+                     "turns": 2, "owner": None, "door": None}  # fmt: skip
+    sessions.close()
+    version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
+    assert version == 3

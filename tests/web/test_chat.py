@@ -9,7 +9,9 @@ from __future__ import annotations
 import uuid
 from typing import Any
 
-from heron.agent.sessions import Sessions
+import httpx
+
+from heron.agent.sessions import Asker, Sessions
 from tests.web.conftest import Heron
 
 QUESTION = "How do I roll back a Deployment to its previous revision?"
@@ -34,7 +36,8 @@ kubectl rollout undo deployment/web
 
 
 def seed(heron: Heron, message: str, text: str, **fields: Any) -> str:
-    """A stored turn (as the agent stores one) in a new session of the server's home."""
+    """A stored turn (as the agent stores one) in a new page conversation of the
+    machine's user (the server has no token: every browser is that user)."""
     sid = uuid.uuid4().hex
     record = {"answer": text, "citations": [ROLLBACK], "session_id": sid, "model": "local",
               "mode": "generative", "fallback": None, "finish_reason": "stop",
@@ -43,7 +46,7 @@ def seed(heron: Heron, message: str, text: str, **fields: Any) -> str:
               } | fields  # fmt: skip
     sessions = Sessions(heron.root / "home" / "agent.db")
     try:
-        sessions.save(sid, message, record)
+        sessions.save(sid, message, record, asker=Asker("", "page", admin=True))
     finally:
         sessions.close()
     return sid
@@ -236,3 +239,57 @@ def test_a_job_delegated_in_the_conversation_is_a_live_item_confirmed_there(
     assert {"git_status", "git_diff", "test"} <= set(steps)
     assert item.locator(".job-verdict").get_attribute("data-ok") == "true"
     assert not page.errors, page.errors
+
+
+def test_each_person_s_sidebar_lists_only_their_own_page_conversations(
+    heron: Heron, browser
+) -> None:  # type: ignore[no-untyped-def]
+    """Two people, each with a named key their browser sends (as a proxy that signs
+    people in would), beside a conversation of the API: at 1280 and at 390 px each
+    sidebar lists exactly that person's conversations made on the page."""
+    suffix = uuid.uuid4().hex[:8]
+    scopes = ["read", "chat", "jobs"]
+    tokens = {who: heron.rpc("keys.create", name=f"{who}-{suffix}", scopes=scopes)["token"]
+              for who in ("ana", "bea")}  # type: ignore[index]  # fmt: skip
+    api = heron.rpc("agent.chat", message="What does a Secret hold?", answer="extractive")
+    asked = {"ana": ["What does a Pod run?", QUESTION], "bea": ["Where do I keep a password?"]}
+    for who, questions in asked.items():
+        context = browser.new_context(
+            viewport={"width": 1280, "height": 860},
+            locale="en-US",
+            extra_http_headers={"authorization": f"Bearer {tokens[who]}"},
+        )
+        context.set_default_timeout(30_000)
+        page = context.new_page()
+        errors: list[str] = []
+        page.on("pageerror", lambda exc, seen=errors: seen.append(str(exc)))
+        page.on("console", lambda m, seen=errors: m.type == "error" and seen.append(m.text))
+        page.goto(heron.url + "/")
+        page.locator("#library option[value=tiny]").wait_for(state="attached")
+        page.select_option("#mode", "extractive")
+        page.select_option("#library", "tiny")
+        for question in questions:
+            page.get_by_role("button", name="New conversation").click()
+            page.fill("#message", question)
+            page.keyboard.press("Enter")
+            page.locator("li.turn[data-done=true]").wait_for()
+        theirs = httpx.post(
+            f"{heron.url}/rpc",
+            json={"jsonrpc": "2.0", "id": 1, "method": "sessions.list",
+                  "params": {"door": "page"}},
+            headers={"authorization": f"Bearer {tokens[who]}"},
+            timeout=60,
+        ).json()["result"]  # fmt: skip
+        assert sorted(s["title"] for s in theirs) == sorted(questions)
+        for width, height in ((1280, 860), (390, 844)):
+            page.set_viewport_size({"width": width, "height": height})
+            page.reload()
+            links = page.locator("#conv-list a.conv")
+            links.nth(len(questions) - 1).wait_for()
+            shown = links.evaluate_all("(as) => as.map((a) => a.dataset.id)")
+            assert shown == [s["id"] for s in theirs], (who, width)
+            assert api["session_id"] not in shown  # type: ignore[index]
+            assert sorted(links.all_inner_texts()) == sorted(questions)
+            assert page.evaluate("() => document.documentElement.scrollWidth <= innerWidth")
+        assert not errors, errors
+        context.close()

@@ -10,8 +10,8 @@ import httpx
 from tests.web.conftest import Heron
 
 ADDED = {"library.pages", "library.passage", "library.reindex", "library.progress",
-         "agent.history", "skills.usage", "tools.names", "sessions.list", "sessions.rename",
-         "sessions.delete", "models.list", "ops.board"}  # fmt: skip
+         "agent.history", "skills.usage", "tools.names", "sessions.create", "sessions.list",
+         "sessions.rename", "sessions.delete", "models.list", "ops.board"}  # fmt: skip
 
 
 def error(heron: Heron, method: str, **params: object) -> dict:

@@ -1,7 +1,8 @@
 // Chat: answers streamed from POST /chat/stream (resumed from the last event after a
 // drop), shown as the server's sanitised HTML once whole; inline [n] markers and a
 // sources list that open the passage beside the answer; copy, regenerate, stop; the
-// conversations of sessions.* in a sidebar, the current one remembered by this browser.
+// conversations of sessions.* in a sidebar (those made on this page by the person signed
+// in), the current one remembered by this browser.
 "use strict";
 (function () {
   const H = window.Heron, { $, t, el } = H;
@@ -162,6 +163,20 @@
     stop.hidden = !on;
   }
 
+  // A new conversation is made as the page's (sessions.create) before its first
+  // question, so the sidebar lists it, and not what other clients ask. A server without
+  // the method still answers: the conversation just starts with the answer.
+  async function pageSession() {
+    if (!sessionId()) {
+      try {
+        setSession((await H.rpc("sessions.create", { door: "page" })).session_id);
+      } catch (error) {
+        if (error.code !== -32601) throw error;
+      }
+    }
+    return sessionId();
+  }
+
   async function ask(question) {
     const view = turn(question);
     view.item.scrollIntoView({ block: "end" });
@@ -170,7 +185,7 @@
     view.answer.classList.add("streaming");
     const text = document.createTextNode("");
     view.answer.append(el("span", { class: "muted thinking", text: t("chat.answering") }), text);
-    const payload = { message: question, session_id: sessionId() || undefined,
+    const payload = { message: question,
       model: $("model").value || undefined, library: $("library").value || undefined,
       answer: $("mode").value || undefined };
     let streamId = null, lastId = null, done = false;
@@ -178,6 +193,7 @@
       ? H.stream("/chat/stream/" + encodeURIComponent(streamId), null, controller.signal, lastId)
       : H.stream("/chat/stream", payload, controller.signal);
     try {
+      payload.session_id = (await pageSession()) || undefined;
       for (let attempt = 0; !done; attempt++) {
         try {
           for await (const ev of events(attempt > 0)) {
@@ -359,7 +375,7 @@
   async function conversations() {
     const list = $("conv-list");
     await H.guard(list, t("chat.conversations"), async () => {
-      const found = await H.rpc("sessions.list", { limit: 100 });
+      const found = await H.rpc("sessions.list", { limit: 100, door: "page" });
       if (!found.length) {
         list.replaceChildren(el("li", { class: "empty", text: t("chat.no_conversations") }));
         return;
@@ -397,9 +413,12 @@
     document.body.dataset.readyAt = String(performance.now());  // the pickers are filled
   }
 
-  const given = new URLSearchParams(location.search).get("session") || sessionId();
+  // A link's conversation opens as asked; the one this browser remembers only when it is
+  // in the sidebar: it may be another person's, who used this browser before.
+  const linked = new URLSearchParams(location.search).get("session");
   Promise.all([options(), conversations()]).then(() => {
+    const given = linked || sessionId();
     const known = given && $("conv-list").querySelector(`a[data-id="${CSS.escape(given)}"]`);
-    return open(given, known ? known.textContent : null);
+    return open(linked || known ? given : null, known ? known.textContent : null);
   });
 })();
