@@ -25,7 +25,11 @@ from heron.errors import HeronError, InputError
 from heron.settings import Settings
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
-LibraryOption = Annotated[str | None, typer.Option(help="Ground answers in this library only.")]
+# A list, so that a repeated --library is seen and refused (``one_library``) rather than
+# the last one kept without a word.
+LibraryOption = Annotated[
+    list[str] | None, typer.Option(help="Ground answers in this library only (one).")
+]
 ModelOption = Annotated[str | None, typer.Option(help="Model alias from models.yml.")]
 SessionOption = Annotated[
     str | None, typer.Option("--session", help="Continue this conversation (its id).")
@@ -56,6 +60,20 @@ DEMO_QUESTIONS = (
 DEMO_MAX_TOKENS = 200
 #: Lines of a tool's result shown under an answer.
 RESULT_LINES = 20
+
+
+def one_library(libraries: list[str] | None, command: str) -> str | None:
+    """The one ``--library`` given, ``None`` for none; ``InputError`` for several: the
+    agent grounds a turn in one library, or in all of the user's."""
+    names = list(dict.fromkeys(libraries or ()))
+    if len(names) <= 1:
+        return names[0] if names else None
+    flags = " ".join(f"--library {name}" for name in names)
+    raise InputError(
+        f"--library given {len(names)} times ({', '.join(names)}): heron {command} grounds "
+        "its answers in one library, or without --library in all of yours. Give one, or "
+        f'search them together with: heron search "QUESTION" {flags}'
+    )
 
 
 def _tool_lines(use: ToolUse) -> list[str]:
@@ -139,6 +157,7 @@ def ask(
     Under the answer: its sources, then which model answered and how (quoted from the
     passages, or generated). Example: heron ask "How does Heron pick tools?" --json
     """
+    chosen = one_library(library, "ask")
     with working("opening the libraries, tools and models"):
         agent = open_agent()
     with agent:
@@ -146,7 +165,7 @@ def ask(
             turn = Turn(
                 message,
                 session_id=session,
-                library=library,
+                library=chosen,
                 model=model,
                 answer=answer_mode,  # type: ignore[arg-type]  # the agent checks the value
                 room=room,
@@ -170,6 +189,7 @@ def chat(
 
     Example: heron chat --session 0f3a
     """
+    chosen = one_library(library, "chat")
     with working("opening the libraries, tools and models"):
         agent = open_agent()
     # A prompt is for a person typing; piped questions get answers alone, as sqlite3 does.
@@ -188,7 +208,7 @@ def chat(
                 turn = Turn(
                     message,
                     session_id=session,
-                    library=library,
+                    library=chosen,
                     model=model,
                     answer=answer_mode,  # type: ignore[arg-type]  # the agent checks it
                     room=room,

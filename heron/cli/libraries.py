@@ -220,7 +220,10 @@ def _print_report(report: LibraryIndexReport) -> None:
 def search(
     query: Annotated[str | None, typer.Argument(help="The question or keywords.")] = None,
     queries: QueriesOption = None,
-    library: Annotated[str | None, typer.Option(help="Only this library.")] = None,
+    library: Annotated[
+        list[str] | None,
+        typer.Option(help="Only this library; repeat it to search several together."),
+    ] = None,
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per query.")] = 10,
     mode: Annotated[str, typer.Option(help=f"One of: {', '.join(MODES)}.")] = "full",

@@ -206,15 +206,28 @@ def _check_library(store: Store, library: str, settings: Settings) -> None:
         raise NotFound(f"Library {library!r} is not indexed yet; run: heron index {library}")
 
 
+def chosen(library: str | Sequence[str] | None) -> list[str]:
+    """The libraries a caller chose, each once, in its order: ``"k8s"`` -> ``["k8s"]``,
+    ``["a", "b", "a"]`` -> ``["a", "b"]``; none (``None`` or ``[]``) -> ``[]``."""
+    if library is None:
+        return []
+    return [library] if isinstance(library, str) else list(dict.fromkeys(library))
+
+
 def scopes(
-    queries: Sequence[str], store: Store, settings: Settings, library: str | None = None
+    queries: Sequence[str],
+    store: Store,
+    settings: Settings,
+    library: str | Sequence[str] | None = None,
 ) -> list[list[str]]:
-    """The libraries each query is searched in (``scope_of``; ``library`` alone when
-    given). Raises ``NotFound`` for an unknown or unindexed ``library``, or when no
-    library is indexed."""
-    if library is not None:
-        _check_library(store, library, settings)
-        return [[library] for _ in queries]
+    """The libraries each query is searched in: ``library`` when given (one name or
+    several), else ``scope_of``. Raises ``NotFound`` for an unknown or unindexed
+    ``library``, or when no library is indexed."""
+    names = chosen(library)
+    if names:
+        for name in names:
+            _check_library(store, name, settings)
+        return [list(names) for _ in queries]
     libraries = _indexed(store, settings)
     if not libraries:
         raise NotFound(
@@ -292,7 +305,7 @@ def search_many(
     store: Store,
     *,
     settings: Settings,
-    library: str | None = None,
+    library: str | Sequence[str] | None = None,
     collection: str | None = None,
     top_k: int = 10,
     mode: Mode = "full",
@@ -301,7 +314,8 @@ def search_many(
 ) -> list[list[Result]]:
     """``search`` for many queries; the queries are embedded in one batch (``vectors``,
     one row per query, skips that). A long-lived caller (a server) passes the
-    ``reranker`` once made."""
+    ``reranker`` once made. ``library``: one library, or several searched together (their
+    candidates on one scale, ``pool``); none: ``scope_of`` each query."""
     if mode not in MODES:
         raise InputError(f"Unknown search mode {mode!r}. Choose from: {', '.join(MODES)}.")
     if top_k < 1:

@@ -76,6 +76,31 @@ def test_errors_name_the_fix(library: Path) -> None:
     )
 
 
+def test_a_repeated_library_searches_each_and_ask_refuses_it(
+    library: Path, make_library: Callable[..., Path]
+) -> None:
+    """Issue 44: a second --library replaced the first without a word."""
+    other = make_library({"ports.md": "# Ports\n\nA rollout keeps the service ports.\n"}, "b")
+    heron("library", "add", "other", str(other))
+    heron("index")
+    found = heron("search", "rollout", "--library", "lib", "--library", "other", "--json")
+    assert {r["library"] for r in json.loads(found.stdout)} == {"lib", "other"}
+    one = heron("search", "rollout", "--library", "other", "--json").stdout
+    assert {r["library"] for r in json.loads(one)} == {"other"}
+    assert (
+        "searched lib, other"
+        in heron("search", "rollout", "--library", "lib", "--library", "other").stdout
+    )
+    for command in ("ask", "chat"):
+        args = [command, "rollout"] if command == "ask" else [command]
+        refused = heron(*args, "--library", "lib", "--library", "other", ok=False)
+        assert refused.returncode == 1 and "Traceback" not in refused.stderr
+        assert refused.stderr.startswith(
+            f"error: --library given 2 times (lib, other): heron {command} grounds"
+        )
+        assert 'heron search "QUESTION" --library lib --library other' in refused.stderr
+
+
 def test_add_with_options_writes_them_and_refuses_bad_ones(
     home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]
 ) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from heron.errors import NotFound
 from heron.libraries import add_library, index_library, scope_of, search
 from heron.libraries.config import Library
 from heron.libraries.search import pool
@@ -65,6 +66,22 @@ def test_every_mode_ranks_across_libraries(two: SQLiteStore, settings: Settings)
             "remote access tunnel credentials", two, settings=settings, mode=mode, top_k=3
         )
         assert found[0].page == "it/vpn", mode
+
+
+def test_several_chosen_libraries_are_searched_together_and_each_checked(
+    two: SQLiteStore, settings: Settings, make_library: Callable[..., Path]
+) -> None:
+    add_library("third", str(make_library({"x.md": "# Leave\n\nDays of leave.\n"}, "x")), settings)
+    index_library("third", two, settings=settings)
+    question = "how many days of leave"
+    both = search(question, two, settings=settings, library=["notes", "big", "notes"], top_k=20)
+    assert {r.library for r in both} == {"notes", "big"}  # third left out, though all leave
+    assert both[0].library == "notes"
+    assert [r.library for r in search(question, two, settings=settings, library=["third"])] == [
+        "third"
+    ]
+    with pytest.raises(NotFound, match="No library 'nope'"):
+        search(question, two, settings=settings, library=["notes", "nope"])
 
 
 def test_the_pool_takes_the_stores_feedback_from_its_top_candidate() -> None:
