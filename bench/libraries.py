@@ -116,7 +116,7 @@ def anchors(root: Path) -> tuple[int, int, int]:
     repeated anchor sends a citation to the wrong section."""
     pages = total = repeated = 0
     for file in scan(root, 10_000_000)[0]:
-        page = parse_page(read_text(file)[0] or "", file.id)
+        page = parse_page(read_text(file, 10_000_000)[0] or "", file.id)
         found = [h.anchor for h in outline(page.lines).headings]
         pages, total = pages + 1, total + len(found)
         repeated += len(found) - len(set(found))

@@ -75,7 +75,7 @@ from typing import Any
 from bench.common import SHARED, WORK, read_jsonl, table
 from bench.realuse import MARKERS, cited_pages, holds, quoted_spans
 from heron.agent import Turn, open_agent
-from heron.agent.extractive import NOTHING_FOUND
+from heron.agent.words import refusal
 from heron.core.chat import Message
 from heron.libraries import (
     add_library,
@@ -241,7 +241,7 @@ def refused(answer: Any) -> bool:
     in a generated answer's prompt). An extractive answer under triage ``knowledge``
     quotes the closest passages and cites them: that is an answer, judged as one."""
     alone = answer.mode == "generative" and answer.triage.kind == "knowledge"
-    return not answer.citations or alone or (answer.answer or "").startswith(NOTHING_FOUND)
+    return not answer.citations or alone or refusal(answer.answer or "")
 
 
 def _flat(text: str, limit: int = SHOWN) -> str:

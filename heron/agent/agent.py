@@ -68,7 +68,6 @@ from heron.agent.extractive import (
     Limits,
     closest,
     compose,
-    nothing_found,
     passage_body,
     tool_summary,
 )
@@ -79,8 +78,9 @@ from heron.agent.retrieval import EXTRACTIVE_PASSAGES, Found, Retriever
 from heron.agent.routing import ToolOffer
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
 from heron.agent.skilluse import fits, record_skill_use, skill_query
-from heron.agent.triage import DOCS_TAG, Triage, triage
-from heron.agent.turn import Surface, Turn
+from heron.agent.triage import DOCS_TAG, Evidence, Triage, triage
+from heron.agent.turn import Turn
+from heron.agent.words import Surface, nothing_found, say, speaks
 from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
 from heron.core.tools import Tool
@@ -274,6 +274,7 @@ class Agent(Resource):
             calibration.weak,
             calibration.docs if docs is None else docs,
             calibration.tool if tool is None else tool,
+            calibration.support,
         )
 
     # -- phase 1: ground -----------------------------------------------------------------
@@ -321,11 +322,13 @@ class Agent(Resource):
                 docs_threshold=thresholds.docs,
                 tool_threshold=thresholds.tool,
             )
-            passages = self._passages(mode, decision, found, thresholds, record.notes)
+            passages, evidence = self._passages(mode, decision, found, thresholds, record.notes)
             prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
-        return _Grounded(session_id, mode, found, decision, passages, skills, prompt, query)
+        return _Grounded(
+            session_id, mode, found, decision, passages, skills, prompt, query, evidence
+        )
 
     def _passages(
         self,
@@ -334,33 +337,36 @@ class Agent(Resource):
         found: Found,
         thresholds: Thresholds,
         notes: list[str],
-    ) -> list[Result]:
-        """The passages the prompt holds: triage's, or for an extractive answer the
-        closest ones when none fits closely but they are related (by the best one's
-        cosine, or their best sentence's: ``closest``; with a note saying so), and the
-        best page's other sections that match (an extractive answer has no prompt to
-        fill)."""
+    ) -> tuple[list[Result], Evidence]:
+        """The passages the prompt holds, and the evidence they were chosen on: triage's,
+        or for an extractive answer the closest ones when none fits closely but they are
+        related (``Evidence``, with a note saying so), and the best page's other sections
+        that match (an extractive answer has no prompt to fill)."""
         results = found.results
         count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
         passages = results[:count] if decision.kind == "docs" else []
+        evidence = Evidence.of(
+            decision.docs_score,
+            found.peak,
+            docs=thresholds.docs,
+            weak=thresholds.weak,
+            support_from=thresholds.support,
+        )
         if mode == "extractive" and decision.kind == "knowledge" and results:
-            best = decision.docs_score or 0.0
-            said = f"best match {best:.2f} < {thresholds.docs}"
-            related = best >= thresholds.weak
-            if not related:
+            if evidence.verdict == "unrelated":
                 # A sentence that fits as closely as a fitting passage must is evidence
                 # enough: its passage's vector is diluted by the rest of it.
                 bodies = [passage_body(self.retriever.passage(r)) for r in results[:count]]
-                sentence = closest(found.grounding.query, found.vector, bodies, self.store.embedder)
-                related = sentence >= thresholds.docs
-                said += f"; a sentence of them {sentence:.2f} >= {thresholds.docs}"
-            if related:
+                query, vector = found.grounding.query, found.vector
+                sentence = closest(query, vector, bodies, self.store.embedder)
+                evidence = evidence.with_sentence(sentence)
+            if evidence.verdict == "related":
                 # Quoting the closest passages invents nothing; saying they fit would.
                 passages = results[:count]
-                notes.append(f"no passage fits closely ({said}); these are the closest")
+                notes.append(f"no passage fits closely ({evidence.why}); these are the closest")
         if mode == "extractive" and passages:
             passages = [passages[0], *self.retriever.sections(found), *passages[1:]]
-        return passages
+        return passages, evidence
 
     def _prompt(
         self,
@@ -420,7 +426,16 @@ class Agent(Resource):
         elif not (grounded.passages or loop.tools or loop.client_calls or turn.continues):
             scope, score = list(grounded.found.grounding.libraries), grounded.decision.docs_score
             indexed = self.retriever.indexed()
-            record.notes.append(nothing_found(scope, indexed, score, generated=True))
+            record.notes.append(
+                nothing_found(
+                    scope,
+                    indexed,
+                    score,
+                    lang=speaks(turn.message),
+                    surface=turn.surface,
+                    generated=True,
+                )
+            )
         if loop.client_calls:
             yield ClientToolCalls(tuple(loop.client_calls))
         return _Reply(loop, citations, fallback)
@@ -440,7 +455,8 @@ class Agent(Resource):
             text, quoted, used = self._extract(turn, grounded, loop.tools)
             citations = [passages[i][0] for i in used]  # the passages quoted
         if fallback and streaming:
-            yield Token(f"\n\n[Heron stopped the model: it kept repeating itself.]\n\n{text}")
+            stopped = say("stopped", speaks(turn.message))
+            yield Token(f"\n\n{stopped}\n\n{text}")
         elif not fallback:
             lead = self._lead(turn, quoted, loop) if quoted else ""
             text = f"{lead}\n\n{text}" if lead else text
@@ -507,6 +523,7 @@ class Agent(Resource):
             tool_calls=list(loop.client_calls),
             grounding=grounded.found.grounding,
             related=related,
+            evidence=grounded.evidence,
         )
 
     # -- helpers of the phases -----------------------------------------------------------
@@ -529,6 +546,7 @@ class Agent(Resource):
         quotes alone; the passages quoted, in the order of their markers."""
         passages = grounded.prompt.passages
         parts, quotes, used = [], [], ()
+        lang = speaks(turn.message)
         if passages:
             tokens = turn.sampling.max_tokens
             limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
@@ -548,11 +566,11 @@ class Agent(Resource):
                 latest=turn.message if grounding.how == "context" else None,
             )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
-            parts.append(
-                quoted.text
-                or "The passages found hold code or tables, not sentences to quote; "
-                "open the sources below."
-            )
+            parts.append(quoted.text or say("code_only", lang))
+            evidence = grounded.evidence
+            if quoted.text and evidence is not None and evidence.verdict == "related":
+                # Said after the quotes: the answer still starts with what it found.
+                parts.append(say("closest", lang))
         if uses:
             parts.append(tool_summary(uses))
         if not parts:
@@ -561,8 +579,9 @@ class Agent(Resource):
                     list(grounded.found.grounding.libraries),
                     self.retriever.indexed(),
                     grounded.decision.docs_score,
-                    generated=False,
+                    lang=lang,
                     surface=turn.surface,
+                    generated=False,
                 )
             )
         return "\n\n".join(parts), quotes, used
@@ -597,13 +616,14 @@ class Thresholds:
     """The cosines a message is judged by (``Agent.thresholds``): skills join the prompt
     from ``skill`` (``context_for`` alone returns its best, fitting or not); passages from
     ``docs``, under which an extractive answer still quotes the closest, with a note, from
-    ``weak`` (under it they are unrelated); a tool is forced on the first turn from
-    ``tool``."""
+    ``weak`` or a ``support`` (``Evidence``; under both they are unrelated); a tool is
+    forced on the first turn from ``tool``."""
 
     skill: float
     weak: float
     docs: float
     tool: float
+    support: float = 0.0
 
 
 @dataclass
@@ -639,6 +659,7 @@ class _Grounded:
     skills: SkillContext | None
     prompt: Prompt
     skill_query: SkillContext | None = None
+    evidence: Evidence | None = None
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from heron.agent.triage import Triage
+from heron.agent.triage import Evidence, Triage
 from heron.core.chat import ToolCall, Usage
 
 #: How an answer's text was made: quoted from the passages, or written by the model.
@@ -166,6 +166,8 @@ class Answer:
     grounding: Grounding = field(default_factory=Grounding)
     #: Passages found and not quoted (an extractive answer cites only what it quotes).
     related: list[Related] = field(default_factory=list)
+    #: Why the libraries answered or not: the verdict and its numbers (``Evidence``).
+    evidence: Evidence | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -183,6 +185,7 @@ class Answer:
             "session_id": self.session_id,
             "model": self.model,
             "triage": self.triage.to_dict(),
+            "evidence": self.evidence.to_dict() if self.evidence else None,
             "steps": self.steps,
             "notes": self.notes,
             "mode": self.mode,

@@ -72,8 +72,6 @@ from heron.language import language
 from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
 
-#: How to add a library, in every "found nothing" answer.
-ADD_LIBRARY = "heron library add NAME PATH && heron index NAME"
 #: Sentences embedded per answer (the best by BM25), and words embedded of each: about
 #: 400 tokens for MiniLM. Eight left out the answer whenever the passages' summaries and
 #: their neighbours' sentences took the places (docs/benchmarks.md, "Real use": 8, 10,
@@ -203,33 +201,51 @@ Kind = Literal["who", "count", "when", "where", "why", "list", "yesno", "how", "
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
     (kind, re.compile(pattern, re.IGNORECASE))
     for kind, pattern in (
-        ("who", r"^\W*(?:(?:and|e|y)\s+)?(?:who|whom|whose|quem|qui[ée]n(?:es)?)\b"
-         r"|\b(?:to whom|para quem|a qui[ée]n|con qui[ée]n|com quem)\b"
-         r"|\bwho\s+(?:do|should|can|must)\s+i\s+(?:call|contact|ask|ping|tell|email)\b"),
-        ("count", r"\b(?:how\s+(?:many|much|long|often|far|soon|quickly|fast|early|late|big|old)"
-         r"|quant[oa]s?|cu[áa]nt[oa]s?|de quanto em quanto|cada cu[áa]nto|qu[ée] tan"
-         r"|what(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+){0,2}(?:percentage|amount|number"
-         r"|rate|price|cost|fee|limit|budget|deadline|lifetime|allowance|duration|size)"
-         r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa|pre[çc]o)"
-         r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
-         r"|precio))\b"),
-        ("when", r"^\W*(?:(?:and|e|y)\s+)?(?:when|quando|cu[áa]ndo)\b|\bwhat time\b"
-         r"|\b(?:at|by) what (?:time|hour|date)\b|\bwhich day\b|\ba que horas\b"
-         r"|^\W*what hours\b|\bqu[ée] horario\b|\bque hor[áa]rio\b"
-         r"|\ba qu[ée] hora\b|\bem que dia\b|\bqu[ée] d[íi]a\b|\bfrom which day\b"
-         r"|\ba partir de que dia\b"),
+        (
+            "who",
+            r"^\W*(?:(?:and|e|y)\s+)?(?:who|whom|whose|quem|qui[ée]n(?:es)?)\b"
+            r"|\b(?:to whom|para quem|a qui[ée]n|con qui[ée]n|com quem)\b"
+            r"|\bwho\s+(?:do|should|can|must)\s+i\s+(?:call|contact|ask|ping|tell|email)\b",
+        ),
+        (
+            "count",
+            r"\b(?:how\s+(?:many|much|long|often|far|soon|quickly|fast|early|late|big|old)"
+            r"|quant[oa]s?|cu[áa]nt[oa]s?|de quanto em quanto|cada cu[áa]nto|qu[ée] tan"
+            r"|what(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+){0,2}(?:percentage|amount|number"
+            r"|rate|price|cost|fee|limit|budget|deadline|lifetime|allowance|duration|size)"
+            r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa|pre[çc]o)"
+            r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
+            r"|precio))\b",
+        ),
+        (
+            "when",
+            r"^\W*(?:(?:and|e|y)\s+)?(?:when|quando|cu[áa]ndo)\b|\bwhat time\b"
+            r"|\b(?:at|by) what (?:time|hour|date)\b|\bwhich day\b|\ba que horas\b"
+            r"|^\W*what hours\b|\bqu[ée] horario\b|\bque hor[áa]rio\b"
+            r"|\ba qu[ée] hora\b|\bem que dia\b|\bqu[ée] d[íi]a\b|\bfrom which day\b"
+            r"|\ba partir de que dia\b",
+        ),
         ("where", r"^\W*(?:(?:and|e|y)\s+)?(?:where|onde|d[óo]nde|aonde|ad[óo]nde)\b"),
         ("why", r"^\W*(?:(?:and|e|y)\s+)?(?:why|por ?que|por qu[ée]|porqu[ée])\b"),
-        ("list", r"^\W*(?:(?:and|e|y)\s+)?(?:what|which) are (?:the|all)\b|^\W*list\b"
-         r"|^\W*(?:quais|cu[áa]les) s[ãa]o\b|^\W*(?:quais|cu[áa]les) son\b"
-         r"|^\W*name (?:the|all)\b|\b(?:all|every|todos os|todas as|todos los|todas las)\s+"
-         r"(?:the\s+)?\w+\s+(?:levels|types|kinds|steps|options|rules)\b"),
-        ("yesno", r"^\W*(?:can|could|may|do|does|did|is|are|am|should|must|will|would|has|have"
-         r"|posso|pode|podem|devo|deve|preciso|precisa|tem|h[áa]|[ée]|s[ãa]o|puedo|puede|"
-         r"pueden|debo|debe|necesito|hay|es|son|tengo|tiene)\b"),
+        (
+            "list",
+            r"^\W*(?:(?:and|e|y)\s+)?(?:what|which) are (?:the|all)\b|^\W*list\b"
+            r"|^\W*(?:quais|cu[áa]les) s[ãa]o\b|^\W*(?:quais|cu[áa]les) son\b"
+            r"|^\W*name (?:the|all)\b|\b(?:all|every|todos os|todas as|todos los|todas las)\s+"
+            r"(?:the\s+)?\w+\s+(?:levels|types|kinds|steps|options|rules)\b",
+        ),
+        (
+            "yesno",
+            r"^\W*(?:can|could|may|do|does|did|is|are|am|should|must|will|would|has|have"
+            r"|posso|pode|podem|devo|deve|preciso|precisa|tem|h[áa]|[ée]|s[ãa]o|puedo|puede|"
+            r"pueden|debo|debe|necesito|hay|es|son|tengo|tiene)\b",
+        ),
         ("how", r"^\W*(?:(?:and|e|y)\s+)?(?:how|como|c[óo]mo)\b"),
-        ("which", r"^\W*(?:(?:and|e|y)\s+)?(?:which|what|qual|quais|cu[áa]l|cu[áa]les|que"
-         r"|qu[ée])\b"),
+        (
+            "which",
+            r"^\W*(?:(?:and|e|y)\s+)?(?:which|what|qual|quais|cu[áa]l|cu[áa]les|que"
+            r"|qu[ée])\b",
+        ),
     )
 )
 _NUMBER = re.compile(
@@ -563,10 +579,7 @@ def compose(
     term = defined(latest or question)
     kind = asks(latest or question)
     scored = sorted(
-        (
-            (f.score + _adjustment(units[f.key], headings, behind, term, kind), f.key)
-            for f in fused
-        ),
+        ((f.score + _adjustment(units[f.key], headings, behind, term, kind), f.key) for f in fused),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
@@ -807,35 +820,3 @@ def tool_summary(uses: Sequence[ToolUse]) -> str:
         shown = shown if len(shown) <= 400 else shown[:400].rsplit(" ", 1)[0] + " …"
         lines.append(f"{use.name} returned: {shown or '(nothing)'}")
     return "\n".join(lines)
-
-
-#: How Heron's answer starts when grounding found nothing (``nothing_found``): a reply
-#: that says so is no subject a follow-up could be about (``heron.agent.followup``).
-NOTHING_FOUND = "Grounding found nothing"
-
-
-def nothing_found(
-    scope: Sequence[str],
-    indexed: Sequence[str],
-    best: float | None,
-    *,
-    generated: bool,
-    surface: Literal["cli", "api"] = "cli",
-) -> str:
-    """What grounding found, said plainly, with how to add a library: ``scope`` the
-    libraries searched, ``indexed`` those indexed, ``best`` the best passage's cosine;
-    ``generated``: said under a model's answer rather than as the answer; ``surface``:
-    who reads it, so the hint names a flag (``cli``) or the request's field (``api``)."""
-    own = "this answer is the model's own, from no library" if generated else "nothing to quote"
-    if not indexed:
-        return (
-            f"{NOTHING_FOUND}: no library is indexed yet, so {own}. "
-            f"Add your documentation with: {ADD_LIBRARY}"
-        )
-    score = f" (best match {best:.2f})" if best is not None else ""
-    option = "--answer generative" if surface == "cli" else 'send "answer": "generative"'
-    tail = "" if generated else f", or ask for the model's own answer ({option})"
-    return (
-        f"{NOTHING_FOUND} for this question in {', '.join(scope)}{score}: no passage "
-        f"fits it, so {own}. Add a library that covers it with: {ADD_LIBRARY}{tail}."
-    )

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from heron.agent.extractive import NOTHING_FOUND
+from heron.agent.words import refusal
 from heron.core.chat import ChatRequest, Message
 from heron.embed import query_space
 from heron.store.analysis import analyze
@@ -87,7 +87,7 @@ def last_reply(history: Sequence[Message]) -> str:
     nothing: its words (the libraries searched, how to add one) say nothing of the topic."""
     for m in reversed(history):
         if m.role == "assistant" and m.content.strip():
-            if m.content.lstrip().startswith(NOTHING_FOUND):
+            if refusal(m.content):
                 return ""
             return " ".join(m.content.split()[:REPLY_WORDS])
     return ""

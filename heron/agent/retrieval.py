@@ -56,6 +56,10 @@ EXTRACTIVE_PASSAGES = 5
 #: -> 77.3% (one section: 76.3%; three: 79.4%, with fewer of the notes' sentences from
 #: their gold page; docs/benchmarks.md, "Real use").
 EXTRACTIVE_SECTIONS = 2
+#: Pages weighed for the evidence of a turn (``Found.peak``): the best page's cosine is
+#: compared with the median of the next ones. Retrieval scores them anyway; only the
+#: first ``EXTRACTIVE_PASSAGES`` (or ``agent_passages``) are kept as results.
+EVIDENCE_PAGES = 20
 #: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
 #: costs one call).
 REWRITE_CACHE = 256
@@ -64,11 +68,32 @@ REWRITE_CACHE = 256
 @dataclass(frozen=True)
 class Found:
     """What a turn's retrieval found: the ``grounding`` (what was searched where), the
-    ``results``, and the ``vector`` of the query searched."""
+    ``results``, the ``vector`` of the query searched, and the ``peak``: how far the best
+    page's cosine stands above the median of the next ``EVIDENCE_PAGES`` (``None`` with
+    fewer than two pages): a page that stands out of its candidates is what the question
+    is about, whatever the cosine's scale."""
 
     grounding: Grounding
     results: list[Result]
     vector: np.ndarray
+    peak: float | None = None
+
+
+def peak(results: Sequence[Result]) -> float | None:
+    """How far the best cosine of ``results`` stands above the median of the others'
+    (``Found.peak``); ``None`` when fewer than two carry one.
+
+    >>> from types import SimpleNamespace as R
+    >>> peak([R(components={"dense": d}) for d in (0.6, 0.3, 0.2, 0.1)])
+    0.4
+    """
+    cosines = sorted(
+        (float(c) for r in results if (c := r.components.get("dense")) is not None),
+        reverse=True,
+    )
+    if len(cosines) < 2:
+        return None
+    return round(cosines[0] - float(np.median(cosines[1:])), 6)
 
 
 class Retriever:
@@ -108,7 +133,7 @@ class Retriever:
     ) -> list[Result]:
         """The library passages for ``message`` (searched with ``vector`` when given)
         from its ``scope``; none when no library is indexed."""
-        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)
+        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES, EVIDENCE_PAGES)
         try:
             return search_many(
                 [message],
@@ -167,7 +192,9 @@ class Retriever:
     def _found(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
         libraries = tuple(self.scope(query, library))
         results = self.retrieve(query, library, vector) if libraries else []
-        return Found(Grounding(query, libraries, how), results, vector)  # type: ignore[arg-type]
+        kept = results[: max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)]
+        grounding = Grounding(query, libraries, how)  # type: ignore[arg-type]
+        return Found(grounding, kept, vector, peak(results))
 
     def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
         """A capable model's standalone form of ``message``, once per conversation and

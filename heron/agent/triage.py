@@ -14,13 +14,15 @@ is never grounded. The rules, first match wins:
 3. ``docs``: the best library passage reaches ``docs_threshold`` (cosine).
 4. ``knowledge``: none of these; the model answers alone (tools are still offered).
 
-``docs`` puts the passages in the prompt with their citations.
+``docs`` puts the passages in the prompt with their citations. Under rule 3, an
+extractive answer still quotes the closest passages when the ``Evidence`` says they are
+related (the answer then says they may not answer).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from heron.libraries.search import Result, named
@@ -49,6 +51,86 @@ class Triage:
             "tool": self.tool,
             "tool_score": self.tool_score,
         }
+
+
+Verdict = Literal["fits", "related", "unrelated"]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """Why a turn is answered from the libraries, or refused, in numbers an answer
+    carries (``Answer.evidence``):
+
+    - ``cosine``: the best passage's, and ``docs`` the threshold it is judged by (the
+      model that read the question: ``heron.embed.calibration``);
+    - ``peak``: how far the best page's cosine stands above the median of the next pages
+      (``heron.agent.retrieval.Found.peak``): one page standing out of its candidates is
+      what the question is about, even when the question is worded far from the page
+      (another language, a vague request);
+    - ``support``: ``cosine - docs + peak``, the evidence the verdict weighs beside the
+      cosine, and ``support_from`` the calibrated threshold;
+    - ``sentence``: the best sentence's cosine, when it was weighed;
+    - ``verdict``: ``fits`` (the cosine reaches ``docs``), ``related`` (it does not, but
+      the cosine reaches ``weak``, the support reaches ``support_from``, or a sentence
+      reaches ``docs``: the closest passages are quoted with a word saying so) or
+      ``unrelated`` (refused), and ``why`` in words.
+    """
+
+    verdict: Verdict
+    why: str
+    cosine: float | None = None
+    docs: float | None = None
+    peak: float | None = None
+    support: float | None = None
+    support_from: float | None = None
+    sentence: float | None = None
+
+    @classmethod
+    def of(
+        cls,
+        cosine: float | None,
+        peak: float | None,
+        *,
+        docs: float,
+        weak: float,
+        support_from: float,
+    ) -> Evidence:
+        """The verdict on a turn's best ``cosine`` and ``peak`` (no sentence weighed)."""
+        support = None if cosine is None else round(cosine - docs + (peak or 0.0), 4)
+        numbers = {
+            "cosine": None if cosine is None else round(cosine, 4),
+            "docs": round(docs, 4),
+            "peak": peak,
+            "support": support,
+            "support_from": support_from,
+        }
+        if cosine is None:
+            return cls("unrelated", "nothing was found", **numbers)  # type: ignore[arg-type]
+        if cosine >= docs:
+            return cls("fits", f"best match {cosine:.2f} >= {docs:.2f}", **numbers)  # type: ignore[arg-type]
+        said = f"best match {cosine:.2f} < {docs:.2f}"
+        if cosine >= weak:
+            return cls("related", f"{said}, >= {weak:.2f}", **numbers)  # type: ignore[arg-type]
+        if support is not None and support >= support_from:
+            why = f"{said}; it stands {peak or 0.0:.2f} above the next pages: support {support:.2f}"
+            return cls("related", f"{why} >= {support_from:.2f}", **numbers)  # type: ignore[arg-type]
+        why = f"{said}; support {support:.2f} < {support_from:.2f}"
+        return cls("unrelated", why, **numbers)  # type: ignore[arg-type]
+
+    def with_sentence(self, sentence: float) -> Evidence:
+        """The verdict once the best sentence's cosine is known: a sentence that fits as
+        closely as a fitting passage must is evidence enough (its passage's vector is
+        diluted by the rest of it)."""
+        if self.verdict != "unrelated" or self.docs is None:
+            return replace(self, sentence=round(sentence, 4))
+        if sentence >= self.docs:
+            why = f"{self.why}; a sentence of them {sentence:.2f} >= {self.docs:.2f}"
+            return replace(self, verdict="related", why=why, sentence=round(sentence, 4))
+        why = f"{self.why}; best sentence {sentence:.2f} < {self.docs:.2f}"
+        return replace(self, why=why, sentence=round(sentence, 4))
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def best_dense(results: Sequence[Result]) -> float | None:

@@ -12,17 +12,14 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Literal
 
 from heron.agent.answer import ANSWER_MODES, AnswerMode
+from heron.agent.words import Surface
 from heron.core.chat import Message, Sampling
 from heron.core.tools import Safety, Tool
 from heron.errors import InputError
 from heron.jobs.service import MAX_SCOPE
 
-#: Who reads what a turn says: ``cli`` (a hint names a flag, ``--answer generative``) or
-#: ``api`` (it names the request's field, ``"answer": "generative"``).
-Surface = Literal["cli", "api"]
 TOOL_CHOICES = ("auto", "none", "required")
 
 
@@ -70,8 +67,9 @@ class Turn:
       ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
     - ``local_tools``: whether Heron's ``local-only`` tools (``python_exec``) may be
       offered; ``/v1`` passes ``False``: a client's request never runs code here.
-    - ``surface``: who reads the messages: ``"cli"`` (hints name flags, ``--model``) or
-      ``"api"`` (they name the request's fields, ``model``).
+    - ``surface``: who reads the messages (``heron.agent.words``): ``"cli"`` (hints name
+      commands and flags, ``--model``), ``"api"`` (the request's fields, ``model``) or
+      ``"page"`` (what the page offers).
 
     ``instructions``, ``user`` and ``room`` are kept stripped, ``history`` and ``client_tools`` as
     tuples, whatever sequence the caller gave."""

@@ -128,7 +128,8 @@ def library_status(
     name: Annotated[str | None, typer.Argument(help="One library; default: all.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show pages, chunks, last sync and last error of each library.
+    """Show pages, chunks, last sync and last error of each library, and the files its
+    last index skipped or warned of.
 
     Example: heron library status kubernetes
     """
@@ -144,6 +145,13 @@ def library_status(
         )
         if s.last_error:
             console.print(f"  [red]last error[/] {_when(s.last_error_at)}: {s.last_error}")
+        # Paths and reasons come from the library's files: printed as they are, no markup.
+        for skipped in s.skipped:
+            console.print(
+                f"  skipped {skipped['path']}: {skipped['reason']}", markup=False, highlight=False
+            )
+        for warning in s.warnings:
+            console.print(f"  warning {warning}", markup=False, highlight=False)
 
 
 def index(

@@ -1,18 +1,18 @@
 """``Workspace``: files under one root and allowlisted commands, what the workspace tools
 (``heron.tools.builtin``) and the job runner (``heron.jobs``) act on.
 
-**Files.** Every path is relative to the workspace root. It is resolved one component at
-a time from a descriptor of the root (``os.open(part, O_DIRECTORY | O_NOFOLLOW,
-dir_fd=parent)``), so no symlink is ever followed and swapping a folder for a symlink
-between a check and a use cannot reach outside: there is no check separate from the
-use. ``..`` is resolved by name and may not climb above the root. Only regular files are
-read (a FIFO, socket or device is refused at once: it is opened non-blocking and checked
-with ``fstat``); ``list_files`` walks folders through descriptors too and lists a
-symlink without following it. ``write_file`` creates missing folders with
-``mkdir(dir_fd=)``, writes a temporary file beside the target and renames it over
-(``os.replace`` with ``dir_fd``s): readers see the old or the new content, the file keeps
-its mode (0644 when new), and a symlink or hard link in its place is replaced, never
-written through. Paths the program policy marks as executable config (anything under
+**Files.** Every path is relative to the workspace root, and reached through
+``heron.core.files``: one component at a time from a descriptor of the root
+(``os.open(part, O_DIRECTORY | O_NOFOLLOW, dir_fd=parent)``), so no symlink is ever
+followed and swapping a folder for a symlink between a check and a use cannot reach
+outside: there is no check separate from the use. ``..`` is resolved by name and may not
+climb above the root. Only regular files are read (a FIFO, socket or device is refused
+at once); ``list_files`` walks folders through descriptors too and lists a symlink
+without following it. ``write_file`` creates missing folders with ``mkdir(dir_fd=)``,
+writes a temporary file beside the target and renames it over (``os.replace`` with
+``dir_fd``s): readers see the old or the new content, the file keeps its mode (0644 when
+new), a hard link in its place is replaced, never written through, and a symlink or
+special file there is refused. Paths the program policy marks as executable config (anything under
 ``.git``, hooks folders, ``.envrc`` ...: ``heron.programs.table.EXECUTABLE_CONFIG``) are
 never written; they may be read.
 
@@ -26,9 +26,7 @@ minimal environment and hardened git, stdin empty, in its own process group, kil
 from __future__ import annotations
 
 import contextlib
-import errno
 import os
-import secrets
 import shlex
 import shutil
 import signal
@@ -40,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.errors import ToolCallError, ToolInputError
+from heron.core.files import PathRefused, open_folder, open_regular, replace_file
 from heron.programs import (
     WORKSPACE_PROTOCOLS,
     Policy,
@@ -59,15 +58,6 @@ MAX_OUTPUT = 64_000
 DEFAULT_TIMEOUT = 30.0
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
-_KINDS = {
-    stat.S_IFREG: "a file",
-    stat.S_IFDIR: "a folder",
-    stat.S_IFIFO: "a FIFO (named pipe)",
-    stat.S_IFSOCK: "a socket",
-    stat.S_IFCHR: "a character device",
-    stat.S_IFBLK: "a block device",
-    stat.S_IFLNK: "a symlink",
-}
 
 
 @dataclass(frozen=True)
@@ -130,58 +120,22 @@ class Workspace:
     @contextlib.contextmanager
     def _folder(self, parts: Sequence[str], path: str, *, create: bool = False) -> Iterator[int]:
         """A descriptor of the folder ``parts`` below the root, reached without following
-        a symlink; ``create`` makes missing folders on the way."""
-        fd = os.open(self.root, _DIR)
+        a symlink (``open_folder``); ``create`` makes missing folders on the way."""
         try:
-            for n, part in enumerate(parts):
-                try:
-                    child = os.open(part, _DIR, dir_fd=fd)
-                except FileNotFoundError:
-                    if not create:
-                        raise ToolInputError(
-                            f"{'/'.join(parts[: n + 1])!r} is not a directory in the "
-                            "workspace (there is no such folder); see list_files."
-                        ) from None
-                    with contextlib.suppress(FileExistsError):
-                        os.mkdir(part, 0o755, dir_fd=fd)
-                    try:
-                        child = os.open(part, _DIR, dir_fd=fd)
-                    except OSError as exc:
-                        raise self._refused(fd, part, parts[: n + 1], path, exc) from None
-                except OSError as exc:
-                    raise self._refused(fd, part, parts[: n + 1], path, exc) from None
-                os.close(fd)
-                fd = child
+            fd = open_folder(self.root, parts, create=create, path=path)
+        except FileNotFoundError as exc:
+            raise ToolInputError(
+                f"{exc.filename!r} is not a directory in the workspace (there is no such "
+                "folder); see list_files."
+            ) from None
+        except PathRefused as exc:
+            raise _refused(exc) from None
+        except OSError as exc:
+            raise ToolCallError(f"Cannot use {path!r}: {exc.strerror or exc}.") from None
+        try:
             yield fd
         finally:
             os.close(fd)
-
-    def _refused(
-        self, parent: int, name: str, parts: Sequence[str], path: str, exc: OSError
-    ) -> Exception:
-        """Why ``name`` (in the folder ``parent``; ``parts`` lead to it) could not be
-        opened; a folder is wanted unless ``parts`` is the whole of ``path`` and a file
-        was opened."""
-        rel = "/".join(parts)
-        try:
-            info = os.stat(name, dir_fd=parent, follow_symlinks=False)
-        except OSError:
-            return ToolCallError(f"Cannot use {path!r}: {exc.strerror or exc}.")
-        kind = stat.S_IFMT(info.st_mode)
-        if kind == stat.S_IFLNK:
-            return ToolInputError(
-                f"{path!r} goes through the symlink {rel!r}; the file tools follow no "
-                "symlinks (one could lead outside the workspace). Use the path it points to."
-            )
-        if kind == stat.S_IFDIR and exc.errno == errno.ENOTDIR:
-            return ToolCallError(f"{rel!r} changed while it was opened; try again.")
-        if exc.errno == errno.ENOTDIR:
-            return ToolInputError(f"{rel!r} is {_KINDS.get(kind, 'a file')}, not a folder.")
-        if kind not in (stat.S_IFREG, stat.S_IFDIR):
-            return ToolInputError(
-                f"{path!r} is {_KINDS[kind]}; the file tools use regular files only."
-            )
-        return ToolCallError(f"Cannot use {path!r}: {exc.strerror or exc}.")
 
     def _protected(self, parts: Sequence[str], path: str) -> None:
         rule = self.policy.protected_rule(parts)
@@ -223,23 +177,18 @@ class Workspace:
         parts = self.parts(path)
         if not parts:
             raise ToolInputError(f"{path!r} is the workspace root, a folder; see list_files.")
-        with self._folder(parts[:-1], path) as folder:
-            flags = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY
+        with self._folder(parts[:-1], path) as parent:
             try:
-                fd = os.open(parts[-1], flags, dir_fd=folder)
+                fd = open_regular(parent, parts[-1], path)
             except FileNotFoundError:
                 raise ToolInputError(
                     f"No file {path!r} in the workspace; see list_files."
                 ) from None
+            except PathRefused as exc:
+                hint = "; see list_files" if exc.kind == stat.S_IFDIR else ""
+                raise _refused(exc, f": read_file reads regular files{hint}.") from None
             except OSError as exc:
-                raise self._refused(folder, parts[-1], parts, path, exc) from None
-        kind = stat.S_IFMT(os.fstat(fd).st_mode)
-        if kind != stat.S_IFREG:
-            os.close(fd)
-            what = _KINDS.get(kind, "not a regular file")
-            hint = "; see list_files" if kind == stat.S_IFDIR else ""
-            raise ToolInputError(f"{path!r} is {what}: read_file reads regular files{hint}.")
-        os.set_blocking(fd, True)
+                raise ToolCallError(f"Cannot use {path!r}: {exc.strerror or exc}.") from None
         with os.fdopen(fd, "rb") as handle:
             data = handle.read(MAX_READ + 1)
         return {
@@ -258,41 +207,13 @@ class Workspace:
             raise ToolInputError("write_file needs a file path, not the workspace root.")
         self._protected(parts, path)
         data = content.encode("utf-8")
-        name = parts[-1]
-        with self._folder(parts[:-1], path, create=True) as folder:
-            mode = 0o644
+        with self._folder(parts[:-1], path, create=True) as parent:
             try:
-                info = os.stat(name, dir_fd=folder, follow_symlinks=False)
-            except FileNotFoundError:
-                pass
-            else:
-                if stat.S_ISLNK(info.st_mode):
-                    raise ToolInputError(
-                        f"{path!r} is a symlink; the file tools follow no symlinks (one could "
-                        "lead outside the workspace). Write the path it points to."
-                    )
-                if not stat.S_ISREG(info.st_mode):
-                    what = _KINDS.get(stat.S_IFMT(info.st_mode), "not a regular file")
-                    raise ToolInputError(
-                        f"{path!r} is {what}; write_file replaces only regular files."
-                    )
-                mode = stat.S_IMODE(info.st_mode) & 0o777
-            # The temporary name stays under the 255-byte limit however long the name is.
-            tmp = f".{name[:200]}.{secrets.token_hex(4)}.heron-tmp"
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
-            try:
-                fd = os.open(tmp, flags, 0o600, dir_fd=folder)
+                replace_file(parent, parts[-1], data, path)
+            except PathRefused as exc:
+                raise _refused(exc, "; write_file replaces only regular files.") from None
             except OSError as exc:
-                raise ToolCallError(f"Cannot write {path!r}: {exc.strerror}.") from exc
-            try:
-                with os.fdopen(fd, "wb") as handle:
-                    handle.write(data)
-                    os.fchmod(handle.fileno(), mode)
-                os.replace(tmp, name, src_dir_fd=folder, dst_dir_fd=folder)
-            except OSError as exc:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp, dir_fd=folder)
-                raise ToolCallError(f"Cannot write {path!r}: {exc.strerror}.") from exc
+                raise ToolCallError(f"Cannot write {path!r}: {exc.strerror or exc}.") from exc
         return {"path": path, "bytes": len(data)}
 
     # -- commands -------------------------------------------------------------------------
@@ -378,6 +299,19 @@ class Workspace:
             "stdout": redact_then_cut(stdout, MAX_OUTPUT),
             "stderr": redact_then_cut(stderr, MAX_OUTPUT),
         }
+
+
+def _refused(
+    exc: PathRefused, special: str = "; the file tools use regular files only."
+) -> Exception:
+    """``exc`` with what to do: a symlink is never followed, a special file never used
+    (``special`` says by which tool)."""
+    if exc.symlink:
+        return ToolInputError(
+            f"{exc}; the file tools follow no symlinks (one could lead outside the "
+            "workspace). Use the path it points to."
+        )
+    return ToolInputError(f"{exc}." if exc.folder else f"{exc}{special}")
 
 
 def json_type_name(value: object) -> str:

@@ -25,6 +25,15 @@ cache written beside a tracked page would be lost at the next sync. A root that 
 be written (a read-only mount) gets its caches in ``fallback``, a folder of Heron's data
 directory, read after the library's own.
 
+A cache ships with the library, so it is anyone's file: it is read and written through
+``heron.core.files`` (from the root, one folder at a time, no symlink followed, regular
+files only, a fresh temporary file renamed into place), so a ``.ai`` that is a symlink,
+or a cache that is ``/dev/zero`` or a FIFO, is refused and named in a note, never
+followed, read whole or waited on; its questions then go to ``fallback``. A cache is read
+to at most ``MAX_CACHE_BYTES`` and held to the caps of a generated one: ``max_pairs``
+questions (``HERON_LIBRARY_ENRICH_QUESTIONS``), each cut at ``MAX_QUESTION`` characters and
+its answer at ``MAX_ANSWER``; a note says what was left out or cut.
+
 Who asks the model: an ``Enricher``. ``ModelEnricher`` is the one Heron uses: it builds
 the prompt, hands it to a chat function (the LLM broker, wired in ``heron.agent.wiring``:
 this package imports no other capability) and parses the answer into ``QA`` pairs.
@@ -34,17 +43,18 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import re
 import tomllib
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any, Protocol, runtime_checkable
 
+from heron.core.files import PathRefused, folder, read_regular, replace_file
 from heron.errors import HeronError
 from heron.libraries.markdown import outline, slug
 from heron.libraries.parse import Page
+from heron.private import private_dir
 
 log = logging.getLogger("heron.libraries")
 CACHE_DIR = ".ai"
@@ -110,6 +120,13 @@ SCHEMA: dict[str, Any] = {
 MIN_WORDS = 3
 MAX_QUESTION = 300
 MAX_ANSWER = 1000
+MAX_ANCHOR = 200
+#: Questions a cache gives at most when the caller names no cap: the most
+#: ``HERON_LIBRARY_ENRICH_QUESTIONS`` allows.
+MAX_PAIRS = 20
+#: A cache file past this is not read: 20 pairs at their caps take under 160 KB even
+#: escaped (``\uXXXX``), and the bytes read are bounded before TOML parses them.
+MAX_CACHE_BYTES = 256 * 1024
 
 
 class ModelEnricher:
@@ -200,60 +217,125 @@ def parse_pairs(text: str, page: Page) -> list[QA]:
     return pairs
 
 
+def cache_parts(page_id: str) -> list[str]:
+    """Where a generated cache is written, as names from the root: ``[".ai", "a", "b.toml"]``
+    for the page ``a/b``."""
+    rel = PurePosixPath(page_id)
+    return [CACHE_DIR, *rel.parent.parts, f"{rel.name}.toml"]
+
+
 def cache_path(root: Path, page_id: str) -> Path:
     """Where a generated cache is written: ``<root>/.ai/<page id>.toml``."""
-    return root / CACHE_DIR / f"{page_id}.toml"
+    return root.joinpath(*cache_parts(page_id))
 
 
-def shipped_paths(root: Path, page_id: str, fallback: Path | None = None) -> list[Path]:
-    """Every place a cache of ``page_id`` may be, in the order read (module docstring)."""
+def cache_places(
+    root: Path, page_id: str, fallback: Path | None = None
+) -> list[tuple[Path, list[str]]]:
+    """Every place a cache of ``page_id`` may be, as ``(folder, names from it)``, in the
+    order read (module docstring)."""
     rel = PurePosixPath(page_id)
-    paths = [cache_path(root, page_id)]
+    places = [(root, cache_parts(page_id))]
     if rel.parent != PurePosixPath("."):
-        paths.append(root.joinpath(*rel.parent.parts, CACHE_DIR, f"{rel.name}.toml"))
+        places.append((root, [*rel.parent.parts, CACHE_DIR, f"{rel.name}.toml"]))
     if fallback is not None:
-        paths.append(cache_path(fallback, page_id))
-    return paths
+        places.append((fallback, cache_parts(page_id)))
+    return places
+
+
+def _advice(exc: PathRefused) -> str:
+    if exc.symlink:
+        return (
+            "Heron follows no symlink in a library (one could lead outside it); replace the "
+            "link with the folder or file itself"
+        )
+    if exc.folder:
+        return "make it a folder, or remove it"
+    return "Heron reads and writes regular files only; remove it"
 
 
 @dataclass(frozen=True)
 class CacheRead:
     """What the caches of a page hold: ``pairs`` when one matches its hash; ``stale``
-    when one was found for another text (so the page's questions are out of date)."""
+    when one was found for another text (so the page's questions are out of date);
+    ``notes`` on caches refused, or cut to the caps (module docstring)."""
 
     pairs: list[QA] | None
     stale: bool = False
+    notes: tuple[str, ...] = ()
 
 
-def _read_one(path: Path, page: Page) -> CacheRead | None:
+def _read_one(root: Path, parts: Sequence[str], page: Page, max_pairs: int) -> CacheRead | None:
+    shown = "/".join(parts)
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
+        with folder(root, parts[:-1], path=shown) as fd:
+            data, size = read_regular(fd, parts[-1], shown, MAX_CACHE_BYTES)
     except FileNotFoundError:
         return None
-    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
-        log.warning("ignoring the Q&A cache %s: %s", path, exc)
+    except PathRefused as exc:
+        return CacheRead(None, notes=(f"its Q&A cache {exc}, not read: {_advice(exc)}.",))
+    except OSError as exc:
+        return CacheRead(None, notes=(f"its Q&A cache {shown!r} cannot be read: {exc}.",))
+    if len(data) > MAX_CACHE_BYTES:
+        note = (
+            f"its Q&A cache {shown!r} is {max(size, len(data)) // 1024} KiB, over the "
+            f"{MAX_CACHE_BYTES // 1024} KiB limit of a Q&A cache, not read: a page's cache "
+            f"holds at most {max_pairs} questions; trim it."
+        )
+        return CacheRead(None, notes=(note,))
+    try:
+        parsed = tomllib.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, tomllib.TOMLDecodeError) as exc:
+        log.warning("ignoring the Q&A cache %s: %s", root.joinpath(*parts), exc)
         return CacheRead(None, stale=True)
-    pairs = data.get("qa", [])
-    if data.get("content_hash") != page.content_hash or not isinstance(pairs, list):
+    items = parsed.get("qa", [])
+    if parsed.get("content_hash") != page.content_hash or not isinstance(items, list):
         return CacheRead(None, stale=True)
-    return CacheRead(
-        [
-            QA(str(p["question"]), str(p.get("answer", "")), str(p.get("anchor", "")))
-            for p in pairs
-            if isinstance(p, dict) and str(p.get("question", "")).strip()
-        ]
+    # A shipped cache is held to what a generated one could hold: ``max_pairs`` pairs of
+    # at most MAX_QUESTION and MAX_ANSWER characters (the issue's 49-byte page shipped
+    # 120 questions of 2,000 characters: 45 s of embedding on every index).
+    pairs: list[QA] = []
+    over = cut = 0
+    for item in items:
+        if not isinstance(item, dict) or not str(item.get("question", "")).strip():
+            continue
+        if len(pairs) >= max_pairs:
+            over += 1
+            continue
+        question, answer = str(item["question"]), str(item.get("answer", ""))
+        cut += len(question) > MAX_QUESTION or len(answer) > MAX_ANSWER
+        anchor = str(item.get("anchor", ""))[:MAX_ANCHOR]
+        pairs.append(QA(question[:MAX_QUESTION], answer[:MAX_ANSWER], anchor))
+    said = [
+        f"{over} past the {max_pairs} a page takes (HERON_LIBRARY_ENRICH_QUESTIONS) left out"
+        if over
+        else "",
+        f"{cut} cut to {MAX_QUESTION} characters a question, {MAX_ANSWER} an answer" if cut else "",
+    ]
+    if not over and not cut:
+        return CacheRead(pairs)
+    note = (
+        f"its Q&A cache {shown!r} holds {len(items)} questions: {'; '.join(x for x in said if x)}."
     )
+    return CacheRead(pairs, notes=(note,))
 
 
-def read_caches(root: Path, page: Page, fallback: Path | None = None) -> CacheRead:
-    """The first cache of ``page`` that matches its text; else whether one is stale."""
+def read_caches(
+    root: Path, page: Page, fallback: Path | None = None, *, max_pairs: int = MAX_PAIRS
+) -> CacheRead:
+    """The first cache of ``page`` that matches its text, at most ``max_pairs`` of its
+    questions; else whether one is stale. ``notes`` gathers those of every cache read."""
     stale = False
-    for path in shipped_paths(root, page.id, fallback):
-        found = _read_one(path, page)
-        if found is not None and found.pairs is not None:
-            return found
-        stale = stale or found is not None
-    return CacheRead(None, stale)
+    notes: tuple[str, ...] = ()
+    for where, parts in cache_places(root, page.id, fallback):
+        found = _read_one(where, parts, page, max_pairs)
+        if found is None:
+            continue
+        notes += found.notes
+        if found.pairs is not None:
+            return CacheRead(found.pairs, notes=notes)
+        stale = stale or found.stale
+    return CacheRead(None, stale, notes)
 
 
 def _toml_string(value: str) -> str:
@@ -262,6 +344,9 @@ def _toml_string(value: str) -> str:
 
 
 def write_cache(root: Path, page: Page, pairs: list[QA], model_id: str) -> Path:
+    """The cache of ``page`` written under ``root`` (``cache_path``), through no symlink
+    and over no special file: ``PathRefused`` names the one in the way; ``OSError`` when
+    the folder cannot be written."""
     lines = [
         "# Questions this page answers; regenerated when content_hash no longer matches.",
         f"content_hash = {_toml_string(page.content_hash)}",
@@ -271,23 +356,24 @@ def write_cache(root: Path, page: Page, pairs: list[QA], model_id: str) -> Path:
         lines += ["", "[[qa]]", f"question = {_toml_string(pair.question)}"]
         lines += [f"answer = {_toml_string(pair.answer)}"] if pair.answer else []
         lines += [f"anchor = {_toml_string(pair.anchor)}"] if pair.anchor else []
-    path = cache_path(root, page.id)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("\n".join(lines) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
-    return path
+    parts = cache_parts(page.id)
+    shown = "/".join(parts)
+    with folder(root, parts[:-1], create=True, path=shown) as fd:
+        replace_file(fd, parts[-1], ("\n".join(lines) + "\n").encode("utf-8"), shown)
+    return cache_path(root, page.id)
 
 
 @dataclass(frozen=True)
 class PageQuestions:
     """One page's questions: ``calls`` to the model (0 or 1), ``error`` when it failed,
-    ``stale`` when only an out-of-date cache was found and nothing regenerated it."""
+    ``stale`` when only an out-of-date cache was found and nothing regenerated it,
+    ``notes`` on its caches (refused, cut, written elsewhere)."""
 
     pairs: list[QA]
     calls: int = 0
     error: str | None = None
     stale: bool = False
+    notes: tuple[str, ...] = ()
 
 
 def page_questions(
@@ -295,26 +381,42 @@ def page_questions(
     page: Page,
     enricher: Enricher | None,
     fallback: Path | None = None,
+    *,
+    max_pairs: int = MAX_PAIRS,
 ) -> PageQuestions:
-    """The page's pairs from a cache that matches it, else from ``enricher`` (written
-    to the cache, so the next run asks nothing), else none. A model failure leaves the
-    page without questions (and no cache: the next run asks again)."""
-    cached = read_caches(root, page, fallback)
+    """The page's pairs from a cache that matches it (at most ``max_pairs``), else from
+    ``enricher`` (written to the cache, so the next run asks nothing), else none. A model
+    failure leaves the page without questions (and no cache: the next run asks again)."""
+    cached = read_caches(root, page, fallback, max_pairs=max_pairs)
+    notes = cached.notes
     if cached.pairs is not None:
-        return PageQuestions(cached.pairs)
+        return PageQuestions(cached.pairs, notes=notes)
     if enricher is None:
-        return PageQuestions([], stale=cached.stale)
+        return PageQuestions([], stale=cached.stale, notes=notes)
     try:
         pairs = enricher.questions(page)
     except HeronError as exc:
         log.warning("no questions for %s: %s", page.id, exc)
-        return PageQuestions([], 1, error=str(exc))
-    for folder in (root, fallback):  # a read-only library's go to Heron's data directory
-        if folder is None:
+        return PageQuestions([], 1, error=str(exc), notes=notes)
+    refused: PathRefused | None = None
+    written = False
+    for where in (root, fallback):  # a read-only library's go to Heron's data directory
+        if where is None:
             continue
         try:
-            write_cache(folder, page, pairs, enricher.model_id)
-            break
+            if where == fallback:
+                private_dir(where)
+            write_cache(where, page, pairs, enricher.model_id)
+        except PathRefused as exc:
+            refused = refused or exc
         except OSError as exc:
-            log.warning("cannot write the Q&A cache of %s under %s: %s", page.id, folder, exc)
-    return PageQuestions(pairs, 1)
+            log.warning("cannot write the Q&A cache of %s under %s: %s", page.id, where, exc)
+        else:
+            written = True
+            break
+    if refused is not None:
+        # The write's note says all the read's did (the same link or file in the way).
+        kept = " Its questions are kept in Heron's data directory meanwhile." if written else ""
+        note = f"its Q&A cache {refused}, not written: {_advice(refused)}.{kept}"
+        notes = (*(n for n in notes if str(refused) not in n), note)
+    return PageQuestions(pairs, 1, notes=notes)

@@ -276,19 +276,27 @@ class _Indexer:
         seen: set[str] = set()
         for file in files:
             self._advance(1)
+            shown = file.path.relative_to(root).as_posix()  # as the scan names a skipped file
             try:
-                text, warning = read_text(file)
+                text, warning = read_text(file, self.settings.library_max_page_bytes)
             except OSError as exc:
-                self.report.skipped.append({"path": file.id, "reason": f"unreadable: {exc}"})
+                self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
                 seen.add(file.id)  # a read error may pass: keep what is indexed meanwhile
                 continue
             if text is None:
-                self.report.skipped.append({"path": file.id, "reason": warning or ""})
+                self.report.skipped.append({"path": shown, "reason": warning or ""})
                 continue
             page = parse_page(text, file.id)
             self.report.warnings += [f"{file.id}: {w}" for w in [warning, *page.warnings] if w]
             seen.add(page.id)
-            asked = page_questions(root, page, self.enricher, self.qa_fallback)
+            asked = page_questions(
+                root,
+                page,
+                self.enricher,
+                self.qa_fallback,
+                max_pairs=self.settings.library_enrich_questions,  # a generated cache's cap
+            )
+            self.report.warnings += [f"{page.id}: {note}" for note in asked.notes]
             pairs = asked.pairs
             self.report.model_calls += asked.calls
             self.report.questions += len(pairs)

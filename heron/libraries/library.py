@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import contextlib
 import shutil
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from heron.core.errors import ToolInputError
@@ -33,6 +33,11 @@ class LibraryStatus:
     revision: str | None
     last_error: str | None
     last_error_at: float | None
+    #: From the last index run: files that are not pages, and why (a FIFO, a symlink
+    #: leaving the library, over the size limit ...), ``{"path", "reason"}``; and what
+    #: it warned of (a refused or cut Q&A cache, bad UTF-8 ...).
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -58,6 +63,8 @@ def library_status(library: Library, store: Store) -> LibraryStatus:
         revision=state.revision,
         last_error=error,
         last_error_at=error_at,
+        skipped=list(state.last_index.get("skipped", [])),
+        warnings=list(state.last_index.get("warnings", [])),
     )
 
 

@@ -17,17 +17,25 @@ gives ``guide``). Hidden files and folders
 is not.
 
 Nothing here follows a symlinked folder, so a symlink loop cannot trap the walk; a
-symlinked file is read only when it resolves inside the library.
+symlinked file is read only when it resolves inside the library. Only regular files are
+pages: a FIFO, socket or device is skipped, said why. Every file is read through
+``heron.core.files`` (from the library's root, one folder at a time, no symlink
+followed, checked as a regular file on the open descriptor, at most its size limit), so
+a file swapped for a symlink, a FIFO or something larger after the scan is refused when
+read, never followed, waited on or read whole.
 """
 
 from __future__ import annotations
 
 import os
 import re
+import stat
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+
+from heron.core.files import PathRefused, folder, kind_name, read_regular
 
 MARKER = ".collection"
 #: The docs-repo layout's folder of collections (a library's ``collections=`` option).
@@ -43,6 +51,8 @@ class PageFile:
     id: str
     collection: str
     path: Path  # as found under the root (a symlink stays a symlink)
+    root: Path  # the library's root, resolved
+    target: tuple[str, ...]  # the file read, as names from ``root`` (a link's, resolved)
 
 
 @dataclass(frozen=True)
@@ -56,15 +66,21 @@ _MARKER_NAME = re.compile(r"""^\s*name\s*[:=]\s*["']?([^"'\s]+)["']?\s*$""", re.
 _MARKER_BYTES = 4096
 
 
-def marker_name(path: Path) -> str | None:
-    """The collection name a ``.collection`` file gives, if it gives one."""
+def marker_name(root: Path, parts: Sequence[str]) -> tuple[str | None, str | None]:
+    """``(name, refused)``: the collection name the ``.collection`` file at ``parts``
+    (from the resolved ``root``) gives, if it gives one; ``refused`` says why it was not
+    read (a FIFO, a symlink ...)."""
+    path = "/".join(parts)
     try:
-        with path.open("rb") as marker:
-            text = marker.read(_MARKER_BYTES).decode("utf-8", "replace")
+        with folder(root, parts[:-1], path=path) as fd:
+            data, _ = read_regular(fd, parts[-1], path, _MARKER_BYTES)
+    except PathRefused as exc:
+        what = kind_name(exc.kind)
+        return None, f"{what}, not a marker file; the folder's collection is named by its path"
     except OSError:
-        return None
-    found = _MARKER_NAME.search(text)
-    return found.group(1) if found else None
+        return None, None
+    found = _MARKER_NAME.search(data[:_MARKER_BYTES].decode("utf-8", "replace"))
+    return (found.group(1) if found else None), None
 
 
 def _collection(
@@ -134,15 +150,18 @@ def scan(
     markers: dict[Path, str | None] = {}
     prefix = tuple(p for p in collections.split("/") if p)
     candidates: list[tuple[int, Path, str]] = []  # (rank of the suffix, path, page id)
-    for folder, dirs, files in os.walk(root):  # followlinks=False: loops cannot recur
+    for where, dirs, files in os.walk(root):  # followlinks=False: loops cannot recur
         dirs[:] = sorted(d for d in dirs if not d.startswith("."))
         if MARKER in files:
-            markers[Path(folder)] = marker_name(Path(folder, MARKER))
+            parts = (*Path(where).relative_to(root).parts, MARKER)
+            markers[Path(where)], refused = marker_name(real_root, parts)
+            if refused:
+                skipped.append(Skipped("/".join(parts), refused))
         for name in files:
             suffix = _suffix(name)
-            rel = Path(folder, name).relative_to(root).as_posix()
+            rel = Path(where, name).relative_to(root).as_posix()
             if suffix and name[0] != "." and _wanted(rel, include, exclude):
-                candidates.append((SUFFIXES.index(suffix), Path(folder, name), rel[: -len(suffix)]))
+                candidates.append((SUFFIXES.index(suffix), Path(where, name), rel[: -len(suffix)]))
     owner: dict[str, str] = {}  # page id -> the file that is the page
     for _, path, page_id in sorted(candidates, key=lambda c: c[0]):
         rel = path.relative_to(root)
@@ -151,33 +170,52 @@ def scan(
             continue
         try:
             real = path.resolve(strict=True)
-            size = real.stat().st_size
+            info = real.stat()  # stat opens nothing: a FIFO cannot block it
         except (OSError, RuntimeError) as exc:  # dangling or looping symlink
             skipped.append(Skipped(rel.as_posix(), f"unreadable link or file: {exc}"))
             continue
         if not real.is_relative_to(real_root):
             skipped.append(Skipped(rel.as_posix(), f"links outside the library, to {real}"))
             continue
-        if not real.is_file():
-            continue
-        if size > max_bytes:
+        if not stat.S_ISREG(info.st_mode):
+            what = kind_name(stat.S_IFMT(info.st_mode))
             skipped.append(
-                Skipped(
-                    rel.as_posix(),
-                    f"{size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB page limit "
-                    "(raise HERON_LIBRARY_MAX_PAGE_BYTES to index it)",
-                )
+                Skipped(rel.as_posix(), f"{what}, not a regular file; only regular files are pages")
             )
             continue
+        if info.st_size > max_bytes:
+            skipped.append(Skipped(rel.as_posix(), _too_big(info.st_size, max_bytes)))
+            continue
         owner[page_id] = rel.as_posix()
-        pages.append(PageFile(page_id, _collection(rel.parts, root, markers, prefix), path))
+        collection = _collection(rel.parts, root, markers, prefix)
+        target = real.relative_to(real_root).parts
+        pages.append(PageFile(page_id, collection, path, real_root, target))
     pages.sort(key=lambda p: p.id)
     return pages, skipped
 
 
-def read_text(page: PageFile) -> tuple[str | None, str | None]:
-    """``(text, warning)``: ``None`` text for a binary file; bad UTF-8 is replaced."""
-    data = page.path.read_bytes()
+def _too_big(size: int, max_bytes: int) -> str:
+    return (
+        f"{size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB page limit "
+        "(raise HERON_LIBRARY_MAX_PAGE_BYTES to index it)"
+    )
+
+
+def read_text(page: PageFile, max_bytes: int) -> tuple[str | None, str | None]:
+    """``(text, warning)``: ``None`` text, and why, for a binary file, a file over
+    ``max_bytes`` or one that is no longer a regular file inside the library (swapped
+    since the scan); bad UTF-8 is replaced. ``OSError`` when it cannot be read."""
+    path = "/".join(page.target)
+    try:
+        with folder(page.root, page.target[:-1], path=path) as fd:
+            data, size = read_regular(fd, page.target[-1], path, max_bytes)
+    except PathRefused as exc:
+        return None, (
+            f"{exc}; not read: pages are regular files inside the library, reached without "
+            "a symlink"
+        )
+    if len(data) > max_bytes:
+        return None, _too_big(max(size, len(data)), max_bytes)
     if b"\x00" in data[:_SNIFF]:
         return None, "binary file (NUL bytes), skipped"
     try:

@@ -75,7 +75,7 @@ def test_ask_says_which_model_answered_and_how(garden: Path) -> None:
 def test_ask_on_an_empty_home_says_grounding_found_nothing(home: Path) -> None:
     done = run_heron("ask", "What is a Pod?")
     words = " ".join(done.stdout.split())
-    assert words.startswith("Grounding found nothing: no library is indexed yet")
+    assert words.startswith("No library is indexed yet, so I have nothing to quote.")
     assert "heron library add NAME PATH && heron index NAME" in words
 
 

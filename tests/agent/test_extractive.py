@@ -14,6 +14,7 @@ import pytest
 
 from heron.agent import Agent, Answer, Limits, Turn, compose, open_agent
 from heron.agent.extractive import defined, defines
+from heron.agent.words import refusal
 from heron.embed import MiniLMEmbedder
 from heron.libraries import add_library, index_library
 from heron.libraries.parse import strip_markup
@@ -350,14 +351,14 @@ def test_an_empty_home_says_grounding_found_nothing_and_how_to_add_a_library(
         answer = agent.ask(Turn("What is a Pod?"))
     finally:
         agent.close()
-    assert answer.answer.startswith("Grounding found nothing: no library is indexed yet")
+    assert answer.answer.startswith("No library is indexed yet, so I have nothing to quote.")
     assert "heron library add NAME PATH && heron index NAME" in answer.answer
     assert answer.citations == [] and answer.mode == "extractive"
 
 
 def test_no_library_matching_says_so_and_never_invents(agent: Agent) -> None:
     answer = agent.ask(Turn("What is the capital of France?"))
-    assert answer.answer.startswith("Grounding found nothing for this question in garden")
+    assert answer.answer.startswith("I found nothing about this in garden")
     assert "--answer generative" in answer.answer and answer.citations == []
     assert "Paris" not in answer.answer
 
@@ -390,7 +391,7 @@ def test_a_sentence_that_fits_is_quoted_where_its_passage_matches_weakly(
     assert (answer.triage.docs_score or 0) < 0.3
     assert answer.answer.startswith("Your first day starts at 09:30") and answer.citations
     assert any("a sentence of them 0.5" in n for n in answer.notes), answer.notes
-    assert unrelated.answer.startswith("Grounding found nothing") and not unrelated.citations
+    assert refusal(unrelated.answer) and not unrelated.citations
 
 
 @pytest.fixture

@@ -7,7 +7,7 @@ from collections.abc import Callable
 import numpy as np
 
 from heron.agent import Agent, Turn
-from heron.agent.extractive import nothing_found
+from heron.agent.words import nothing_found
 from heron.agent.followup import contextual, last_reply, refers_back, standalone
 from heron.core.chat import Message
 from tests.llm_servers import ChatServer
@@ -62,9 +62,12 @@ def test_contextual_query_stays_in_the_message_models_part_at_its_length() -> No
 
 def test_the_last_reply_is_not_herons_saying_it_found_nothing() -> None:
     assert last_reply(HISTORY) == "Prune roses in late winter."
-    refusal = nothing_found(["garden"], ["garden"], 0.21, generated=False)
-    history = [*HISTORY, Message("user", "What about tulips?"), Message("assistant", refusal)]
-    assert last_reply(history) == ""
+    for lang in ("en", "pt", "es"):  # in every language Heron says it
+        refusal = nothing_found(
+            ["garden"], ["garden"], 0.21, lang=lang, surface="api", generated=False
+        )
+        history = [*HISTORY, Message("user", "What about tulips?"), Message("assistant", refusal)]
+        assert last_reply(history) == ""
 
 
 def test_standalone_takes_one_question_or_none() -> None:

@@ -88,8 +88,8 @@ def test_binary_and_non_utf8(tmp_path: Path) -> None:
         {"bin.md": b"\x89PNG\x00\x00\x01", "latin.md": "caf\xe9 cr\xe8me".encode("latin-1")},
     )
     pages = {p.id: p for p in scan(root, 10_000)[0]}
-    assert read_text(pages["bin"]) == (None, "binary file (NUL bytes), skipped")
-    text, warning = read_text(pages["latin"])
+    assert read_text(pages["bin"], 10_000) == (None, "binary file (NUL bytes), skipped")
+    text, warning = read_text(pages["latin"], 10_000)
     assert text == "caf\ufffd cr\ufffdme" and "iconv" in (warning or "")
 
 

@@ -444,8 +444,8 @@ def test_herons_own_finish_reasons_ride_beside_openais(
 def test_hints_to_api_clients_name_the_field_not_a_flag(client: openai.OpenAI) -> None:
     done = ask(client, model="local", question="What is the capital of Mongolia?")
     text = done.choices[0].message.content
-    assert text.startswith("Grounding found nothing"), text
-    assert 'send "answer": "generative"' in text and "--" not in text
+    assert text.startswith("I found nothing about this"), text
+    assert '"answer": "generative"' in text and "--" not in text and "heron " not in text
 
 
 # -- usage ---------------------------------------------------------------------------------
