@@ -213,7 +213,8 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
             r"|quant[oa]s?|cu[áa]nt[oa]s?|de quanto em quanto|cada cu[áa]nto|qu[ée] tan"
             r"|what(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+){0,2}(?:percentage|amount|number"
             r"|rate|price|cost|fee|limit|budget|deadline|lifetime|allowance|duration|size)"
-            r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa|pre[çc]o)"
+            r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa"
+            r"|pre[çc]o)"
             r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
             r"|precio))\b",
         ),

@@ -7,8 +7,8 @@ from collections.abc import Callable
 import numpy as np
 
 from heron.agent import Agent, Turn
-from heron.agent.words import nothing_found
 from heron.agent.followup import contextual, last_reply, refers_back, standalone
+from heron.agent.words import nothing_found
 from heron.core.chat import Message
 from tests.llm_servers import ChatServer
 
