@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from typing import Annotated
+from typing import Annotated, NoReturn
 
 import typer
+from rich.markup import escape
 
 from heron.agent.wiring import library_enricher
 from heron.cli.output import (
@@ -27,7 +28,9 @@ from heron.libraries import (
     scopes,
     search_many,
 )
+from heron.libraries.index import IndexInterrupted
 from heron.libraries.library import forget_library, statuses
+from heron.libraries.state import incomplete_note
 from heron.llm import load_broker
 from heron.settings import Settings
 from heron.store import open_store
@@ -145,6 +148,8 @@ def library_status(
         )
         if s.last_error:
             console.print(f"  [red]last error[/] {_when(s.last_error_at)}: {s.last_error}")
+        if s.incomplete:
+            console.print(f"  [yellow]incomplete[/]: {escape(s.incomplete)}")
         # Paths and reasons come from the library's files: printed as they are, no markup.
         for skipped in s.skipped:
             console.print(
@@ -182,16 +187,19 @@ def index(
         if asking:  # no models.yml is read unless a page may be asked
             broker = stack.enter_context(contextlib.closing(load_broker(settings)))
             enricher = library_enricher(settings, broker)
-        for library in names:
-            with progress_bar(f"indexing {library}") as tracker:  # pages, then chunks
-                report = index_library(
-                    library,
-                    store,
-                    settings=settings,
-                    enricher=enricher,
-                    enrich=enrich,
-                    stages=tracker.stage,
-                )
+        for position, library in enumerate(names):
+            try:
+                with progress_bar(f"indexing {library}") as tracker:  # pages, then chunks
+                    report = index_library(
+                        library,
+                        store,
+                        settings=settings,
+                        enricher=enricher,
+                        enrich=enrich,
+                        stages=tracker.stage,
+                    )
+            except IndexInterrupted as stopped:
+                _interrupted(stopped, names[position + 1 :], reports, as_json)
             reports.append(report)
             if not as_json:
                 _print_report(report)
@@ -199,6 +207,22 @@ def index(
         print_json([r.to_dict() for r in reports])
     if any(r.error for r in reports):
         raise typer.Exit(1)
+
+
+def _interrupted(
+    stopped: IndexInterrupted, later: list[str], reports: list[LibraryIndexReport], as_json: bool
+) -> NoReturn:
+    """Ctrl-C: say what was kept and how to finish, and exit 130 as a shell's Ctrl-C does."""
+    if as_json:  # the libraries finished before it
+        print_json([r.to_dict() for r in reports])
+    errors.print(f"interrupted: {stopped}", markup=False, highlight=False)
+    if later:
+        errors.print(
+            f"not indexed yet: {', '.join(later)}; heron index (no name) indexes every library",
+            markup=False,
+            highlight=False,
+        )
+    raise typer.Exit(130)
 
 
 def _print_report(report: LibraryIndexReport) -> None:
@@ -271,6 +295,10 @@ def search(
             console.print(f"     also {copy['citation']}", style="dim", markup=False)
     searched = scopes([batch[0][1]], store, settings, library)[0]
     console.print(f"searched {', '.join(searched)}", style="dim", markup=False)
+    for name in searched:  # each result carries it too (Result.note); said once here
+        note = incomplete_note(store, name)
+        if note:
+            errors.print(f"warning: {note}", markup=False, highlight=False)
 
 
 def register_libraries(app: typer.Typer) -> None:

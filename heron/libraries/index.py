@@ -21,6 +21,12 @@ Killed at any point, the next run sees a page whose state is missing or stale, a
 it: ids are deterministic, so records are replaced rather than duplicated, and the store
 itself (not the state) says which stale records to delete. Nothing is written until the
 source is synced, so a failing remote leaves the previous index searchable.
+
+A run about to write marks the library incomplete (``mark_incomplete``) and a run that
+finishes clears it (``save_index``): a run stopped part-way (Ctrl-C, a crash, an error)
+leaves a library that serves the pages written so far, with a note on its results and
+its status (``incomplete_note``) until the next run finishes what is left. Ctrl-C raises
+``IndexInterrupted``, which says what was kept and how to finish.
 """
 
 from __future__ import annotations
@@ -50,6 +56,8 @@ from heron.libraries.parse import Page, parse_page
 from heron.libraries.scan import PageFile, read_text, scan
 from heron.libraries.state import (
     forget_page,
+    incomplete_note,
+    mark_incomplete,
     page_states,
     save_index,
     save_page,
@@ -63,7 +71,7 @@ from heron.store import Record, Store, check_store
 from heron.store.sql import embed_in_steps
 
 #: Bump when chunking or record layout changes: every page is then re-indexed.
-INDEX_VERSION = "2"
+INDEX_VERSION = "3"
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
@@ -77,6 +85,18 @@ class LibraryRemoved(HeronError):
 
 class IndexBusy(HeronError):
     """Another process is indexing the same library."""
+
+
+class IndexInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped an index run; ``str()`` says what was kept and how to finish. Still
+    a ``KeyboardInterrupt``, so whoever stops on one stops on this too."""
+
+    def __init__(self, library: str, message: str) -> None:
+        super().__init__(message)
+        self.library = library
+
+    def __str__(self) -> str:
+        return str(self.args[0])
 
 
 @dataclass
@@ -154,7 +174,7 @@ def _page_work(
     }
     records: list[Record] = []
     dense: list[str | None] = []
-    for chunk in chunk_page(page, policy, count):
+    for n, chunk in enumerate(chunk_page(page, policy, count)):
         meta = {
             **base,
             "kind": "chunk",
@@ -162,6 +182,10 @@ def _page_work(
             "anchor": chunk.anchor,
             "lines": [chunk.line_start, chunk.line_end],
         }
+        if n == 0 and page.description:
+            # The page's summary opens its first chunk (``chunk_page``): searched with the
+            # page, never quoted as an answer (``heron.agent.retrieval.Retriever.passage``).
+            meta["summary"] = page.description
         records.append(Record(chunk.id, chunk.text, meta))
         dense.append(chunk.dense_text)
     for n, pair in enumerate(pairs):
@@ -209,6 +233,8 @@ class _Indexer:
             store.embedder, settings.library_chunk_tokens, settings.library_chunk_overlap
         )
         self._counter: TokenCounter | None = None
+        self.pending: tuple[int, int] | None = None  # pages to write, to remove: once known
+        self.written = 0  # pages written (records, then state) by this run
         self.fingerprint = (
             f"{INDEX_VERSION}|{store.embedder.model_id}|{self.policy.max_tokens}|"
             f"{self.policy.overlap}"
@@ -241,11 +267,8 @@ class _Indexer:
         self._advance = self._stage("pages", len(files))
         work, seen = self._changed(checkout.root, files, states)
         gone = (set(states) | set(stored)) - seen
-        self._write(work, stored)
-        self._remove(sorted(gone), stored)
-        self._check_configured()
-        self.report.pages = len(seen)
-        self.report.records = self.store.count(self.ns) if self._exists() else 0
+        # The sync is kept before any page is written: a run stopped part-way leaves
+        # pages of this checkout, which their sources must point to (not "never synced").
         save_sync(
             self.store,
             self.ns,
@@ -253,10 +276,38 @@ class _Indexer:
             url=checkout.url,
             revision=checkout.revision,
         )
+        if work or gone:  # cleared by save_index once a run finishes
+            mark_incomplete(self.store, self.ns, pages=len(seen))
+            self.pending = (len(work), len(gone))
+        self._write(work, stored)
+        self._remove(sorted(gone), stored)
+        self._check_configured()
+        self.report.pages = len(seen)
+        self.report.records = self.store.count(self.ns) if self._exists() else 0
         return self.report
 
     def _exists(self) -> bool:
         return any(info.name == self.ns for info in self.store.namespaces())
+
+    def stopped(self) -> str:
+        """What a run stopped now kept, and what is left, in words."""
+        name = self.ns
+        finish = f"finish with: heron index {name} (it resumes; written pages are not redone)"
+        if self.pending is None:  # still syncing or reading pages
+            if incomplete_note(self.store, name) is None:
+                return f"stopped indexing {name} before it wrote anything; its index is as it was"
+            return (
+                f"stopped indexing {name} before it wrote anything; it is still incomplete "
+                f"from an earlier run that stopped; {finish}"
+            )
+        todo, gone = self.pending
+        dropped = f", {gone} removed pages still to drop" if gone else ""
+        return (
+            f"stopped indexing {name}: {self.written} of {todo} changed pages written and "
+            f"kept, {todo - self.written} still to index{dropped}. Until a run finishes, "
+            f"{name} is marked incomplete (heron library status says so, its search results "
+            f"carry a note); {finish}"
+        )
 
     def _stored_ids(self) -> dict[str, list[str]]:
         by_page: dict[str, list[str]] = defaultdict(list)
@@ -352,6 +403,7 @@ class _Indexer:
                 self.store.delete(self.ns, stale)
             for item in group:  # last: see the crash-safety rule
                 save_page(self.store, self.ns, item.page.id, item.state)
+                self.written += 1
             if self.progress:
                 self.progress(len(group))
             if len(records) > embedded:  # the questions, and texts repeated in the group
@@ -420,7 +472,9 @@ def index_library(
     only the caches are read and ``enricher`` is not called.
 
     A sync failure is reported in ``LibraryIndexReport.error`` and changes nothing. A damaged
-    store raises ``DatabaseCorrupt`` before anything is read or written.
+    store raises ``DatabaseCorrupt`` before anything is read or written. Ctrl-C raises
+    ``IndexInterrupted`` (a ``KeyboardInterrupt``) saying what was kept; the library stays
+    marked incomplete until a run finishes.
     """
     library = get_library(name, settings)
     check_store(store)  # a run over a damaged file must not end in a report of success
@@ -430,7 +484,10 @@ def index_library(
         wanted = library.enrich if enrich is None else enrich
         asker = enricher if wanted else None
         indexer = _Indexer(library, store, settings, asker, progress, on_total, stages)
-        report = indexer.run()
+        try:
+            report = indexer.run()
+        except KeyboardInterrupt:
+            raise IndexInterrupted(library.name, indexer.stopped()) from None
     report.seconds = time.perf_counter() - started
     if report.error is None:
         save_index(store, library.name, report.to_dict())

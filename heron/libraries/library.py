@@ -12,7 +12,7 @@ from heron.core.errors import ToolInputError
 from heron.core.workspace import Workspace
 from heron.errors import HeronError, NotFound
 from heron.libraries.config import Library, get_library, read_libraries, remove_library
-from heron.libraries.state import last_sync, library_state
+from heron.libraries.state import incomplete_note, last_sync, library_state
 from heron.libraries.sync import checkout_dir, qa_fallback_dir
 from heron.programs import default_policy
 from heron.settings import Settings
@@ -38,6 +38,9 @@ class LibraryStatus:
     #: it warned of (a refused or cut Q&A cache, bad UTF-8 ...).
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: While an index run that started writing has not finished: what that means and
+    #: how to finish (``incomplete_note``); ``None`` once one has.
+    incomplete: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -63,6 +66,7 @@ def library_status(library: Library, store: Store) -> LibraryStatus:
         revision=state.revision,
         last_error=error,
         last_error_at=error_at,
+        incomplete=incomplete_note(store, name),
         skipped=list(state.last_index.get("skipped", [])),
         warnings=list(state.last_index.get("warnings", [])),
     )

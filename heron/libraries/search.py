@@ -5,7 +5,9 @@ store's hybrid search in each library (``CANDIDATES`` chunks), re-scores the can
 with the reranker, and groups them by page: a page scores its best chunk plus
 ``PAGE_BONUS`` times the rest of its matching chunks (a page that answers in several
 places is more likely the page). Each ``Result`` is the page's best chunk with its
-citation, ``(library, collection/page)``, and its source with the line range.
+citation, ``(library, collection/page)``, and its source with the line range. A result
+of a library whose last index run stopped part-way carries a ``note`` saying so
+(``heron.libraries.state.incomplete_note``), whichever door asked.
 """
 
 from __future__ import annotations
@@ -21,7 +23,7 @@ from heron.embed import embed_queries, splits_of
 from heron.errors import InputError, NotFound
 from heron.libraries.config import Library, read_libraries
 from heron.libraries.rerank import Reranker, load_reranker
-from heron.libraries.state import last_sync
+from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
 from heron.store.analysis import analyze, bm25, query_terms
@@ -65,6 +67,8 @@ class Result:
     via_question: str | None = None  # the indexed question that matched, if one did
     #: The same page in other libraries (equal ``content_hash``): citation and source.
     also_in: list[dict[str, str]] = field(default_factory=list)
+    #: Why the results of its library may fall short: its index is incomplete.
+    note: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -329,9 +333,11 @@ def search_many(
     store_mode = "hybrid" if mode == "full" else mode
     found: list[list[Hit]] = [[] for _ in queries]
     syncs: dict[str, dict[str, Any]] = {}
+    notes: dict[str, str | None] = {}
     for name in dict.fromkeys(n for scope in names for n in scope):
         asked = [i for i, scope in enumerate(names) if name in scope]
         syncs[name] = last_sync(store, name)
+        notes[name] = incomplete_note(store, name)
         per_query = store.search_many(
             name,
             [queries[i] for i in asked],
@@ -356,7 +362,10 @@ def search_many(
         )
         bonus = PAGE_BONUS if mode == "full" else 0.0
         pages = group_by_page(hits, scores, syncs, reranked=use, bonus=bonus)
-        results.append(merge_copies(pages)[:top_k])
+        kept = merge_copies(pages)[:top_k]
+        for result in kept:
+            result.note = notes.get(result.library)
+        results.append(kept)
     return results
 
 
@@ -382,7 +391,10 @@ def sections(
     )
     others = [h for h in hits if h.id != result.chunk and h.metadata.get("heading")]
     sync = last_sync(store, result.library)
-    return [_result(h, result.score, None, sync) for h in others[:count]]
+    found = [_result(h, result.score, None, sync) for h in others[:count]]
+    for section in found:
+        section.note = result.note
+    return found
 
 
 def search(query: str, store: Store, **options: Any) -> list[Result]:

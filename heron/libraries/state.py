@@ -8,7 +8,10 @@ the agent) reads and writes it through the functions below:
   the settings that shaped its records), compared on the next run;
 - ``sync:last``: the last successful sync, ``{"time", "root", "url", "revision"}``;
 - ``sync:error``: the last failed sync, ``[time, message]``, removed by a success;
-- ``index:last``: the report (``LibraryIndexReport.to_dict()``) of the last successful run.
+- ``index:last``: the report (``LibraryIndexReport.to_dict()``) of the last successful run;
+- ``index:incomplete``: ``{"time", "pages"}``, written when a run starts writing and
+  removed when one finishes (``save_index``): while it is there, a run was stopped
+  (Ctrl-C, a crash, an error) part-way and some pages may be missing or stale.
 
 >>> state = library_state(store, "k8s")                                # doctest: +SKIP
 >>> len(state.pages), state.revision, state.collections[:2]            # doctest: +SKIP
@@ -27,19 +30,22 @@ from heron.store import Store
 
 PAGE_PREFIX = "page:"
 _SYNC, _SYNC_ERROR, _INDEX = "sync:last", "sync:error", "index:last"
+_INCOMPLETE = "index:incomplete"
 
 
 @dataclass(frozen=True)
 class LibraryState:
     """One library's remembered state. ``pages``: page id -> state; ``last_sync`` and
     ``last_index`` are empty until the first success; ``sync_error`` is ``(time,
-    message)`` of a failed sync not yet followed by a successful one."""
+    message)`` of a failed sync not yet followed by a successful one; ``incomplete`` is
+    ``{"time", "pages"}`` of a run that started writing and has not finished."""
 
     name: str
     pages: Mapping[str, str]
     last_sync: Mapping[str, Any]
     last_index: Mapping[str, Any]
     sync_error: tuple[float, str] | None = None
+    incomplete: Mapping[str, Any] | None = None
 
     @property
     def revision(self) -> str | None:
@@ -67,6 +73,7 @@ def library_state(store: Store, name: str) -> LibraryState:
         last_sync=last_sync(store, name),
         last_index=last_index(store, name),
         sync_error=(error[0], error[1]) if error else None,
+        incomplete=_json(store, name, _INCOMPLETE),
     )
 
 
@@ -107,7 +114,34 @@ def save_sync_error(store: Store, name: str, message: str) -> None:
 
 
 def save_index(store: Store, name: str, report: Mapping[str, Any]) -> None:
+    """A run that finished: its report kept, and the library complete again."""
     store.kv_set(name, _INDEX, json.dumps(dict(report)))
+    store.kv_delete(name, _INCOMPLETE)
+
+
+def mark_incomplete(store: Store, name: str, pages: int) -> None:
+    """A run of ``pages`` pages is about to write: until ``save_index``, the library is
+    incomplete (a stopped run leaves some pages missing or stale)."""
+    store.kv_set(name, _INCOMPLETE, json.dumps({"time": time.time(), "pages": pages}))
+
+
+def incomplete_note(store: Store, name: str) -> str | None:
+    """What a search or a status of ``name`` says while a run has not finished (one read
+    when none is pending, as ``last_sync``); ``None`` once one has.
+
+    >>> incomplete_note(store, "k8s")                                     # doctest: +SKIP
+    "library 'k8s' is incompletely indexed (340 of 873 pages): an index run stopped ..."
+    """
+    marker = _json(store, name, _INCOMPLETE)
+    if marker is None:
+        return None
+    total = int(marker.get("pages", 0))
+    done = min(len(page_states(store, name)), total)  # states of pages since removed: capped
+    return (
+        f"library {name!r} is incompletely indexed ({done} of {total} pages): an index run "
+        f"stopped before it finished, so results may miss pages; finish it with: heron "
+        f"index {name}"
+    )
 
 
 def _json(store: Store, name: str, key: str) -> Any:

@@ -345,12 +345,16 @@ def check_libraries(ctx: Context) -> Check:
             "chunks": status.chunks,
             "last_sync": status.last_sync,
             "last_error": status.last_error,
+            "incomplete": status.incomplete,
         }
         rows[library.name] = row
         if not status.indexed or status.chunks == 0:
             problems.append(f"{library.name} is not indexed")
             fixes.append(f"heron index {library.name}")
             continue
+        if status.incomplete:  # searchable, but a stopped run left pages out
+            problems.append(status.incomplete)
+            fixes.append(f"heron index {library.name}")
         if status.last_error and (status.last_error_at or 0) > (status.last_sync or 0):
             problems.append(f"{library.name}: last sync failed: {status.last_error}")
             fixes.append(f"heron index {library.name}")
