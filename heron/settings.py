@@ -575,6 +575,15 @@ class Settings(BaseSettings):
             )
         return spec
 
+    def use_contexts(self, contexts: dict[str, ContextSpec]) -> None:
+        """Serve ``contexts`` from now on: a running server's reload of heron.toml
+        (``heron.server.reload``). Set in place, here and in the default context's
+        settings these were made from, so every holder of this object (the request
+        middleware, ``in_context``, the job runner) sees them at once."""
+        self.contexts = dict(contexts)
+        if self._base is not None:
+            self._base.contexts = self.contexts
+
     def in_context(self, name: str) -> Settings:
         """These settings as context ``name`` sees them: its workspace as ``tools_root``,
         its skill directories as ``skills_dirs``, its libraries (``heron.libraries``

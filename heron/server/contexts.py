@@ -9,6 +9,8 @@ requests there: naming another is a 403, naming none is its own. With neither, t
 request is in the server's context (``default``). An invalid name is a 400, a context
 heron.toml does not define a 404 naming the defined ones, both in the route's error
 shape, before any route runs. The name chosen is left in ``request.state.context``.
+The contexts are the server's settings', which ``heron.server.reload`` replaces in place
+when heron.toml changes: a context added there is served without a restart.
 """
 
 from __future__ import annotations
@@ -29,6 +31,12 @@ from heron.settings import Settings
 _HEADER = HEADER.lower().encode()
 #: The query parameter naming a page's context.
 PAGE_PARAM = "context"
+#: After a 404 for a context: the server reads heron.toml's contexts again on its own.
+UNREAD = (
+    "A running server reads heron.toml's contexts again when the file is saved, on SIGHUP "
+    "and on ops.reload; if the file defines it, /ready (checks.config.settings) says why "
+    "it was not taken."
+)
 
 
 class ContextRefused(Exception):
@@ -71,8 +79,8 @@ def choose(settings: Settings, asked: str | None, key: Any = None) -> str:
             settings.in_context(name)  # NotFound naming the defined ones
     except InputError as exc:
         raise ContextRefused(400, str(exc), "invalid_request_error") from None
-    except HeronError as exc:
-        raise ContextRefused(404, str(exc), "not_found_error") from None
+    except HeronError as exc:  # one just added to heron.toml is read on save: say when not
+        raise ContextRefused(404, f"{exc} {UNREAD}", "not_found_error") from None
     return name
 
 

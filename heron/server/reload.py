@@ -1,7 +1,8 @@
-"""``Reloader``: a running server picks up edits to ``mcp.json`` and ``models.yml``.
+"""``Reloader``: a running server picks up edits to ``mcp.json``, ``models.yml`` and the
+contexts of ``heron.toml``.
 
 A feature module (``heron.server.hooks``): its ``lifespan`` watches the files, and a reload
-happens when either changes (``watchfiles`` watches their folders, so a file created,
+happens when one changes (``watchfiles`` watches their folders, so a file created,
 replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the JSON-RPC
 method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
 file is read and checked whole first; only a valid one replaces what the server runs:
@@ -15,6 +16,14 @@ file is read and checked whole first; only a valid one replaces what the server 
   opened on first use, connects to) is replaced, the servers are listed again into the
   toolbox's registry (tools of servers no longer configured are removed), and cached
   routers are dropped.
+- ``heron.toml`` (``settings``; ``HERON_CONFIG`` names another file): the file is read as
+  at start (``Settings()``, checked whole), and its ``[contexts.NAME]`` tables added,
+  changed or removed since the last reading are applied to the running server
+  (``Settings.use_contexts``): a request may name a new context at once, a changed one's
+  runtime is made again from its new table on its next request (``Runtime.retire``), a
+  removed one is a 404. Any other setting changed in the file, and the context the server
+  itself was started in, are read at start only: the status lists them under
+  ``restart`` and the log says to restart ``heron serve``.
 
 An invalid file changes nothing: the old configuration stays, the error is logged and
 ``/ready`` shows it under ``checks.config`` (not ready until the file is fixed, so an
@@ -44,37 +53,44 @@ from heron.resource import Resource
 from heron.server.hooks import no_routes
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime, mcp_path, read_servers
+from heron.settings import Settings, _config_file
 
 if TYPE_CHECKING:
     from heron.llm import Broker
 
 log = logging.getLogger("heron.server.reload")
 
-FILES = ("models", "mcp")
+FILES = ("models", "mcp", "settings")
 
 
 class Reloader(Resource):
-    """Reloads the runtime's ``models.yml`` and ``mcp.json``; ``status`` says how the last
-    reload of each went."""
+    """Reloads the runtime's ``models.yml``, ``mcp.json`` and heron.toml's contexts;
+    ``status`` says how the last reload of each went."""
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
         self.status: dict[str, dict[str, Any]] = {}
         self._retired: list[Broker] = []
+        self._read: Settings | None = None  # heron.toml as last read, and as first read
+        self._first: Settings | None = None
         self._lock = threading.Lock()  # the watcher, SIGHUP and ops.reload may race
 
     def paths(self) -> dict[str, Path]:
         from heron.llm.config import models_file
 
-        return {"models": models_file(self.rt.settings), "mcp": mcp_path(self.rt.settings)}
+        return {
+            "models": models_file(self.rt.settings),
+            "mcp": mcp_path(self.rt.settings),
+            "settings": _config_file(),
+        }
 
     def check(self) -> None:
-        """Read both files as they are at start, so ``/ready`` reports a bad one."""
+        """Read the files as they are at start, so ``/ready`` reports a bad one."""
         self.reload(apply=False)
 
     def reload(self, names: Iterable[str] = FILES, *, apply: bool = True) -> dict[str, Any]:
-        """Reload ``names`` (``models``, ``mcp``); returns ``status``. ``apply=False``
-        only checks the files."""
+        """Reload ``names`` (``models``, ``mcp``, ``settings``); returns ``status``.
+        ``apply=False`` only checks the files."""
         with self._lock:
             for name in names:
                 path = self.paths()[name]
@@ -133,6 +149,51 @@ class Reloader(Resource):
         self.rt.forget("router:")
         return {"servers": names, "tools": {s.name: s.tools for s in boxes[0].statuses}}
 
+    def _settings(self, path: Path, apply: bool) -> dict[str, Any]:
+        fresh = Settings()  # the file checked whole, as at start: a bad one raises here
+        # Contexts change against the last reading (what was applied since); settings
+        # read only at start against the first reading (what the server runs with).
+        last = self._read or self.rt.settings
+        first = self._first = self._first or fresh
+        self._read = fresh
+        running = self.rt.settings
+        own = running.context  # its workspace and skills were set at start: not redone
+        before, after = last.contexts, fresh.contexts
+        changed = sorted(
+            name
+            for name in set(before) | set(after)
+            if before.get(name) != after.get(name) and name != own
+        )
+        restart = [
+            name
+            for name in Settings.model_fields
+            if name != "contexts" and getattr(first, name) != getattr(fresh, name)
+        ]
+        if first.contexts.get(own) != after.get(own):
+            restart.append(f"contexts.{own}")
+        if apply and changed:
+            contexts = dict(running.contexts)
+            for name in changed:
+                if name in after:
+                    contexts[name] = after[name]
+                else:
+                    contexts.pop(name, None)
+            running.use_contexts(contexts)
+            self.rt.retire(changed)
+            log.info("contexts reloaded from %s: %s", path, ", ".join(changed))
+        if apply and restart:
+            log.warning(
+                "%s sets %s otherwise than when heron serve started, which reads it only "
+                "then: restart heron serve to apply it",
+                path,
+                ", ".join(restart),
+            )
+        return {
+            "contexts": sorted(running.contexts),
+            "changed": changed if apply else [],
+            "restart": restart,
+        }
+
     def ready(self) -> dict[str, Any]:
         """The ``config`` check of ``/ready``."""
         # No lock: a reload holds it while it lists MCP servers (seconds), and /ready must
@@ -141,7 +202,7 @@ class Reloader(Resource):
         return {"ok": all(state["ok"] for state in files.values()), **files}
 
     async def watch(self, stop: asyncio.Event) -> None:
-        """Reload on every change to either file until ``stop`` is set."""
+        """Reload on every change to one of the files until ``stop`` is set."""
         from watchfiles import awatch
 
         paths = self.paths()
@@ -167,7 +228,7 @@ class Reloader(Resource):
 
     @asynccontextmanager
     async def watching(self) -> AsyncIterator[None]:
-        """While the server runs: check both files, reload on change and on ``SIGHUP``
+        """While the server runs: check the files, reload on change and on ``SIGHUP``
         (where signals can be handled: the main thread of ``heron serve``)."""
         await run_in_threadpool(self.check)
         loop = asyncio.get_running_loop()
@@ -203,7 +264,8 @@ def register(registry: Registry, runtime: Runtime) -> None:
 
     @registry.method(
         "ops.reload",
-        summary="Re-read models.yml and mcp.json; an invalid file is kept out, and said why.",
+        summary="Re-read models.yml, mcp.json and heron.toml's contexts; an invalid file is "
+        "kept out, and said why; a setting read only at start is listed under restart.",
     )
     def reload(_: Params) -> dict[str, Any]:
         return reloader(runtime).reload()

@@ -11,7 +11,8 @@ worker: ``SQLiteStore`` serialises its connection with a lock, the embedding cac
 own. ``close()`` closes what the runtime opened, the store last.
 
 **Contexts** (``heron.core.contexts``): ``within(name)`` is the runtime of one context,
-made on first use and kept: its settings are ``settings.in_context(name)``, and it opens
+made on first use and kept (until heron.toml redefines or removes the context:
+``retire``, ``heron.server.reload``): its settings are ``settings.in_context(name)``, and it opens
 its own skill index (when the context has skill directories of its own), toolbox (its
 workspace), tool routers and agent (its libraries, its sessions), and its views of the
 jobs and the interventions (``Jobs.within``, ``Interventions.within``: the server's
@@ -90,6 +91,7 @@ class Runtime(Resource):
         self._opening: dict[str, threading.Lock] = {}
         self._opened: dict[str, Any] = {}
         self._contexts: dict[str, Runtime] = {}
+        self._retired: list[Runtime] = []  # contexts redefined while they served
 
     @property
     def context(self) -> str:
@@ -109,6 +111,16 @@ class Runtime(Resource):
                 scoped = server.settings.in_context(context)
                 server._contexts[context] = Runtime(scoped, server=server)
             return server._contexts[context]
+
+    def retire(self, names: Container[str]) -> None:
+        """Make the runtimes of contexts ``names`` (redefined or removed in heron.toml)
+        again on their next request, from the settings then in force. Requests already in
+        them finish there; they close with the server (a context's agent may be
+        answering)."""
+        server = self._server or self
+        with server._lock:
+            for name in [n for n in server._contexts if n in names]:
+                server._retired.append(server._contexts.pop(name))
 
     def contexts(self) -> list[Runtime]:
         """This runtime and the contexts' runtimes made so far (what a reload updates)."""
@@ -305,7 +317,8 @@ class Runtime(Resource):
     def close(self) -> None:
         with self._lock:
             opened, self._opened = self._opened, {}
-            contexts, self._contexts = list(self._contexts.values()), {}
+            contexts, self._contexts = [*self._contexts.values(), *self._retired], {}
+            self._retired = []
         for context in contexts:  # they use the store: closed before it
             context.close()
         for name in ("interventions", "agent", "toolbox", "skills", "jobs", "store"):

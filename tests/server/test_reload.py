@@ -1,5 +1,6 @@
-"""A running server reloads ``models.yml`` and ``mcp.json``: on change (watchfiles), on
-``ops.reload`` and on ``SIGHUP``; an invalid file keeps the old one and ``/ready`` says why."""
+"""A running server reloads ``models.yml``, ``mcp.json`` and heron.toml's contexts: on
+change (watchfiles), on ``ops.reload`` and on ``SIGHUP``; an invalid file keeps the old
+one and ``/ready`` says why."""
 
 from __future__ import annotations
 
@@ -160,3 +161,63 @@ def test_a_bad_mcp_json_saved_before_the_toolbox_opens_leaves_the_last_good_serv
         assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["mcp"]["error"])
         names = {tool["name"] for tool in rpc(c, "tools.list")["tools"]}  # the toolbox opens
         assert "osis.contact.create" in names
+
+
+def test_heron_toml_contexts_added_changed_and_removed_are_served_without_a_restart(
+    heron_home: Path, tmp_path: Path
+) -> None:
+    """Issue 44: a context added to heron.toml while the server ran was refused ("Define
+    it as [contexts.hr] in heron.toml") though it was defined there."""
+    config = heron_home / "home" / "heron.toml"  # the home's own: its folder is watched
+    for name in ("a", "b"):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / f"{name}.txt").write_text(name)
+    hr = '[contexts.hr]\nlibraries = ["tiny"]\nworkspace = "{}"\n'
+    listed = {"name": "list_files", "arguments": {"path": "."}}
+
+    def call(c: httpx.Client, method: str, params: Any = None) -> httpx.Response:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        return c.post("/rpc", json=body, headers={"X-Heron-Context": "hr"})
+
+    def files(c: httpx.Client) -> str:
+        answer = call(c, "tools.call", listed)
+        return json.dumps(answer.json().get("result")) if answer.status_code == 200 else ""
+
+    try:
+        with (
+            running(create_app(Settings())) as (url, _),
+            httpx.Client(base_url=url, timeout=60) as c,
+        ):
+            refused = call(c, "library.list")
+            assert refused.status_code == 404 and "No context 'hr'" in refused.text
+            assert "reads heron.toml's contexts again" in refused.text
+
+            config.write_text(hr.format(tmp_path / "a"))  # seen by the watcher
+            assert wait_for(lambda: call(c, "library.list").status_code == 200)
+            assert [lib["name"] for lib in call(c, "library.list").json()["result"]] == ["tiny"]
+            assert "a.txt" in files(c)  # its runtime is open now, rooted at a
+            status = c.get("/ready").json()["checks"]["config"]["settings"]
+            assert status["ok"] is True and status["contexts"] == ["hr"]
+
+            config.write_text("server_port = 9999\n" + hr.format(tmp_path / "b"))
+            reloaded = rpc(c, "ops.reload")["settings"]  # in force once it answers
+            assert reloaded["ok"] is True and reloaded["contexts"] == ["hr"]
+            seen = files(c)
+            assert "b.txt" in seen and "a.txt" not in seen  # made again from its new table
+            assert reloaded["restart"] == ["server_port"]  # read at start only: said so
+            ready = c.get("/ready").json()["checks"]["config"]
+            assert ready["ok"] is True and ready["settings"]["restart"] == ["server_port"]
+
+            config.write_text("[contexts.hr]\nlibrary = []\n")  # invalid: kept out
+            broken = rpc(c, "ops.reload")["settings"]
+            assert broken["ok"] is False and "hr.library: Extra inputs" in broken["error"]
+            assert c.get("/ready").status_code == 503
+            assert "b.txt" in files(c)  # the last good contexts serve on
+
+            config.write_text("")  # removed, and the port as it was
+            emptied = rpc(c, "ops.reload")["settings"]
+            assert (emptied["contexts"], emptied["restart"]) == ([], [])
+            assert call(c, "library.list").status_code == 404
+            assert c.get("/ready").json()["checks"]["config"]["ok"] is True
+    finally:
+        config.unlink(missing_ok=True)
