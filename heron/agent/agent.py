@@ -71,6 +71,7 @@ from heron.agent.extractive import (
     passage_body,
     tool_summary,
 )
+from heron.agent.followup import last_reply
 from heron.agent.guard import repeats
 from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
 from heron.agent.prompt import lead_prompt, system_prompt
@@ -318,6 +319,7 @@ class Agent(Resource):
                 found.results,
                 routed,
                 names=self.retriever.names(),
+                vocabulary=self.retriever.vocabulary(),
                 library=turn.library,
                 docs_threshold=thresholds.docs,
                 tool_threshold=thresholds.tool,
@@ -356,7 +358,9 @@ class Agent(Resource):
             if evidence.verdict == "unrelated":
                 # A sentence that fits as closely as a fitting passage must is evidence
                 # enough: its passage's vector is diluted by the rest of it.
-                bodies = [passage_body(self.retriever.passage(r)) for r in results[:count]]
+                bodies = [
+                    passage_body(self.retriever.passage(r, quoted=True)) for r in results[:count]
+                ]
                 query, vector = found.grounding.query, found.vector
                 sentence = closest(query, vector, bodies, self.store.embedder)
                 evidence = evidence.with_sentence(sentence)
@@ -366,6 +370,8 @@ class Agent(Resource):
                 notes.append(f"no passage fits closely ({evidence.why}); these are the closest")
         if mode == "extractive" and passages:
             passages = [passages[0], *self.retriever.sections(found), *passages[1:]]
+        # A library still being indexed (or stopped half way) says so in every answer.
+        notes += sorted({p.note for p in passages if p.note})
         return passages, evidence
 
     def _prompt(
@@ -380,10 +386,14 @@ class Agent(Resource):
     ) -> Prompt:
         # The client's explicit choice, or a turn it continues, outranks triage's.
         confident = decision.kind == "tools" and decision.confident
+        quoted = self._mode(turn) == "extractive"
         forced = decision.tool if confident and turn.tool_choice == "auto" else None
         return Prompt(
             turn.message,
-            [(Citation.from_result(r.to_dict()), self.retriever.passage(r)) for r in passages],
+            [
+                (Citation.from_result(r.to_dict()), self.retriever.passage(r, quoted=quoted))
+                for r in passages
+            ],
             skills.text if skills else "",
             [r.tool for r in routed],
             before,
@@ -564,6 +574,7 @@ class Agent(Resource):
                 # The earlier questions' terms weigh less only beside the message's own:
                 # a model's rewrite is all the question, in words of its choosing.
                 latest=turn.message if grounding.how == "context" else None,
+                said=last_reply(grounded.prompt.history, words=None),
             )
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(quoted.text or say("code_only", lang))

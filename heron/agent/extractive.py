@@ -190,12 +190,23 @@ CANDIDATES_ACROSS = 32
 #: way to reach one for "who". "Who do I call if the VPN is broken at night?" opened with
 #: "Open a ticket in the IT portal ..." (all the question's words, no one to call).
 KIND_BONUS = 0.6
+#: How far behind the best sentence one that holds the kind of fact asked for may be and
+#: still lead the answer (``_lead_with_the_fact``), in fused score units.
+PROMOTE_MARGIN = 1.5
+#: The same for an entry of a list asked for, under a heading that names it: its entries
+#: rarely share the question's words ("SEV1: the product is down ...").
+LIST_MARGIN = 2.5
+#: Fused score a sentence loses when the conversation's last answer already quoted it: a
+#: follow-up asks for something new ("and if I bring a guest?" after the badge rules), and
+#: an answer that says again what was just said answers nothing; it still wins when
+#: nothing else is on the question.
+REPEAT_PENALTY = 1.0
 #: A list or table asked for ("What are the severity levels?") is quoted whole, at most
 #: this many entries and ``LIST_WORDS`` words (beside ``Limits``).
 LIST_ENTRIES = 10
 LIST_WORDS = 200
 
-Kind = Literal["who", "count", "when", "where", "why", "list", "yesno", "how", "which"]
+Kind = Literal["who", "count", "value", "when", "where", "why", "list", "yesno", "how", "which"]
 #: How each kind of question starts, in English, Portuguese and Spanish (first match wins:
 #: "how many" is a count before it is a "how").
 _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
@@ -210,6 +221,7 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
         (
             "count",
             r"\b(?:how\s+(?:many|much|long|often|far|soon|quickly|fast|early|late|big|old)"
+            r"|(?:the\s+)?(?:longest|shortest|maximum|minimum|most|least|latest|earliest)"
             r"|quant[oa]s?|cu[áa]nt[oa]s?|de quanto em quanto|cada cu[áa]nto|qu[ée] tan"
             r"|what(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:\w+\s+){0,2}(?:percentage|amount|number"
             r"|rate|price|cost|fee|limit|budget|deadline|lifetime|allowance|duration|size)"
@@ -217,6 +229,13 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
             r"|pre[çc]o)"
             r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
             r"|precio))\b",
+        ),
+        (
+            "value",
+            r"^\W*(?:(?:and|e|y)\s+)?(?:what|which|qual|cu[áa]l)(?:'s|\s+is|\s+are|\s+é|\s+es)?"
+            r"\s+(?:the\s+|o\s+|a\s+|el\s+|la\s+)?(?:\w+\s+){0,3}(?:extension|phone|number|port"
+            r"|address|email|e-mail|url|link|code|server|host|ramal|telefone|n[úu]mero|porta"
+            r"|endere[çc]o|c[óo]digo|servidor|extensi[óo]n|tel[ée]fono|puerto|direcci[óo]n)\b",
         ),
         (
             "when",
@@ -256,6 +275,7 @@ _NUMBER = re.compile(
     r"|uno|dos|tres|cuatro|seis|siete|ocho|nueve|diez|veinte|treinta)\b",
     re.IGNORECASE,
 )
+_VALUE = re.compile(r"\d|@|://|`[^`]+`|\b[\w-]+\.(?:example|com|org|net|io|local|internal)\b")
 _TIME = re.compile(
     r"\d{1,2}[:h]\d{2}|\b\d{1,2}\s?(?:am|pm)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:monday|tuesday"
     r"|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|morning|afternoon|evening"
@@ -292,12 +312,16 @@ _YESNO = re.compile(
 #: connective that points back at its start ("Otherwise, ...", "In that case, ..."); not
 #: "Then" or "Also", which open a sentence that stands alone. Quoted, it brings its
 #: predecessor, without which it says nothing (``_precede``).
+_POINTERS = (
+    "those|these|that|this|such|it|they|them|there|isso|isto|esse|essa|esses|essas|nesse"
+    "|nessa|desse|dessa|eso|esto|ese|esa|esos|esas|ello"
+)
 _LEANS = re.compile(
-    r"^\W*(?:(?:\w+\s+){0,2}(?:those|these|that|this|such|it|they|them|there|isso|isto|esse"
-    r"|essa|esses|essas|nesse|nessa|desse|dessa|eso|esto|ese|esa|esos|esas|ello)\b"
-    r"|(?:otherwise|instead|afterwards|after that|if so|if not|in that case|caso contr[áa]rio"
-    r"|depois disso|sen[ãa]o|de lo contrario|despu[ée]s de eso|si no)\b)",
-    re.IGNORECASE,
+    # A pointer among the first words is one in lowercase: "The IT help desk ..." names
+    # a department; at the very start any case ("It expires ...").
+    rf"^\W*(?:(?i:{_POINTERS})\b|(?:\w+\s+){{1,2}}(?:{_POINTERS})\b"
+    r"|(?i:otherwise|instead|afterwards|after that|if so|if not|in that case"
+    r"|caso contr[áa]rio|depois disso|sen[ãa]o|de lo contrario|despu[ée]s de eso|si no)\b)"
 )
 
 
@@ -325,6 +349,7 @@ def states(text: str, kind: Kind | None) -> bool:
     """
     pattern = {
         "count": _NUMBER,
+        "value": _VALUE,
         "when": _TIME,
         "who": _PERSON,
         "where": _PLACE,
@@ -338,6 +363,8 @@ def leans(text: str) -> bool:
     """Whether ``text`` leans on the sentence before it (``_LEANS``).
 
     >>> leans("Outside those hours, call the on-call engineer."), leans("Call 4410.")
+    (True, False)
+    >>> leans("It expires after 180 days."), leans("The IT desk fixes laptops.")
     (True, False)
     """
     return bool(_LEANS.match(text))
@@ -485,16 +512,19 @@ def _adjustment(
     behind: Sequence[float],
     term: str | None,
     kind: Kind | None = None,
+    said: str = "",
 ) -> float:
     """What step 5 adds to a sentence's fused score (module doc): the penalties, the
     bonus of a sentence that says what the ``defined`` ``term`` is, and the bonus of one
-    that holds the ``kind`` of fact asked for (``states``)."""
+    that holds the ``kind`` of fact asked for (``states``), and the penalty of one the
+    conversation's last answer already ``said`` (its words, ``_words``)."""
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     text = unit.sentence.text
     return (
         (DEFINITION_BONUS if term and defines(text, term) else 0.0)
-        + (KIND_BONUS if states(text, kind) else 0.0)
+        + (KIND_BONUS if states(text, kind) or (kind == "list" and unit.sentence.group) else 0.0)
+        - (REPEAT_PENALTY if said and _words(text) in said else 0.0)
         - PASSAGE_PENALTY * behind[unit.passage]
         - LINK_PENALTY * unit.sentence.linked
         - (NAVIGATION_PENALTY if navigation else 0.0)
@@ -558,12 +588,14 @@ def compose(
     headings: Sequence[str] = (),
     scores: Sequence[float] = (),
     latest: str | None = None,
+    said: str = "",
 ) -> Extract:
     """The extractive answer to ``question`` from ``passages`` (Markdown bodies in
     citation order; ``vector``: the question's, from ``embedder``; ``headings``: each
     passage's heading path, ``A > B``, and ``scores`` its retrieval score, when known).
     A follow-up's ``question`` is the standalone query built from the conversation, and
-    ``latest`` the message as sent. Empty text when no passage holds a sentence to quote.
+    ``latest`` the message as sent, and ``said`` the conversation's last answer. Empty
+    text when no passage holds a sentence to quote.
     See the module doc for the rules."""
     limits = limits or Limits()
     weighed = _weigh(question, vector, passages, embedder, latest)
@@ -577,10 +609,15 @@ def compose(
     )
     row = {int(k): i for i, k in enumerate(keys.tolist())}
     behind = _behind(len(passages), scores)
-    term = defined(latest or question)
     kind = asks(latest or question)
+    # "What are the severity levels?" asks for the list, not for what severity levels are.
+    term = defined(latest or question) if kind != "list" else None
+    said = _words(said)
     scored = sorted(
-        ((f.score + _adjustment(units[f.key], headings, behind, term, kind), f.key) for f in fused),
+        (
+            (f.score + _adjustment(units[f.key], headings, behind, term, kind, said), f.key)
+            for f in fused
+        ),
         key=lambda pair: (-pair[0], pair[1]),
     )
     score_of = {key: score for score, key in scored}
@@ -588,6 +625,9 @@ def compose(
     others = [p for p in scored if not _ABOUT.match(units[p[1]].sentence.text)]
     if any(lexical[key] > 0 for _, key in others):
         scored = others
+    asked = set(query_terms(latest or question))
+    named = [bool(asked & set(analyze(h.rsplit(" > ", 1)[-1]))) for h in headings]
+    scored = _lead_with_the_fact(scored, units, lexical, kind, named)
     chosen: list[tuple[int, str]] = []  # (unit index, text)
     picked: list[np.ndarray] = []
     best = -math.inf
@@ -621,11 +661,12 @@ def compose(
         _follow(units, key, chosen, score_of, limits)
     # The best sentence leads when it holds the kind of fact asked for; else the page's
     # reading order reads better ("How do I roll back ...?": the steps in their order).
-    lead = chosen[0][0] if chosen and states(chosen[0][1], kind) else None
+    first = set()
+    if chosen and states(chosen[0][1], kind):
+        first = _run(units, {k for k, _ in chosen}, chosen[0][0])
     if kind == "list" and chosen:
-        _whole_list(units, passages, chosen, score_of, limits)
-        lead = None  # a list reads in its own order
-    quotes = _quotes(units, chosen, score_of, lead)
+        first = _whole_list(units, passages, chosen, score_of, limits)
+    quotes = _quotes(units, chosen, score_of, first)
     used = tuple(dict.fromkeys(q.number - 1 for q in quotes))
     number = {passage: n for n, passage in enumerate(used, 1)}
     quotes = [replace(q, number=number[q.number - 1]) for q in quotes]
@@ -666,6 +707,41 @@ def _follow(
         score[after] = score[key]
 
 
+def _lead_with_the_fact(
+    scored: list[tuple[float, int]],
+    units: list[_Unit],
+    lexical: np.ndarray,
+    kind: Kind | None,
+    named: Sequence[bool] = (),
+) -> list[tuple[float, int]]:
+    """``scored`` with the best sentence that holds the kind of fact asked for first,
+    when the best one does not hold it and that one is within ``PROMOTE_MARGIN`` of it and
+    shares a word with the question: "What's the phone extension for the IT help desk?"
+    is answered by "... call the help desk on extension 4410.", not by the page's opening
+    "The IT help desk fixes laptops ..." that matches it better as a whole. Its own
+    cosine then sets the bar for the rest (``RELATIVE``). A list asked for is an entry of
+    a list or table under a heading that shares a word with the question (``named``, per
+    passage): "What are the incident severity levels?" and the entries under "Severity
+    levels", which share none of its words themselves."""
+
+    def fits(key: int) -> bool:
+        unit = units[key]
+        if kind == "list":
+            return bool(unit.sentence.group) and unit.passage < len(named) and named[unit.passage]
+        return lexical[key] > 0 and states(unit.sentence.text, kind)
+
+    if not scored or kind is None or fits(scored[0][1]):
+        return scored
+    top = scored[0][0]
+    margin = LIST_MARGIN if kind == "list" else PROMOTE_MARGIN
+    for i, (score, key) in enumerate(scored[1:], 1):
+        if score < top - margin:
+            break
+        if fits(key):
+            return [scored[i], *scored[:i], *scored[i + 1 :]]
+    return scored
+
+
 def _precede(
     units: list[_Unit],
     key: int,
@@ -698,33 +774,38 @@ def _whole_list(
     chosen: list[tuple[int, str]],
     score: dict[int, float],
     limits: Limits,
-) -> None:
+) -> set[int]:
     """A list or table asked for is quoted whole: the entries of the one the best chosen
-    sentence is part of, in reading order, at most ``LIST_ENTRIES`` entries and
-    ``LIST_WORDS`` words (``limits.chars`` still holds). Entries too short to be quoted
-    alone (a list entry without its full stop) join ``units`` here."""
-    lead = units[chosen[0][0]]
-    group = lead.sentence.group
-    if not group:
-        return
+    entry is part of, in reading order, at most ``LIST_ENTRIES`` entries and
+    ``LIST_WORDS`` words (``limits.chars`` still holds); returns their keys, which lead
+    the answer. Entries too short to be quoted alone (a list entry without its full stop)
+    join ``units`` here."""
+    lead_key = next((k for k, _ in chosen if units[k].sentence.group), None)
+    if lead_key is None:
+        return set()
+    lead = units[lead_key]
     known = {(u.passage, u.sentence.position): k for k, u in enumerate(units)}
-    entries = [s for s in sentences(passages[lead.passage]) if s.group == group]
+    entries = [e for e in sentences(passages[lead.passage]) if e.group == lead.sentence.group]
     taken = {k for k, _ in chosen}
     words = sum(len(t.split()) for _, t in chosen)
     chars = sum(len(t) + MARKER_CHARS for _, t in chosen)
+    keys = set()
     for entry in entries[:LIST_ENTRIES]:
         key = known.get((lead.passage, entry.position))
         if key is None:
             key = len(units)
             units.append(_Unit(lead.passage, entry, tuple(analyze(entry.text))))
+        keys.add(key)
         if key in taken:
             continue
         words += len(entry.text.split())
         chars += len(entry.text) + MARKER_CHARS
         if words > LIST_WORDS or (limits.chars is not None and chars > limits.chars):
+            keys.discard(key)
             break
         chosen.append((key, entry.text))
-        score[key] = score[chosen[0][0]]
+        score[key] = score[lead_key]
+    return keys
 
 
 def _successor(units: list[_Unit], key: int) -> int | None:
@@ -754,21 +835,20 @@ def _quotes(
     units: list[_Unit],
     chosen: list[tuple[int, str]],
     score: dict[int, float],
-    lead: int | None = None,
+    first: set[int] = frozenset(),  # type: ignore[assignment]
 ) -> list[Quote]:
-    """``chosen`` in answer order (module doc, step 7); the run of consecutive chosen
-    sentences that holds sentence ``lead`` (the best one) first, so that the answer
-    states the fact asked for in its first sentence, not after the sentences before it
-    in the page."""
+    """``chosen`` in answer order (module doc, step 7); the sentences ``first`` lead, in
+    their reading order (the best sentence with what must be read beside it, ``_run``;
+    a list asked for), so that the answer states the fact asked for in its first
+    sentence, not after the sentences before it in the page."""
     best: dict[int, float] = {}
     for key, _ in chosen:
         rank = units[key].passage
         best[rank] = max(best.get(rank, -math.inf), score[key])
-    run = _run(units, {k for k, _ in chosen}, lead) if lead is not None else set()
     ordered = sorted(
         chosen,
         key=lambda c: (
-            c[0] not in run,
+            c[0] not in first,
             -best[units[c[0]].passage],
             units[c[0]].passage,
             units[c[0]].sentence.position,

@@ -81,15 +81,16 @@ def refers_back(message: str) -> bool:
     return bool(_CONTINUES.match(message)) or any(w in REFERRING for w in words)
 
 
-def last_reply(history: Sequence[Message]) -> str:
-    """The start of the last assistant message (``REPLY_WORDS`` words): what the
-    follow-up most likely goes on about. Empty when that message is Heron saying it found
-    nothing: its words (the libraries searched, how to add one) say nothing of the topic."""
+def last_reply(history: Sequence[Message], words: int | None = REPLY_WORDS) -> str:
+    """The start of the last assistant message (``words`` words; all of it for
+    ``None``): what the follow-up most likely goes on about. Empty when that message is
+    Heron saying it found nothing: its words (the libraries searched, how to add one) say
+    nothing of the topic."""
     for m in reversed(history):
         if m.role == "assistant" and m.content.strip():
             if refusal(m.content):
                 return ""
-            return " ".join(m.content.split()[:REPLY_WORDS])
+            return " ".join(m.content.split()[:words])
     return ""
 
 

@@ -2,9 +2,15 @@
 model answers (``heron.agent.agent``, step 6).
 
 Every model call is streamed, ``Agent.ask``'s too, so that ``heron.agent.guard`` can stop
-a looping model after a few tokens rather than at ``max_tokens``. A call that writes text
-(tool choice ``auto`` or ``none``) gets ``PENALTIES`` where the request left the
-penalties unset and the provider takes them; a forced call writes JSON and gets none.
+a looping model after a few tokens rather than at ``max_tokens``, and a model that gives
+its prompt back before any of it is shown (issue 44: SmolLM2-135M answers with the
+passage headers and Heron's closing instruction). Either way the loop stops and says why
+(``degenerate``, ``fallback``), and the agent gives the extractive answer instead. A
+call's tool arguments are checked for the prompt too; where no extractive answer can
+stand in (the client forced a call of its tools, or asked for a ``response_format``),
+an echo is a ``ProviderError``. A call that writes text (tool choice ``auto`` or
+``none``) gets ``PENALTIES`` where the request left the penalties unset and the provider
+takes them; a forced call writes JSON and gets none.
 """
 
 from __future__ import annotations
@@ -18,8 +24,8 @@ from typing import TypeVar
 
 from heron.agent.answer import AgentEvent, AnswerMode, Citation, Token, ToolUse, ToolUsed
 from heron.agent.execute import ToolExecutor, run_calls, tool_content
-from heron.agent.guard import RepetitionGuard, repeats
-from heron.agent.prompt import system_prompt, user_prompt
+from heron.agent.guard import EchoGuard, RepetitionGuard, Scaffold, repeats
+from heron.agent.prompt import skill_lines, system_prompt, user_prompt, written
 from heron.agent.turn import Turn
 from heron.core.caller import Caller
 from heron.core.cancel import check_gone
@@ -44,6 +50,9 @@ T = TypeVar("T")
 PENALTIES = Sampling(frequency_penalty=0.5, presence_penalty=0.3)
 #: Providers whose API takes both penalties (Anthropic's refuses them).
 PENALTY_PROVIDERS = frozenset({"openai", "local"})
+#: Why a guard stopped the model's text (``Loop.fallback``; the answer's ``fallback`` and
+#: ``finish_detail``): it looped, or it gave back Heron's prompt.
+FALLBACKS = ("degenerate", "echoed_prompt")
 
 log = logging.getLogger("heron.agent")
 
@@ -135,6 +144,22 @@ class Prompt:
         self.history = self.history[first:]
         return [f"dropped {n} {what} to fit the context window" for what, n in dropped.items()]
 
+    def scaffold(self, results: Sequence[Message] = ()) -> Scaffold:
+        """What of the prompt Heron wrote, for the echo guard (``heron.agent.guard``):
+        its rules, labels, headers, skill framing and tools' descriptions. What it framed
+        is content, which an answer may quote: the message, the client's instructions,
+        history and tools, the passages, the skills' lines and the tool ``results`` the
+        loop has added since."""
+        content = [
+            self.message,
+            self.instructions,
+            *skill_lines(self.skills),
+            *(text for _, text in self.passages),
+            *(m.content for m in (*self.history, *self.tail, *results)),
+            *(t.description for t in self.client_tools),
+        ]
+        return Scaffold.of(written(self.skills, self.tools), content)
+
     def messages_around(self) -> tuple[Message, Message]:
         """The system and user messages as the prompt now has them."""
         system = system_prompt(
@@ -205,7 +230,12 @@ class Loop:
         self.steps = 0
         self.finish_reason = "stop"
         self.finish_detail: str | None = None  # Heron's own reason: a loop guard's
-        self.degenerate: str | None = None  # what repeated, when the guard stopped a call
+        # Why a guard stopped a call, in words ("on repeating the words ..."), and the
+        # fallback that asks for (one of ``FALLBACKS``).
+        self.degenerate: str | None = None
+        self.fallback: str | None = None
+        self.prompt = prompt
+        self.first_messages = len(self.messages)
         spec = broker.table.spec(turn.model)
         self.penalize = spec.provider in PENALTY_PROVIDERS
         # A model declared too weak to write answers, asked to anyway: cut off at Heron's
@@ -303,12 +333,15 @@ class Loop:
             )
             # A forced call's text is streamed once the call is known good (below).
             guarded = self.guard and text_call
-            completion = yield from self._call(request, guarded=guarded, shown=text_call)
+            results = [m for m in self.messages[self.first_messages :] if m.role == "tool"]
+            scaffold = self.prompt.scaffold(results)
+            completion = yield from self._call(request, scaffold, guarded=guarded, shown=text_call)
             self.model_seconds += completion.seconds
             self.usage = self.usage + completion.usage
             self.model = completion.model or self.model
             if self._forces_client(choice):
                 self._check_called(choice, completion, sampling.max_tokens)
+            completion = self._unechoed(choice, completion, scaffold, text_call=text_call)
             if self.streaming and not text_call and completion.text:
                 yield Token(completion.text)
             if self.degenerate is not None or not completion.tool_calls:
@@ -387,14 +420,59 @@ class Loop:
             answered.append(use)
         return tuple(fixed), answered, shown
 
+    def _stop(self, reason: str, fallback: str) -> None:
+        """Stop the turn's model text: ``reason`` in words, ``fallback`` one of
+        ``FALLBACKS``; the agent gives the extractive answer instead."""
+        self.degenerate, self.fallback = reason, fallback
+
+    def _unechoed(
+        self, choice: str, completion: Completion, scaffold: Scaffold, *, text_call: bool
+    ) -> Completion:
+        """``completion``, checked for the prompt where the stream's guard did not read
+        it: the calls' arguments (and the raw text of arguments that did not parse) and a
+        forced call's text (stopping that stream would have lost the call). An echo in a
+        call stops the turn as a streamed one does; where nothing can stand in for what
+        the model wrote (a call the client forced, a ``response_format`` answer) it is a
+        ``ProviderError``. A forced call's echoed text is dropped, the call kept."""
+        alias = completion.model or self.broker.table.spec(self.model_alias).alias
+        if self.fallback == "echoed_prompt" and self.req.sampling.response_format:
+            raise ProviderError(
+                alias,
+                "gave back Heron's own prompt in its structured answer, which is withheld. "
+                "Send the request again, or choose a larger model.",
+            )
+        for call in completion.tool_calls:
+            reason = scaffold.echo(_call_text(call))
+            if reason is None:
+                continue
+            if self._forces_client(choice):
+                raise ProviderError(
+                    alias,
+                    f"gave back Heron's own prompt in the arguments of its call of {call.name}, "
+                    "which is withheld. Send the request again, or choose a larger model.",
+                )
+            self._stop(reason, "echoed_prompt")
+            return completion
+        if not text_call and completion.text and scaffold.echo(completion.text):
+            self.notes.append(
+                "withheld the text the model wrote beside its tool call: it gave back Heron's "
+                "own prompt"
+            )
+            return replace(completion, text="")
+        return completion
+
     def _call(
-        self, request: ChatRequest, *, guarded: bool, shown: bool = True
+        self, request: ChatRequest, scaffold: Scaffold, *, guarded: bool, shown: bool = True
     ) -> Generator[AgentEvent, None, Completion]:
-        """One model call, always streamed so that the guard can stop a loop early (an
+        """One model call, always streamed so that the guards can stop it early (an
         ``ask`` included: a looping small model would otherwise run to ``max_tokens``);
-        tokens are yielded only when the caller streams and ``shown``."""
+        tokens are yielded only when the caller streams and ``shown``. What is shown has
+        passed the echo guard (``EchoGuard``), which holds back what may still become an
+        echo of ``scaffold``; ``guarded`` adds the repetition guard."""
         broker = self.broker
         guard = RepetitionGuard() if guarded else None
+        # A forced call's text is checked whole, with the call (``_unechoed``).
+        echo = EchoGuard(scaffold) if shown else None
         pieces: list[str] = []
         completion = None
         started = time.perf_counter()
@@ -404,28 +482,42 @@ class Loop:
                 check_gone()  # a client that left stops the model at its next token
                 if not isinstance(event, TextDelta):
                     completion = event.completion
-                elif guard is not None and guard.feed(event.text):
-                    self.degenerate = guard.reason
+                    continue
+                if guard is not None and guard.feed(event.text):
+                    self._stop(guard.reason or "", "degenerate")
                     break
-                else:
-                    pieces.append(event.text)
-                    if self.streaming and shown:
-                        yield Token(event.text)
+                safe = event.text if echo is None else echo.feed(event.text)
+                if echo is not None and echo.reason is not None:
+                    self._stop(echo.reason, "echoed_prompt")
+                    break
+                pieces.append(event.text)
+                if self.streaming and shown and safe:
+                    yield Token(safe)
         except ProviderError:
             if self.streaming or not pieces:
                 raise
             # The stream broke after text began, so the broker could not retry it; a
-            # whole call can be (what ``ask`` did before it streamed).
+            # whole call can be (what ``ask`` did before it streamed). Nothing was shown.
             completion = broker.complete(request, model=self.model_alias)
+            echo = None
             if guard is not None and (reason := repeats(completion.text)):
-                self.degenerate = reason
+                self._stop(reason, "degenerate")
+            elif shown and (reason := scaffold.echo(completion.text)):
+                self._stop(reason, "echoed_prompt")
         finally:
             events.close()
         if completion is not None and guard is not None and self.degenerate is None:
-            self.degenerate = guard.end()
+            if reason := guard.end():
+                self._stop(reason, "degenerate")
             cut = completion.finish_reason == "length" and self.req.sampling.max_tokens is None
             if cut and self.weak:  # Heron's budget; a caller who set max_tokens gets the cut
-                self.degenerate = f"on to its {request.sampling.max_tokens}-token budget"
+                self._stop(f"on to its {request.sampling.max_tokens}-token budget", "degenerate")
+        if completion is not None and echo is not None and self.degenerate is None:
+            rest = echo.end()  # the last words, whole now
+            if echo.reason is not None:
+                self._stop(echo.reason, "echoed_prompt")
+            elif self.streaming and rest:
+                yield Token(rest)
         if completion is not None:
             return completion
         if self.degenerate is None:
@@ -438,6 +530,26 @@ class Loop:
             finish_reason="degenerate",
             seconds=round(time.perf_counter() - started, 4),
         )
+
+
+def _call_text(call: ToolCall) -> str:
+    """A call's arguments as the text an echo would be in: each string value on its own
+    line (JSON would escape a header's line break), and a parse error's raw text."""
+    strings: list[str] = []
+
+    def walk(value: object) -> None:
+        if isinstance(value, str):
+            strings.append(value)
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                walk(key)
+                walk(item)
+        elif isinstance(value, list):
+            for item in value:
+                walk(item)
+
+    walk(call.arguments)
+    return "\n".join([*strings, call.error or ""])
 
 
 def _either(value: float | None, default: float | None) -> float | None:

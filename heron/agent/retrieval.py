@@ -18,8 +18,8 @@ The broker is looked up per call (``broker()``): a models reload replaces the ag
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Container, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -115,6 +115,7 @@ class Retriever:
         self.reranker = reranker
         self._collections: dict[str, tuple[dict[str, Any], list[str]]] = {}
         self._rewrites: dict[tuple, str | None] = {}  # follow-ups a model made standalone
+        self._vocabulary: frozenset[str] | None = None
 
     def scope(self, message: str, library: str | None = None) -> list[str]:
         """The indexed libraries ``message`` is searched in: ``library`` alone when
@@ -229,6 +230,17 @@ class Retriever:
             names += [library.name, *cached[1]]
         return [*names, *self.settings.agent_keywords]
 
+    def vocabulary(self) -> Container[str]:
+        """The whole words of the embedder's tokenizer (empty when it has none): a name
+        among them is an ordinary word too (``heron.agent.triage.ordinary``)."""
+        if self._vocabulary is None:
+            tokenizer = getattr(self.store.embedder, "tokenizer", None)
+            vocab = getattr(tokenizer, "get_vocab", None)
+            # WordPiece marks the pieces inside a word with "##": only whole words count.
+            words = vocab() if vocab else {}
+            self._vocabulary = frozenset(w for w in words if w.isalpha())
+        return self._vocabulary
+
     def indexed(self) -> list[str]:
         """The configured libraries that are indexed."""
         indexed = {info.name for info in self.store.namespaces()}
@@ -250,14 +262,22 @@ class Retriever:
         except NotFound:  # the library was removed since the search
             return []
 
-    def passage(self, result: Result) -> str:
-        """The text of a result's chunk (a matched question: the question and answer)."""
+    def passage(self, result: Result, *, quoted: bool = False) -> str:
+        """The text of a result's chunk (a matched question: the question and answer).
+        ``quoted``: for an extractive answer, without the page's summary that opens its
+        first chunk ("Severity levels, who leads an incident and what happens
+        afterwards."): it says what the page is about, and answers nothing."""
         if result.via_question:
             return f"{result.title}\nQ: {result.via_question}\nA: {result.snippet}"
         try:
             record = self.store.get(result.library, result.chunk)
         except NotFound:  # re-indexed since the search
             return result.snippet
+        summary = record.metadata.get("summary")
+        if quoted and summary:
+            title, _, body = record.text.partition("\n")
+            if body.startswith(summary):
+                record = replace(record, text=f"{title}\n{body[len(summary) :].lstrip()}")
         if sentences(passage_body(record.text)):
             return record.text
         # A section's first chunk may be all code or table (a command block under its

@@ -5,7 +5,10 @@ that answers "What is Hero OS?" from memory never calls the search tool, so its 
 is never grounded. The rules, first match wins:
 
 1. ``docs``, confident: the caller chose a library, or the message names a library, a
-   collection or a configured keyword (whole words, any case).
+   collection or a configured keyword (whole words, any case). A name that is also an
+   ordinary word (``ordinary``: "it", "hr", "security", "notes") is a name only when
+   written as one, in capitals ("IT", "HR") or capitalised inside a sentence ("ask
+   Security"): "reset it" and "security stuff for new people?" name nothing.
 2. ``tools``, confident: the best routed tool reaches ``tool_threshold`` (cosine),
    shares a word with the message, and fits it better than the best library passage
    ("Summarize the skills index" is answered by the page on the skills index, not by a
@@ -21,11 +24,13 @@ related (the answer then says they may not answer).
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Container, Iterable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, Literal
 
 from heron.libraries.search import Result, named
+from heron.store.analysis import stopwords
 from heron.tools.router import RoutedTool
 
 Kind = Literal["knowledge", "docs", "tools"]
@@ -140,6 +145,40 @@ def best_dense(results: Sequence[Result]) -> float | None:
     return max(scores) if scores else None  # type: ignore[type-var]
 
 
+#: Names this short are words or initials ("it", "hr", "qa") before they are names.
+SHORT_NAME = 3
+_SENTENCE_END = re.compile(r"[.!?:;]\s*$")
+
+
+def ordinary(name: str, vocabulary: Container[str] = ()) -> bool:
+    """Whether ``name`` is also an ordinary word: short, a stopword (English,
+    Portuguese, Spanish) or a whole word of ``vocabulary`` (the embedder's tokenizer's,
+    when it has one).
+
+    >>> ordinary("it"), ordinary("security", {"security"}), ordinary("kubernetes")
+    (True, True, False)
+    """
+    word = name.lower()
+    return len(word) <= SHORT_NAME or word in stopwords("pt") or word in vocabulary
+
+
+def written_as_name(message: str, name: str) -> bool:
+    """Whether ``message`` writes ``name`` as a name somewhere: in capitals ("IT"), or
+    capitalised where a sentence does not start ("Ask Security first").
+
+    >>> written_as_name("Reset it, then ask IT.", "it"), written_as_name("It fails.", "it")
+    (True, False)
+    """
+    for match in re.finditer(rf"(?<!\w){re.escape(name)}(?!\w)", message, re.IGNORECASE):
+        word = match.group()
+        if len(word) > 1 and word.isupper():
+            return True
+        before = message[: match.start()]
+        if word[:1].isupper() and before.strip() and not _SENTENCE_END.search(before):
+            return True
+    return False
+
+
 def triage(
     message: str,
     results: Sequence[Result],
@@ -149,8 +188,10 @@ def triage(
     library: str | None = None,
     docs_threshold: float,
     tool_threshold: float,
+    vocabulary: Container[str] = (),
 ) -> Triage:
-    """Apply the rules of the module doc. ``names``: libraries, collections, keywords."""
+    """Apply the rules of the module doc. ``names``: libraries, collections, keywords;
+    ``vocabulary``: the words a name is ``ordinary`` among."""
     docs_score = best_dense(results)
     top = tools[0] if tools else None
     tool = top.tool.name if top else None
@@ -158,7 +199,10 @@ def triage(
     scores = {"docs_score": docs_score, "tool": tool, "tool_score": tool_score}
     if library is not None:
         return Triage("docs", True, f"library {library!r} chosen", **scores)
-    word = named(message, names)
+    word = named(
+        message,
+        [n for n in names if not ordinary(n, vocabulary) or written_as_name(message, n)],
+    )
     if word is not None:
         return Triage("docs", True, f"names {word!r}", **scores)
     docs_tool = top is not None and DOCS_TAG in top.tool.tags
