@@ -65,6 +65,7 @@ from heron.agent.answer import (
 )
 from heron.agent.execute import TOOL_WORKERS, ToolExecutor
 from heron.agent.extractive import (
+    Extract,
     Limits,
     closest,
     compose,
@@ -89,6 +90,7 @@ from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError
 from heron.libraries import Reranker, Result
 from heron.llm import Broker
+from heron.llm.broker import count_tokens
 from heron.llm.errors import ProviderError
 from heron.llm.payload import CHARS_PER_TOKEN, estimate_tokens
 from heron.resource import Resource
@@ -462,16 +464,20 @@ class Agent(Resource):
         """The extractive answer as the loop's text; returns the citations it quotes."""
         passages = grounded.prompt.passages
         with record.clock("extractive"):
-            text, quoted, used = self._extract(turn, grounded, loop.tools)
+            text, quoted, used, short = self._extract(turn, grounded, loop.tools)
             citations = [passages[i][0] for i in used]  # the passages quoted
+        if not fallback:
+            lead = self._lead(turn, quoted, loop) if quoted else ""
+            text = f"{lead}\n\n{text}" if lead else text
+        text, cut = self._fit(turn, text)
+        if cut or short:
+            loop.finish_reason = "length"
+            citations = [c for n, c in enumerate(citations, 1) if f"[{n}]" in text]
         if fallback and streaming:
             stopped = say("stopped", speaks(turn.message))
             yield Token(f"\n\n{stopped}\n\n{text}")
-        elif not fallback:
-            lead = self._lead(turn, quoted, loop) if quoted else ""
-            text = f"{lead}\n\n{text}" if lead else text
-            if streaming:
-                yield Token(text)
+        elif streaming:
+            yield Token(text)
         loop.text = text
         if turn.instructions and not fallback:
             record.notes.append("instructions are not used by an extractive answer")
@@ -549,33 +555,39 @@ class Agent(Resource):
 
     def _extract(
         self, turn: Turn, grounded: _Grounded, uses: Sequence[ToolUse]
-    ) -> tuple[str, list[str], tuple[int, ...]]:
+    ) -> tuple[str, list[str], tuple[int, ...], bool]:
         """The extractive answer to what was searched (``grounding.query``, with its
         vector): quotes from the prompt's passages (weighed by retrieval's scores), what
         the tools returned (``uses``), or what grounding found when there is neither; the
-        quotes alone; the passages quoted, in the order of their markers."""
+        quotes alone; the passages quoted, in the order of their markers; whether
+        ``max_tokens`` left quotes out."""
         passages = grounded.prompt.passages
-        parts, quotes, used = [], [], ()
+        parts, quotes, used, short = [], [], (), False
         lang = speaks(turn.message)
         if passages:
             tokens = turn.sampling.max_tokens
-            limits = Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None)
             bodies = [passage_body(text) for _, text in passages]
-            headings = [c.heading for c, _ in passages]
             grounding = grounded.found.grounding
-            quoted = compose(
-                grounding.query,
-                grounded.found.vector,
-                bodies,
-                self.store.embedder,
-                limits,
-                headings=headings,
-                scores=[r.score for r in grounded.passages][: len(bodies)],
-                # The earlier questions' terms weigh less only beside the message's own:
-                # a model's rewrite is all the question, in words of its choosing.
-                latest=turn.message if grounding.how == "context" else None,
-                said=last_reply(grounded.prompt.history, words=None),
-            )
+
+            def quote(limits: Limits) -> Extract:
+                return compose(
+                    grounding.query,
+                    grounded.found.vector,
+                    bodies,
+                    self.store.embedder,
+                    limits,
+                    headings=[c.heading for c, _ in passages],
+                    scores=[r.score for r in grounded.passages][: len(bodies)],
+                    # The earlier questions' terms weigh less only beside the message's
+                    # own: a model's rewrite is all the question, in words of its choosing.
+                    latest=turn.message if grounding.how == "context" else None,
+                    said=last_reply(grounded.prompt.history, words=None),
+                )
+
+            quoted = quote(Limits(chars=tokens * CHARS_PER_TOKEN if tokens else None))
+            # Cut by max_tokens is what the answer would have said without it, and more
+            # (OpenAI's finish_reason "length"); the sentences' vectors are cached.
+            short = bool(tokens) and quote(Limits()).text != quoted.text
             quotes, used = [q.text for q in quoted.quotes], quoted.used
             parts.append(quoted.text or say("code_only", lang))
             evidence = grounded.evidence
@@ -595,7 +607,28 @@ class Agent(Resource):
                     generated=False,
                 )
             )
-        return "\n\n".join(parts), quotes, used
+        return "\n\n".join(parts), quotes, used, short
+
+    def _fit(self, turn: Turn, text: str) -> tuple[str, bool]:
+        """``text`` within the turn's ``max_tokens`` as the model's tokenizer counts them
+        (``count_tokens``, what ``/v1`` reports as ``completion_tokens``), and whether it
+        was cut. The quotes were chosen on an estimate (``CHARS_PER_TOKEN``); a tokenizer
+        that splits finer (numbers, names) still gets no more tokens than asked for."""
+        tokens = turn.sampling.max_tokens
+        if not tokens:
+            return text, False
+        spec = self.broker.table.spec(turn.model)
+        if count_tokens(spec, [text]) <= tokens:
+            return text, False
+        words = text.split(" ")
+        low, high = 0, len(words)  # the most words that fit: found by halving
+        while low < high:
+            middle = (low + high + 1) // 2
+            if count_tokens(spec, [" ".join(words[:middle]) + " …"]) <= tokens:
+                low = middle
+            else:
+                high = middle - 1
+        return (" ".join(words[:low]) + " …") if low else "", True
 
     def _lead(self, turn: Turn, quotes: list[str], loop: Loop) -> str:
         """A capable model's one line above an extractive answer ('' for a weak model,

@@ -266,6 +266,30 @@ def test_the_local_model_honours_max_tokens(client: openai.OpenAI) -> None:
     assert done.choices[0].finish_reason == "length"
 
 
+@pytest.mark.parametrize("stream", [False, True])
+def test_an_extractive_answer_honours_max_tokens(client: openai.OpenAI, stream: bool) -> None:
+    # Counted as /v1 reports them (the model's tokenizer), not by the characters estimate;
+    # "length" when the limit left something out, "stop" when the answer fits whole.
+    for max_tokens, finish in ((16, "length"), (400, "stop")):
+        options = {
+            "model": "local",
+            "max_tokens": max_tokens,
+            "extra_body": {"answer": "extractive"},
+        }
+        if stream:
+            chunks = list(
+                ask(client, stream=True, stream_options={"include_usage": True}, **options)
+            )
+            reasons = [c.choices[0].finish_reason for c in chunks if c.choices]
+            assert reasons[-1] == finish
+            assert 0 < chunks[-1].usage.completion_tokens <= max_tokens
+        else:
+            done = ask(client, **options)
+            assert done.model_extra["mode"] == "extractive"
+            assert 0 < done.usage.completion_tokens <= max_tokens, done.usage
+            assert done.choices[0].finish_reason == finish, done
+
+
 @pytest.mark.parametrize(
     ("options", "says"),
     [
