@@ -24,7 +24,8 @@ word, so ``max_tokens`` and ``tokenizer`` are not labels):
   ``&token=``, ``?sig=``, ``&key=``;
 - tokens of known shapes, bare: OpenAI/Anthropic ``sk-``, GitHub ``ghp_``, AWS ``AKIA``,
   Slack ``xoxb-``, Google ``AIza``, JWTs, Hugging Face ``hf_``, GitLab ``glpat-``,
-  Stripe ``sk_live_``/``rk_live_``, npm ``npm_``, PyPI ``pypi-AgE``; and webhook URLs
+  Stripe ``sk_live_``/``rk_live_``, npm ``npm_``, PyPI ``pypi-AgE``, Heron's own
+  ``hk_`` keys (``heron keys create``); and webhook URLs
   whose path is the credential (``hooks.slack.com/services/...``,
   ``discord.com/api/webhooks/...``, ``api.telegram.org/bot<token>``), their host kept;
 - a PEM private key from ``BEGIN`` to ``END``; one cut off at either end (output cut to
@@ -146,6 +147,12 @@ _PATTERNS = [
     re.compile(r"\bnpm_[A-Za-z0-9]{36}\b"),
     # PyPI API tokens: a macaroon, whose base64 always starts AgE
     re.compile(r"\bpypi-AgE[A-Za-z0-9_-]{50,}"),
+    # Heron's own API keys (heron.keys): hk_ and 43 base64url characters, 256 random bits.
+    # Exactly 43, one of them a capital or a digit: the 11 characters `heron keys list`
+    # shows stay readable, and so does an identifier such as hk_register_the_handlers.
+    re.compile(
+        r"(?<![A-Za-z0-9_-])hk_(?=[A-Za-z0-9_-]{0,42}[A-Z0-9])[A-Za-z0-9_-]{43}(?![A-Za-z0-9_-])"
+    ),
     # Webhook URLs whose path is the credential: Slack, Discord; a Telegram bot's token
     re.compile(r"(?i)(\bhooks\.slack\.com/(?:services|workflows|triggers)/)[A-Za-z0-9_/-]+"),
     re.compile(r"(?i)(\bdiscord(?:app)?\.com/api/webhooks/)[0-9]+/[A-Za-z0-9_-]+"),

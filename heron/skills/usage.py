@@ -29,6 +29,7 @@ from typing import Any, Literal
 
 from heron.db import Schema, SQLiteDatabase
 from heron.errors import NotFound
+from heron.redact import redact
 from heron.resource import Resource
 from heron.store.analysis import analyze
 
@@ -133,11 +134,12 @@ class UsageLog(Resource):
         self._log = SQLiteDatabase(path, _LOG, pragmas=(), rows=None)
 
     def record_query(self, query: str, returned: Sequence[str]) -> int:
-        """Log a query and the names it returned, in rank order; returns its id."""
+        """Log a query (redacted: a token pasted into it is not kept) and the names it
+        returned, in rank order; returns its id."""
         with self._log.connection() as db:
             cursor = db.execute(
                 "INSERT INTO queries (at, query, kind, returned) VALUES (?, ?, ?, ?)",
-                (time.time(), query, query_kind(query), json.dumps(list(returned))),
+                (time.time(), redact(query), query_kind(query), json.dumps(list(returned))),
             )
             assert cursor.lastrowid is not None
             return cursor.lastrowid

@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 
 from heron.db import Schema, SQLiteDatabase
+from heron.redact import redact
 from heron.resource import Resource
 
 #: Examples per tool handed to the router: on MetaTool five lift Recall@5 by 0.08.
@@ -51,8 +52,9 @@ class ToolUsage(Resource):
         self._log = SQLiteDatabase(path, _LOG, pragmas=(), rows=None)
 
     def record(self, tool: str, request: str) -> None:
-        """``tool`` served ``request``; the same request again only refreshes its time."""
-        request = " ".join(request.split())[:MAX_CHARS]
+        """``tool`` served ``request``; the same request again only refreshes its time.
+        Kept redacted: a token pasted into a chat must not outlive it here either."""
+        request = " ".join(redact(request).split())[:MAX_CHARS]
         if not request:
             return
         with self._log.connection() as db:

@@ -323,3 +323,63 @@ def test_a_webhook_keeps_its_host() -> None:
     assert redact("https://api.telegram.org/bot123456789:AA" + "hJk" * 11 + "/getMe") == (
         "https://api.telegram.org/bot[REDACTED]/getMe"
     )
+
+
+#: Heron's own key shape (``heron keys create``: ``hk_`` and 43 base64url characters),
+#: fixed so the test is the same every run; an OpenAI-shaped key travels beside it.
+HERON_KEY = "hk_" + base64.urlsafe_b64encode(hashlib.sha256(b"heron").digest()).decode()[:43]
+OPENAI_KEY = "sk-proj-" + "Q7wE9rT2yU4iO6pA" * 2
+
+
+def test_heron_s_own_key_is_masked_bare_and_its_shown_prefix_is_not(home: Path) -> None:
+    from heron.keys import SHOWN, open_keys
+    from heron.settings import Settings
+
+    with open_keys(Settings()) as keys:  # real keys, so the shape cannot drift from them
+        tokens = [keys.create(f"k{i}", ["read"])[1] for i in range(32)]
+    for token in [HERON_KEY, *tokens]:
+        for text in (token, f"key={token}", f"use {token}.", f"'{token}'", f"({token})"):
+            assert token not in redact(text) and MASK in redact(text), text
+        assert redact(token[:SHOWN]) == token[:SHOWN]
+    # What `heron keys list` shows (hk_ and 8 more) tells keys apart: it is no secret,
+    # and neither is an identifier that starts with hk_, however long.
+    for text in ("hk_register_every_handler_for_the_whole_app_ok", "hk_" + "a_b-" * 10 + "abc"):
+        assert redact(text) == text
+
+
+def test_heron_s_own_key_is_never_stored_where_text_is(tmp_path: Path) -> None:
+    """The issue's attack: an ``hk_`` key pasted in a chat, a job's prompt and a card's
+    message, through the real server. Every byte under HERON_HOME afterwards (the session
+    store, the jobs, the interventions, the usage logs) is read: neither key is there."""
+    from tests.llm_servers import KEY, ONE_MODEL, serve
+    from tests.security.served import make_repo
+    from tests.security.served import serve as serve_heron
+
+    pasted = f"my keys are {HERON_KEY} and {OPENAI_KEY}; which one opens the vault?"
+    repo = make_repo(tmp_path / "repo")
+    with serve() as chat:
+        models = tmp_path / "models.yml"
+        models.write_text(ONE_MODEL.format(url=chat.url))
+        env = {
+            "HERON_MODELS_FILE": str(models),
+            "TEST_OPENAI_KEY": KEY,
+            "HERON_TOOLS_ROOT": str(repo),
+            "HERON_JOBS_CONCURRENCY": "1",
+        }
+        with serve_heron(tmp_path, env) as served:
+            answers = [
+                served.rpc("agent.chat", {"message": pasted, "session_id": "s1"}),
+                served.rpc("jobs.create", {"prompt": pasted, "success_criteria": pasted}),
+                served.rpc(
+                    "interventions.raise",
+                    {"kind": "notice", "key": "k1", "room": "r1", "facts": {"message": pasted}},
+                ),
+            ]
+    for answer in answers:
+        assert "result" in answer, answer
+    files = [p for p in (tmp_path / "home").rglob("*") if p.is_file()]
+    stored = b"".join(p.read_bytes() for p in files)
+    assert b"which one opens the vault" in stored  # the texts were written ...
+    assert OPENAI_KEY.encode() not in stored  # ... the OpenAI key masked, as before ...
+    leaked = [str(p.relative_to(tmp_path)) for p in files if HERON_KEY.encode() in p.read_bytes()]
+    assert leaked == []  # ... and Heron's own, wherever it was stored
