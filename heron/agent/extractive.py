@@ -201,6 +201,10 @@ LIST_MARGIN = 2.5
 #: an answer that says again what was just said answers nothing; it still wins when
 #: nothing else is on the question.
 REPEAT_PENALTY = 1.0
+#: Fused score a passage's sentences lose when it holds the question itself, word for word:
+#: a page that lists questions (a demo, an FAQ index) mentions the question, it does not
+#: answer it.
+LISTING_PENALTY = 2.0
 #: A list or table asked for ("What are the severity levels?") is quoted whole, at most
 #: this many entries and ``LIST_WORDS`` words (beside ``Limits``).
 LIST_ENTRIES = 10
@@ -513,11 +517,14 @@ def _adjustment(
     term: str | None,
     kind: Kind | None = None,
     said: str = "",
+    listing: Sequence[bool] = (),
 ) -> float:
     """What step 5 adds to a sentence's fused score (module doc): the penalties, the
     bonus of a sentence that says what the ``defined`` ``term`` is, and the bonus of one
     that holds the ``kind`` of fact asked for (``states``), and the penalty of one the
-    conversation's last answer already ``said`` (its words, ``_words``)."""
+    conversation's last answer already ``said`` (its words, ``_words``), and the penalty
+    of a passage ``listing`` the question itself among others (a page of example
+    questions: "How does Heron pick tools?" in the demo's list of what it asks)."""
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     text = unit.sentence.text
@@ -525,6 +532,7 @@ def _adjustment(
         (DEFINITION_BONUS if term and defines(text, term) else 0.0)
         + (KIND_BONUS if states(text, kind) or (kind == "list" and unit.sentence.group) else 0.0)
         - (REPEAT_PENALTY if said and _words(text) in said else 0.0)
+        - (LISTING_PENALTY if unit.passage < len(listing) and listing[unit.passage] else 0.0)
         - PASSAGE_PENALTY * behind[unit.passage]
         - LINK_PENALTY * unit.sentence.linked
         - (NAVIGATION_PENALTY if navigation else 0.0)
@@ -613,9 +621,14 @@ def compose(
     # "What are the severity levels?" asks for the list, not for what severity levels are.
     term = defined(latest or question) if kind != "list" else None
     said = _words(said)
+    asked = _words(latest or question)
+    listing = [len(asked.split()) >= MIN_WORDS and asked in _words(p) for p in passages]
     scored = sorted(
         (
-            (f.score + _adjustment(units[f.key], headings, behind, term, kind, said), f.key)
+            (
+                f.score + _adjustment(units[f.key], headings, behind, term, kind, said, listing),
+                f.key,
+            )
             for f in fused
         ),
         key=lambda pair: (-pair[0], pair[1]),
@@ -631,6 +644,8 @@ def compose(
     chosen: list[tuple[int, str]] = []  # (unit index, text)
     picked: list[np.ndarray] = []
     best = -math.inf
+    lead: int | None = None  # the first sentence chosen
+    defining = False  # it is the definition asked for
     for score, key in scored:
         if len(chosen) >= limits.sentences or (chosen and score < 0):
             break
@@ -644,6 +659,8 @@ def compose(
             continue
         if any(float(vec @ other) >= DUPLICATE for other in picked):
             continue
+        if defining and lead is not None and units[key].passage != units[lead].passage:
+            continue  # "What is X?" is answered by the definition and what follows it
         if not chosen and not _fits([], text, limits):
             # The best sentence, cut to fit with its marker.
             room = limits.chars - MARKER_CHARS if limits.chars is not None else None
@@ -656,14 +673,16 @@ def compose(
         _precede(units, key, chosen, score_of, limits)
         chosen.append((key, text))
         picked.append(vec)
+        if lead is None:
+            lead, defining = key, bool(term) and defines(text, term or "")
         if not _ABOUT.match(text):  # a pointer to its page sets no bar for the answer
             best = max(best, cosine)
         _follow(units, key, chosen, score_of, limits)
     # The best sentence leads when it holds the kind of fact asked for; else the page's
     # reading order reads better ("How do I roll back ...?": the steps in their order).
     first = set()
-    if chosen and states(chosen[0][1], kind):
-        first = _run(units, {k for k, _ in chosen}, chosen[0][0])
+    if lead is not None and states(units[lead].sentence.text, kind):
+        first = _run(units, {k for k, _ in chosen}, lead)
     if kind == "list" and chosen:
         first = _whole_list(units, passages, chosen, score_of, limits)
     quotes = _quotes(units, chosen, score_of, first)

@@ -18,6 +18,7 @@ The broker is looked up per call (``broker()``): a models reload replaces the ag
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Container, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
@@ -60,6 +61,10 @@ EXTRACTIVE_SECTIONS = 2
 #: compared with the median of the next ones. Retrieval scores them anyway; only the
 #: first ``EXTRACTIVE_PASSAGES`` (or ``agent_passages``) are kept as results.
 EVIDENCE_PAGES = 20
+#: Words from which a question found word for word in a page is a question that page
+#: lists (``Retriever._unlisted``): shorter ones ("What is X") are phrases too.
+LISTED_WORDS = 4
+_WORD = re.compile(r"\w+")
 #: Follow-ups a capable model rewrote, remembered (a turn retried or streamed twice
 #: costs one call).
 REWRITE_CACHE = 256
@@ -193,9 +198,30 @@ class Retriever:
     def _found(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
         libraries = tuple(self.scope(query, library))
         results = self.retrieve(query, library, vector) if libraries else []
-        kept = results[: max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)]
+        kept = self._unlisted(
+            query, results[: max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)]
+        )
         grounding = Grounding(query, libraries, how)  # type: ignore[arg-type]
         return Found(grounding, kept, vector, peak(results))
+
+    def _unlisted(self, query: str, results: list[Result]) -> list[Result]:
+        """``results`` with the pages that hold the question itself, word for word, after
+        the others: a page that lists questions (a demo's, an FAQ index, docs that use it
+        as their example) mentions the question and answers something else ("How does
+        Heron pick tools?" is the agent page's running example; the tools and overview
+        pages answer it). A question in a heading (an FAQ's) does not count: the heading
+        is not the passage's body."""
+        asked = " ".join(_WORD.findall(query.lower()))
+        if len(asked.split()) < LISTED_WORDS:
+            return results
+        listed = [
+            asked in " ".join(_WORD.findall(passage_body(self.passage(r)).lower())) for r in results
+        ]
+        if all(listed) or not any(listed):
+            return results
+        return [r for r, x in zip(results, listed, strict=True) if not x] + [
+            r for r, x in zip(results, listed, strict=True) if x
+        ]
 
     def _rewrite(self, message: str, history: Sequence[Message], model: str | None) -> str | None:
         """A capable model's standalone form of ``message``, once per conversation and
