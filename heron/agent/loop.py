@@ -146,7 +146,7 @@ class Prompt:
 
     def scaffold(self, results: Sequence[Message] = ()) -> Scaffold:
         """What of the prompt Heron wrote, for the echo guard (``heron.agent.guard``):
-        its rules, labels, headers, skill framing and tools' descriptions. What it framed
+        its rules, headers, skill framing and tools' descriptions. What it framed
         is content, which an answer may quote: the message, the client's instructions,
         history and tools, the passages, the skills' lines and the tool ``results`` the
         loop has added since."""

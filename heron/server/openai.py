@@ -48,8 +48,9 @@ it was searched in, and how a follow-up was made standalone), ``session_id``, ``
 before ``data: [DONE]``. ``finish_reason`` is always one of OpenAI's (``stop``,
 ``length``, ``tool_calls``, ``content_filter``); Heron's own reason, when there is one,
 is ``finish_detail``: ``degenerate`` (the model looped and was replaced by the
-extractive answer), ``max_steps`` (the tool loop's guard), or a provider's reason OpenAI
-has no word for; else ``null``. Unknown fields are ignored,
+extractive answer), ``echoed_prompt`` (it gave Heron's prompt back, which no door shows:
+``heron.agent.guard``), ``max_steps`` (the tool loop's guard), or a provider's reason
+OpenAI has no word for; else ``null``. Unknown fields are ignored,
 as OpenAI's API does.
 """
 
