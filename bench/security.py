@@ -101,6 +101,18 @@ def attacks() -> list[tuple[str, str, dict[str, Any]]]:
             {"model": "m", "input": ["pods and nodes"] * 2048},
         ),
         (
+            # Issue 45: 2,048 estimated tokens, within the cap, and 7.8-9.4 s of CPU.
+            "embeddings: 2,048 two-character inputs",
+            "/v1/embeddings",
+            {"model": "m", "input": ["ab"] * 2048},
+        ),
+        (
+            # The most texts the pair takes, however short (heron.server.embeddings.PER_TEXT).
+            "embeddings: 180 two-character inputs",
+            "/v1/embeddings",
+            {"model": "m", "input": ["ab"] * 180},
+        ),
+        (
             "embeddings: one 60 KB input",
             "/v1/embeddings",
             {"model": "m", "input": ["word " * 12_000]},
@@ -111,11 +123,12 @@ def attacks() -> list[tuple[str, str, dict[str, Any]]]:
             {"model": "m", "input": ["the scheduler binds pods " * 10] * 96},
         ),
         (
-            # The most the token cap lets the multilingual pair embed: 27 texts of about 84
-            # estimated tokens at its cost of 3.5 (heron.embed.multilingual.COST), 8,192.
-            "embeddings: 7 KB in 27 texts",
+            # The most the token cap lets the multilingual pair embed: 24 texts of about 84
+            # estimated tokens and 12 each (PER_TEXT) at its cost of 3.5
+            # (heron.embed.multilingual.COST), 8,064 of 8,192.
+            "embeddings: 6 KB in 24 texts",
             "/v1/embeddings",
-            {"model": "m", "input": ["the scheduler binds pods " * 10] * 27},
+            {"model": "m", "input": ["the scheduler binds pods " * 10] * 24},
         ),
         (
             "rpc agent.chat, 60 KB message",

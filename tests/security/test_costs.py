@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import socket
 import threading
 import time
@@ -143,6 +144,33 @@ def test_embeddings_are_capped_by_tokens(tmp_path: Path) -> None:
         assert "HERON_EMBEDDINGS_MAX_TOKENS" in reply.json()["error"]["message"]
         ok = http.post("/v1/embeddings", json={"model": "m", "input": ["a Pod"]})
         assert ok.status_code == 200, ok.text
+
+
+def test_many_tiny_embedding_inputs_are_refused_by_their_count(tmp_path: Path) -> None:
+    """Issue 45's attack: 2,048 inputs of two characters (36 KB) were 2,048 estimated
+    tokens, within the cap, and cost 7.8-9.4 s of the server's CPU under the default
+    profile: each text costs the models a run of their own, whatever its length. Refused,
+    in OpenAI's shape, the bound named; the most it lets through costs under 2 s."""
+    with serve(tmp_path, {"HERON_EMBEDDER": "auto"}) as s, s.client() as http:
+        http.post("/v1/embeddings", json={"model": "m", "input": ["warm up both models"]})
+        started = time.process_time()  # the whole process: the server is a thread of it
+        reply = http.post("/v1/embeddings", json={"model": "m", "input": ["ab"] * 2048})
+        refused_in = time.process_time() - started
+        assert reply.status_code == 400, reply.text[:300]
+        error = reply.json()["error"]
+        assert (error["type"], error["param"]) == ("invalid_request_error", "input")
+        assert "HERON_EMBEDDINGS_MAX_TOKENS" in error["message"]
+        found = re.search(r"at most ([\d,]+) texts", error["message"])
+        assert found, error["message"]
+        most = int(found[1].replace(",", ""))
+        assert 16 <= most < 2048 and refused_in < 0.5
+        started = time.process_time()
+        ok = http.post("/v1/embeddings", json={"model": "m", "input": ["ab"] * most})
+        cpu = time.process_time() - started
+        assert ok.status_code == 200, ok.text[:300]
+        assert len(ok.json()["data"]) == most and cpu < 2.0, f"{most} texts: {cpu:.2f} s CPU"
+        over = http.post("/v1/embeddings", json={"model": "m", "input": ["ab"] * (most + 1)})
+        assert over.status_code == 400
 
 
 def test_embeddings_are_bounded_in_concurrency_and_stop_when_the_client_goes(
