@@ -5,7 +5,8 @@ It checks requests the way the real APIs do (key, tool count, tool-name pattern,
 fields, tool results that answer a call, parameters the API does not have) and answers
 with their documented bodies. A valid request gets a deterministic answer: with a forced
 or required tool choice, a call to that tool (the first one for ``required``) with
-arguments filled from its schema; otherwise the text ``echo: <last user text>``, or JSON
+arguments filled from its schema; otherwise the text ``echo: <last user text>`` (of a
+grounded prompt, its question), or JSON
 under OpenAI's ``response_format`` (``{"echo": ...}``, or a value of the schema). ``stop``
 (``stop_sequences``) cuts the text at the first stop sequence, ``max_tokens`` (words here)
 cuts it short with ``finish_reason: "length"``; the stream's usage chunk comes only with
@@ -251,6 +252,10 @@ def _answer(body: dict[str, Any], openai: bool) -> tuple[str, list[tuple[str, st
     last = body["messages"][-1]["content"]
     if isinstance(last, list):
         last = " ".join(b.get("text") or str(b.get("content", "")) for b in last)
+    # A grounded turn (heron.agent.prompt.user_prompt) is echoed by its question alone: a
+    # model that gives the passages and Heron's instructions back is what the agent's echo
+    # guard withholds (tests/agent/test_echo.py), and the other tests want an answer.
+    last = last.rpartition("\n\nQuestion: ")[2]
     form = (body.get("response_format") or {}) if openai else {}
     if form.get("type") == "json_object":
         return json.dumps({"echo": last}), []

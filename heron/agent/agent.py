@@ -73,9 +73,9 @@ from heron.agent.extractive import (
     tool_summary,
 )
 from heron.agent.followup import last_reply
-from heron.agent.guard import repeats
+from heron.agent.guard import Scaffold, repeats
 from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
-from heron.agent.prompt import lead_prompt, system_prompt
+from heron.agent.prompt import lead_prompt, lead_written, system_prompt
 from heron.agent.retrieval import EXTRACTIVE_PASSAGES, Found, Retriever
 from heron.agent.routing import ToolOffer
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
@@ -429,9 +429,8 @@ class Agent(Resource):
         if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()
         citations = [c for c, _ in prompt.passages]
-        fallback = None
-        if loop.degenerate is not None:
-            fallback = "degenerate"
+        fallback = loop.fallback  # a guard stopped the model: "degenerate", "echoed_prompt"
+        if fallback is not None:
             record.notes.append(f"the model went {loop.degenerate}; stopped, and quoted instead")
         if grounded.mode == "extractive" or fallback:
             citations = yield from self._quote(turn, grounded, loop, record, fallback, streaming)
@@ -474,7 +473,9 @@ class Agent(Resource):
             loop.finish_reason = "length"
             citations = [c for n, c in enumerate(citations, 1) if f"[{n}]" in text]
         if fallback and streaming:
-            stopped = say("stopped", speaks(turn.message))
+            stopped = say(
+                "stopped" if fallback == "degenerate" else "withheld", speaks(turn.message)
+            )
             yield Token(f"\n\n{stopped}\n\n{text}")
         elif streaming:
             yield Token(text)
@@ -652,7 +653,9 @@ class Agent(Resource):
         loop.usage = loop.usage + done.usage
         loop.model = done.model or loop.model
         lead = " ".join((done.text.strip().splitlines() or [""])[0].split())
-        return "" if repeats(lead) else lead
+        # A lead that gives Heron's prompt back is no lead (issue 44): the quotes stand alone.
+        prompt = Scaffold.of(lead_written(), [turn.message, turn.instructions, *quotes])
+        return "" if repeats(lead) or prompt.echo(lead) else lead
 
 
 @dataclass(frozen=True)

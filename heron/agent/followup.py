@@ -23,6 +23,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from heron.agent.guard import Scaffold
 from heron.agent.words import refusal
 from heron.core.chat import ChatRequest, Message
 from heron.embed import query_space
@@ -147,7 +148,8 @@ def rewrite_request(message: str, history: Sequence[Message]) -> ChatRequest:
 
 def standalone(reply: str, message: str, earlier: Sequence[str] = ()) -> str | None:
     """The rewritten question from the model's ``reply``; ``None`` when it is not one:
-    empty, far longer than a question, or sharing no word with the message and the
+    empty, far longer than a question, its instructions given back
+    (``heron.agent.guard.Scaffold``), or sharing no word with the message and the
     ``earlier`` questions (a rewrite restates them; anything else is the model's own
     topic).
 
@@ -160,5 +162,7 @@ def standalone(reply: str, message: str, earlier: Sequence[str] = ()) -> str | N
     text = lines[0].removeprefix("Question:").strip().strip("\"'\u201c\u201d").strip()
     if not text or len(text) > max(300, 4 * len(message)):
         return None
+    if Scaffold.of([REWRITE_SYSTEM], [message, *earlier]).echo(text):
+        return None  # the rewrite's instructions given back (issue 44), not a question
     said = set(analyze(" ".join([message, *earlier])))
     return text if said & set(analyze(text)) else None

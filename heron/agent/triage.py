@@ -76,8 +76,9 @@ class Evidence:
       cosine, and ``support_from`` the calibrated threshold;
     - ``sentence``: the best sentence's cosine, when it was weighed;
     - ``verdict``: ``fits`` (the cosine reaches ``docs``), ``related`` (it does not, but
-      the cosine reaches ``weak``, the support reaches ``support_from``, or a sentence
-      reaches ``docs``: the closest passages are quoted with a word saying so) or
+      the cosine reaches ``weak``, the support reaches ``support_from`` with the best
+      passage's cosine or its best sentence's, or a sentence reaches ``docs``: the closest
+      passages are quoted with a word saying so) or
       ``unrelated`` (refused), and ``why`` in words.
     """
 
@@ -130,6 +131,12 @@ class Evidence:
             return replace(self, sentence=round(sentence, 4))
         if sentence >= self.docs:
             why = f"{self.why}; a sentence of them {sentence:.2f} >= {self.docs:.2f}"
+            return replace(self, verdict="related", why=why, sentence=round(sentence, 4))
+        # The support read with the sentence's cosine: the page stands out, and one of
+        # its sentences fits better than the page's vector does.
+        support = round(sentence - self.docs + (self.peak or 0.0), 4)
+        if self.support_from is not None and support >= self.support_from:
+            why = f"{self.why}; with its best sentence {sentence:.2f}, support {support:.2f}"
             return replace(self, verdict="related", why=why, sentence=round(sentence, 4))
         why = f"{self.why}; best sentence {sentence:.2f} < {self.docs:.2f}"
         return replace(self, why=why, sentence=round(sentence, 4))

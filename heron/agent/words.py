@@ -33,6 +33,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "code_only": "The passages found hold code or tables, not sentences to quote; "
         "open the sources below.",
         "stopped": "[Heron stopped the model: it kept repeating itself.]",
+        "withheld": "[Heron withheld the model's answer: it gave back Heron's own prompt.]",
         "next_cli": "Add a library that covers it: heron library add NAME PATH && heron "
         "index NAME{generative}.",
         "generative_cli": ", or ask for the model's own answer (--answer generative)",
@@ -53,6 +54,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "code_only": "Os trechos encontrados têm código ou tabelas, não frases para "
         "citar; abra as fontes abaixo.",
         "stopped": "[O Heron interrompeu o modelo: ele estava se repetindo.]",
+        "withheld": "[O Heron reteve a resposta do modelo: ela repetia o prompt do próprio Heron.]",
         "next_cli": "Adicione uma biblioteca que trate disso: heron library add NOME "
         "CAMINHO && heron index NOME{generative}.",
         "generative_cli": ", ou peça a resposta do próprio modelo (--answer generative)",
@@ -74,6 +76,7 @@ _WORDS: dict[str, dict[str, str]] = {
         "code_only": "Los fragmentos encontrados contienen código o tablas, no frases "
         "que citar; abre las fuentes de abajo.",
         "stopped": "[Heron detuvo el modelo: se estaba repitiendo.]",
+        "withheld": "[Heron retuvo la respuesta del modelo: repetía el prompt del propio Heron.]",
         "next_cli": "Añade una biblioteca que lo trate: heron library add NOMBRE RUTA && "
         "heron index NOMBRE{generative}.",
         "generative_cli": ", o pide la respuesta del propio modelo (--answer generative)",

@@ -18,7 +18,7 @@ import numpy as np
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.store import Hit
-from heron.store.analysis import analyze, query_terms
+from heron.store.analysis import analyze, query_terms, readable
 
 
 @runtime_checkable
@@ -80,6 +80,12 @@ class FeatureReranker:
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
         terms = set(query_terms(query))
+        # The word features weigh as much of the query as the candidates can read
+        # (``readable``): a question in another language than the pages matches a few
+        # of their words by accident, and those matches say nothing.
+        vocabulary = set().union(*(_terms(h.text) for h in hits)) if hits else set()
+        read = readable(len(terms & vocabulary), len(terms))
+        weights = self.weights * np.array([1.0, 1.0, read, read, read], dtype=np.float32)
         features = np.zeros((len(hits), 5), dtype=np.float32)
         for i, hit in enumerate(hits):
             title = f"{hit.metadata.get('title', '')} {hit.metadata.get('heading', '')}"
@@ -93,7 +99,7 @@ class FeatureReranker:
         if len(hits):
             features[:, 1] = _zscore(features[:, 1])
             features[:, 2] = _zscore(features[:, 2])
-        return features @ self.weights
+        return features @ weights
 
 
 RERANKERS = ("default", "none", "onnx", "remote")

@@ -26,7 +26,7 @@ from heron.libraries.rerank import Reranker, load_reranker
 from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
-from heron.store.analysis import analyze, bm25, query_terms
+from heron.store.analysis import analyze, bm25, query_terms, readable
 from heron.store.fusion import Fused, fuse_with_feedback
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
@@ -261,12 +261,18 @@ def pool(
     hit's, which a hybrid search hands over; ``splits``: the embedder's). Without the
     feedback pass a library's passages were ordered unlike the store orders them alone:
     every/named Hit@1 0.941 -> 0.971 on the Kubernetes dev questions beside two other
-    libraries (docs/benchmarks.md, "Real use"). The hits come back with these scores,
-    ready for the reranker."""
+    libraries (docs/benchmarks.md, "Real use"). The lexical side weighs as much of the
+    query as the candidates' words can read (``heron.store.analysis.readable``): a
+    Portuguese question over English pages matched "rollback" or "proxy" by accident and
+    ranked Kubernetes pages over the notes that answer it. The hits come back with these
+    scores, ready for the reranker."""
     if not hits:
         return []
     terms = query_terms(query)
-    lexical = bm25(terms, [analyze(h.text) for h in hits]).astype(np.float64)
+    texts = [analyze(h.text) for h in hits]
+    vocabulary = set().union(*texts)
+    alpha = 1 - (1 - alpha) * readable(sum(t in vocabulary for t in terms), len(terms))
+    lexical = bm25(terms, texts).astype(np.float64)
     dense = np.array([h.dense_score or 0.0 for h in hits], dtype=np.float64)
     keys = np.arange(len(hits), dtype=np.int64)
     by_dense = np.argsort(-dense, kind="stable")

@@ -128,6 +128,22 @@ def query_terms(text: str) -> list[str]:
     return list(_query_terms(text))
 
 
+def readable(known: int, terms: int) -> float:
+    """How much of a query the lexical side can read: of its ``terms`` analysed terms,
+    ``known`` are in the index's vocabulary; ``min(1, known / unknown)``, 1.0 when every
+    term (or none) is known. A query in another language than the index keeps a few words
+    it knows by accident, and a z-score turns one stray match into a large one; weighed by
+    this, the lexical side fades and the ranking leans on the embedding. An English query
+    almost always knows as many terms as it misses, and ranks as at full weight
+    (``heron.tools.router``, ``heron.libraries.search.pool``).
+
+    >>> readable(3, 4), readable(1, 5), readable(0, 0)
+    (1.0, 0.25, 1.0)
+    """
+    unknown = terms - known
+    return 1.0 if known >= unknown else known / unknown
+
+
 #: BM25's term saturation and length normalisation (the usual values, as FTS5's).
 BM25_K1 = 1.2
 BM25_B = 0.75

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from heron.store.analysis import analyze
+from heron.store.analysis import analyze, query_terms
 
 K1 = 1.2
 B = 0.75
@@ -71,9 +71,10 @@ class BM25:
         return cls(size, list(vocab), offsets, row[order], weight[order].astype(np.float32))
 
     def scores(self, query: str) -> np.ndarray:
-        """One BM25 score per text, 0.0 where no query term occurs."""
+        """One BM25 score per text, 0.0 where no query term occurs; the query's terms as
+        a lexical search reads them (``query_terms``: another language's stopwords too)."""
         out = np.zeros(self.size, dtype=np.float32)
-        for term in set(analyze(query)):
+        for term in query_terms(query):
             t = self._index.get(term)
             if t is not None:
                 start, end = self.offsets[t], self.offsets[t + 1]

@@ -70,7 +70,7 @@ from heron.core.tools import Tool
 from heron.embed.base import Embedder, embed_queries
 from heron.embed.calibration import MINILM, calibration_of
 from heron.errors import NotFound
-from heron.store.analysis import query_terms
+from heron.store.analysis import query_terms, readable
 from heron.store.base import Record, Store
 from heron.tools.lexical import BM25
 
@@ -386,9 +386,7 @@ class ToolRouter:
         """How much of ``query`` BM25 can read (see module doc): ``min(1, known / unknown)``
         over its analysed terms, 1.0 when every term (or none) is in the index."""
         terms = query_terms(query)
-        known = self._bm25.known(terms)
-        unknown = len(terms) - known
-        return 1.0 if known >= unknown else known / unknown
+        return readable(self._bm25.known(terms), len(terms))
 
     def threshold_for(self, query: str) -> float:
         """The cosine from which ``query``'s tools are offered: the one given, else that of

@@ -479,7 +479,7 @@ def test_stream_usage_comes_in_a_last_chunk_when_asked(client: openai.OpenAI) ->
     def chunks(**options: Any) -> list[Any]:
         return list(ask(client, stream=True, **options))
 
-    asked = chunks(stream_options={"include_usage": True})
+    asked = chunks(max_tokens=3, stream_options={"include_usage": True})
     *body, last = asked
     # The replay's reported counts, for the agent's one model call.
     assert last.choices == [] and last.usage.prompt_tokens == 11
