@@ -239,13 +239,14 @@ class JobRunner:
                         | outcome.detail
                     )
                 changed: list[str] = []
-                unchecked = before if isinstance(before, str) else None
-                if isinstance(before, bytes):
-                    after = await asyncio.to_thread(snapshot, workspace, quiet)
-                    if isinstance(after, str):
-                        unchecked = after
-                    else:
-                        changed = changes(before, after)
+                unchecked = None
+                if before is not None and isinstance(before.status, str):
+                    unchecked = before.status
+                elif before is not None:
+                    # git refusing to run after the job (config that names a program
+                    # now) is one of the changes, not a reason to stop checking.
+                    after = await asyncio.to_thread(snapshot, workspace, quiet, before)
+                    changed = changes(before, after)
             await self._check(job)
             if changed:
                 await asyncio.to_thread(
