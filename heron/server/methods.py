@@ -46,10 +46,17 @@ class ChatParams(Params):
         "room's stream. Default: interventions_room.",
     )
 
+    surface: Literal["api", "page"] = Field(
+        default="api",
+        description="Who reads Heron's own words (a refusal's hint): api names the "
+        "request's fields, page what the web page offers.",
+    )
+
     def turn(self) -> Turn:
         """The agent's turn: every field is one of ``Turn``'s, by the same name; hints
-        name the request's fields, not the CLI's flags (``surface="api"``)."""
-        return Turn(**self.model_dump(), surface="api")
+        name the request's fields (``surface="api"``), not the CLI's flags, or what the
+        page offers (``"page"``)."""
+        return Turn(**self.model_dump())
 
 
 class SearchParams(Params):

@@ -462,3 +462,71 @@ def test_a_capable_model_writes_only_a_one_line_lead(
     assert lead.startswith("echo: Question: How often") and "\n" not in lead  # the replay's echo
     assert quoted.startswith("Water tomato plants deeply twice a week") and "[1]" in quoted
     assert answer.mode == "extractive" and answer.model == "gpt"
+
+
+# -- the kind of fact asked for, leaning sentences, lists, follow-ups ----------------------
+
+HELP_DESK = (
+    "The IT help desk fixes laptops, accounts, phones and anything else with a plug.\n\n"
+    "Open a ticket in the help portal, or call the help desk on extension 4410. The desk is "
+    "staffed Monday to Friday from 8:00 to 18:00. Outside those hours, call the on-duty "
+    "technician on +351 21 555 0199.\n"
+)
+INCIDENTS = (
+    "An incident is anything that breaks the product for customers. When in doubt, declare "
+    "one.\n\n"
+    "- SEV1: the product is down or customer data is exposed.\n"
+    "- SEV2: a major feature is broken for many customers.\n"
+    "- SEV3: a feature is broken for some customers, with a workaround.\n"
+    "- SEV4: a minor problem with no real impact on customers.\n"
+)
+
+
+def test_the_kind_of_fact_asked_for_leads_the_answer(embedder: MiniLMEmbedder) -> None:
+    from heron.agent.extractive import asks, leans, states
+
+    assert asks("What's the phone extension for the IT help desk?") == "value"
+    assert asks("Quantos dias de férias eu tenho por ano?") == "count"
+    assert asks("¿Quién aprueba los gastos?") == "who"
+    assert asks("What are the incident severity levels?") == "list"
+    assert states("call the help desk on extension 4410.", "value")
+    assert not states("The IT help desk fixes laptops.", "value")
+    assert leans("Outside those hours, call the on-duty technician.")
+    assert not leans("The IT help desk fixes laptops.")  # "IT" names a department
+    answer = quote(embedder, "What's the phone extension for the IT help desk?", [HELP_DESK])
+    assert answer.startswith("Open a ticket in the help portal, or call the help desk on ext")
+
+
+def test_a_list_asked_for_is_quoted_whole_under_the_heading_that_names_it(
+    embedder: MiniLMEmbedder,
+) -> None:
+    question = "What are the incident severity levels?"
+    vector = embedder.embed([question])[0]
+    lead, levels = INCIDENTS.split("\n\n", 1)
+    # Two sections of one page, as an answer reads them (at the page's score).
+    done = compose(
+        question,
+        vector,
+        [lead, levels],
+        embedder,
+        headings=["Incidents", "Severity levels"],
+        scores=[1.0, 1.0],
+    )
+    assert [q.text[:5] for q in done.quotes[:4]] == ["SEV1:", "SEV2:", "SEV3:", "SEV4:"]
+
+
+def test_a_follow_up_does_not_repeat_the_last_answer(embedder: MiniLMEmbedder) -> None:
+    question = "and who do I call at night?"
+    said = "Open a ticket in the help portal, or call the help desk on extension 4410. [1]"
+    vector = embedder.embed([question])[0]
+    first = compose(question, vector, [HELP_DESK], embedder, Limits(sentences=1), said=said)
+    assert first.text.startswith("Outside those hours") or "0199" in first.text
+
+
+def test_a_page_summary_is_searched_never_quoted(agent: Agent) -> None:
+    # The garden library's pages have no front matter; a summary in the first chunk's
+    # metadata (index version 3) is left out of the passage an extractive answer reads.
+    found = agent.retriever.retrieve("How often should I water my tomato plants?")
+    record = agent.store.get(found[0].library, found[0].chunk)
+    assert "summary" not in record.metadata
+    assert agent.retriever.passage(found[0], quoted=True) == agent.retriever.passage(found[0])

@@ -89,3 +89,42 @@ def test_real_retrieval_sends_questions_where_they_belong(agent: Agent) -> None:
         assert decision.kind == kind, (message, decision)
         found = decision.tool if kind == "tools" else results[0].page
         assert found == target, (message, found)
+
+
+def test_a_name_that_is_an_ordinary_word_counts_only_written_as_a_name() -> None:
+    weak = [result(0.05)]
+    names = ["it", "hr", "security", "kubernetes"]
+    vocabulary = {"security"}  # a whole word of the embedder's tokenizer
+    for message in (
+        "My VPN password expired and the portal won't let me reset it",
+        "security stuff for new people?",
+        "Security stuff for new people?",  # capitalised where a sentence starts
+    ):
+        decision = decide(message, weak, [], names=names, vocabulary=vocabulary)
+        assert decision.kind == "knowledge", (message, decision.reason)
+    for message, name in (
+        ("Who do I call in IT at night?", "it"),
+        ("what does HR say about leave", "hr"),
+        ("What should I ask Security first?", "security"),
+        ("how do kubernetes services work", "kubernetes"),  # no ordinary word: any case
+    ):
+        decision = decide(message, weak, [], names=names, vocabulary=vocabulary)
+        assert (decision.kind, decision.reason) == ("docs", f"names {name!r}"), message
+
+
+def test_evidence_answers_from_a_page_that_stands_out_and_refuses_an_unrelated_one() -> None:
+    from heron.agent.triage import Evidence
+
+    fits = Evidence.of(0.5, 0.2, docs=0.45, weak=0.3, support_from=0.0)
+    assert fits.verdict == "fits"
+    # Under the cosine thresholds, but one page stands well above the next ones.
+    stands = Evidence.of(0.28, 0.2, docs=0.45, weak=0.3, support_from=0.0)
+    assert stands.verdict == "related" and "support 0.03" in stands.why
+    flat = Evidence.of(0.28, 0.05, docs=0.45, weak=0.3, support_from=0.0)
+    assert flat.verdict == "unrelated"
+    # A sentence that fits, or its support with the page's peak, is evidence enough.
+    assert flat.with_sentence(0.46).verdict == "related"
+    assert flat.with_sentence(0.42).verdict == "related"  # 0.42 - 0.45 + 0.05 >= 0
+    assert flat.with_sentence(0.35).verdict == "unrelated"
+    assert Evidence.of(None, None, docs=0.45, weak=0.3, support_from=0.0).verdict == "unrelated"
+    assert set(fits.to_dict()) >= {"verdict", "why", "cosine", "peak", "support"}

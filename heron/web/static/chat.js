@@ -187,7 +187,7 @@
     view.answer.append(el("span", { class: "muted thinking", text: t("chat.answering") }), text);
     const payload = { message: question,
       model: $("model").value || undefined, library: $("library").value || undefined,
-      answer: $("mode").value || undefined };
+      answer: $("mode").value || undefined, surface: "page" };
     let streamId = null, lastId = null, done = false;
     const events = (resume) => resume
       ? H.stream("/chat/stream/" + encodeURIComponent(streamId), null, controller.signal, lastId)
