@@ -131,8 +131,9 @@ def library_status(
     name: Annotated[str | None, typer.Argument(help="One library; default: all.")] = None,
     as_json: JsonFlag = False,
 ) -> None:
-    """Show pages, chunks, last sync and last error of each library, and the files its
-    last index skipped or warned of.
+    """Show each library's pages, chunks, last sync, errors and skipped files.
+
+    The files its last index skipped or warned of are named with the reason.
 
     Example: heron library status kubernetes
     """
