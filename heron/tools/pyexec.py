@@ -6,17 +6,23 @@ The snippet runs under ``bwrap`` (Debian's ``bubblewrap``) with:
   own), and its own user, PID, IPC, UTS and cgroup namespaces; no capabilities, no
   further user namespaces;
 - a read-only view of the system programs only (``/usr`` and the ``/bin``, ``/lib``...
-  beside it): no ``/home``, ``/root``, ``/etc``, ``/tmp`` or Heron's data;
-- a fresh, empty, size-capped ``tmpfs`` as its working directory (and ``/tmp``), gone
+  beside it): no ``/home``, ``/root``, ``/etc``, ``/tmp`` or Heron's data; the root
+  and ``/dev`` read-only too;
+- fresh, empty, size-capped ``tmpfs`` mounts as its working directory, ``/tmp`` and
+  ``/dev/shm``, the only places it can write: ``FILES_BYTES`` (64 MiB) in all, gone
   when it ends;
 - an environment of ``PATH``, ``HOME``, ``LANG`` alone: none of Heron's variables (API
   keys, tokens) reach it, and the interpreter runs isolated (``-I``);
 - limits (util-linux's ``prlimit`` before ``bwrap`` starts, inherited by the snippet):
-  address space
-  (``tools_python_memory_mb``), CPU seconds, processes, open files, file size; a wall
-  clock (``tools_python_timeout``) after which the whole sandbox is killed; stdout and
-  stderr kept up to ``tools_python_max_output`` bytes each (the rest is read and dropped,
-  so a flood cannot fill memory).
+  address space (``tools_python_memory_mb``), CPU seconds, processes, open files, file
+  size; a wall clock (``tools_python_timeout``) after which the whole sandbox is killed;
+  stdout and stderr kept up to ``tools_python_max_output`` bytes each (the rest is read
+  and dropped, so a flood cannot fill memory);
+- one memory limit for all its processes and files together, the address space's and
+  ``FILES_BYTES`` (``heron.tools.cgroups``: a memory cgroup, where Heron may make one:
+  as root, or in a delegated cgroup). The address space bounds each process, not their
+  sum: without a cgroup, a snippet that forks may hold the limit once per process (at
+  most ``MAX_PROCESSES``), and the server's log says so once, with why.
 
 Run by root, the sandbox drops to ``nobody`` first: the process limit then counts the
 sandbox's own processes, and a way out of the namespaces would find no privilege.
@@ -29,6 +35,7 @@ client's request (the ``local-only`` tag, ``heron.agent``).
 
 from __future__ import annotations
 
+import logging
 import os
 import shutil
 import signal
@@ -42,6 +49,9 @@ from typing import IO, Any
 from heron.core.errors import ToolCallError, ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.settings import Settings
+from heron.tools.cgroups import MemoryCgroup
+
+log = logging.getLogger(__name__)
 
 #: Tools with this tag are offered to Heron's own surfaces only, never to a /v1 request.
 LOCAL_ONLY = "local-only"
@@ -49,8 +59,13 @@ INTERPRETER = Path("/usr/bin/python3")
 #: The snippet's source, at most (a snippet, not a program).
 MAX_CODE_BYTES = 100_000
 WORKDIR = "/sandbox"
-#: Size of the sandbox's tmpfs (its files), bytes.
-WORKDIR_BYTES = 64 << 20
+#: Sizes of the sandbox's tmpfs mounts, bytes: its working directory, ``/tmp`` and
+#: ``/dev/shm`` (multiprocessing's semaphores and shared memory). They are RAM, and the
+#: only places it can write: ``FILES_BYTES`` is all the files it can hold.
+WORKDIR_BYTES = 48 << 20
+TMP_BYTES = 12 << 20
+SHM_BYTES = 4 << 20
+FILES_BYTES = WORKDIR_BYTES + TMP_BYTES + SHM_BYTES
 MAX_PROCESSES = 32
 MAX_FILES = 64
 NOBODY = 65534
@@ -102,9 +117,12 @@ def sandbox_command(program: str, code: str, interpreter: Path = INTERPRETER) ->
             command += ["--symlink", os.readlink(path), path]
         elif os.path.isdir(path):
             command += ["--ro-bind", path, path]
-    size = str(WORKDIR_BYTES)
     command += ["--proc", "/proc", "--dev", "/dev"]
-    command += ["--size", size, "--tmpfs", WORKDIR, "--size", size, "--tmpfs", "/tmp"]
+    for size, path in ((WORKDIR_BYTES, WORKDIR), (TMP_BYTES, "/tmp"), (SHM_BYTES, "/dev/shm")):
+        command += ["--size", str(size), "--tmpfs", path]
+    # bwrap's root and /dev are tmpfs of half the RAM, writable: read-only once the
+    # mounts above are on them (the remount is not recursive; they stay writable).
+    command += ["--remount-ro", "/dev", "--remount-ro", "/"]
     command += ["--chdir", WORKDIR, "--clearenv"]
     for name, value in (("PATH", "/usr/bin:/bin"), ("HOME", WORKDIR), ("LANG", "C.UTF-8")):
         command += ["--setenv", name, value]
@@ -170,11 +188,16 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
     if "\x00" in code:
         raise ToolInputError("python_exec: the code holds a NUL character.")
     command = limited(sandbox_command(bwrap(), code, interpreter), limits)
+    cgroup = _cgroup(limits)
+    if cgroup is not None:
+        # The sandbox starts once it is in the cgroup: a shell waits for a line, then
+        # becomes prlimit (so nothing runs outside the cgroup before the limit holds).
+        command = ["/bin/sh", "-c", 'read -r _ && exec "$@" </dev/null', "sh", *command]
     root = os.getuid() == 0
     started = time.monotonic()
     process = subprocess.Popen(
         command,
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.PIPE if cgroup is not None else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={},
@@ -189,15 +212,35 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
     out = _Capped(process.stdout, limits.max_output)
     err = _Capped(process.stderr, limits.max_output)
     stopped = None
+    oom_kills = 0
     try:
-        status = process.wait(limits.timeout)
-    except subprocess.TimeoutExpired:
-        os.killpg(process.pid, signal.SIGKILL)
-        status = process.wait()
-        stopped = f"timeout: still running after {limits.timeout:g} s, killed"
+        if cgroup is not None:
+            assert process.stdin is not None
+            try:
+                cgroup.add(process.pid)
+            except OSError as exc:  # it runs with its per-process limits, as without one
+                log.warning("python_exec: cannot move the sandbox into %s: %s", cgroup.path, exc)
+            with process.stdin:
+                process.stdin.write(b"go\n")
+        try:
+            status = process.wait(limits.timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            status = process.wait()
+            stopped = f"timeout: still running after {limits.timeout:g} s, killed"
+        if cgroup is not None:
+            oom_kills = cgroup.oom_kills()
+    finally:
+        if cgroup is not None:
+            cgroup.close()
     seconds = time.monotonic() - started
     stdout, stderr = out.text(2.0), err.text(2.0)
-    if stopped is None and status < 0:
+    if stopped is None and cgroup is not None and oom_kills:
+        stopped = (
+            f"memory: its processes and files went over {cgroup.limit >> 20} MiB together; "
+            f"the kernel killed {oom_kills} of them"
+        )
+    elif stopped is None and status < 0:
         name = signal.Signals(-status).name
         why = {"SIGXCPU": "the CPU limit", "SIGKILL": "a limit", "SIGSEGV": "a crash"}
         stopped = f"killed by {name} ({why.get(name, 'a signal')})"
@@ -214,6 +257,26 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
         "stderr_bytes": err.total,
         "seconds": round(seconds, 3),
     }
+
+
+_warned: set[str] = set()
+
+
+def _cgroup(limits: Limits) -> MemoryCgroup | None:
+    """A memory cgroup for one run: the address space and the files together; ``None``
+    (said once in the log, with why) where none can be made."""
+    made = MemoryCgroup.make((limits.memory_mb << 20) + FILES_BYTES)
+    if isinstance(made, MemoryCgroup):
+        return made
+    if made not in _warned:
+        _warned.add(made)
+        log.warning(
+            "python_exec: %s; each of a snippet's processes is held to %d MiB, not all of "
+            "them together. Run Heron as root or in a delegated cgroup for one limit.",
+            made,
+            limits.memory_mb,
+        )
+    return None
 
 
 def python_tool(settings: Settings) -> tuple[Tool, Handler]:

@@ -130,3 +130,77 @@ def test_a_flood_of_output_is_cut_and_nothing_secret_is_in_the_environment(run: 
 def test_bad_code_is_refused_clearly(run: Run, code: Any) -> None:
     with pytest.raises(ToolInputError, match="python_exec"):
         run(code)
+
+
+# -- issue 45: the files and the memory of the whole sandbox -------------------------------
+
+#: Writes 32 MiB at a time into new files under each folder until one fails; prints what
+#: each took and why it stopped.
+FILL = """
+import os
+for folder in ["/", "/dev", "/dev/shm", "/tmp", "/sandbox"]:
+    written, why = 0, "room left"
+    for n in range(8):
+        try:
+            with open(os.path.join(folder, f"fill-{n}"), "wb") as out:
+                for _ in range(4):
+                    out.write(b"x" * (8 << 20))
+                    written += 8
+        except OSError as exc:
+            why = exc.strerror
+            break
+    print(folder, written, why)
+"""
+
+
+def test_the_root_and_dev_are_read_only_and_all_its_files_fit_one_cap(run: Run) -> None:
+    """The attack run wrote 128 MiB past a 64 MiB cap: ``/`` and ``/dev/shm`` were tmpfs
+    of 12 GB (half the RAM) each, capped only per file. Now the root and ``/dev`` are
+    read-only and every folder it may write is a tmpfs of its size: 64 MiB in all."""
+    result = run(FILL)
+    took = {line.split()[0]: line.split(maxsplit=2)[1:] for line in result["stdout"].splitlines()}
+    assert took["/"] == ["0", "Read-only file system"], result
+    assert took["/dev"] == ["0", "Read-only file system"]
+    for folder in ("/dev/shm", "/tmp", "/sandbox"):
+        assert took[folder][1] in ("No space left on device", "File too large"), took
+    assert sum(int(took[f][0]) for f in took) <= 64, took
+
+
+#: Forks children that each hold 40 MiB (written, so the pages are real), waits until
+#: each has it (or died trying), then counts how many hold it at once.
+FORKS = """
+import os, time
+children = []
+for _ in range(8):
+    r, w = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        block = bytearray(40 << 20)
+        for i in range(0, len(block), 4096):
+            block[i] = 1
+        os.write(w, b"h")
+        time.sleep(3)
+        os._exit(0)
+    os.close(w)
+    children.append((pid, r))
+for pid, r in children:
+    os.read(r, 1)  # its byte, or nothing when it was killed
+time.sleep(0.3)
+print("held", sum(os.waitpid(pid, os.WNOHANG) == (0, 0) for pid, _ in children))
+"""
+
+
+def test_all_its_processes_share_one_memory_limit(run: Run) -> None:
+    """``prlimit --as`` bounds each process: eight children of a 96 MiB snippet held
+    320 MiB together. A memory cgroup holds the sandbox's processes and files to the
+    limit and the files' 64 MiB together (``heron.tools.cgroups``)."""
+    from heron.tools.cgroups import MemoryCgroup
+
+    made = MemoryCgroup.make(1 << 30)
+    if isinstance(made, str):
+        missing(f"no memory cgroup can be made here: {made}", "run the tests as root")
+    made.close()
+    result = run(FORKS)
+    held = int(result["stdout"].split()[1]) if result["stdout"] else 0
+    assert held * 40 <= 96 + 64, result
+    assert result["stopped"] and result["stopped"].startswith("memory:"), result
