@@ -17,18 +17,23 @@ What is fetched, and how:
   again (``_CheckedNetwork``, httpcore's network backend: the check and the connect are
   one step, so no DNS answer can change in between; TLS still verifies the name);
 - the body is read up to ``tools_fetch_max_bytes`` (the rest is not read) and the whole
-  call, redirects and reading included, takes at most ``tools_fetch_timeout`` seconds;
-  no proxy from the environment, no cookies, no credentials sent;
+  call, redirects, reading, rendering and extracting included, takes at most
+  ``tools_fetch_timeout`` seconds; no proxy from the environment, no cookies, no
+  credentials sent;
 - HTML goes through trafilatura (the maintained extractor of the main text: boilerplate,
-  menus and footers dropped), as Markdown with links; plain text and JSON come back as
-  they are; anything else is refused with its type.
+  menus and footers dropped), as Markdown with links, in a process of its own
+  (``heron.tools.extraction``): ``MAX_PARSE`` bytes of HTML at most, an address-space
+  limit, killed at the call's deadline; plain text and JSON come back as they are;
+  anything else is refused with its type.
 
 ``render: true`` loads the page in Debian's Chromium (through Playwright; ``pip install
 'heron[web]'``) for pages that build their text with JavaScript: Chromium starts with no
-network of its own (its own empty network namespace through bubblewrap when ``bwrap`` is
-there; otherwise every name resolves to nothing and every connection goes to a proxy that
-does not exist), and every request the page makes is fetched here, through the same
-checks and limits, and handed to it. Non-GET requests and WebSockets are refused.
+network of its own, in its own empty network and PID namespaces through bubblewrap
+(rendering is refused without it: a page's WebRTC reached loopback without it), every
+name resolving to nothing and every connection going to a proxy that does not exist, and
+every request the page makes is fetched here, through the same checks and limits, and
+handed to it. Non-GET requests and WebSockets are refused. At the deadline the whole
+browser is killed (a page that loops after loading held ``page.content()`` forever).
 
 Safety ``read`` (it changes nothing) with network use declared (the ``network`` tag);
 offered only when ``tools_fetch_url`` is on.
@@ -37,17 +42,24 @@ offered only when ``tools_fetch_url`` is on.
 from __future__ import annotations
 
 import contextlib
+import functools
+import importlib.util
 import ipaddress
+import json
+import os
 import re
 import shlex
 import shutil
+import signal
 import socket
 import ssl
+import subprocess
+import sys
 import tempfile
+import threading
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
-from html import unescape
 from pathlib import Path
 from typing import Any
 from urllib.parse import urljoin, urlsplit
@@ -58,6 +70,7 @@ from heron.core.errors import ToolCallError, ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.extras import missing
 from heron.settings import Settings
+from heron.tools import extraction
 
 NETWORK = "network"
 USER_AGENT = "Heron-fetch_url/1 (+https://github.com/tryaii/heron)"
@@ -329,36 +342,62 @@ def _decode(body: bytes, charset: str | None) -> str:
         return body.decode("utf-8", "replace")
 
 
-def _title(html: str) -> str:
-    found = re.search(r"<title[^>]*>(.*?)</title>", html, re.IGNORECASE | re.DOTALL)
-    return " ".join(unescape(found.group(1)).split()) if found else ""
-
-
-def to_markdown(html: str, url: str) -> tuple[str, str]:
-    """The readable text of ``html`` as Markdown (trafilatura's), and its title."""
-    try:
-        import trafilatura
-    except ImportError:
-        raise ToolCallError(missing("web")) from None
-    text = trafilatura.extract(
-        html,
-        url=url,
-        output_format="markdown",
-        include_links=True,
-        include_tables=True,
-        include_comments=False,
-        favor_recall=True,
+def extract(html: str, url: str, deadline: float, timeout: float) -> tuple[str, str, bool]:
+    """The readable text of ``html`` as Markdown, its title and whether the HTML was cut
+    to ``extraction.MAX_PARSE``, from a child process killed at ``deadline`` (a
+    ``time.monotonic()`` value; ``timeout`` is only for the message)."""
+    if importlib.util.find_spec("trafilatura") is None:
+        raise ToolCallError(missing("web"))
+    data = html.encode("utf-8", "replace")
+    cut = len(data) > extraction.MAX_PARSE
+    stopped = (
+        f"fetch_url: {url:.200} took over {timeout:g} s (its text was still being "
+        "extracted); stopped. A shorter page, or a longer HERON_TOOLS_FETCH_TIMEOUT."
     )
-    title = _title(html)  # the page's own; trafilatura's guess (og:title, h1) without one
-    if not title:
-        metadata = trafilatura.extract_metadata(html, default_url=url)
-        title = metadata.title if metadata and metadata.title else ""
-    return text or "", title
+    left = deadline - time.monotonic()
+    if left <= 0:
+        raise ToolCallError(stopped)
+    # None of Heron's variables (keys, tokens); Windows' Python needs SYSTEMROOT to start.
+    env = {"PATH": os.defpath, "LANG": "C.UTF-8"}
+    env |= {name: os.environ[name] for name in ("SYSTEMROOT",) if name in os.environ}
+    child = subprocess.Popen(
+        [sys.executable, "-I", extraction.__file__, url],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=env,
+    )
+    try:
+        out, err = child.communicate(data[: extraction.MAX_PARSE], timeout=left)
+    except subprocess.TimeoutExpired:
+        raise ToolCallError(stopped) from None
+    finally:
+        child.kill()  # it starts nothing of its own: the one process is all there is
+        child.wait()
+    if child.returncode == extraction.NO_EXTRACTOR:
+        raise ToolCallError(missing("web"))
+    if child.returncode == extraction.NO_MEMORY:
+        raise ToolCallError(
+            f"fetch_url: extracting the text of {url:.200} took more than "
+            f"{extraction.MEMORY >> 20} MiB; stopped. The page is too large to read."
+        )
+    if child.returncode != 0:
+        last = err.decode("utf-8", "replace").strip().splitlines()[-1:] or ["no message"]
+        raise ToolCallError(
+            f"fetch_url: could not extract the text of {url:.200} "
+            f"(exit status {child.returncode}: {last[0]:.300})."
+        )
+    found = json.loads(out)
+    return found["markdown"], found["title"], cut
 
 
-def page(fetched: Fetched, html: str | None = None) -> dict[str, Any]:
-    """What the tool returns for ``fetched`` (``html``: the rendered page's, if any)."""
+def page(
+    fetched: Fetched, deadline: float, timeout: float, html: str | None = None
+) -> dict[str, Any]:
+    """What the tool returns for ``fetched`` (``html``: the rendered page's, if any), its
+    text extracted by ``deadline``."""
     kind = fetched.content_type
+    cut = False
     if html is None and kind not in ("text/html", "application/xhtml+xml"):
         if kind.startswith("text/") or kind in ("application/json", "application/xml", ""):
             text, title = _decode(fetched.body, fetched.charset), ""
@@ -368,8 +407,8 @@ def page(fetched: Fetched, html: str | None = None) -> dict[str, Any]:
             )
     else:
         source = html if html is not None else _decode(fetched.body, fetched.charset)
-        text, title = to_markdown(source, fetched.url)
-    cut = len(text) > MAX_TEXT
+        text, title, cut = extract(source, fetched.url, deadline, timeout)
+    cut = cut or len(text) > MAX_TEXT
     return {
         "url": fetched.url,
         "status": fetched.status,
@@ -386,14 +425,15 @@ def page(fetched: Fetched, html: str | None = None) -> dict[str, Any]:
 def fetch_url(url: str, limits: FetchLimits) -> dict[str, Any]:
     with Fetcher(limits) as fetcher:
         fetched = fetcher.get(url.strip(), accept="text/html,application/xhtml+xml,*/*;q=0.8")
-    return page(fetched)
+    return page(fetched, fetcher.deadline, limits.timeout)
 
 
 # -- rendering through Chromium ----------------------------------------------------------
 
 
 def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
-    """``url`` as Chromium renders it, every request it makes fetched by a ``Fetcher``."""
+    """``url`` as Chromium renders it, every request it makes fetched by a ``Fetcher``;
+    the browser killed at the call's deadline, whatever the page is doing."""
     try:
         from playwright.sync_api import Error as PlaywrightError
         from playwright.sync_api import Route, sync_playwright
@@ -405,6 +445,7 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
             f"fetch_url: no browser {chromium!r} to render with: sudo apt-get install "
             "chromium, or set HERON_TOOLS_FETCH_CHROMIUM."
         )
+    sandbox = _sandbox()
     with Fetcher(limits) as fetcher, tempfile.TemporaryDirectory() as scratch:
         first = fetcher.get(url.strip(), accept="text/html,*/*;q=0.8")
         requests = 0
@@ -426,9 +467,23 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
                 return
             route.fulfill(status=got.status, headers=_served(got), body=got.body)
 
-        executable, args = _offline(program, Path(scratch))
-        with sync_playwright() as driver:
-            browser = driver.chromium.launch(executable_path=executable, args=args)
+        browser_pid = Path(scratch) / "browser.pid"
+        executable, args = _offline(program, sandbox, Path(scratch), browser_pid)
+        stopped = (
+            f"fetch_url: {url:.200} took over {limits.timeout:g} s (the page was still "
+            "loading or running in the browser); stopped."
+        )
+        with sync_playwright() as driver, _Killer(browser_pid) as killer:
+            killer.at(fetcher.deadline)
+            try:
+                left = max(fetcher.deadline - time.monotonic(), 0.1)
+                browser = driver.chromium.launch(
+                    executable_path=executable, args=args, timeout=left * 1000
+                )
+            except PlaywrightError as exc:
+                if killer.fired:
+                    raise ToolCallError(stopped) from None
+                raise ToolCallError(f"fetch_url: Chromium did not start: {exc}.") from None
             try:
                 context = browser.new_context(
                     service_workers="block", java_script_enabled=True, accept_downloads=False
@@ -441,14 +496,64 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
                 with contextlib.suppress(PlaywrightError):
                     left = max(fetcher.deadline - time.monotonic(), 0.1)
                     tab.wait_for_load_state("networkidle", timeout=left * 1000)
+                # No timeout of its own: a page whose script never yields holds it until
+                # the killer ends the browser at the deadline.
                 html = tab.content()
             except PlaywrightError as exc:
+                if killer.fired or time.monotonic() >= fetcher.deadline:
+                    raise ToolCallError(stopped) from None
                 raise ToolCallError(
                     f"fetch_url: Chromium could not render {url:.200}: {exc}."
                 ) from None
             finally:
-                browser.close()
-    return page(first, html)
+                killer.now()  # the browser never outlives the call
+                with contextlib.suppress(PlaywrightError):
+                    browser.close()
+        return page(first, fetcher.deadline, limits.timeout, html)
+
+
+class _Killer:
+    """Kills the browser, bubblewrap and everything in its PID namespace, at a deadline
+    (``at``) or at once (``now``). The browser's PID is read from the file the wrapper
+    writes before it becomes bubblewrap, and held as a pidfd: the signal cannot reach
+    another process that got the same number later."""
+
+    def __init__(self, pid_file: Path) -> None:
+        self.pid_file = pid_file
+        self.fired = False
+        self._timer: threading.Timer | None = None
+        self._lock = threading.Lock()
+        self._pidfd: int | None = None
+
+    def __enter__(self) -> _Killer:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.now()
+        if self._timer is not None:
+            self._timer.cancel()
+
+    def at(self, deadline: float) -> None:
+        self._timer = threading.Timer(max(deadline - time.monotonic(), 0.0), self._fire)
+        self._timer.daemon = True
+        self._timer.start()
+
+    def _fire(self) -> None:
+        self.fired = True
+        self.now()
+
+    def now(self) -> None:
+        with self._lock:
+            if self._pidfd is None:
+                try:
+                    pid = int(self.pid_file.read_text())
+                    self._pidfd = os.pidfd_open(pid)
+                except (OSError, ValueError):
+                    return  # not started yet (launch is then stopped by its own timeout)
+            with contextlib.suppress(OSError):
+                # bubblewrap's --die-with-parent takes its PID namespace with it: every
+                # process Chromium started, whatever group or session it made.
+                signal.pidfd_send_signal(self._pidfd, signal.SIGKILL)
 
 
 def _served(fetched: Fetched) -> dict[str, str]:
@@ -456,11 +561,50 @@ def _served(fetched: Fetched) -> dict[str, str]:
     return {"content-type": f"{kind}; charset={fetched.charset}" if fetched.charset else kind}
 
 
-def _offline(program: str, scratch: Path) -> tuple[str, list[str]]:
-    """Chromium with no network of its own: started through ``bwrap --unshare-net`` when
-    bubblewrap is installed; besides, every name resolves to nothing and every connection
-    goes to a proxy that cannot be reached (the requests Playwright hands back are all
-    this page gets)."""
+@functools.cache
+def _works(bwrap: str) -> str | None:
+    """Why ``bwrap`` cannot give a program network and PID namespaces of its own here
+    (say, unprivileged user namespaces turned off), or ``None``: it can."""
+    try:
+        done = subprocess.run(
+            [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--unshare-pid", "--", "true"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        return str(exc)
+    if done.returncode != 0:
+        return done.stderr.decode("utf-8", "replace").strip()[:300] or f"exit {done.returncode}"
+    return None
+
+
+def _sandbox() -> str:
+    """The ``bwrap`` that keeps Chromium off the network, checked to work; rendering is
+    refused without one (``ToolCallError`` naming the fix)."""
+    bwrap = shutil.which("bwrap")
+    if bwrap is None:
+        raise ToolCallError(
+            "fetch_url: rendering runs Chromium with no network of its own, in a namespace "
+            "bubblewrap makes, and bwrap is not installed: sudo apt-get install bubblewrap "
+            "(scripts/setup installs it), or fetch without render."
+        )
+    why = _works(bwrap)
+    if why is not None:
+        raise ToolCallError(
+            f"fetch_url: rendering runs Chromium in a network namespace of its own, and "
+            f"bubblewrap cannot make one here ({why}). Allow unprivileged user namespaces "
+            "(on Ubuntu: an AppArmor profile for bwrap), or fetch without render."
+        )
+    return bwrap
+
+
+def _offline(program: str, bwrap: str, scratch: Path, pid_file: Path) -> tuple[str, list[str]]:
+    """Chromium with no network of its own: started through ``bwrap --unshare-net
+    --unshare-pid``, its PID written to ``pid_file`` first (``_Killer``); besides, every
+    name resolves to nothing and every connection goes to a proxy that cannot be reached
+    (the requests Playwright hands back are all this page gets). The namespace is what
+    holds: WebRTC's STUN goes around the proxy, to loopback, without it."""
     args = [
         "--host-resolver-rules=MAP * ~NOTFOUND",
         "--proxy-server=http://0.0.0.0:1",
@@ -468,13 +612,14 @@ def _offline(program: str, scratch: Path) -> tuple[str, list[str]]:
         "--disable-background-networking",
         "--no-pings",
     ]
-    bwrap = shutil.which("bwrap")
-    if bwrap is None:
-        return program, args
     wrapper = scratch / "chromium-offline"
-    command = shlex.join([bwrap, "--dev-bind", "/", "/", "--unshare-net", "--die-with-parent"])
+    command = shlex.join(
+        [bwrap, "--dev-bind", "/", "/", "--unshare-net", "--unshare-pid", "--die-with-parent"]
+    )
     wrapper.write_text(
-        f'#!/bin/sh\nexec {command} -- {shlex.quote(program)} "$@"\n', encoding="utf-8"
+        f"#!/bin/sh\necho $$ > {shlex.quote(str(pid_file))}\n"
+        f'exec {command} -- {shlex.quote(program)} "$@"\n',
+        encoding="utf-8",
     )
     wrapper.chmod(0o700)
     return str(wrapper), args

@@ -11,12 +11,16 @@ from __future__ import annotations
 import contextlib
 import http.server
 import ipaddress
+import multiprocessing
+import os
 import select
 import shutil
+import signal
 import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -48,10 +52,31 @@ APP_JS = (
 )
 BIG = 1 << 20
 MAX_BYTES = 64 << 10
+#: Issue 45: 1.6 MB of two-letter paragraphs, cheap to send and dear to extract.
+PARAGRAPHS = b"<html><head><title>Short</title></head><body>" + b"<p>ab</p>" * 180_000
+#: A page whose script never yields once it has loaded.
+LOOPING = (
+    "<html><head><title>Busy</title></head><body><article><h1>Busy</h1><p>This page "
+    "starts a loop that never ends once it has loaded, and holds its main thread.</p>"
+    "</article><script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 50));"
+    "</script></body></html>"
+)
+#: A page whose script sends WebRTC's STUN and TURN requests to loopback (``{udp}`` and
+#: ``{tcp}``: the ports of the test's sockets).
+WEBRTC = (
+    "<html><head><title>Call</title></head><body><article><p id='t'>Loading</p></article>"
+    "<script>const pc = new RTCPeerConnection({{iceServers: [{{urls: 'stun:127.0.0.1:{udp}'}},"
+    " {{urls: 'turn:127.0.0.1:{tcp}?transport=tcp', username: 'u', credential: 'p'}}]}});"
+    "pc.createDataChannel('x'); pc.createOffer().then(o => pc.setLocalDescription(o));"
+    "document.getElementById('t').textContent = 'This paragraph was written by the page "
+    "script after it opened a peer connection to this machine.';</script></body></html>"
+)
 
 
 class Site(http.server.BaseHTTPRequestHandler):
     listener_port = 0
+    udp_port = 0
+    tcp_port = 0
 
     def log_message(self, *args: object) -> None:
         pass
@@ -101,6 +126,12 @@ class Site(http.server.BaseHTTPRequestHandler):
             self._send(SCRIPTED.format(port=self.listener_port).encode())
         elif path == "/app.js":
             self._send(APP_JS.encode(), "text/javascript")
+        elif path == "/paragraphs":
+            self._send(PARAGRAPHS)
+        elif path == "/looping":
+            self._send(LOOPING.encode())
+        elif path == "/webrtc":
+            self._send(WEBRTC.format(udp=self.udp_port, tcp=self.tcp_port).encode())
         else:
             self.send_error(404)
 
@@ -316,3 +347,169 @@ def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
 def test_a_bad_allowed_network_is_a_setting_error(home: object) -> None:
     with pytest.raises(ConfigError, match=r"tools_fetch_allowed_networks: '10\.0\.0\.0/33'"):
         Settings(tools_fetch_allowed_networks=["10.0.0.0/33"])
+
+
+# -- issue 45: the work after the download ------------------------------------------------
+
+
+def _rss(pid: int | str = "self") -> int:
+    """A process's resident memory, bytes."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) << 10
+    return 0
+
+
+def _peak_during(call: Callable[[], Any]) -> tuple[Any, float, int]:
+    """``call()``'s result (or the ``ToolCallError`` it raised), its seconds, and this
+    process's peak resident memory above the level before, sampled every 5 ms."""
+    base = peak = _rss()
+    done = threading.Event()
+
+    def sample() -> None:
+        nonlocal peak
+        while not done.is_set():
+            peak = max(peak, _rss())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    started = time.monotonic()
+    try:
+        outcome: Any = call()
+    except ToolCallError as exc:
+        outcome = exc
+    finally:
+        seconds = time.monotonic() - started
+        done.set()
+        sampler.join()
+    return outcome, seconds, peak - base
+
+
+def test_extraction_keeps_to_the_deadline_and_out_of_the_server_s_memory(
+    site: str, home: object
+) -> None:
+    """1.6 MB of two-letter paragraphs took 22-32 s and ~280 MB of the server past a 3 s
+    timeout: the extraction ran after the download, in the server, with no bound. Now it
+    ends by the deadline, in a process of its own; given time, the first MiB is read."""
+    allowed = {"tools_fetch_allowed_networks": ["127.0.0.0/8"], "tools_fetch_max_bytes": 2 << 20}
+    short = _fetcher(tools_fetch_timeout=3.0, **allowed)
+    outcome, seconds, grew = _peak_during(lambda: short(f"{site}/paragraphs"))
+    assert seconds < 4.0, f"{seconds:.1f} s for a 3 s timeout"
+    assert grew < 100 << 20, f"the server grew {grew >> 20} MiB"
+    if isinstance(outcome, ToolCallError):  # a fast machine may finish within 3 s
+        assert "took over 3 s (its text was still being extracted)" in str(outcome)
+    patient = _fetcher(tools_fetch_timeout=30.0, **allowed)
+    outcome, seconds, grew = _peak_during(lambda: patient(f"{site}/paragraphs"))
+    assert not isinstance(outcome, ToolCallError), outcome
+    assert outcome["truncated"] and outcome["title"] == "Short"
+    assert outcome["markdown"].startswith("ab") and grew < 100 << 20, grew >> 20
+
+
+def _descendants(pid: int) -> dict[int, str]:
+    """Every process below ``pid``, with its command name."""
+    parents: dict[int, list[int]] = {}
+    names: dict[int, str] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            stat = (entry / "stat").read_text()
+        except OSError:
+            continue
+        name, rest = stat[stat.index("(") + 1 : stat.rindex(")")], stat[stat.rindex(")") + 2 :]
+        state, ppid = rest.split()[:2]
+        if state != "Z":
+            parents.setdefault(int(ppid), []).append(int(entry.name))
+            names[int(entry.name)] = name
+    found: dict[int, str] = {}
+    pending = [pid]
+    while pending:
+        for child in parents.get(pending.pop(), []):
+            found[child] = names[child]
+            pending.append(child)
+    return found
+
+
+def _alive(pid: int) -> bool:
+    try:
+        return " Z " not in Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1][:3]
+    except OSError:
+        return False
+
+
+def test_a_page_that_loops_after_loading_is_stopped_browser_and_all(site: str) -> None:
+    """Chromium burned a core 45 s past a 5 s timeout: ``page.content()`` waits for a
+    main thread that a looping script never gives back. The call runs in a child process
+    here (the old code never returned); every process it started is watched: at the
+    deadline the whole browser is killed and the call ends."""
+    if shutil.which("chromium") is None:
+        missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
+    render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=4.0)
+    context = multiprocessing.get_context("fork")
+    receive, send = context.Pipe(duplex=False)
+
+    def child() -> None:
+        started = time.monotonic()
+        try:
+            render(f"{site}/looping", render=True)
+            send.send(("rendered", time.monotonic() - started))
+        except Exception as exc:
+            send.send((f"{type(exc).__name__}: {exc}", time.monotonic() - started))
+        time.sleep(60)  # still here: whatever it left running stays its descendant
+
+    process = context.Process(target=child, daemon=True)
+    process.start()
+    seen: dict[int, str] = {}
+    outcome = None
+    try:
+        limit = time.monotonic() + 20
+        while outcome is None and time.monotonic() < limit:
+            seen |= _descendants(process.pid)
+            if receive.poll(0.1):
+                outcome = receive.recv()
+        time.sleep(0.5)
+        left = {pid: name for pid, name in seen.items() if _alive(pid)}
+    finally:
+        for pid in [*_descendants(process.pid), *seen]:
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+        process.kill()
+        process.join()
+    assert any("chrom" in name for name in seen.values()), seen  # the browser did start
+    assert outcome is not None, "the call was still running 20 s after a 4 s timeout"
+    what, seconds = outcome
+    assert "took over 4 s (the page was still loading or running" in what, what
+    assert seconds < 6.0
+    assert not [name for name in left.values() if "chrom" in name or name == "bwrap"], left
+
+
+def test_rendering_is_refused_without_the_sandbox(
+    site: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Without bubblewrap, the proxy flags were Chromium's only fence, and WebRTC went
+    around them: a page's STUN request reached a UDP socket on loopback. Rendering now
+    needs the sandbox, and says how to get it."""
+    if shutil.which("chromium") is None:
+        missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
+    udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    tcp = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    with udp, tcp:
+        udp.bind(("127.0.0.1", 0))
+        tcp.bind(("127.0.0.1", 0))
+        tcp.listen(4)
+        Site.udp_port, Site.tcp_port = udp.getsockname()[1], tcp.getsockname()[1]
+        render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=20.0)
+        if shutil.which("bwrap") is not None:  # in the sandbox: rendered, nothing reached
+            rendered = render(f"{site}/webrtc", render=True)
+            assert "opened a peer connection" in rendered["markdown"]
+            readable, _, _ = select.select([udp, tcp], [], [], 1.0)
+            assert readable == [], "a WebRTC request reached loopback from the sandbox"
+        bin_dir = tmp_path / "bin"  # Chromium on the PATH, bubblewrap not
+        bin_dir.mkdir()
+        (bin_dir / "chromium").symlink_to(shutil.which("chromium") or "")
+        monkeypatch.setenv("PATH", str(bin_dir))
+        with pytest.raises(ToolCallError, match=r"bwrap is not installed: sudo apt-get install"):
+            render(f"{site}/webrtc", render=True)
+        readable, _, _ = select.select([udp, tcp], [], [], 1.0)
+        assert readable == [], "a WebRTC request reached loopback"
