@@ -79,6 +79,9 @@ REDIRECTS = frozenset({301, 302, 303, 307, 308})
 MAX_TEXT = 100_000
 #: Requests one rendered page may make (scripts, styles, data), at most.
 MAX_SUBREQUESTS = 60
+#: Seconds (a quarter of the timeout at most) a rendered page that never goes idle leaves
+#: for reading its DOM and extracting its text before the deadline.
+READING = 3.0
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
 _NAT64 = ipaddress.ip_network("64:ff9b::/96")
@@ -492,9 +495,11 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
                 tab = context.new_page()
                 left = max(fetcher.deadline - time.monotonic(), 0.1)
                 tab.goto(first.url, wait_until="load", timeout=left * 1000)
-                # A page that keeps polling never idles: what it shows by the deadline is read.
+                # A page that keeps polling never idles: what it shows by then is read,
+                # early enough to read it and extract its text by the deadline.
                 with contextlib.suppress(PlaywrightError):
-                    left = max(fetcher.deadline - time.monotonic(), 0.1)
+                    settled = fetcher.deadline - min(READING, limits.timeout / 4)
+                    left = max(settled - time.monotonic(), 0.1)
                     tab.wait_for_load_state("networkidle", timeout=left * 1000)
                 # No timeout of its own: a page whose script never yields holds it until
                 # the killer ends the browser at the deadline.

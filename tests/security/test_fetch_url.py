@@ -61,6 +61,13 @@ LOOPING = (
     "</article><script>addEventListener('load', () => setTimeout(() => { for (;;) {} }, 50));"
     "</script></body></html>"
 )
+#: A page that never goes idle: it asks for more every 100 ms.
+POLLING = (
+    "<html><head><title>Live</title></head><body><article><p id='t'>Loading</p></article>"
+    "<script>document.getElementById('t').textContent = 'This paragraph was written by the "
+    "page script, which then asks the server for news every tenth of a second.';"
+    "setInterval(() => fetch('/app.js'), 100);</script></body></html>"
+)
 #: A page whose script sends WebRTC's STUN and TURN requests to loopback (``{udp}`` and
 #: ``{tcp}``: the ports of the test's sockets).
 WEBRTC = (
@@ -130,6 +137,8 @@ class Site(http.server.BaseHTTPRequestHandler):
             self._send(PARAGRAPHS)
         elif path == "/looping":
             self._send(LOOPING.encode())
+        elif path == "/polling":
+            self._send(POLLING.encode())
         elif path == "/webrtc":
             self._send(WEBRTC.format(udp=self.udp_port, tcp=self.tcp_port).encode())
         else:
@@ -482,6 +491,18 @@ def test_a_page_that_loops_after_loading_is_stopped_browser_and_all(site: str) -
     assert "took over 4 s (the page was still loading or running" in what, what
     assert seconds < 6.0
     assert not [name for name in left.values() if "chrom" in name or name == "bwrap"], left
+
+
+def test_a_page_that_never_idles_is_read_before_the_deadline(site: str) -> None:
+    """What a polling page shows is read early enough to extract its text by the
+    deadline, which kills the browser: the wait for the network to idle stops first."""
+    if shutil.which("chromium") is None:
+        missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
+    render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=5.0)
+    started = time.monotonic()
+    rendered = render(f"{site}/polling", render=True)
+    assert "asks the server for news" in rendered["markdown"]
+    assert time.monotonic() - started < 5.0
 
 
 def test_rendering_is_refused_without_the_sandbox(
