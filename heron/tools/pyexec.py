@@ -220,8 +220,11 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
                 cgroup.add(process.pid)
             except OSError as exc:  # it runs with its per-process limits, as without one
                 log.warning("python_exec: cannot move the sandbox into %s: %s", cgroup.path, exc)
-            with process.stdin:
+            try:
                 process.stdin.write(b"go\n")
+                process.stdin.close()
+            except BrokenPipeError:
+                pass  # it ended already; its status says how
         try:
             status = process.wait(limits.timeout)
         except subprocess.TimeoutExpired:
