@@ -151,7 +151,9 @@ def test_many_tiny_embedding_inputs_are_refused_by_their_count(tmp_path: Path) -
     tokens, within the cap, and cost 7.8-9.4 s of the server's CPU under the default
     profile: each text costs the models a run of their own, whatever its length. Refused,
     in OpenAI's shape, the bound named; the most it lets through costs under 2 s."""
-    with serve(tmp_path, {"HERON_EMBEDDER": "auto"}) as s, s.client() as http:
+    # The default profile and cap, whatever the module's server set in the environment.
+    env = {"HERON_EMBEDDER": "auto", "HERON_EMBEDDINGS_MAX_TOKENS": "8192"}
+    with serve(tmp_path, env) as s, s.client() as http:
         http.post("/v1/embeddings", json={"model": "m", "input": ["warm up both models"]})
         started = time.process_time()  # the whole process: the server is a thread of it
         reply = http.post("/v1/embeddings", json={"model": "m", "input": ["ab"] * 2048})
