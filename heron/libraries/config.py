@@ -27,6 +27,18 @@ from the CLI), never a ``X::`` transport (``ext::`` runs a program), and a folde
 neither ``/`` nor one holding Heron's data directory. Over the API (``library.add``) a
 folder must be under one of ``library_roots`` (``HERON_LIBRARY_ROOTS``; none by default)
 and ``file://`` needs ``library_allow_file_urls``.
+
+**A name is one context's** (``heron.core.contexts``). A library's name is its store
+namespace, so two lists naming it share one index: what one context indexes there, the
+other quotes, and removing it from one drops the other's. The unit that owns a name is a
+library list: ``libraries.txt`` (the default context's, and every context's that has no
+``libraries_file``) or a context's ``libraries_file``. ``add_library`` refuses a name
+another list holds, whatever its source (``NameTaken``), so no API call can make two
+lists share one; an operator may still write one library into two lists by hand, with
+the same source and options, to share it (``read_libraries`` takes that, and refuses a
+name two lists give different libraries: ``ConfigError``), and ``forget_library`` then
+keeps the index while another list names it. The names of Heron's own indexes
+(``RESERVED``: the tools' and the skills' namespaces) are no library's.
 """
 
 from __future__ import annotations
@@ -57,6 +69,18 @@ _TRANSPORT = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)::")
 NETWORK_SCHEMES = ("https", "http", "ssh", "git")
 #: Who adds a library: the local user (CLI, Python) or a caller over the API.
 Caller = Literal["local", "api"]
+#: Store namespaces of Heron's own indexes (``heron.tools.router``'s and the tool
+#: definitions' ``tools``, ``heron.skills``' ``skills`` and ``skills.CONTEXT``, the
+#: doctor's scratch): a library of that name would read, re-index and drop them.
+RESERVED = frozenset({"tools", "skills", "heron.doctor"})
+RESERVED_PREFIXES = ("skills.",)
+#: The lock every ``add_library`` takes, beside its list's own: two contexts adding one
+#: name at once must not both find it free.
+_NAMES_LOCK = "libraries-names"
+
+
+class NameTaken(InputError):
+    """A library name another context's list holds (``add_library``)."""
 
 
 #: The options a ``libraries.txt`` line may carry after its source, and what each takes.
@@ -232,6 +256,11 @@ def check_name(name: str) -> str:
             f"Invalid library name {name!r}: use letters, digits, '_', '-' or '.', "
             "starting with a letter or digit, e.g. kubernetes-docs."
         )
+    if name in RESERVED or name.startswith(RESERVED_PREFIXES):
+        raise InputError(
+            f"{name!r} names one of Heron's own indexes (tools, skills, skills.CONTEXT), "
+            f"so it cannot be a library's; choose another name, e.g. {name}-docs."
+        )
     return name
 
 
@@ -321,11 +350,10 @@ def _globs(value: str | None) -> tuple[str, ...]:
     return tuple(g for g in (value or "").split(",") if g)
 
 
-def read_libraries(settings: Settings) -> list[Library]:
-    """Configured libraries in file order, then the built-in ``heron`` docs library; in
-    a context (``settings.context_spec``), those of its file, and of them only the ones
-    it names, if it names any."""
-    libraries = _parse(config_path(settings))
+def _listed(path: Path, settings: Settings) -> list[Library]:
+    """The libraries of the list at ``path`` in file order, then the built-in ``heron``
+    docs library unless the list names one."""
+    libraries = _parse(path)
     docs = heron_docs()
     if (
         settings.library_default_docs
@@ -333,6 +361,72 @@ def read_libraries(settings: Settings) -> list[Library]:
         and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
     ):
         libraries.append(Library(DEFAULT_DOCS_NAME, str(docs), builtin=True))
+    return libraries
+
+
+def _same_list(a: Path, b: Path) -> bool:
+    return a.expanduser().resolve() == b.expanduser().resolve()
+
+
+def _other_lists(settings: Settings) -> list[Path]:
+    """The library lists of the server but the settings' context's own: ``libraries.txt``
+    and every context's ``libraries_file``, each once."""
+    mine = config_path(settings)
+    lists: list[Path] = []
+    for path in [settings.home / FILE_NAME] + [
+        spec.libraries_file
+        for spec in settings.contexts.values()
+        if spec.libraries_file is not None
+    ]:
+        if not _same_list(path, mine) and not any(_same_list(path, p) for p in lists):
+            lists.append(path)
+    return lists
+
+
+def _others(settings: Settings) -> Iterator[Library]:
+    """Every library of the server's other lists (``_other_lists``)."""
+    for path in _other_lists(settings):
+        try:
+            yield from _listed(path, settings)
+        except ConfigError:
+            # Its own context reports what is wrong with it; this one is not told its path.
+            raise ConfigError(
+                "Another context's library list cannot be read, so which library names it "
+                "holds cannot be told; the server's operator must fix it (heron --context "
+                "NAME library list says what is wrong)."
+            ) from None
+
+
+def elsewhere(name: str, settings: Settings) -> list[Library]:
+    """The library each other list of the server names ``name``: empty when ``name`` is
+    this context's alone, or nobody's."""
+    return [lib for lib in _others(settings) if lib.name == name]
+
+
+def _key(library: Library) -> tuple[Any, ...]:
+    """What makes two entries one library: the same pages indexed the same way."""
+    return (library.source, library.branch, library.include, library.exclude, library.collections)
+
+
+def read_libraries(settings: Settings) -> list[Library]:
+    """Configured libraries in file order, then the built-in ``heron`` docs library; in
+    a context (``settings.context_spec``), those of its file, and of them only the ones
+    it names, if it names any. A name another list gives another library is a
+    ``ConfigError`` (one namespace cannot hold both; see the module)."""
+    libraries = _listed(config_path(settings), settings)
+    if any(spec.libraries_file is not None for spec in settings.contexts.values()):
+        # Lists of their own exist: one of them may name one of these differently.
+        # Neither context is told the other's file or name: only what to fix here.
+        mine = {lib.name: lib for lib in libraries}
+        for lib in _others(settings):
+            if lib.name in mine and _key(lib) != _key(mine[lib.name]):
+                raise ConfigError(
+                    f"Library {lib.name!r} of {config_path(settings)} is also in another "
+                    "context's library list, with another source or options; a library "
+                    "name is one index, so it cannot be both. Rename it in one list "
+                    "(library remove, then add under a new name), or give both lists the "
+                    "same line to share it."
+                )
     spec = settings.context_spec
     if spec is not None and spec.libraries is not None:
         libraries = [lib for lib in libraries if lib.name in spec.libraries]
@@ -403,10 +497,18 @@ def add_library(
     line = " ".join(word for word in (name, source, given.options()) if word)
     library = _library(name, line.split(None, 1)[1])  # the options checked as when read
     path = config_path(settings)
-    with _locked(path):
+    with _locked(settings.home / _NAMES_LOCK), _locked(path):
         if any(lib.name == name for lib in _parse(path)):
             raise InputError(
                 f"Library {name!r} exists. Remove it first: heron library remove {name}"
+            )
+        if elsewhere(name, settings):
+            # Whatever its source: sharing the name would share the index, its re-index
+            # and its removal. Who holds it is that context's business, not told here.
+            raise NameTaken(
+                f"The library name {name!r} is taken by another context: a library's name "
+                "is its index, and one context's. Choose another name, e.g. "
+                f"{settings.context}-{name}."
             )
         lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
         _write(path, [*lines, line])

@@ -11,7 +11,13 @@ from typing import Any
 from heron.core.errors import ToolInputError
 from heron.core.workspace import Workspace
 from heron.errors import HeronError, NotFound
-from heron.libraries.config import Library, get_library, read_libraries, remove_library
+from heron.libraries.config import (
+    Library,
+    elsewhere,
+    get_library,
+    read_libraries,
+    remove_library,
+)
 from heron.libraries.state import incomplete_note, last_sync, library_state
 from heron.libraries.sync import checkout_dir, qa_fallback_dir
 from heron.programs import default_policy
@@ -83,8 +89,12 @@ def statuses(store: Store, settings: Settings, name: str | None = None) -> list[
 def forget_library(name: str, store: Store, settings: Settings) -> Library:
     """Remove from ``libraries.txt`` first (a running indexer then stops and cleans up),
     then drop the index, its state, any git checkout and the Q&A caches Heron kept for
-    it (``qa_fallback_dir``; never those in the library's own folder)."""
+    it (``qa_fallback_dir``; never those in the library's own folder). A library another
+    context's list still names (shared by configuration, ``heron.libraries.config``)
+    keeps all of them: they are that context's too."""
     library = remove_library(name, settings)
+    if elsewhere(name, settings):
+        return library
     with contextlib.suppress(NotFound):  # never indexed nor synced
         store.drop(name)
     shutil.rmtree(checkout_dir(library, settings), ignore_errors=True)

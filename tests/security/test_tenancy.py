@@ -1,0 +1,186 @@
+"""Attacks of one context on another's names (issue 45), and of one key on the tool
+ceiling of another door.
+
+A real ``heron serve`` on loopback serves three contexts, each with its own library list
+and workspace, and named keys bound to them: ``alpha`` owns the library ``alpha-docs``
+(a launch plan), ``beta`` attacks it with its own admin key, ``gamma`` watches what it
+is shown. Before the rules of ``heron.tenancy``, ``heron.libraries.config`` and
+``heron.tools.ceiling``, beta's admin key added a library named ``alpha-docs`` and read
+alpha's text through it (then re-indexed or removed alpha's index), the examples learned
+from alpha's questions were listed to every context, alpha's critical card's audio was
+served to beta, and ``/metrics``, ``/ready`` and a store-counts job named alpha's
+library and key to beta. The last tests hold one ``tools`` key to one ceiling through
+JSON-RPC and MCP, and MCP's ``ask`` to MCP's.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from heron.errors import ConfigError, InputError
+from heron.keys import open_keys
+from heron.libraries import add_library, index_library, read_libraries
+from heron.libraries.library import forget_library
+from heron.server import create_app
+from heron.settings import Settings
+from heron.store import open_store
+from tests.libraries.conftest import write_pages
+from tests.security.served import make_repo
+from tests.server.conftest import heron_env, running
+
+LAUNCH_PAGE = (
+    "---\ntitle: Launch plan\n---\nThe orbital relay launches on the ninth of March "
+    "from pad seven, with the backup crew on standby.\n"
+)
+LAUNCH = "When does the orbital relay launch?"
+SECRET = "orbital"
+NOT_FOUND, BAD_INPUT = -32004, -32001
+
+
+@dataclass
+class Tenants:
+    """The server, its contexts' folder and each key's token by name."""
+
+    url: str
+    tmp: Path
+    tokens: dict[str, str]
+
+    @property
+    def home(self) -> Path:
+        return self.tmp / "home"
+
+    def headers(self, who: str | None = None, context: str | None = None) -> dict[str, str]:
+        headers = {"authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        return headers | ({"x-heron-context": context} if context else {})
+
+    def call(self, who: str | None, method: str, params: Any = None, **kw: Any) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params or {}}
+        reply = httpx.post(
+            f"{self.url}/rpc", json=body, headers=self.headers(who, **kw), timeout=120
+        )
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+    def result(self, who: str | None, method: str, params: Any = None, **kw: Any) -> Any:
+        answer = self.call(who, method, params, **kw)
+        assert "result" in answer, answer
+        return answer["result"]
+
+    def error(self, who: str | None, method: str, params: Any = None, **kw: Any) -> Any:
+        answer = self.call(who, method, params, **kw)
+        assert "error" in answer, answer
+        return answer["error"]
+
+
+def contexts(tmp: Path) -> dict[str, Any]:
+    return {
+        name: {"libraries_file": str(tmp / f"{name}.txt"), "workspace": str(tmp / f"ws-{name}")}
+        for name in ("alpha", "beta", "gamma")
+    }
+
+
+KEYS = {
+    "alpha-admin": (("admin",), "alpha"),
+    "beta-admin": (("admin",), "beta"),
+    "beta-reader": (("read",), "beta"),
+    "gamma-reader": (("read",), "gamma"),
+}
+
+
+@pytest.fixture(scope="module")
+def tenants(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Tenants]:
+    tmp = tmp_path_factory.mktemp("tenancy")
+    with pytest.MonkeyPatch.context() as mp:
+        env = heron_env(tmp) | {"HERON_LIBRARY_ROOTS": json.dumps([str(tmp)])}
+        for name, value in env.items():
+            mp.setenv(name, value)
+        for name in ("HERON_CONFIG", "HERON_API_TOKEN", "HERON_CONTEXT"):
+            mp.delenv(name, raising=False)
+        write_pages(tmp / "ws-alpha", {"plan.txt": "alpha's workspace"})
+        make_repo(tmp / "ws-beta")  # beta's jobs check it with git
+        (tmp / "ws-gamma").mkdir()
+        settings = Settings(contexts=contexts(tmp))
+        alpha = settings.in_context("alpha")
+        add_library(
+            "alpha-docs", str(write_pages(tmp / "alpha-docs", {"launch.md": LAUNCH_PAGE})), alpha
+        )
+        with open_store(settings) as store:
+            assert index_library("alpha-docs", store, settings=alpha).error is None
+        with open_keys(settings) as keys:
+            tokens = {
+                name: keys.create(name, scopes, context=context)[1]
+                for name, (scopes, context) in KEYS.items()
+            }
+        with running(create_app(settings)) as (url, _):
+            yield Tenants(url, tmp, tokens)
+
+
+# -- a library's name is one context's ------------------------------------------------
+
+
+def test_one_context_cannot_take_another_s_library_name(tenants: Tenants) -> None:
+    t = tenants
+    beta_docs = write_pages(t.tmp / "beta-docs", {"launch.md": "---\ntitle: Ours\n---\nBeta's.\n"})
+    taken = t.error("beta-admin", "library.add", {"name": "alpha-docs", "source": str(beta_docs)})
+    assert taken["code"] == BAD_INPUT, taken
+    assert "taken by another context" in taken["message"]
+    assert "alpha.txt" not in taken["message"]  # whose list holds it is not told
+    # So nothing of alpha's is beta's to read, re-index or remove, by any method or route.
+    for method, params in (
+        ("search.query", {"query": LAUNCH, "library": "alpha-docs"}),
+        ("library.status", {"name": "alpha-docs"}),
+        ("library.pages", {"name": "alpha-docs"}),
+        ("library.passage", {"library": "alpha-docs", "page": "launch", "first": 1, "last": 9}),
+        ("library.index", {"name": "alpha-docs"}),
+        ("library.remove", {"name": "alpha-docs"}),
+    ):
+        error = t.error("beta-admin", method, params)
+        assert error["code"] == NOT_FOUND, (method, error)
+    assert SECRET not in json.dumps(t.call("beta-admin", "search.query", {"query": LAUNCH}))
+    page = {"library": "alpha-docs", "page": "launch"}
+    source = httpx.get(f"{t.url}/source", params=page, headers=t.headers("beta-reader"))
+    assert source.status_code == 404 and SECRET not in source.text
+    # Heron's own indexes are no library's either: skills.alpha would be alpha's skills.
+    for name in ("skills.alpha", "skills", "tools"):
+        error = t.error("beta-admin", "library.add", {"name": name, "source": str(beta_docs)})
+        assert error["code"] == BAD_INPUT and "Heron's own indexes" in error["message"], name
+    # Alpha's library is as it was.
+    found = t.result("alpha-admin", "search.query", {"query": LAUNCH})
+    assert found[0]["library"] == "alpha-docs" and SECRET in json.dumps(found)
+
+
+def test_a_library_is_shared_only_by_configuration(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for name, value in heron_env(tmp_path).items():
+        monkeypatch.setenv(name, value)
+    docs = write_pages(tmp_path / "docs", {"launch.md": LAUNCH_PAGE})
+    other = write_pages(tmp_path / "other", {"launch.md": "---\ntitle: Other\n---\nOther.\n"})
+    for name in ("a", "b"):  # the operator writes one library into two lists, by hand
+        (tmp_path / f"{name}.txt").write_text(f"shared {docs}\n")
+    specs = {name: {"libraries_file": str(tmp_path / f"{name}.txt")} for name in ("a", "b")}
+    settings = Settings(contexts=specs)
+    a, b = settings.in_context("a"), settings.in_context("b")
+    assert [lib.name for lib in read_libraries(b)] == ["shared"]
+    with open_store(settings) as store:
+        assert index_library("shared", store, settings=a).error is None
+        forget_library("shared", store, b)  # b lets go of it: a's index stays a's
+        assert [lib.name for lib in read_libraries(b)] == []
+        assert "shared" in {ns.name for ns in store.namespaces()}
+    # Adding never makes a share: the name is a's now, whatever the source.
+    with pytest.raises(InputError, match="taken by another context"):
+        add_library("shared", str(docs), b)
+    # A list naming it as another library is refused in every context that lists it.
+    (tmp_path / "c.txt").write_text(f"shared {other}\n")
+    clash = Settings(contexts=specs | {"c": {"libraries_file": str(tmp_path / "c.txt")}})
+    for name in ("a", "c"):
+        with pytest.raises(ConfigError, match="also in another context's library list") as info:
+            read_libraries(clash.in_context(name))
+        assert "a.txt" not in str(info.value).replace(str(tmp_path / f"{name}.txt"), "")
