@@ -84,8 +84,8 @@ def open_toolbox(
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:
     what the caller opened for this toolbox, closed by ``Toolbox.close`` (and at once if
     this fails). ``learn``: give tools the requests they served before as examples
-    (``ToolUsage`` in ``$HERON_HOME/tools.db``) and record new ones through
-    ``Toolbox.learn``."""
+    (``ToolUsage`` in ``$HERON_HOME/tools.db``, the settings' context's alone) and
+    record new ones there through ``Toolbox.learn``."""
     resources = resources if resources is not None else contextlib.ExitStack()
     try:  # what was opened is closed when a later step fails
         registry = ToolRegistry()
@@ -115,7 +115,7 @@ def open_toolbox(
         usage = None
         if learn:
             usage = resources.enter_context(
-                contextlib.closing(ToolUsage(settings.home / USAGE_FILE))
+                contextlib.closing(ToolUsage(settings.home / USAGE_FILE, context=settings.context))
             )
             registry.teach(usage.examples())
     except BaseException:

@@ -7,6 +7,10 @@ served is evidence of how people ask for it, so the agent records it here, and
 a toolbox is opened; only its vector is computed then.
 
 The log is its own SQLite file (``$HERON_HOME/tools.db``, a ``heron.db.SQLiteDatabase``).
+Each request is kept with the context it was asked in (``heron.core.contexts``), and a
+context's toolbox learns only its own: a request is its asker's words, and the examples
+are shown (``tools.list``) to whoever may list the tools. Requests kept before contexts
+were recorded are the default context's.
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from heron.core.contexts import DEFAULT
 from heron.db import Schema, SQLiteDatabase
 from heron.redact import redact
 from heron.resource import Resource
@@ -37,6 +42,20 @@ CREATE TABLE IF NOT EXISTS tool_requests (
     PRIMARY KEY (tool, request)
 );
 """,
+        # Each request is its context's: one asked in one context is no example in another.
+        """
+CREATE TABLE tool_requests_by_context (
+    context TEXT NOT NULL,
+    tool TEXT NOT NULL,
+    request TEXT NOT NULL,
+    at REAL NOT NULL,
+    PRIMARY KEY (context, tool, request)
+);
+INSERT INTO tool_requests_by_context (context, tool, request, at)
+    SELECT 'default', tool, request, at FROM tool_requests;
+DROP TABLE tool_requests;
+ALTER TABLE tool_requests_by_context RENAME TO tool_requests
+""",
     ),
     rebuild="a new log starts on the next use",
     reopen="heron.tools.open_toolbox(settings, store)",
@@ -44,11 +63,13 @@ CREATE TABLE IF NOT EXISTS tool_requests (
 
 
 class ToolUsage(Resource):
-    """Safe to share between threads: one connection, used under a lock."""
+    """The requests of ``context``'s tools. Safe to share between threads: one
+    connection, used under a lock."""
 
-    def __init__(self, path: Path, per_tool: int = PER_TOOL) -> None:
+    def __init__(self, path: Path, per_tool: int = PER_TOOL, *, context: str = DEFAULT) -> None:
         self.path = path
         self.per_tool = per_tool
+        self.context = context
         self._log = SQLiteDatabase(path, _LOG, pragmas=(), rows=None)
 
     def record(self, tool: str, request: str) -> None:
@@ -59,13 +80,14 @@ class ToolUsage(Resource):
             return
         with self._log.connection() as db:
             db.execute(
-                "INSERT INTO tool_requests (tool, request, at) VALUES (?, ?, ?) "
-                "ON CONFLICT (tool, request) DO UPDATE SET at = excluded.at",
-                (tool, request, time.time()),
+                "INSERT INTO tool_requests (context, tool, request, at) VALUES (?, ?, ?, ?) "
+                "ON CONFLICT (context, tool, request) DO UPDATE SET at = excluded.at",
+                (self.context, tool, request, time.time()),
             )
 
     def examples(self) -> dict[str, tuple[str, ...]]:
-        """The ``per_tool`` most recent requests of each tool, newest first."""
+        """The ``per_tool`` most recent requests of each tool in this context, newest
+        first."""
         with self._log.connection() as db:
             rows = db.execute(
                 """
@@ -73,10 +95,10 @@ class ToolUsage(Resource):
                     SELECT tool, request, row_number() OVER (
                         PARTITION BY tool ORDER BY at DESC, request
                     ) AS n
-                    FROM tool_requests
+                    FROM tool_requests WHERE context = ?
                 ) WHERE n <= ? ORDER BY tool, n
                 """,
-                (self.per_tool,),
+                (self.context, self.per_tool),
             ).fetchall()
         learned: dict[str, list[str]] = {}
         for tool, request in rows:

@@ -31,6 +31,7 @@ from heron.libraries.library import forget_library
 from heron.server import create_app
 from heron.settings import Settings
 from heron.store import open_store
+from heron.tools.usage import ToolUsage
 from tests.libraries.conftest import write_pages
 from tests.security.served import make_repo
 from tests.server.conftest import heron_env, running
@@ -184,3 +185,17 @@ def test_a_library_is_shared_only_by_configuration(
         with pytest.raises(ConfigError, match="also in another context's library list") as info:
             read_libraries(clash.in_context(name))
         assert "a.txt" not in str(info.value).replace(str(tmp_path / f"{name}.txt"), "")
+
+
+# -- what a context learned is its own ------------------------------------------------
+
+
+def test_tool_examples_stay_in_the_context_that_asked(tenants: Tenants) -> None:
+    t = tenants
+    asked = "List the files in my workspace"
+    answer = t.result("alpha-admin", "agent.chat", {"message": asked, "answer": "extractive"})
+    assert [u["name"] for u in answer["tools"] if u["ok"]] == ["list_files"], answer["tools"]
+    # gamma's toolbox opens after alpha asked: it learns no request of alpha's.
+    listed = t.result("gamma-reader", "tools.list")
+    assert asked not in json.dumps(listed)
+    assert asked in ToolUsage(t.home / "tools.db", context="alpha").examples()["list_files"]
