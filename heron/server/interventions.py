@@ -29,7 +29,7 @@ from any other (each stream looks again at the open cards it sent)::
 in the request's context (``reach="context"``, ``runtime_of``): its rooms are its own (a
 room ``team`` of one context is not the ``team`` of another), and another context's
 intervention id is a 404 (``-32004``). A card's action runs in the card's context; a
-job's card is raised in the job's.
+job's card is raised in the job's. A card's audio is served only in the card's context.
 """
 
 from __future__ import annotations
@@ -56,7 +56,7 @@ from heron.agent.wiring import Scan
 from heron.errors import HeronError, InputError, NotFound
 from heron.interventions import Intervention, Interventions, Resolution, job_changed
 from heron.interventions.model import MAX_NAME, Severity
-from heron.interventions.service import audio_folder
+from heron.interventions.service import AUDIO_URL, audio_folder
 from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.jobs import Job
 from heron.server.contexts import runtime_of
@@ -304,11 +304,25 @@ def routes(runtime: Runtime) -> list[BaseRoute]:
             return heron_error(exc)
         return Response(json.dumps(done.to_dict()), media_type="application/json")
 
+    def spoken(request: Request, name: str) -> tuple[Iterator[bytes], int] | None:
+        """The audio file ``name`` if the card that spoke it is one of the request's
+        context: the file is named by the card's id, which is counted, so any caller could
+        guess another context's. Rooms are no boundary within a context (any caller of it
+        lists every room's cards), so the context is the check."""
+        if not AUDIO_NAME.match(name):
+            return None
+        try:
+            card = whole(name.removesuffix(".wav"), "the card's id", low=1)
+            found = runtime_of(runtime, request).interventions.get(card)
+        except HeronError:  # another context's card, or none: no file either way
+            return None
+        if found.audio_url != AUDIO_URL + name:
+            return None
+        return open_audio(audio_folder(runtime.settings), name)
+
     async def audio(request: Request) -> Response:
         name = request.path_params["file"]
-        found = None
-        if AUDIO_NAME.match(name):
-            found = await run_in_threadpool(open_audio, audio_folder(runtime.settings), name)
+        found = await run_in_threadpool(spoken, request, name)
         if found is None:
             return not_found(f"No audio file {name!r}.")
         chunks, size = found

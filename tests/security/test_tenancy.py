@@ -199,3 +199,19 @@ def test_tool_examples_stay_in_the_context_that_asked(tenants: Tenants) -> None:
     listed = t.result("gamma-reader", "tools.list")
     assert asked not in json.dumps(listed)
     assert asked in ToolUsage(t.home / "tools.db", context="alpha").examples()["list_files"]
+
+
+def test_a_card_s_audio_is_served_only_in_its_context(tenants: Tenants) -> None:
+    t = tenants
+    card = t.result(
+        "alpha-admin",
+        "interventions.raise",
+        {"kind": "watchdog_incident", "key": "watchdog:relay", "room": "ops",
+         "severity": "critical", "facts": {"check": "relay", "detail": "down"}},
+    )  # fmt: skip
+    assert card["audio_url"], card
+    audio = f"{t.url}{card['audio_url']}"
+    for who in ("beta-reader", "gamma-reader", None):  # None: the default context
+        assert httpx.get(audio, headers=t.headers(who)).status_code == 404, who
+    own = httpx.get(audio, headers=t.headers("alpha-admin"))
+    assert own.status_code == 200 and own.content[:4] == b"RIFF"
