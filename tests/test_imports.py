@@ -5,7 +5,8 @@ counts: at the top, inside functions, under ``if TYPE_CHECKING:``. Each import i
 from the module's subpackage to the imported one, and must go down the table:
 
     interfaces   cli, server, web, ops           may import everything below
-    agent        agent                           wires the capabilities together
+    agent        agent, tenancy                  wires the capabilities together;
+                                                 tenancy: what a context owns across them
     capabilities libraries, skills, tools, llm,  import none of each other
                  jobs, interventions
     foundation   db, store, embed, core,         import no capability (nor anything above)
@@ -36,7 +37,7 @@ import pytest
 HERON = Path(__file__).resolve().parent.parent / "heron"
 
 INTERFACES = {"cli", "server", "web", "ops"}
-AGENT = {"agent"}
+AGENT = {"agent", "tenancy"}
 CAPABILITIES = {"libraries", "skills", "tools", "llm", "jobs", "interventions"}
 FOUNDATION = {
     "db",

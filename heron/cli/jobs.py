@@ -13,6 +13,7 @@ from rich.markup import escape
 from heron.agent import job_runner
 from heron.cli.output import console, print_json
 from heron.jobs import RISK_LEVELS, STATES, Job, JobEvent, open_jobs
+from heron.tenancy import namespaces_seen
 
 jobs_app = typer.Typer(
     help="Delegated work: background jobs that check the workspace, step by step.",
@@ -223,7 +224,7 @@ def run(
     """
     jobs = open_jobs()
     # Every context's jobs, each run in its own context (its workspace, its libraries).
-    runner = job_runner(jobs, concurrency=concurrency, runner_for=job_runner)
+    runner = job_runner(jobs, concurrency=concurrency, runner_for=job_runner, seen=namespaces_seen)
 
     async def main() -> dict[str, Any]:
         recovered = await asyncio.to_thread(runner.recover)

@@ -43,7 +43,7 @@ import socket
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -61,11 +61,12 @@ from heron.programs.processes import alive
 from heron.redact import redact_then_cut
 
 if TYPE_CHECKING:
+    from heron.settings import Settings
     from heron.store import Store
 
 #: ``search(query, store) -> results as dicts``: the libraries' search (``search_docs``).
 Search = Callable[[str, "Store"], list[dict[str, Any]]]
-#: ``runner_for(jobs, worker=, poll=, store=)``: the runner of a context's jobs (a view,
+#: ``runner_for(jobs, worker=, poll=, store=, seen=)``: the runner of a context's jobs (a view,
 #: ``Jobs.within``); ``heron.agent.job_runner`` fits.
 RunnerFor = Callable[..., "JobRunner"]
 
@@ -101,9 +102,13 @@ class JobRunner:
         search: Search | None = None,
         broker: Callable[[], ChatBroker] | None = None,
         runner_for: RunnerFor | None = None,
+        seen: Callable[[Settings], Container[str]] | None = None,
     ) -> None:
         """``store`` gives a shared search store (the server's) to the docs and index
         steps; without it each such step opens the configured one and closes it.
+        ``seen(settings)``: the store namespaces a job of that context may count
+        (``heron.tenancy.namespaces_seen``, which the server and the CLI hand in: another
+        context's library names are its own); without it, every namespace.
         ``search`` answers the ``search_docs`` step; ``broker()`` opens the broker whose
         capable model writes the summary (closed after it). Both come from the caller
         (``heron.agent.job_runner``). ``runner_for`` makes the runner of another
@@ -116,6 +121,7 @@ class JobRunner:
         self._shared_store = store
         self._search = search
         self._broker = broker
+        self._seen = seen
         self.settings = jobs.settings
         self.concurrency = concurrency or self.settings.jobs_concurrency
         self.poll = poll
@@ -195,7 +201,11 @@ class JobRunner:
         if context not in self._contexts:
             scoped = self.jobs.within(self.settings.in_context(context))
             self._contexts[context] = self._runner_for(
-                scoped, worker=self.worker, poll=self.poll, store=self._shared_store
+                scoped,
+                worker=self.worker,
+                poll=self.poll,
+                store=self._shared_store,
+                seen=self._seen,
             )
         return self._contexts[context]
 
@@ -408,9 +418,12 @@ class JobRunner:
                         "heron.agent.job_runner (as heron jobs run and heron serve do)."
                     )
                 return {"results": self._search(job.prompt, store)}
+            # The job's context's namespaces alone: another's library names are its own.
+            seen = self._seen(self.settings) if self._seen is not None else None
             namespaces = [
                 {"name": ns.name, "records": ns.count, "model": ns.model_id, "dim": ns.dim}
                 for ns in store.namespaces()
+                if seen is None or ns.name in seen
             ]
             jobs = Counter(j.state for j in self.jobs.list(limit=COUNTED_JOBS))
             return {

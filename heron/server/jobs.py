@@ -47,6 +47,7 @@ from heron.server.numbers import Position, whole
 from heron.server.replies import heron_error, invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
+from heron.tenancy import namespaces_seen
 
 #: Seconds between looks at the database for job events another process wrote.
 SCOPE_POLL = 1.0
@@ -193,7 +194,9 @@ async def lifespan(runtime: Runtime) -> AsyncIterator[None]:
     every context's jobs; on the way in they recover jobs a crashed server left
     ``running``."""
     stop = asyncio.Event()
-    runner = job_runner(runtime.jobs, store=lambda: runtime.store, runner_for=job_runner)
+    runner = job_runner(
+        runtime.jobs, store=lambda: runtime.store, runner_for=job_runner, seen=namespaces_seen
+    )
     task = asyncio.create_task(runner.serve(stop))
     try:
         yield

@@ -28,13 +28,19 @@ the HTTP ones is ``OTHER``; a JSON-RPC method is a registered one; a tool is one
 toolbox has registered and a model an alias of the models table, anything else (a tool
 name a model invented, a model a client named) is ``unknown``; stages and search modes
 are Heron's own.
+
+**Who sees which series** (``heron.tenancy``): the server's administrator, all of them;
+any other caller (``view``) only what its context owns: ``heron_index_records`` of its
+context's namespaces, the ``key`` series of its own key, and ``heron_jobs`` (the default
+context's jobs) only in the default context. A library's or a key's name is its
+owner's, and no label value of another context's reaches that caller.
 """
 
 from __future__ import annotations
 
 import json
 import platform
-from collections.abc import Callable, Container, Iterable, Iterator
+from collections.abc import Callable, Collection, Container, Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -63,6 +69,37 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 UNKNOWN = "unknown"
 #: Gauges read at scrape time: ``name -> ((labels, value), ...)``.
 Gauges = dict[str, list[tuple[dict[str, str], float]]]
+#: Whether one sample (its family's name, its labels) is shown to the caller.
+Keep = Callable[[str, Mapping[str, str]], bool]
+
+
+def view(namespaces: Collection[str], key: str | None, *, jobs: bool) -> Keep:
+    """What a caller who does not see everything is shown (the module): the
+    ``namespaces`` of its context, the series of its ``key`` (its name; ``None``: none),
+    and ``heron_jobs`` when ``jobs``."""
+
+    def keep(family: str, labels: Mapping[str, str]) -> bool:
+        if "namespace" in labels:
+            return labels["namespace"] in namespaces
+        if "key" in labels:
+            return labels["key"] == key
+        return jobs or family != "heron_jobs"
+
+    return keep
+
+
+class _Kept(Collector):
+    """A registry's families with only the samples ``keep`` keeps (``Metrics.render``)."""
+
+    def __init__(self, registry: CollectorRegistry, keep: Keep) -> None:
+        self.registry = registry
+        self.keep = keep
+
+    def collect(self) -> Iterator[Metric]:
+        for family in self.registry.collect():
+            kept = Metric(family.name, family.documentation, family.type, family.unit)
+            kept.samples = [s for s in family.samples if self.keep(family.name, s.labels)]
+            yield kept
 
 
 class _ScrapeCollector(Collector):
@@ -218,8 +255,9 @@ class Metrics:
     def observe_search(self, mode: str, seconds: float) -> None:
         self.search_seconds.labels(mode).observe(seconds)
 
-    def render(self) -> bytes:
-        return generate_latest(self.registry)
+    def render(self, keep: Keep | None = None) -> bytes:
+        """The exposition; with ``keep`` (``view``), only the samples it keeps."""
+        return generate_latest(self.registry if keep is None else _Kept(self.registry, keep))
 
 
 def watchdog_gauges(path: Path) -> Gauges:

@@ -24,25 +24,33 @@ from heron.ops.doctor import CHECKS, doctor
 from heron.ops.watchdog import history_path, latest_path, load_config, read_latest
 from heron.ops.watchdog.heartbeats import record_beat
 from heron.ops.watchdog.state import iso
+from heron.server.contexts import runtime_of
 from heron.server.hooks import endpoint, no_lifespan
-from heron.server.metrics import CONTENT_TYPE, Gauges, watchdog_gauges
+from heron.server.keys import key_of
+from heron.server.metrics import CONTENT_TYPE, Gauges, Keep, view, watchdog_gauges
 from heron.server.reload import reloader
 from heron.server.replies import heron_error, invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
+from heron.tenancy import namespaces_seen, sees_everything
 
 
-def readiness(rt: Runtime) -> dict[str, Any]:
+def readiness(
+    rt: Runtime, scoped: Runtime | None = None, *, everything: bool = True
+) -> dict[str, Any]:
     """Each check ``{"ok": bool, ...}``: the store and embedding model open, every
-    configured library indexed, ``mcp.json`` and ``models.yml`` valid as last read;
-    the chat model is reported, opened on first chat."""
+    library of the caller's context (``scoped``, else the server's) indexed,
+    ``mcp.json`` and ``models.yml`` valid as last read; the chat model is reported,
+    opened on first chat. Unless ``everything`` (``heron.tenancy.sees_everything``), the
+    contexts heron.toml defines are cut to the caller's."""
+    scoped = scoped or rt
     checks: dict[str, Any] = {}
     try:
         store = rt.store
         checks["store"] = {"ok": True, "backend": type(store).__name__}
         checks["model"] = {"ok": True, "id": store.embedder.model_id, "dim": store.embedder.dim}
-        libraries = statuses(store, rt.settings)
+        libraries = statuses(store, scoped.settings)
         missing = [s.name for s in libraries if not s.indexed or s.chunks == 0]
         checks["libraries"] = {
             "ok": not missing,
@@ -53,7 +61,15 @@ def readiness(rt: Runtime) -> dict[str, Any]:
         checks.setdefault("store", {"ok": False, "error": str(exc)})
         checks.setdefault("libraries", {"ok": False, "error": str(exc)})
     checks["config"] = reloader(rt).ready()
-    checks["agent"] = {"ok": True, "opened": rt.opened("agent")}
+    if not everything and "settings" in checks["config"]:
+        own = scoped.context  # the others' names are theirs
+        settings = checks["config"]["settings"]
+        checks["config"]["settings"] = settings | {
+            key: [name for name in settings[key] if name == own]
+            for key in ("contexts", "changed")
+            if key in settings
+        }
+    checks["agent"] = {"ok": True, "opened": scoped.opened("agent")}
     checks["models"] = model_health(rt)
     return checks
 
@@ -77,13 +93,35 @@ async def health(request: Request) -> Response:
 
 
 async def ready(rt: Runtime, request: Request) -> Response:
-    checks = await run_in_threadpool(readiness, rt)
+    everything = sees_everything(key_of(request))
+
+    def check() -> dict[str, Any]:
+        return readiness(rt, runtime_of(rt, request), everything=everything)
+
+    checks = await run_in_threadpool(check)
     ok = all(check["ok"] for check in checks.values())
     return StrictJSONResponse({"ready": ok, "checks": checks}, status_code=200 if ok else 503)
 
 
+def metrics_view(rt: Runtime, request: Request) -> Keep | None:
+    """What ``/metrics`` shows the request's caller (``heron.server.metrics.view``);
+    ``None``: everything, to the server's administrator."""
+    key = key_of(request)
+    if sees_everything(key):
+        return None
+    scoped = runtime_of(rt, request)
+    return view(
+        namespaces_seen(scoped.settings),
+        key.name if key is not None else None,
+        jobs=scoped.context == rt.context,  # the gauge reads the server's own jobs
+    )
+
+
 async def metrics(rt: Runtime, request: Request) -> Response:
-    body = await run_in_threadpool(rt.metrics.render)
+    def render() -> bytes:
+        return rt.metrics.render(metrics_view(rt, request))
+
+    body = await run_in_threadpool(render)
     return Response(body, media_type=CONTENT_TYPE)
 
 

@@ -214,6 +214,16 @@ class SkillIndex(Resource):
         self._resources.close()
 
 
+def skills_namespace(settings: Settings) -> str:
+    """The store namespace of the settings' context's skills: ``skills``, or
+    ``skills.CONTEXT`` for a context with skill directories of its own, indexed apart (one
+    namespace synced from two sets of folders would lose each to the other)."""
+    spec = settings.context_spec
+    if spec is not None and spec.skills_dirs is not None:
+        return f"{NAMESPACE}.{settings.context}"
+    return NAMESPACE
+
+
 def open_skills(
     settings: Settings | None = None,
     embedder: Embedder | None = None,
@@ -230,14 +240,12 @@ def open_skills(
     if store is None:
         store = resources.enter_context(contextlib.closing(open_store(settings, embedder)))
     spec = settings.context_spec
+    namespace = skills_namespace(settings)
     if spec is not None and spec.skills_dirs is not None:
-        # A context with skill directories of its own sees those alone, indexed apart:
-        # one namespace synced from two sets of folders would lose each to the other.
         source = f"context {settings.context}"
         dirs = [SkillDir(Path(p).expanduser().absolute(), source) for p in spec.skills_dirs]
-        namespace = f"{NAMESPACE}.{settings.context}"
     else:
-        dirs, namespace = skill_dirs(settings.skills_extra_dirs, settings.home), NAMESPACE
+        dirs = skill_dirs(settings.skills_extra_dirs, settings.home)
     return SkillIndex(
         store,
         dirs,

@@ -16,7 +16,8 @@ JSON-RPC and MCP, and MCP's ``ask`` to MCP's.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -215,3 +216,48 @@ def test_a_card_s_audio_is_served_only_in_its_context(tenants: Tenants) -> None:
         assert httpx.get(audio, headers=t.headers(who)).status_code == 404, who
     own = httpx.get(audio, headers=t.headers("alpha-admin"))
     assert own.status_code == 200 and own.content[:4] == b"RIFF"
+
+
+# -- what the server says of itself ---------------------------------------------------
+
+
+def test_metrics_and_ready_name_only_the_caller_s_own(tenants: Tenants) -> None:
+    t = tenants
+    t.result("alpha-admin", "library.list")  # alpha's key has usage to show
+    t.result("beta-reader", "library.list")
+    metrics = httpx.get(f"{t.url}/metrics", headers=t.headers("beta-reader"))
+    assert metrics.status_code == 200
+    assert "alpha-docs" not in metrics.text and "alpha-admin" not in metrics.text
+    assert 'key="beta-reader"' in metrics.text and "heron_http_requests_total" in metrics.text
+    ready = httpx.get(f"{t.url}/ready", headers=t.headers("beta-reader"))
+    assert "alpha-docs" not in ready.text
+    assert ready.json()["checks"]["config"]["settings"]["contexts"] == ["beta"]
+    # Each context's /ready is its own libraries' readiness.
+    mine = httpx.get(f"{t.url}/ready", headers=t.headers("alpha-admin")).json()
+    assert mine["checks"]["libraries"]["indexed"] == ["alpha-docs"]
+    # The server's administrator sees every context's.
+    everything = httpx.get(f"{t.url}/metrics").text
+    assert 'namespace="alpha-docs"' in everything and 'key="alpha-admin"' in everything
+
+
+def wait_until(check: Callable[[], Any], what: str, seconds: float = 60) -> Any:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if found := check():
+            return found
+        time.sleep(0.2)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def test_a_store_counts_job_counts_only_its_context_s_namespaces(tenants: Tenants) -> None:
+    t = tenants
+    job = t.result("beta-admin", "jobs.create", {"prompt": "How many records does the store hold?"})
+
+    def ended() -> bool:
+        state = t.result("beta-admin", "jobs.get", {"id": job["id"]})["state"]
+        return state in ("completed", "aborted", "failed")
+
+    wait_until(ended, "beta's job to end")
+    events = json.dumps(t.result("beta-admin", "jobs.events", {"id": job["id"]}))
+    assert "store_counts" in events and "namespaces" in events
+    assert "alpha-docs" not in events
