@@ -334,7 +334,8 @@ class Settings(BaseSettings):
     mcp_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",
         description="Most harmful tool an MCP client of heron serve or heron mcp may run: "
-        "through call_tool, and the jobs and interventions tools it is offered.",
+        "through call_tool, the jobs and interventions tools it is offered and the agent its "
+        "ask runs; also a key without admin through tools.call (heron.tools.ceiling).",
     )
     openai_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read",

@@ -12,8 +12,9 @@ tool Heron routes, its retrieval, its agent and its actions.
   the JSON-RPC methods themselves (``RPC_TOOLS``), their params' schemas as input
   schemas, so the two interfaces cannot drift.
 - **Safety**: a client runs nothing above ``mcp_tool_safety`` (``HERON_MCP_TOOL_SAFETY``,
-  default ``read``): tools above it are neither listed nor found, and ``call_tool``
-  refuses them by name. Every tool has a ``title`` and all four hints; those with a
+  default ``read``; ``heron.tools.ceiling``, the one rule of every door): tools above it
+  are neither listed nor found, ``call_tool`` refuses them by name, and the agent ``ask``
+  runs is held to it too. Every tool has a ``title`` and all four hints; those with a
   known result shape an ``outputSchema`` their ``structuredContent`` follows; a search's
   results also come as ``resource_link`` items a client can open.
 - **Resources**: every indexed library page, ``heron://library/{library}/{page}`` (the
@@ -44,8 +45,7 @@ from starlette.routing import BaseRoute
 
 from heron import __version__
 from heron.agent.wiring import retrieval_tools
-from heron.core.errors import ToolCallError
-from heron.core.tools import SAFETY_LEVELS, Handler, Safety, Tool
+from heron.core.tools import Handler, Safety, Tool
 from heron.errors import HeronError, InputError, NotFound
 from heron.keys import Forbidden, OverLimit
 from heron.libraries.config import read_libraries
@@ -58,6 +58,7 @@ from heron.server.numbers import whole
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
+from heron.tools.ceiling import ceiling, check_tool, through, within
 
 #: Tools ``find_tools`` returns when not told how many: enough for a request's likely
 #: candidates, few enough to keep their schemas out of the way.
@@ -200,16 +201,12 @@ TOOL_TRAITS = {
 }
 
 
-def allowed(safety: Safety, most: Safety) -> bool:
-    return SAFETY_LEVELS.index(safety) <= SAFETY_LEVELS.index(most)
-
-
 def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
     """The tools this server runs itself, by name, with handlers on ``rt``'s resources."""
-    most = rt.settings.mcp_tool_safety
+    most = ceiling(rt.settings, "mcp")
 
     def runnable(tool: Tool) -> bool:
-        return allowed(tool.safety, most) and rt.toolbox.registry.runnable(tool.name)
+        return within(tool.safety, most) and rt.toolbox.registry.runnable(tool.name)
 
     def find(a: dict[str, Any]) -> dict[str, Any]:
         query = a.get("query")
@@ -244,11 +241,7 @@ def heron_tools(rt: Runtime) -> dict[str, tuple[Tool, Handler]]:
             raise InputError(f"call_tool's 'arguments' for {name!r} must be a JSON object.")
         registry = rt.toolbox.registry
         tool = registry.get(name)  # UnknownTool names the closest ones
-        if not allowed(tool.safety, most):
-            raise ToolCallError(
-                f"{name!r} is a {tool.safety} tool; MCP clients of this server may run "
-                f"{most} tools at most (HERON_MCP_TOOL_SAFETY, set by its operator)."
-            )
+        check_tool(tool, rt.settings, "mcp")
         check_arguments(tool, arguments)
         return {"name": name, "result": _plain(registry.call(name, arguments))}
 
@@ -433,11 +426,11 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     ``rt``'s own): its libraries, its skills, its workspace's tools."""
     tools = heron_tools(rt)  # the same tools in every context; their handlers differ
     rpc = registry or Registry()
-    most = rt.settings.mcp_tool_safety
+    most = ceiling(rt.settings, "mcp")
     methods = {
         spec.name: (rpc.methods[name], spec)
         for name, spec in RPC_TOOLS.items()
-        if name in rpc.methods and allowed(spec.safety, most)
+        if name in rpc.methods and within(spec.safety, most)
     }
 
     def scoped(ctx: Any) -> Runtime:
@@ -500,7 +493,8 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
         if params.name in methods:
             method, _ = methods[params.name]
             try:
-                value = await rpc.call(method.name, arguments, scoped(ctx))
+                with through("mcp"):  # ask's agent turn: held to MCP's ceiling
+                    value = await rpc.call(method.name, arguments, scoped(ctx))
             except RpcError as exc:  # the method's own message: what to send instead
                 problems = f" {json.dumps(exc.data)}" if exc.code == INVALID_PARAMS else ""
                 return _result(exc.message + problems, error=True)

@@ -10,15 +10,17 @@ from pydantic import Field
 
 from heron.agent.turn import Turn
 from heron.agent.wiring import library_enricher
+from heron.core.tools import Safety
 from heron.jobs.service import MAX_SCOPE
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
 from heron.server.hooks import no_lifespan, no_routes
-from heron.server.keys import spend
+from heron.server.keys import current_key, spend
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
+from heron.tools.ceiling import ceiling, check_tool, entered_through
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
 
 #: The scope of the methods that only read (``heron.keys.SCOPES``).
@@ -52,11 +54,12 @@ class ChatParams(Params):
         "request's fields, page what the web page offers.",
     )
 
-    def turn(self) -> Turn:
+    def turn(self, tool_safety: Safety | None = None) -> Turn:
         """The agent's turn: every field is one of ``Turn``'s, by the same name; hints
         name the request's fields (``surface="api"``), not the CLI's flags, or what the
-        page offers (``"page"``)."""
-        return Turn(**self.model_dump())
+        page offers (``"page"``). ``tool_safety``: its door's ceiling
+        (``heron.tools.ceiling``); ``None``, the agent's."""
+        return Turn(**self.model_dump(), tool_safety=tool_safety)
 
 
 class SearchParams(Params):
@@ -130,7 +133,9 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope="chat",
     )
     def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
-        answer = rt.agent.ask(p.turn())  # heron ask
+        # Asked through MCP (its ask), the turn is held to MCP's ceiling, not the agent's.
+        door = entered_through("agent")
+        answer = rt.agent.ask(p.turn(ceiling(rt.settings, door, current_key())))  # heron ask
         spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
         return answer.to_dict()
 
@@ -246,8 +251,11 @@ def register(registry: Registry, rt: Runtime) -> None:
     )
     def tools_call(p: ToolCall, rt: Runtime) -> dict[str, Any]:
         tools = rt.toolbox.registry
+        tool = tools.get(p.name)
+        # The ceiling first: a key that MCP's call_tool refuses is refused here too.
+        check_tool(tool, rt.settings, "rpc", current_key())
         # Wrong argument types are the caller's error (-32001), not a handler's crash.
-        check_arguments(tools.get(p.name), p.arguments)
+        check_arguments(tool, p.arguments)
         return {"name": p.name, "result": tools.call(p.name, p.arguments)}
 
     @method(

@@ -22,8 +22,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import anyio
 import httpx
+import httpx2
 import pytest
+from mcp.client.client import Client
+from mcp.client.streamable_http import streamable_http_client
 
 from heron.errors import ConfigError, InputError
 from heron.keys import open_keys
@@ -261,3 +265,103 @@ def test_a_store_counts_job_counts_only_its_context_s_namespaces(tenants: Tenant
     events = json.dumps(t.result("beta-admin", "jobs.events", {"id": job["id"]}))
     assert "store_counts" in events and "namespaces" in events
     assert "alpha-docs" not in events
+
+
+# -- one key, one tool ceiling --------------------------------------------------------
+
+#: What a ``tools`` key asked for by name: a file written, a program run, an MCP tool
+#: without annotations (``execute``, ``tests/security/test_mcp.py``'s ``crm``).
+OVER_THE_CEILING = (
+    ("write_file", {"path": "written.txt", "content": "x"}),
+    ("run_command", {"command": "touch touched.txt"}),
+    ("crm.add_contact", {"name": "Ada"}),
+)
+#: A request whose turn the agent's triage hands to ``write_file`` (the replay model
+#: then calls it with arguments from its schema).
+WRITE_REQUEST = "Create a file notes.txt in my workspace containing hello"
+
+
+@dataclass
+class Ceilinged:
+    url: str
+    workspace: Path
+    tokens: dict[str, str]
+
+    def rpc(self, who: str | None, method: str, params: Any) -> dict[str, Any]:
+        headers = {"authorization": f"Bearer {self.tokens[who]}"} if who else {}
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        reply = httpx.post(f"{self.url}/rpc", json=body, headers=headers, timeout=120)
+        assert reply.status_code == 200, reply.text
+        return reply.json()
+
+    def mcp(self, who: str, tool: str, arguments: dict[str, Any]) -> Any:
+        async def call() -> Any:
+            headers = {"authorization": f"Bearer {self.tokens[who]}"}
+            http = httpx2.AsyncClient(headers=headers, timeout=120)
+            async with (
+                http,
+                Client(streamable_http_client(f"{self.url}/mcp", http_client=http)) as c,
+            ):
+                return await c.call_tool(tool, arguments)
+
+        return anyio.run(call)
+
+
+@pytest.fixture(scope="module")
+def ceilinged(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Ceilinged]:
+    """A loopback server whose agent may write (HERON_AGENT_TOOL_SAFETY=write) and whose
+    MCP clients may only read (the default), with a workspace, ``touch`` allowed, the
+    ``crm`` MCP server and the OpenAI replay server as its model."""
+    from tests.llm_servers import KEY, ONE_MODEL, serve
+    from tests.security.test_mcp import entry
+
+    tmp = tmp_path_factory.mktemp("ceiling")
+    (tmp / "ws").mkdir()
+    (tmp / "mcp.json").write_text(json.dumps({"mcpServers": {"crm": entry("crm")}}))
+    with serve() as chat, pytest.MonkeyPatch.context() as mp:
+        (tmp / "models.yml").write_text(ONE_MODEL.format(url=chat.url))
+        env = heron_env(tmp) | {
+            "HERON_TOOLS_ROOT": str(tmp / "ws"),
+            "HERON_TOOLS_COMMANDS": '["touch"]',
+            "HERON_MCP_CONFIG": str(tmp / "mcp.json"),
+            "HERON_MODELS_FILE": str(tmp / "models.yml"),
+            "HERON_AGENT_TOOL_SAFETY": "write",
+            "TEST_OPENAI_KEY": KEY,
+        }
+        for name, value in env.items():
+            mp.setenv(name, value)
+        for name in ("HERON_CONFIG", "HERON_API_TOKEN", "HERON_CONTEXT", "HERON_MCP_TOOL_SAFETY"):
+            mp.delenv(name, raising=False)
+        settings = Settings()
+        with open_keys(settings) as keys:
+            tokens = {name: keys.create(name, [name])[1] for name in ("tools", "chat")}
+        with running(create_app(settings)) as (url, _):
+            yield Ceilinged(url, tmp / "ws", tokens)
+
+
+def test_one_key_meets_one_tool_ceiling_through_json_rpc_and_mcp(ceilinged: Ceilinged) -> None:
+    c = ceilinged
+    for name, arguments in OVER_THE_CEILING:
+        refused = c.mcp("tools", "call_tool", {"name": name, "arguments": arguments})
+        assert refused.is_error and "HERON_MCP_TOOL_SAFETY" in refused.content[0].text, name
+        answer = c.rpc("tools", "tools.call", {"name": name, "arguments": arguments})
+        assert "error" in answer, (name, answer)  # it ran what MCP refused
+        assert "HERON_MCP_TOOL_SAFETY" in answer["error"]["message"], answer
+    assert sorted(p.name for p in c.workspace.iterdir()) == []
+    # The server's administrator (no key, on this loopback server) calls any tool by name.
+    ran = c.rpc(None, "tools.call", {"name": "run_command", "arguments": {"command": "touch ok"}})
+    assert ran["result"]["result"]["exit_code"] == 0 and (c.workspace / "ok").exists()
+    (c.workspace / "ok").unlink()
+
+
+def test_mcp_s_ask_runs_the_agent_at_mcp_s_ceiling(ceilinged: Ceilinged) -> None:
+    c = ceilinged
+    asked = c.mcp("chat", "ask", {"message": WRITE_REQUEST})
+    assert not asked.is_error, asked.content[0].text
+    assert not [u for u in asked.structured_content["tools"] if u["name"] == "write_file"]
+    assert sorted(p.name for p in c.workspace.iterdir()) == []
+    # The same request through the agent's own door, at the agent's ceiling, writes:
+    # the attack is real, and each door keeps its operator's setting.
+    wrote = c.rpc("chat", "agent.chat", {"message": WRITE_REQUEST})["result"]
+    assert [u["name"] for u in wrote["tools"] if u["ok"]] == ["write_file"], wrote["tools"]
+    assert list(c.workspace.iterdir())

@@ -1,0 +1,114 @@
+"""The tool ceiling: the most harmful tool a caller may run, decided in one place for
+every door (``ceiling``) and checked where the tool runs (``check_tool``).
+
+A tool's ``safety`` says how much harm a call can do (``read`` looks, ``write`` changes
+files or data, ``execute`` runs programs; an MCP server's tool without annotations is
+``execute``, ``heron.tools.mcp_client``). Each door a tool is reached through has its
+ceiling, the operator's setting:
+
+==========  ===========================================================  =======================
+door        what runs tools through it                                   ceiling
+==========  ===========================================================  =======================
+``agent``   Heron's agent: ``agent.chat``, ``/chat/stream``, ``heron ask``  ``agent_tool_safety``
+``openai``  the agent answering a ``/v1`` request                        ``openai_tool_safety``
+``mcp``     an MCP client: ``call_tool``, ``find_tools``, the jobs        ``mcp_tool_safety``
+            tools, and the agent its ``ask`` runs
+``rpc``     a caller naming a tool: JSON-RPC ``tools.call``               see below
+==========  ===========================================================  =======================
+
+``tools.call`` is JSON-RPC's ``call_tool``: the server's administrator (no key on a
+loopback server without a token, ``HERON_API_TOKEN``, an ``admin`` key) may run any
+tool through it, as with ``heron tools call``; any other key is an API client, held to
+what an MCP client may run (``mcp_tool_safety``). So one key meets one ceiling: what
+its ``call_tool`` refuses, its ``tools.call`` refuses too (issue 45).
+
+The agent's turns carry their door's ceiling as ``Turn.tool_safety``: the agent offers
+no tool above it and runs only what it offered (``heron.agent.execute``). A JSON-RPC
+method run for an MCP tool (``ask`` is ``agent.chat``) is told its door by ``through``,
+so its turn is held to the MCP ceiling, not the agent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+from typing import Literal
+
+from heron.core.errors import ToolCallError
+from heron.core.tools import SAFETY_LEVELS, Safety, Tool
+from heron.keys import ADMIN, Key
+from heron.settings import Settings
+
+Door = Literal["agent", "openai", "mcp", "rpc"]
+
+#: The setting each door's ceiling is, as the operator writes it.
+SETTING: dict[Door, str] = {
+    "agent": "HERON_AGENT_TOOL_SAFETY",
+    "openai": "HERON_OPENAI_TOOL_SAFETY",
+    "mcp": "HERON_MCP_TOOL_SAFETY",
+    "rpc": "HERON_MCP_TOOL_SAFETY",
+}
+
+#: The door a JSON-RPC method is being run through, when it is not JSON-RPC itself.
+_THROUGH: ContextVar[Door | None] = ContextVar("heron_door", default=None)
+
+
+def within(safety: Safety, most: Safety) -> bool:
+    """Whether a tool of ``safety`` is at most ``most``: ``within("write", "read")`` is
+    false."""
+    return SAFETY_LEVELS.index(safety) <= SAFETY_LEVELS.index(most)
+
+
+def administers(key: Key | None) -> bool:
+    """Whether the caller is the server's administrator, for whom ``tools.call`` has no
+    ceiling: no key, or a key holding ``admin``."""
+    return key is None or key.allows(ADMIN)
+
+
+def ceiling(settings: Settings, door: Door, key: Key | None = None) -> Safety:
+    """The most harmful tool a caller with ``key`` may run through ``door`` (the
+    module's table)."""
+    if door == "agent":
+        return settings.agent_tool_safety
+    if door == "openai":
+        return settings.openai_tool_safety
+    if door == "rpc" and administers(key):
+        return "execute"
+    return settings.mcp_tool_safety
+
+
+def check_tool(tool: Tool, settings: Settings, door: Door, key: Key | None = None) -> None:
+    """Raise ``ToolCallError`` unless ``tool`` is within the ceiling of ``door`` for a
+    caller with ``key``; the message says which setting holds it."""
+    most = ceiling(settings, door, key)
+    if within(tool.safety, most):
+        return
+    setting = SETTING[door]
+    who = {
+        "agent": "Heron's agent may call",
+        "openai": "a /v1 request may have Heron run",
+        "mcp": "MCP clients of this server may run",
+        "rpc": "a key without the admin scope may run, through tools.call as through MCP,",
+    }[door]
+    raise ToolCallError(
+        f"{tool.name!r} is a {tool.safety} tool; {who} {most} tools at most ({setting}, "
+        "set by the server's operator)."
+    )
+
+
+@contextmanager
+def through(door: Door) -> Iterator[None]:
+    """The block runs JSON-RPC methods for ``door`` (MCP's tools): their tool ceiling is
+    that door's (``entered_through``)."""
+    token = _THROUGH.set(door)
+    try:
+        yield
+    finally:
+        _THROUGH.reset(token)
+
+
+def entered_through(default: Door) -> Door:
+    """The door the current call came through (``through``), else ``default``: the
+    method's own (``agent`` for ``agent.chat``)."""
+    return _THROUGH.get() or default
