@@ -29,6 +29,15 @@ Two attacks from a browser the user trusts are shut out here:
   not browsers send no ``Sec-Fetch-Site`` and are not affected; that is why a ``GET``
   never costs anything (no model call, no program or server started, no write): a
   navigation may be anyone's.
+- **Routes whose every request starts something** (``OWN_PAGES_ONLY``: ``/mcp``, where
+  any request without a session, a ``GET`` included, starts an MCP server session). A
+  browser reaches them from Heron's own pages alone: ``Sec-Fetch-Site: same-origin``, or
+  a listed origin's page. A navigation, a typed address and a same-site page are
+  refused, ``HERON_SERVER_ALLOW_SAME_SITE`` or not: another port of this host is
+  another origin, however the browser counts sites (an ``<img>`` there loads with the
+  user's sign-in cookie, ``SameSite=Strict`` included, and sends no ``Origin``). A
+  ``Referer`` of another origin, port included, is refused too, for browsers that send
+  no Fetch Metadata. Clients that are no browser send neither and pass.
 
 Starlette's ``TrustedHostMiddleware`` is the model; it is not used as is because it
 cuts ``[::1]:8765`` at the first colon and answers in plain text.
@@ -60,6 +69,14 @@ DEFAULT_PORTS = {"http": 80, "https": 443}
 FETCH_TRUSTED = frozenset({"same-origin", "none"})
 #: The page's scripts and styles, which any request may fetch (they are public).
 STATIC = "/static/"
+#: Routes a browser may reach only from Heron's own pages (or a listed origin's): each
+#: request there may start a server (see the module).
+OWN_PAGES_ONLY = ("/mcp",)
+
+
+def own_pages_only(path: str) -> bool:
+    """Whether ``path`` is one of ``OWN_PAGES_ONLY`` (``/mcp`` and ``/mcp/...``)."""
+    return any(path == p or path.startswith(p + "/") for p in OWN_PAGES_ONLY)
 
 
 def normal_name(name: str) -> str:
@@ -199,15 +216,33 @@ class Allowlist:
         key = origin_key(origin)
         return key is not None and (key in self.origins or key == origin_key(f"{scheme}://{host}"))
 
+    def referer_own(self, referer: str | None, host: str, scheme: str) -> bool:
+        """Whether a ``Referer`` (none: yes) is a page of this server's origin or a
+        listed one, port included: ``http://127.0.0.1:9000/x`` is not
+        ``http://127.0.0.1:8765``'s."""
+        if referer is None:
+            return True
+        try:
+            parts = urlsplit(referer.strip())
+            page = f"{parts.scheme}://{parts.netloc}"
+        except ValueError:
+            return False
+        return self.origin_allowed(page, host, scheme)
+
     def fetch_allowed(self, scope: Scope, headers: Headers) -> bool:
         """Whether the request's Fetch Metadata lets it through (see the module)."""
         site = headers.get("sec-fetch-site")
+        origin = headers.get("origin")
+        listed = origin is not None and origin_key(origin) in self.origins
+        if own_pages_only(scope["path"]):
+            return (site is None or site == "same-origin" or listed) and self.referer_own(
+                headers.get("referer"), headers.get("host", ""), scope["scheme"]
+            )
         if site is None or site in FETCH_TRUSTED:
             return True
         if site == "same-site" and self.same_site:
             return True
-        origin = headers.get("origin")
-        if origin is not None and origin_key(origin) in self.origins:
+        if listed:
             return True  # a listed origin's page, through CORS
         if scope["path"].startswith(STATIC):
             return True
@@ -238,7 +273,8 @@ class HostOriginMiddleware:
             refusal = for_path(scope["path"], 403, origin_message(origin), "origin_not_allowed")
         elif not self.allow.fetch_allowed(scope, headers):
             site = headers.get("sec-fetch-site", "")
-            refusal = for_path(scope["path"], 403, fetch_message(site), "cross_site_refused")
+            said = own_pages_message if own_pages_only(scope["path"]) else fetch_message
+            refusal = for_path(scope["path"], 403, said(site), "cross_site_refused")
         else:
             await self.app(scope, receive, send)
             return
@@ -273,4 +309,14 @@ def fetch_message(site: str) -> str:
         "it. To let a page of another origin call Heron, list it: "
         "HERON_SERVER_ALLOWED_ORIGINS='[\"https://app.example\"]'; a page of the same "
         "site (another port of this host): HERON_SERVER_ALLOW_SAME_SITE=true."
+    )
+
+
+def own_pages_message(site: str) -> str:
+    return (
+        f"A browser request to this route (Sec-Fetch-Site: {site[:32]!r}, or a Referer of "
+        "another origin) is refused: each request here starts an MCP session, so only "
+        "Heron's own pages and clients that are not browsers may send one; a page on "
+        "another port of this host is another origin. To let a page of another origin call "
+        "it, list it: HERON_SERVER_ALLOWED_ORIGINS='[\"https://app.example\"]'."
     )

@@ -123,3 +123,58 @@ def test_get_doctor_writes_nothing_to_the_store(site: str, heron_home: Path) -> 
         assert db.execute("PRAGMA data_version").fetchone()[0] != before
     finally:
         db.close()
+
+
+#: The request an MCP client opens a session with.
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-06-18",
+        "capabilities": {},
+        "clientInfo": {"name": "probe", "version": "1"},
+    },
+}
+
+
+def test_a_page_on_another_port_starts_no_mcp_session(
+    heron_home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 45: an ``<img src=http://127.0.0.1:8765/mcp>`` on a page at another port of
+    the host (a browser calls it same-site, sends no Origin, and sends the sign-in
+    cookie, ``SameSite=Strict`` or not) started an MCP session where same-site pages
+    were allowed; a link to /mcp followed from there did, allowed or not."""
+    from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+
+    started: list[int] = []
+    admit = StreamableHTTPSessionManager._admit_session
+
+    def counted(self: Any, *args: Any, **kwargs: Any) -> Any:
+        started.append(1)  # the SDK's one door to a new session (and its server task)
+        return admit(self, *args, **kwargs)
+
+    monkeypatch.setattr(StreamableHTTPSessionManager, "_admit_session", counted)
+    other_port = "http://127.0.0.1:9/page.html"
+    attacks = {
+        "image": IMAGE | {"sec-fetch-site": "same-site", "referer": other_port},
+        "link": NAVIGATE | {"sec-fetch-site": "same-site", "referer": other_port},
+        "typed": NAVIGATE | {"sec-fetch-site": "none"},
+        "no fetch metadata": {"referer": other_port},  # a browser that sends none
+    }
+    for allow in (True, False):
+        with running(create_app(Settings(server_allow_same_site=allow))) as (url, _):
+            for attack, headers in attacks.items():
+                answer = httpx.get(f"{url}/mcp", headers=headers | {"accept": "text/event-stream"})
+                assert answer.status_code == 403, (allow, attack, answer.text)
+                error = answer.json()["error"]
+                assert error["type"] == "cross_site_refused" and "MCP" in error["message"]
+            assert started == [], (allow, started)
+            # Heron's own pages, and clients that are no browser, still open sessions.
+            mcp = {"accept": "application/json, text/event-stream"}
+            own = mcp | {"sec-fetch-site": "same-origin", "origin": url, "referer": f"{url}/"}
+            for headers in (own, mcp):
+                opened = httpx.post(f"{url}/mcp", json=INITIALIZE, headers=headers)
+                assert opened.status_code == 200, opened.text
+            assert len(started) == 2
+            started.clear()
