@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from heron.agent.answer import Grounding
-from heron.agent.extractive import NAVIGATION, passage_body
+from heron.agent.extractive import passage_body
 from heron.agent.followup import (
     CONTEXT_TURNS,
     REWRITE_TURNS,
@@ -210,18 +210,12 @@ class Retriever:
         as their example) mentions the question and answers something else ("How does
         Heron pick tools?" is the agent page's running example; the tools and overview
         pages answer it). A question in a heading (an FAQ's) does not count: the heading
-        is not the passage's body. A page found at a section that points elsewhere ("What's
-        next", "See also": ``NAVIGATION``) comes after the others too: a list of links
-        matches every question a little (the multilingual model ranked Kubernetes'
-        overview "What's next" first for "Meu notebook quebrou, o que eu faço?")."""
+        is not the passage's body."""
         asked = " ".join(_WORD.findall(query.lower()))
-        long_enough = len(asked.split()) >= LISTED_WORDS
+        if len(asked.split()) < LISTED_WORDS:
+            return results
         listed = [
-            r.heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
-            or (
-                long_enough
-                and asked in " ".join(_WORD.findall(passage_body(self.passage(r)).lower()))
-            )
+            asked in " ".join(_WORD.findall(passage_body(self.passage(r)).lower()))
             for r in results
         ]
         if all(listed) or not any(listed):
