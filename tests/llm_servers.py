@@ -13,6 +13,8 @@ cuts it short with ``finish_reason: "length"``; the stream's usage chunk comes o
 ``stream_options.include_usage``. ``ChatServer.fail(model, status)`` queues failures
 (429 with ``retry-after``, 500, 529) that a model's next requests get first; status
 ``"slow"`` answers after ``delay`` seconds; ``"cut"`` streams one piece, then drops.
+``ChatServer.pace`` spaces a stream's events (a model writing slowly) and
+``ChatServer.usage`` is the ``(prompt, completion)`` tokens OpenAI's answers report.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import re
 import threading
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -93,6 +95,10 @@ class ChatServer:
         self.url = ""
         #: Texts to answer with, in order, instead of the echo (a scripted model turn).
         self.replies: list[str] = []
+        #: Seconds between a stream's events: a model that writes slowly.
+        self.pace = 0.0
+        #: The ``(prompt, completion)`` tokens an OpenAI answer reports.
+        self.usage = (11, 7)
 
     def fail(self, model: str, status: int | str, times: int = 1, **headers: str) -> None:
         self.failures.setdefault(model, []).extend([(status, headers)] * times)
@@ -284,7 +290,11 @@ def _chunks(text: str) -> list[str]:
 
 
 def _openai_stream(
-    body: dict[str, Any], text: str, calls: list, finish: str = "stop"
+    body: dict[str, Any],
+    text: str,
+    calls: list,
+    finish: str = "stop",
+    usage: tuple[int, int] = (11, 7),
 ) -> Iterator[dict[str, Any]]:
     base = {"id": "chatcmpl-1", "object": "chat.completion.chunk", "model": body["model"]}
     yield {**base, "choices": [{"index": 0, "delta": {"role": "assistant", "content": ""}}]}
@@ -305,8 +315,8 @@ def _openai_stream(
     finish = "tool_calls" if calls else finish
     yield {**base, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]}
     if (body.get("stream_options") or {}).get("include_usage"):
-        usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
-        yield {**base, "choices": [], "usage": usage}
+        used = {"prompt_tokens": usage[0], "completion_tokens": usage[1]}
+        yield {**base, "choices": [], "usage": used | {"total_tokens": sum(usage)}}
 
 
 def _anthropic_stream(
@@ -372,6 +382,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
         def log_message(self, *args: object) -> None:
             pass
 
+        def handle(self) -> None:
+            # A client that left mid-answer (a timeout, a reader that stopped) is no error.
+            with suppress(BrokenPipeError, ConnectionResetError):
+                super().handle()
+
         def _json(self, status: int, body: Any, headers: dict[str, str] | None = None) -> None:
             data = json.dumps(body).encode()
             self.send_response(status)
@@ -386,7 +401,9 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
             self.end_headers()
-            for event in events:
+            for n, event in enumerate(events):
+                if n and server.pace:
+                    time.sleep(server.pace)
                 name = "" if openai else f"event: {event['type']}\n"
                 self.wfile.write(f"{name}data: {json.dumps(event)}\n\n".encode())
                 self.wfile.flush()
@@ -422,8 +439,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 text = server.replies.pop(0)
             text, finish = _limit(body, text, openai)
             if body.get("stream"):
-                stream = _openai_stream if openai else _anthropic_stream
-                events = stream(body, text, calls, finish)
+                events = (
+                    _openai_stream(body, text, calls, finish, server.usage)
+                    if openai
+                    else _anthropic_stream(body, text, calls, finish)
+                )
                 self._sse(events, openai, cut=status == "cut")
             elif openai:
                 message = {"role": "assistant", "content": text or None}
@@ -441,7 +461,12 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                     "message": message,
                     "finish_reason": "tool_calls" if calls else finish,
                 }
-                usage = {"prompt_tokens": 11, "completion_tokens": 7, "total_tokens": 18}
+                prompt, completion = server.usage
+                usage = {
+                    "prompt_tokens": prompt,
+                    "completion_tokens": completion,
+                    "total_tokens": prompt + completion,
+                }
                 self._json(
                     200,
                     {

@@ -18,6 +18,10 @@ chain has another model: so a hung model costs one timeout, not three. A stream 
 retried or moved only until its first event has been yielded: after that the caller
 has seen text, and starting over would repeat it.
 
+A model cools only for its own failures: a timeout the request caused with its own
+``max_tokens`` (``OwnTimeout``) and a refusal of the request (a 4xx) leave it open to
+every other caller, and a probe after a cooldown is answered at its first token.
+
 The file's ``router_settings`` (``RoutingTable.policy``) override the settings'
 ``llm_retries``, ``llm_timeout``, ``llm_allowed_fails`` and ``llm_cooldown``.
 """
@@ -43,12 +47,13 @@ from heron.llm.errors import (
     ContextTooLong,
     CoolingDown,
     NoModelAvailable,
+    OwnTimeout,
     ProviderDown,
     ProviderError,
     ProviderTimeout,
     RateLimited,
 )
-from heron.llm.payload import CHARS_PER_TOKEN, check, fit
+from heron.llm.payload import CHARS_PER_TOKEN, check, fit, sampling_of
 from heron.llm.types import Provider
 from heron.resource import Resource
 from heron.settings import Settings
@@ -217,7 +222,7 @@ class Broker(Resource):
         while position < len(queue):
             spec = queue[position]
             position += 1
-            gate = "ok" if force else self.cooldowns.admit(spec)
+            gate = "ok" if force else self.cooldowns.admit(spec, deadline=timeout)
             if gate == "cooling":
                 cooling.append(spec)
                 continue
@@ -229,35 +234,40 @@ class Broker(Resource):
             try:
                 for attempt in range(tries):
                     started, yielded = time.monotonic(), False
+                    asked: ChatRequest | None = None
                     try:
                         if spec.alias not in fitted:  # once per model: its warnings once
                             fitted[spec.alias] = fit(request, spec)
+                        asked = fitted[spec.alias]
                         provider = self._provider(spec)
                         events = (
-                            provider.stream(fitted[spec.alias], timeout=timeout)
+                            provider.stream(asked, timeout=timeout)
                             if streaming
-                            else iter(
-                                [Done(provider.complete(fitted[spec.alias], timeout=timeout))]
-                            )
+                            else iter([Done(provider.complete(asked, timeout=timeout))])
                         )
                         for event in events:
+                            if gate == "probe" and not reported:
+                                # The first token answers the probe: a stream read slowly,
+                                # or a long one, must not keep the model cooling for others.
+                                reported = True
+                                self._answered(spec)
                             if isinstance(event, Done):
                                 seconds = round(time.monotonic() - started, 4)
                                 event = Done(
                                     replace(event.completion, model=spec.alias, seconds=seconds)
                                 )
                                 reported = True
-                                if self.cooldowns.succeeded(spec):
-                                    log.info("model %r answers again", spec.alias)
-                                    self._save()
+                                self._answered(spec)
                             yielded = True
                             yield event
                         return
                     except ProviderError as exc:
+                        if asked is not None and not streaming:
+                            exc = self._own_timeout(exc, asked, spec, timeout)
                         cooled = self._failed(spec, exc, limits)
                         reported = reported or cooled or _health_failure(exc)
                         if yielded:
-                            raise
+                            raise exc
                         if isinstance(exc, ContextTooLong):  # its bigger siblings next
                             later = [n for n in spec.context_fallbacks if n not in failures]
                             ahead = [s.alias for s in queue[position:]]
@@ -290,6 +300,32 @@ class Broker(Resource):
                     self.cooldowns.release(spec)
         errors = list(failures.values()) + [self._cooling(spec) for spec in cooling]
         raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
+
+    def _answered(self, spec: ModelSpec) -> None:
+        if self.cooldowns.succeeded(spec):
+            log.info("model %r answers again", spec.alias)
+            self._save()
+
+    def _own_timeout(
+        self, exc: ProviderError, asked: ChatRequest, spec: ModelSpec, timeout: float
+    ) -> ProviderError:
+        """``exc`` as an ``OwnTimeout`` when the request caused it: a whole answer of more
+        tokens than Heron's own calls ask a model for (the alias's ``max_output_tokens``,
+        else ``agent_max_tokens``) that the provider was still writing at the timeout. A
+        stream's timeout is between two pieces: a stall, the model's."""
+        if not isinstance(exc, ProviderTimeout) or not exc.waiting:
+            return exc
+        wanted = sampling_of(asked).max_tokens
+        ordinary = spec.max_output_tokens or self.settings.agent_max_tokens
+        if wanted is None or wanted <= ordinary:
+            return exc
+        return OwnTimeout(
+            spec.alias,
+            f"no answer within {timeout:g} s to a request for up to {wanted} tokens "
+            f"(max_tokens), more than the {ordinary} of an ordinary answer: the wait was "
+            "this request's own, so the model was not cooled down for anyone else. Ask "
+            "for fewer tokens, stream the answer (stream: true), or raise HERON_LLM_TIMEOUT.",
+        )
 
     def _failed(self, spec: ModelSpec, exc: ProviderError, limits: Limits) -> bool:
         """Count ``exc`` against ``spec``'s health; True if it cooled the model down."""
@@ -371,7 +407,10 @@ class Broker(Resource):
 
 
 def _health_failure(exc: ProviderError) -> bool:
-    """A failure that says the model is unwell (not that the request was wrong)."""
+    """A failure that says the model is unwell (not that the request was wrong, nor that
+    it asked for more than fits in the timeout)."""
+    if isinstance(exc, OwnTimeout):
+        return False
     return isinstance(exc, ProviderTimeout | ProviderDown | RateLimited)
 
 

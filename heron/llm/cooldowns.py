@@ -10,8 +10,15 @@ The rules are LiteLLM's router's, per model (alias, provider, model and endpoint
 - a 5xx or a short 429 counts; more than ``allowed_fails`` of them within a minute cool it;
 - a cooled model is skipped for ``cooldown`` seconds (a 429's own ``Retry-After`` when it
   gave one); then one request probes it with a single attempt while the others still
-  skip it. An answer ends the cooldown and clears the count; a failed probe cools it
-  again at once.
+  skip it. The probe's first token is its answer: it ends the cooldown and clears the
+  count, however slowly the rest of the answer is read. A failed probe cools it again at
+  once, and so does one that has not answered by its deadline (the broker's timeout):
+  a probe the model holds, or nothing interrupts, cannot keep every other request out.
+
+Only failures that say something of the model count. A timeout the request caused itself
+(``heron.llm.errors.OwnTimeout``: a whole answer of more ``max_tokens`` than Heron's own
+calls ask for) is the broker's to keep from here, as is a request refused for itself (a
+4xx): one client's request never cools a model for the others.
 
 A circuit-breaker library (pybreaker, circuitbreaker) was weighed: each counts consecutive
 failures with one fixed reset time per breaker, and neither takes a per-failure duration
@@ -48,7 +55,19 @@ class Health:
     reason: str = ""
     rate_limited: bool = False
     probing: bool = False
+    #: When the probe under way counts as failed if it has not answered (0: no deadline).
+    probe_until: float = 0.0
+    #: The length of the last cooldown, which an unanswered probe starts again.
+    length: float = 0.0
     cooldowns: int = 0
+
+    def lapse(self, now: float) -> None:
+        """A probe past its deadline is a failed one: the model cools again from then."""
+        if self.probing and self.probe_until and now >= self.probe_until:
+            self.until = self.probe_until + self.length
+            self.reason = "its probe did not answer in time"
+            self.probing, self.probe_until = False, 0.0
+            self.cooldowns += 1
 
 
 def _key(spec: ModelSpec) -> tuple[str, str, str, str]:
@@ -63,26 +82,34 @@ class Cooldowns:
         self._lock = threading.Lock()
         self._health: dict[tuple[str, str, str, str], Health] = {}
 
-    def admit(self, spec: ModelSpec) -> Gate:
+    def admit(self, spec: ModelSpec, *, deadline: float | None = None) -> Gate:
         """Whether a request may call ``spec`` now: ``ok``; ``probe`` (its cooldown is
         over and this request makes the one attempt that tells; it must report back with
-        ``succeeded``, ``failed`` or ``release``); ``cooling`` (skip it)."""
+        ``succeeded``, ``failed`` or ``release``, and counts as failed if it has not by
+        ``deadline`` seconds from now); ``cooling`` (skip it)."""
+        now = self._clock()
         with self._lock:
             health = self._health.get(_key(spec))
             if health is None or not health.until:
                 return "ok"
-            if self._clock() < health.until or health.probing:
+            health.lapse(now)
+            if now < health.until or health.probing:
                 return "cooling"
             health.probing = True
+            health.probe_until = now + deadline if deadline else 0.0
             return "probe"
 
     def remaining(self, spec: ModelSpec) -> tuple[float, bool]:
-        """``(seconds until spec is tried again, cooled by a 429)``."""
+        """``(seconds until spec is tried again, cooled by a 429)``: while a probe is
+        under way, until its deadline."""
+        now = self._clock()
         with self._lock:
             health = self._health.get(_key(spec))
             if health is None or not health.until:
                 return 0.0, False
-            return max(0.0, health.until - self._clock()), health.rate_limited
+            health.lapse(now)
+            until = health.probe_until if health.probing and health.probe_until else health.until
+            return max(0.0, until - now), health.rate_limited
 
     def succeeded(self, spec: ModelSpec) -> bool:
         """``spec`` answered: its cooldown and count are cleared. True if it was cooled."""
@@ -93,6 +120,7 @@ class Cooldowns:
             was = bool(health.until)
             health.failures.clear()
             health.until, health.reason, health.probing = 0.0, "", False
+            health.probe_until = 0.0
             return was
 
     def release(self, spec: ModelSpec) -> None:
@@ -101,7 +129,7 @@ class Cooldowns:
         with self._lock:
             health = self._health.get(_key(spec))
             if health is not None:
-                health.probing = False
+                health.probing, health.probe_until = False, 0.0
 
     def failed(
         self,
@@ -120,14 +148,15 @@ class Cooldowns:
         now = self._clock()
         with self._lock:
             health = self._health.setdefault(_key(spec), Health(spec.alias))
-            probed, health.probing = health.probing, False
+            probed, health.probing, health.probe_until = health.probing, False, 0.0
             health.failures.append(now)
             while health.failures and health.failures[0] < now - WINDOW:
                 health.failures.popleft()
             cool = at_once or probed or len(health.failures) > allowed_fails
             if not cool or cooldown <= 0:
                 return False
-            health.until = now + (seconds if seconds is not None else cooldown)
+            health.length = seconds if seconds is not None else cooldown
+            health.until = now + health.length
             health.reason, health.rate_limited = reason, rate_limited
             health.cooldowns += 1
             return True
@@ -139,6 +168,7 @@ class Cooldowns:
         with self._lock:
             rows = []
             for health in self._health.values():
+                health.lapse(now)
                 left = max(0.0, health.until - now) if health.until else 0.0
                 rows.append(
                     {

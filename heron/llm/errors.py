@@ -8,6 +8,8 @@ HeronError
       ├── RateLimited          429; retried after ``retry_after`` (or backoff)
       ├── ProviderDown         5xx, 529 "overloaded"; retried
       ├── ProviderTimeout      timeout or connection failure; retried
+      │    └── OwnTimeout      the request's own: its max_tokens took longer than the
+      │                        timeout; not retried, and the model is not cooled
       ├── BadRequest           other 4xx: the request's fault; not retried, falls back
       ├── AuthError            401/403 or a missing key variable; falls back
       ├── CoolingDown          every model of the chain is cooling down (``cooldowns``)
@@ -58,7 +60,24 @@ class ProviderDown(ProviderError):
 
 
 class ProviderTimeout(ProviderError):
+    """No answer in time, or no connection. ``waiting``: the provider took the request
+    and was still answering when the timeout came (a read timeout), as opposed to a
+    server that could not be reached or stopped sending mid-answer."""
+
     retryable = True
+
+    def __init__(self, alias: str, message: str, *, waiting: bool = False) -> None:
+        self.waiting = waiting
+        super().__init__(alias, message)
+
+
+class OwnTimeout(ProviderTimeout):
+    """A timeout the request caused itself: a whole answer asked for at once with more
+    ``max_tokens`` than a model writes for Heron's own calls, and not there within the
+    timeout. It says nothing about the model's health (``heron.llm.cooldowns`` does not
+    count it) and the same request would wait as long again, so it is not retried."""
+
+    retryable = False
 
 
 class BadRequest(ProviderError):

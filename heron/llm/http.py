@@ -96,6 +96,7 @@ class HTTPModel(Resource):
                 self.alias,
                 f"no answer from {self.url} within {timeout:g} s ({type(exc).__name__})"
                 ". Raise the timeout or check the server.",
+                waiting=isinstance(exc, httpx.ReadTimeout),
             ) from None
         except httpx.TransportError as exc:
             raise ProviderTimeout(
