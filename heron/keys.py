@@ -65,14 +65,41 @@ class Forbidden(HeronError):
 
 
 class OverLimit(HeronError):
-    """A key over one of its limits (429 with ``Retry-After``; JSON-RPC -32029)."""
+    """A key over one of its limits, or without room in one for what a request may spend
+    (429 with ``Retry-After``; JSON-RPC -32029). ``limit`` names it ("1000 tokens per 60
+    s"), ``retry_after`` is the seconds until it resets. For a reservation refused:
+    ``wanted``, the tokens the request would reserve, ``left`` and ``total``, those the
+    limit has left and has in all."""
 
-    def __init__(self, key: str, limit: str, retry_after: int) -> None:
-        super().__init__(
-            f"rate limited: the key {key!r} is over its {limit}; retry in {retry_after} s."
-        )
+    def __init__(
+        self,
+        key: str,
+        limit: str,
+        retry_after: int,
+        *,
+        wanted: int | None = None,
+        left: int = 0,
+        total: int = 0,
+    ) -> None:
+        wait = f"retry in {retry_after} s"
+        if wanted is None:
+            message = f"rate limited: the key {key!r} is over its {limit}; {wait}."
+        elif wanted > total:
+            message = (
+                f"rate limited: this request may spend up to {wanted:,} tokens, more than "
+                f"the key {key!r} has in all ({limit}), so retrying will not help: ask "
+                f"for fewer tokens (max_tokens) or send less; a smaller request may {wait}."
+            )
+        else:
+            message = (
+                f"rate limited: this request may spend up to {wanted:,} tokens and the key "
+                f"{key!r} has {max(0, left):,} left of its {limit}, the rest spent or held "
+                f"by its requests under way; {wait}, or ask for fewer tokens (max_tokens)."
+            )
+        super().__init__(message)
         self.limit = limit
         self.retry_after = retry_after
+        self.wanted = wanted
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,11 @@ A model cools only for its own failures: a timeout the request caused with its o
 ``max_tokens`` (``OwnTimeout``) and a refusal of the request (a 4xx) leave it open to
 every other caller, and a probe after a cooldown is answered at its first token.
 
+Whoever pays for a call puts a tab in ``heron.llm.metering.TAB``: each attempt holds on
+it the most it can spend before it is sent, and is charged what it spent when it ends,
+however it ends (``spent``: the provider's usage, else the tokenizer's count of what was
+sent and handed on, so a stream closed mid-answer is charged for what it gave).
+
 The file's ``router_settings`` (``RoutingTable.policy``) override the settings'
 ``llm_retries``, ``llm_timeout``, ``llm_allowed_fails`` and ``llm_cooldown``.
 """
@@ -40,6 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
+from heron.llm import metering
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.cooldowns import COOLDOWNS, Cooldowns
 from heron.llm.errors import (
@@ -53,6 +59,7 @@ from heron.llm.errors import (
     ProviderTimeout,
     RateLimited,
 )
+from heron.llm.metering import Tab, reserve
 from heron.llm.payload import CHARS_PER_TOKEN, check, fit, sampling_of
 from heron.llm.types import Provider
 from heron.resource import Resource
@@ -163,7 +170,8 @@ class Broker(Resource):
 
         ``fallbacks=False`` tries ``model`` alone (its retries still apply)."""
         chain = self._chain(request, model, fallbacks)
-        for event in self._run(request, chain, timeout, streaming=False):
+        tab = metering.current()  # taken here: the caller's, whichever thread runs the call
+        for event in self._run(request, chain, timeout, streaming=False, tab=tab):
             if isinstance(event, Done):
                 return event.completion
         raise AssertionError("a completed call always ends with Done")  # pragma: no cover
@@ -180,7 +188,8 @@ class Broker(Resource):
 
         A bad request or an unknown alias raises here, before the first ``next()``."""
         chain = self._chain(request, model, fallbacks)
-        return self._run(request, chain, timeout, streaming=True)
+        # The caller's tab, taken now: the generator may be run, or closed, elsewhere.
+        return self._run(request, chain, timeout, streaming=True, tab=metering.current())
 
     def check(self, model: str | None = None) -> dict[str, Any]:
         """One tiny call to ``model`` alone, no fallback: ``{"model", "ok", "seconds",
@@ -209,6 +218,7 @@ class Broker(Resource):
         *,
         streaming: bool,
         force: bool = False,
+        tab: Tab | None = None,
     ) -> Iterator[StreamEvent]:
         limits = self.limits
         timeout = timeout or limits.timeout
@@ -235,10 +245,14 @@ class Broker(Resource):
                 for attempt in range(tries):
                     started, yielded = time.monotonic(), False
                     asked: ChatRequest | None = None
+                    sent: list[str] = []  # the text handed on, charged if no usage comes
+                    done: Completion | None = None
                     try:
                         if spec.alias not in fitted:  # once per model: its warnings once
                             fitted[spec.alias] = fit(request, spec)
                         asked = fitted[spec.alias]
+                        if tab is not None:  # the most it can spend, held before it is sent
+                            asked = reserve(tab, asked, spec)
                         provider = self._provider(spec)
                         events = (
                             provider.stream(asked, timeout=timeout)
@@ -256,8 +270,11 @@ class Broker(Resource):
                                 event = Done(
                                     replace(event.completion, model=spec.alias, seconds=seconds)
                                 )
+                                done = event.completion
                                 reported = True
                                 self._answered(spec)
+                            else:
+                                sent.append(event.text)
                             yielded = True
                             yield event
                         return
@@ -295,6 +312,11 @@ class Broker(Resource):
                         log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
                         self._tell("retry", spec.alias)
                         self._sleep(wait)
+                    finally:
+                        # Charged whatever ended the call: an answer, a failure, a
+                        # client that left mid-stream (the generator closed at a yield).
+                        if tab is not None and asked is not None:
+                            tab.spent(*spent(spec, asked, sent, done))
             finally:
                 if gate == "probe" and not reported:
                     self.cooldowns.release(spec)
@@ -412,6 +434,28 @@ def _health_failure(exc: ProviderError) -> bool:
     if isinstance(exc, OwnTimeout):
         return False
     return isinstance(exc, ProviderTimeout | ProviderDown | RateLimited)
+
+
+def spent(
+    spec: ModelSpec, asked: ChatRequest, sent: Sequence[str], done: Completion | None
+) -> tuple[int, int]:
+    """``(tokens in, tokens out)`` one call spent: the provider's usage; where it reported
+    none (a stream closed before its end, a provider that counts no prompt) the prompt and
+    what was handed on, counted with ``count_tokens``. A call that handed nothing on
+    (refused, failed, cut before its first piece) spent nothing."""
+    if done is None and not sent:
+        return 0, 0
+    usage = done.usage if done is not None else None
+    tokens_in = usage.prompt_tokens if usage else 0
+    tokens_out = usage.completion_tokens if usage else 0
+    if not tokens_in:
+        tokens_in = count_tokens(spec, [m.content for m in asked.messages])
+    if not tokens_out:
+        written = list(sent) if done is None else [done.text]
+        if done is not None:
+            written += [json.dumps(c.arguments) for c in done.tool_calls]
+        tokens_out = count_tokens(spec, written)
+    return tokens_in, tokens_out
 
 
 def load_broker(settings: Settings) -> Broker:

@@ -19,11 +19,22 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
 - **Limits.** ``rpm``: requests per window (``HERON_KEYS_WINDOW``, 60 s), a JSON-RPC
   call counting as one (a batch of ten is ten); ``tpm``: model tokens (in and out) per
   window; ``monthly_tokens``: per calendar month (UTC). Over one: 429 with
-  ``Retry-After`` (JSON-RPC ``RATE_LIMITED`` -32029, ``retry_after`` in ``data``). The
-  token limits are checked before a request that spends tokens (``METERED``) and charged
-  with what it spent after, so the request that crosses a limit finishes and the next
-  one waits. Windows are counted in memory by the ``limits`` library, per server; the
-  monthly budget is counted in the key store, which servers on one PostgreSQL share.
+  ``Retry-After`` (JSON-RPC ``RATE_LIMITED`` -32029, ``retry_after`` in ``data``).
+- **Tokens are reserved before they are spent** (the token reservation rule,
+  docs/security.md). Each request with a key has a ``Tab``, ``heron.llm.metering``'s
+  ``TAB`` for the work it pays for (each call of a JSON-RPC batch its own, opened by
+  ``rpc_gate`` before the call runs; an MCP tool call its own, ``acting_as``). What a
+  request may spend is held on the key at once, under one lock, against what the window
+  and the month have left after what is spent and what every request under way holds:
+  the door holds what it can tell before the work (the client's text and the answer's
+  bound), and every model call, whichever door it came by, holds the most it can spend
+  before it is sent (``heron.llm.broker``). A request that cannot hold what it needs is
+  refused (429, ``OverLimit`` naming the limit and when it resets) and holds nothing;
+  one that can is charged what it spent as it spends it (the provider's usage, or the
+  tokenizer's count of what was sent: a stream the client left is charged for what
+  reached it), and what it held unspent goes back when it ends. Windows and holds are
+  counted in memory, per server; the month's tokens are in the key store, which
+  servers on one PostgreSQL share as of each one's last write (``HERON_KEYS_FLUSH``).
 - **Usage.** Requests and tokens per key: ``heron_key_requests_total{key,outcome}``
   and ``heron_key_tokens_total{key,direction}`` in ``/metrics`` (one label value per
   key), and the key store's ``key_usage``, written every ``HERON_KEYS_FLUSH`` seconds
@@ -46,7 +57,7 @@ from typing import Any
 
 from limits import RateLimitItem, RateLimitItemPerSecond
 from limits.storage import MemoryStorage
-from limits.strategies import FixedWindowRateLimiter, MovingWindowRateLimiter
+from limits.strategies import MovingWindowRateLimiter
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Receive, Scope, Send
@@ -64,6 +75,7 @@ from heron.keys import (
     open_keys,
     seconds_to_next_month,
 )
+from heron.llm.metering import TAB
 from heron.server.auth import is_open
 from heron.server.hooks import no_routes
 from heron.server.metrics import Metrics
@@ -133,6 +145,10 @@ class Caller:
     key: Key
     ring: Keyring
 
+    def tab(self) -> Tab:
+        """A new tab of this key's tokens, for work its opener closes itself."""
+        return Tab(self.ring, self.key)
+
 
 #: The key of the request being handled, for code below the middleware that has no
 #: request at hand (a JSON-RPC method, a stream's task); ``None`` without a key.
@@ -152,11 +168,32 @@ def require(scope: str) -> None:
         caller.key.require(scope)
 
 
+def reserve(tokens: int) -> None:
+    """Hold ``tokens`` of the request's key for the work about to start, before it starts
+    (a door's reservation: what it can tell of the request's cost). Raises ``OverLimit``
+    when the key has not that many left. No key: nothing to hold."""
+    tab = current_tab()
+    if tab is not None:
+        tab.need(tokens)
+
+
 def spend(tokens_in: int, tokens_out: int) -> None:
-    """Charge the request's key with the model tokens its answer spent."""
+    """Charge the request's key with the tokens its answer spent, as the door counts
+    them: what its model calls have not charged already (the broker charges each call
+    as it ends), so an answer is never charged twice, and one no model wrote (extractive)
+    is charged its counted text."""
+    tab = current_tab()
+    if isinstance(tab, Tab):
+        tab.charge(tokens_in, tokens_out)
+        return
     caller = CALLER.get()
     if caller is not None:
         caller.ring.spend(caller.key, tokens_in, tokens_out)
+
+
+def current_tab() -> Tab | None:
+    tab = TAB.get()
+    return tab if isinstance(tab, Tab) else None
 
 
 def key_of(request: Any) -> Key | None:
@@ -165,9 +202,124 @@ def key_of(request: Any) -> Key | None:
     return state.get("key")
 
 
+class Tab:
+    """What one piece of work (a request, one call of a JSON-RPC batch, an MCP tool call,
+    a chat stream's answer) holds and spends of its key's tokens: ``heron.llm.metering``'s
+    ``Tab``. It holds, spends out of what it holds, and gives back the rest on ``close``;
+    a refusal gives back all it held at once, since the work it was for will not run."""
+
+    def __init__(self, ring: Keyring, key: Key) -> None:
+        self.ring = ring
+        self.key = key
+        self.held = 0  # reserved on the key and not spent yet
+        self.charged_in = 0  # what was charged so far, model calls and door alike
+        self.charged_out = 0
+        self._lock = threading.Lock()
+
+    def need(self, tokens: int, *, least: int | None = None) -> int | None:
+        with self._lock:
+            if self.held >= tokens:
+                return self.held
+            more = tokens - self.held
+            fewest = None if least is None else max(0, least - self.held)
+            try:
+                granted = self.ring.reserve(
+                    self.key, more, least=fewest, wanted=tokens, own=self.held
+                )
+            except OverLimit:
+                self._release()
+                raise
+            if granted is None:
+                return None
+            self.held += granted
+            return self.held
+
+    def spent(self, tokens_in: int, tokens_out: int) -> None:
+        tokens_in, tokens_out = max(0, tokens_in), max(0, tokens_out)
+        with self._lock:
+            covered = min(self.held, tokens_in + tokens_out)
+            self.held -= covered
+            self.charged_in += tokens_in
+            self.charged_out += tokens_out
+        self.ring.settle(self.key, covered, tokens_in, tokens_out)
+
+    def charge(self, tokens_in: int, tokens_out: int) -> None:
+        """Charge a door's count of the whole answer beyond what was charged already."""
+        with self._lock:
+            more_in = max(0, tokens_in - self.charged_in)
+            more_out = max(0, tokens_out - self.charged_out)
+        if more_in or more_out:
+            self.spent(more_in, more_out)
+
+    def close(self) -> None:
+        """Give back what is held and unspent; the tab may still be charged after."""
+        with self._lock:
+            self._release()
+
+    def _release(self) -> None:
+        held, self.held = self.held, 0
+        if held:
+            self.ring.settle(self.key, held, 0, 0)
+
+
+class Visit:
+    """The tabs opened while one request is served, closed when it ends: its own, and
+    one for each JSON-RPC call of a batch or MCP tool call made in it."""
+
+    def __init__(self) -> None:
+        self.tabs: list[Tab] = []
+
+    def open(self, caller: Caller) -> Tab:
+        tab = caller.tab()
+        self.tabs.append(tab)
+        return tab
+
+    def close(self) -> None:
+        for tab in self.tabs:
+            tab.close()
+
+
+VISIT: ContextVar[Visit | None] = ContextVar("heron_visit", default=None)
+
+
+@dataclass
+class _Tokens:
+    """One key's tokens on this server: its window's (from ``start``) spent, and those
+    its requests under way hold."""
+
+    start: float
+    spent: int = 0
+    held: int = 0
+
+
+@dataclass(frozen=True)
+class _Room:
+    """What one token limit has left for a request (``left``; ``unheld``: were every
+    request under way to give back what it holds), and when it resets."""
+
+    left: int
+    unheld: int
+    limit: str
+    total: int
+    reset: float
+
+    def wait(self, tokens: int, now: float) -> int:
+        """Seconds to wait before ``tokens`` may fit: to the reset if what is spent
+        leaves no room for them, else a second (what requests under way hold comes back
+        when they end)."""
+        return _seconds(self.reset, now) if self.unheld < tokens else 1
+
+    @staticmethod
+    def binding(rooms: list[_Room], tokens: int, now: float, whole: int = 0) -> _Room:
+        """Of the limits without ``tokens`` left, the one to wait longest for, before
+        ``whole`` tokens (``tokens`` and what the request holds already) may fit."""
+        whole = max(whole, tokens)
+        return max((r for r in rooms if r.left < tokens), key=lambda r: r.wait(whole, now))
+
+
 class Keyring:
-    """One server's view of the keys: finds them, counts their windows in memory and
-    their usage until it is written (``flush``). Thread-safe."""
+    """One server's view of the keys: finds them, counts their windows, holds and usage
+    in memory until the usage is written (``flush``). Thread-safe."""
 
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
         self.settings = settings
@@ -175,11 +327,12 @@ class Keyring:
         self.window = settings.keys_window
         self._store: KeyStore | None = None
         self._lock = threading.Lock()
-        # Requests: a moving window, exact at its edges. Tokens: a fixed one, because
-        # an answer is charged after it ran and may overshoot, which a moving window
-        # would refuse to record; the next request then waits for the window's end.
+        self._flushing = threading.Lock()
+        # Requests: a moving window, exact at its edges (the limits library). Tokens: a
+        # fixed window per key with what its requests hold beside what they spent, which
+        # the library has no notion of.
         self._requests = MovingWindowRateLimiter(MemoryStorage())
-        self._tokens = FixedWindowRateLimiter(MemoryStorage())
+        self._tokens: dict[str, _Tokens] = {}
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._month: str = ""
         self._stored: dict[str, int] = {}  # tokens of this month in the store, by key
@@ -210,41 +363,116 @@ class Keyring:
 
     def admit(self, key: Key, *, metered: bool) -> None:
         """Count one request of ``key``, or raise ``OverLimit`` (counting nothing) when
-        it is over its requests, or, for a request that spends tokens, its tokens."""
+        it is over its requests, or, for a request that spends tokens, has no token left
+        (what its requests under way hold counts as spent)."""
         if metered:
             self._check_tokens(key)
         if key.rpm is not None:
             item = self._item(key.rpm)
             if not self._requests.hit(item, "rpm", key.name):
                 reset = self._requests.get_window_stats(item, "rpm", key.name)[0]  # reset time
-                self._refuse(key, f"{key.rpm} requests per {self.window} s", reset)
+                limit = f"{key.rpm} requests per {self.window} s"
+                raise self._refused(key, OverLimit(key.name, limit, _seconds(reset, time.time())))
         self._count(key, requests=1)
         self.metrics.key_requests.labels(key.name, "ok").inc()
 
     def _check_tokens(self, key: Key) -> None:
-        if key.tpm is not None:
-            item = self._item(key.tpm)
-            if not self._tokens.test(item, "tpm", key.name):
-                reset = self._tokens.get_window_stats(item, "tpm", key.name)[0]  # reset time
-                self._refuse(key, f"{key.tpm} tokens per {self.window} s", reset)
-        if key.monthly_tokens is not None and self.month_tokens(key) >= key.monthly_tokens:
-            wait = seconds_to_next_month()
-            self._refuse(key, f"{key.monthly_tokens} tokens this month", time.time() + wait)
+        if key.tpm is None and key.monthly_tokens is None:
+            return
+        self._load_month()
+        with self._lock:
+            now = time.time()
+            rooms = self._rooms(key, now)
+        if any(r.left <= 0 for r in rooms):
+            room = _Room.binding(rooms, 1, now)
+            raise self._refused(key, OverLimit(key.name, room.limit, room.wait(1, now)))
 
-    def _refuse(self, key: Key, limit: str, reset: float) -> None:
+    def reserve(
+        self,
+        key: Key,
+        tokens: int,
+        *,
+        least: int | None = None,
+        wanted: int | None = None,
+        own: int = 0,
+    ) -> int | None:
+        """Hold ``tokens`` of ``key``'s, or as many as are left down to ``least``
+        (default: all of them), against every token limit at once; returns those held
+        (``None``: the key has no token limit, nothing to hold). Raises ``OverLimit``,
+        holding nothing, when not even ``least`` is left. ``wanted`` and ``own``: the
+        request's whole reservation and what it holds already, for the refusal's
+        message."""
+        if key.tpm is None and key.monthly_tokens is None:
+            return None
+        fewest = tokens if least is None else min(least, tokens)
+        self._load_month()
+        with self._lock:
+            now = time.time()
+            rooms = self._rooms(key, now)
+            left = min(r.left for r in rooms)
+            granted = tokens if left >= tokens else max(0, left)
+            if granted >= fewest:
+                self._tokens[key.name].held += granted
+                return granted
+        short = _Room.binding(rooms, fewest, now, fewest + own)
+        refusal = OverLimit(
+            key.name,
+            short.limit,
+            short.wait(fewest + own, now),
+            wanted=wanted or tokens,
+            left=short.left + own,
+            total=short.total,
+        )
+        raise self._refused(key, refusal)
+
+    def _window(self, name: str, now: float) -> _Tokens:
+        """Key ``name``'s tokens in the window of ``now`` (the lock held): a new window
+        starts with nothing spent, and what requests under way hold still held."""
+        tokens = self._tokens.get(name)
+        if tokens is None or now - tokens.start >= self.window:
+            tokens = self._tokens[name] = _Tokens(now, held=tokens.held if tokens else 0)
+        return tokens
+
+    def _rooms(self, key: Key, now: float) -> list[_Room]:
+        """What each of ``key``'s token limits has left (the lock held)."""
+        tokens = self._window(key.name, now)
+        rooms = []
+        if key.tpm is not None:
+            unheld = key.tpm - tokens.spent
+            limit = f"{key.tpm} tokens per {self.window} s"
+            reset = tokens.start + self.window
+            rooms.append(_Room(unheld - tokens.held, unheld, limit, key.tpm, reset))
+        if key.monthly_tokens is not None:
+            unheld = key.monthly_tokens - self._month_tokens(key.name)
+            limit = f"{key.monthly_tokens} tokens this month"
+            reset = now + seconds_to_next_month(now)
+            rooms.append(_Room(unheld - tokens.held, unheld, limit, key.monthly_tokens, reset))
+        return rooms
+
+    def _refused(self, key: Key, exc: OverLimit) -> OverLimit:
         self.metrics.key_requests.labels(key.name, "limited").inc()
-        raise OverLimit(key.name, limit, max(1, math.ceil(reset - time.time())))
+        return exc
 
     def forbidden(self, key: Key) -> None:
         self.metrics.key_requests.labels(key.name, "forbidden").inc()
 
+    def settle(self, key: Key, held: int, tokens_in: int, tokens_out: int) -> None:
+        """Give back ``held`` tokens ``key``'s work had reserved, and charge what it spent
+        (in and out)."""
+        tokens_in, tokens_out = max(0, tokens_in), max(0, tokens_out)
+        with self._lock:
+            tokens = self._window(key.name, time.time())
+            tokens.held = max(0, tokens.held - held)
+            tokens.spent += tokens_in + tokens_out
+        if tokens_in or tokens_out:
+            self._count(key, tokens_in=tokens_in, tokens_out=tokens_out)
+            self.metrics.key_tokens.labels(key.name, "in").inc(tokens_in)
+            self.metrics.key_tokens.labels(key.name, "out").inc(tokens_out)
+
     def spend(self, key: Key, tokens_in: int, tokens_out: int) -> None:
-        total = max(0, tokens_in) + max(0, tokens_out)
-        if total and key.tpm is not None:
-            self._tokens.hit(self._item(key.tpm), "tpm", key.name, cost=total)
-        self._count(key, tokens_in=max(0, tokens_in), tokens_out=max(0, tokens_out))
-        self.metrics.key_tokens.labels(key.name, "in").inc(max(0, tokens_in))
-        self.metrics.key_tokens.labels(key.name, "out").inc(max(0, tokens_out))
+        """Charge what ``key`` spent without a reservation (it may pass a limit: the next
+        request waits)."""
+        self.settle(key, 0, tokens_in, tokens_out)
 
     def _count(self, key: Key, requests: int = 0, tokens_in: int = 0, tokens_out: int = 0) -> None:
         with self._lock:
@@ -256,44 +484,50 @@ class Keyring:
     def month_tokens(self, key: Key) -> int:
         """``key``'s tokens this month: the store's count as of the last flush, and what
         this server counted since."""
+        self._load_month()
+        with self._lock:
+            return self._month_tokens(key.name)
+
+    def _month_tokens(self, name: str) -> int:
+        pending = self._pending.get((name, self._month), [0, 0, 0])
+        return self._stored.get(name, 0) + pending[1] + pending[2]
+
+    def _load_month(self) -> None:
         month = month_of()
         if self._month != month:  # the first ask, or a new month: the store's count
-            self._reload(month)
-        with self._lock:
-            pending = self._pending.get((key.name, month), [0, 0, 0])
-            return self._stored.get(key.name, 0) + pending[1] + pending[2]
-
-    def _reload(self, month: str) -> None:
-        stored = {u.name: u.tokens for u in self.store.usage(month)}
-        with self._lock:
-            self._month, self._stored = month, stored
+            stored = {u.name: u.tokens for u in self.store.usage(month)}
+            with self._lock:
+                self._month, self._stored = month, stored
 
     def flush(self) -> None:
         """Write the usage counted since the last flush, then re-read this month's
-        totals (other servers on the same database add theirs)."""
-        with self._lock:
-            pending, self._pending = self._pending, {}
-        if not pending:
-            return
-        rows = [KeyUsage(name, month, *counts) for (name, month), counts in pending.items()]
-        try:
-            self.store.add_usage(rows)
-        except Exception:
-            with self._lock:  # kept for the next flush rather than lost
-                for row in rows:
-                    counts = self._pending.setdefault((row.name, row.month), [0, 0, 0])
-                    counts[0] += row.requests
-                    counts[1] += row.tokens_in
-                    counts[2] += row.tokens_out
-            raise
-        self._reload(month_of())
+        totals (other servers on the same database add theirs). What is written stays
+        counted here until the totals that hold it are read, so no check misses it."""
+        with self._flushing:
+            with self._lock:
+                written = {k: list(v) for k, v in self._pending.items() if any(v)}
+            if not written:
+                return
+            rows = [KeyUsage(name, month, *counts) for (name, month), counts in written.items()]
+            self.store.add_usage(rows)  # on failure the counts wait for the next flush
+            month = month_of()
+            stored = {u.name: u.tokens for u in self.store.usage(month)}
+            with self._lock:
+                for where, counts in written.items():
+                    left = [a - b for a, b in zip(self._pending[where], counts, strict=True)]
+                    if any(left):
+                        self._pending[where] = left
+                    else:
+                        del self._pending[where]
+                self._month, self._stored = month, stored
 
     def usage(self) -> list[KeyUsage]:
         """This month's usage of every key, what is not written yet included."""
-        month = month_of()
-        found = {u.name: u for u in self.store.usage(month)}
-        with self._lock:
-            pending = {n: c for (n, m), c in self._pending.items() if m == month}
+        with self._flushing:  # not between a write and the totals that hold it
+            month = month_of()
+            found = {u.name: u for u in self.store.usage(month)}
+            with self._lock:
+                pending = {n: list(c) for (n, m), c in self._pending.items() if m == month}
         for name, (requests, tin, tout) in pending.items():
             old = found.get(name, KeyUsage(name, month))
             found[name] = KeyUsage(
@@ -309,6 +543,10 @@ class Keyring:
                 store, self._store = self._store, None
             if store is not None:
                 store.close()
+
+
+def _seconds(reset: float, now: float) -> int:
+    return max(1, math.ceil(reset - now))
 
 
 def keyring(rt: Runtime) -> Keyring:
@@ -378,11 +616,16 @@ class KeyMiddleware:
             except OverLimit as exc:
                 await over_limit(path, exc)(scope, receive, send)
                 return
-        token = CALLER.set(Caller(key, self.ring))
+        caller = Caller(key, self.ring)
+        visit = Visit()
+        tokens = CALLER.set(caller), TAB.set(visit.open(caller)), VISIT.set(visit)
         try:
             await self.app(scope, receive, send)
         finally:
-            CALLER.reset(token)
+            CALLER.reset(tokens[0])
+            TAB.reset(tokens[1])
+            VISIT.reset(tokens[2])
+            visit.close()
 
 
 def check_call(ring: Keyring, key: Key | None, scope: str) -> None:
@@ -399,18 +642,28 @@ def check_call(ring: Keyring, key: Key | None, scope: str) -> None:
 
 @contextmanager
 def acting_as(ring: Keyring, key: Key | None) -> Iterator[None]:
-    """The block runs as ``key``'s call (``CALLER``), for a handler that runs outside
-    its request's context: an MCP session's task serves every request of the session."""
-    token = CALLER.set(None if key is None else Caller(key, ring))
+    """The block runs as ``key``'s call (``CALLER``), with a tab of its own closed when it
+    ends, for a handler that runs outside its request's context: an MCP session's task
+    serves every request of the session."""
+    caller = None if key is None else Caller(key, ring)
+    visit = Visit()
+    tab = None if caller is None else visit.open(caller)
+    tokens = CALLER.set(caller), TAB.set(tab), VISIT.set(visit)
     try:
         yield
     finally:
-        CALLER.reset(token)
+        CALLER.reset(tokens[0])
+        TAB.reset(tokens[1])
+        VISIT.reset(tokens[2])
+        visit.close()
 
 
 def rpc_gate(method: Method) -> None:
     """``Registry.gate``: the call's key must hold ``method.scope`` and be within its
-    limits; raises the ``RpcError`` (``FORBIDDEN``, ``RATE_LIMITED``) otherwise."""
+    limits; raises the ``RpcError`` (``FORBIDDEN``, ``RATE_LIMITED``) otherwise. A call
+    that spends tokens gets a tab of its own, holding its answer's budget
+    (``agent_max_tokens``) before it runs: the calls of a batch are gated one after the
+    other before any runs, so together they cannot hold more than the key has."""
     caller = CALLER.get()
     if caller is None:
         return
@@ -419,8 +672,14 @@ def rpc_gate(method: Method) -> None:
         ring.forbidden(key)
         exc = Forbidden(key.name, method.scope)
         raise RpcError(FORBIDDEN, str(exc), {"type": "Forbidden", "scope": method.scope})
+    metered = method.name in METERED_METHODS
     try:
-        ring.admit(key, metered=method.name in METERED_METHODS)
+        ring.admit(key, metered=metered)
+        if metered:
+            visit = VISIT.get()
+            tab = visit.open(caller) if visit is not None else caller.tab()
+            TAB.set(tab)  # the call's own context: its task in a batch, its thread after
+            tab.need(ring.settings.agent_max_tokens)
     except OverLimit as exc:
         data = {"type": "OverLimit", "limit": exc.limit, "retry_after": exc.retry_after}
         raise RpcError(RATE_LIMITED, str(exc), data) from exc
@@ -490,13 +749,14 @@ async def lifespan(rt: Runtime) -> AsyncIterator[None]:
             except Exception:  # a busy or lost database: the counts wait for the next try
                 log.warning("could not write the keys' usage; retrying", exc_info=True)
 
-    task = asyncio.create_task(writer())
+    tasks = [asyncio.create_task(writer())]
     try:
         yield
     finally:
-        task.cancel()
-        with suppress(asyncio.CancelledError):
-            await task
+        for task in tasks:
+            task.cancel()
+            with suppress(asyncio.CancelledError):
+                await task
         try:
             await run_in_threadpool(ring.close)
         except Exception:  # shutdown goes on; the counts since the last write are lost

@@ -84,6 +84,7 @@ from heron.core.chat import (
 from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
+from heron.keys import OverLimit
 from heron.llm.broker import count_tokens
 from heron.llm.payload import (
     NEUTRAL,
@@ -97,7 +98,7 @@ from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
-from heron.server.keys import spend
+from heron.server.keys import over_limit, reserve, spend
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -236,6 +237,8 @@ def refused_fields(req: CompletionRequest) -> None:
 
 #: The model-name prefix of the broker alone (no grounding).
 RAW_PREFIX = "raw/"
+#: The route, for the error shape of a refusal (``heron.server.replies.for_path``).
+PATH = "/v1/chat/completions"
 
 
 def passed_fields(req: CompletionRequest) -> dict[str, Any]:
@@ -427,6 +430,20 @@ def measure(request: ChatRequest, settings: Settings) -> None:
         check.check(wanted, "response_format.json_schema.schema")
     for i, tool in enumerate(request.tools):
         check.check(tool.parameters, f"tools[{i}].function.parameters")
+
+
+def door_tokens(asked: Turn, settings: Settings) -> int:
+    """What a grounded request holds of its key before any work: its messages and tools
+    (``estimate_tokens``, on the long side) and its answer's bound (``max_tokens``, else
+    Heron's ``agent_max_tokens``). The model calls add what they send besides when they
+    are sent (``heron.llm.metering``)."""
+    messages = (
+        Message("system", asked.instructions),
+        *(asked.history or ()),
+        Message("user", asked.message),
+    )
+    prompt = estimate_tokens(ChatRequest(messages, tuple(asked.client_tools)))
+    return prompt + (asked.sampling.max_tokens or settings.agent_max_tokens)
 
 
 def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
@@ -723,6 +740,8 @@ async def raw_completions(rt: Runtime, req: CompletionRequest) -> Response:
         return invalid(str(exc), exc.param)
     except InputError as exc:
         return invalid(str(exc))
+    except OverLimit as exc:  # the key cannot hold what the call may spend: never sent
+        return over_limit(PATH, exc)
     except HeronError as exc:
         return heron_error(exc)
     return StrictJSONResponse(raw_completion(done, cid, created))
@@ -745,6 +764,9 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
     sent = [asked.message, asked.instructions, *(m.content for m in asked.history or ())]
     start = time.perf_counter()
     try:
+        # Held before any work: the client's text and the answer's bound. Each model call
+        # then holds the most it can spend (the passages Heron adds included) when sent.
+        reserve(door_tokens(asked, rt.settings))
         if req.stream:
             # Bad input (an unknown model, a missing library) raises here, before any
             # chunk, so it is answered with a status code.
@@ -759,6 +781,8 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
         used = await run_in_threadpool(usage, rt, answer, sent)
     except Gone:
         return gone()
+    except OverLimit as exc:
+        return over_limit(PATH, exc)
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_answer(answer, time.perf_counter() - start)

@@ -8,8 +8,11 @@ client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>``
 ``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
 then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds. An
 answer no client has followed for ``server_stream_grace`` seconds (the web page's Stop,
-a client that gave up) stops at its next event and ends with ``error``. Framing,
-keep-alives and the disconnect are ``heron.server.events``::
+a client that gave up) stops at its next event and ends with ``error``. The answer's
+task has a tab of its own (``heron.server.keys``): it holds the message and the
+answer's bound before the agent starts and is charged whatever the answer spent,
+followed to its end or not. Framing, keep-alives and the disconnect are
+``heron.server.events``::
 
     id: 3f2a...:1
     event: token
@@ -33,11 +36,15 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from heron.core.chat import ChatRequest, Message
 from heron.errors import HeronError, InputError
+from heron.keys import OverLimit
+from heron.llm.metering import TAB
+from heron.llm.payload import estimate_tokens
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
-from heron.server.keys import spend
+from heron.server.keys import CALLER, Tab, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
@@ -146,19 +153,29 @@ class StreamHub:
             if stream.finished_at is not None and now - stream.finished_at > self.ttl:
                 del self.streams[sid]
 
-    def start(self, rt: Runtime, events: Iterator[Any]) -> Stream:
+    def start(self, rt: Runtime, events: Iterator[Any], tab: Tab | None = None) -> Stream:
         """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
         goes on and stays resumable when its client drops, for ``grace`` seconds with no
-        client at all."""
+        client at all. ``tab``: what the answer is charged to, closed when it ends."""
         self._expire()
         stream = Stream(uuid.uuid4().hex)
         self.streams[stream.id] = stream
-        task = asyncio.create_task(self._produce(rt, events, stream))
+        task = asyncio.create_task(self._produce(rt, events, stream, tab))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return stream
 
-    async def _produce(self, rt: Runtime, events: Iterator[Any], stream: Stream) -> None:
+    async def _produce(
+        self, rt: Runtime, events: Iterator[Any], stream: Stream, tab: Tab | None
+    ) -> None:
+        TAB.set(tab)  # this task's own context: the model calls below are charged to it
+        try:
+            await self._answer(rt, events, stream)
+        finally:
+            if tab is not None:
+                tab.close()
+
+    async def _answer(self, rt: Runtime, events: Iterator[Any], stream: Stream) -> None:
         await stream.add("stream", {"stream_id": stream.id})
         start = time.perf_counter()
         texts: list[str] = []
@@ -201,6 +218,14 @@ class StreamHub:
         self.streams.clear()
 
 
+def door_tokens(rt: Runtime, params: ChatParams) -> int:
+    """What an answer holds of its key before the agent starts: the message's estimate
+    and the answer's bound (``agent_max_tokens``); each model call holds what else it
+    sends when it is sent."""
+    prompt = estimate_tokens(ChatRequest((Message("user", params.message),)))
+    return prompt + rt.settings.agent_max_tokens
+
+
 def _sse(rt: Runtime, stream: Stream, after: int) -> Response:
     return event_stream(stream.follow(after), rt.settings, answer=True)
 
@@ -235,11 +260,20 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
     params = await read_body(request, ChatParams)
     if isinstance(params, Response):
         return params
+    caller = CALLER.get()
+    # The answer outlives this request (a client may drop and resume): its own tab.
+    tab = None if caller is None else caller.tab()
     try:
+        if tab is not None:
+            tab.need(door_tokens(rt, params))
         events = await run_in_threadpool(open_stream, rt, params)
+    except OverLimit as exc:
+        return over_limit(request.url.path, exc)
     except HeronError as exc:
+        if tab is not None:
+            tab.close()
         return heron_error(exc)
-    return _sse(rt, hub.start(rt, events), 0)
+    return _sse(rt, hub.start(rt, events, tab), 0)
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:

@@ -23,7 +23,7 @@ from starlette.testclient import TestClient
 
 from heron.keys import SCOPES, Key, OverLimit, open_keys, seconds_to_next_month
 from heron.server import create_app
-from heron.server.keys import FORBIDDEN, RATE_LIMITED, KeyMiddleware, Keyring, rule_for
+from heron.server.keys import FORBIDDEN, RATE_LIMITED, KeyMiddleware, Keyring, Tab, rule_for
 from heron.server.metrics import Metrics
 from heron.settings import Settings
 from tests.server.conftest import Served
@@ -201,6 +201,32 @@ def test_token_limits_are_charged_after_and_checked_before(settings: Settings) -
     ring.close()
 
 
+def test_tokens_are_held_before_they_are_spent(settings: Settings) -> None:
+    """The token reservation rule at the keyring: what requests under way hold counts
+    against every one after them, a refusal holds nothing, and what is held unspent
+    goes back when the work ends."""
+    ring = Keyring(settings, Metrics())
+    key = Key("held", frozenset({"chat"}), tpm=100)
+    first = Tab(ring, key)
+    assert first.need(60) == 60
+    second = Tab(ring, key)
+    with pytest.raises(OverLimit) as short:
+        second.need(60)  # 40 left: the first holds the rest
+    assert short.value.retry_after == 1  # what is held comes back when the first ends
+    assert "up to 60 tokens" in str(short.value) and "has 40 left" in str(short.value)
+    assert second.held == 0
+    first.spent(20, 10)  # a model call of the first: charged out of what it held
+    first.charge(20, 25)  # the door's count of the whole answer: only the 15 more
+    first.close()  # 15 unspent go back
+    assert ring.month_tokens(key) == 45
+    assert second.need(55) == 55  # 100 - 45 spent
+    with pytest.raises(OverLimit) as whole:
+        Tab(ring, key).need(500)
+    assert "more than the key 'held' has in all" in str(whole.value)
+    second.close()
+    ring.close()
+
+
 def test_the_monthly_budget_outlives_the_server(settings: Settings) -> None:
     make_key(settings, "budget", "chat", monthly_tokens=100)
     with open_keys(settings) as keys:
@@ -260,10 +286,11 @@ def test_mcp_offers_and_runs_only_the_tools_a_key_may_call(served: Served) -> No
 
 
 def test_a_chat_answer_is_charged_to_its_key(served: Served) -> None:
-    """An answer's usage lands on the key that asked, and a key over its tokens per
-    window is refused the next chat (429), not the next search."""
+    """An answer's usage lands on the key that asked, and a key whose window has no
+    room left for what the next chat may spend (its message and Heron's answer budget,
+    35 tokens here) is refused it (429), not the next search."""
     with open_keys(served.settings) as keys:
-        token = keys.create("chatter", ["chat", "read"], tpm=1)[1]
+        token = keys.create("chatter", ["chat", "read"], tpm=40)[1]
     headers = {"authorization": f"Bearer {token}"}
     chat = {
         "model": "local",
