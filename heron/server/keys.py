@@ -35,6 +35,10 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
   reached it), and what it held unspent goes back when it ends. Windows and holds are
   counted in memory, per server; the month's tokens are in the key store, which
   servers on one PostgreSQL share as of each one's last write (``HERON_KEYS_FLUSH``).
+- **Revocation.** A revoked key opens nothing from its next request on, and its open
+  event streams (``/chat/stream``, jobs', interventions', ``/v1`` streams) end at once
+  with an event saying so: at once for ``keys.revoke`` on this server, within
+  ``REVOKED_POLL`` seconds for a key revoked elsewhere (the CLI, another server).
 - **Usage.** Requests and tokens per key: ``heron_key_requests_total{key,outcome}``
   and ``heron_key_tokens_total{key,direction}`` in ``/metrics`` (one label value per
   key), and the key store's ``key_usage``, written every ``HERON_KEYS_FLUSH`` seconds
@@ -52,15 +56,16 @@ import time
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager, suppress
 from contextvars import ContextVar
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
+import anyio
 from limits import RateLimitItem, RateLimitItemPerSecond
 from limits.storage import MemoryStorage
 from limits.strategies import MovingWindowRateLimiter
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.keys import (
     ADMIN,
@@ -80,9 +85,10 @@ from heron.server.auth import is_open
 from heron.server.hooks import no_routes
 from heron.server.metrics import Metrics
 from heron.server.middleware import OPEN_PATHS
-from heron.server.replies import for_path
+from heron.server.replies import error_body, for_path
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
 from heron.server.runtime import Runtime
+from heron.server.strictjson import dumps
 from heron.settings import Settings
 
 log = logging.getLogger("heron.server.keys")
@@ -317,9 +323,23 @@ class _Room:
         return max((r for r in rooms if r.left < tokens), key=lambda r: r.wait(whole, now))
 
 
+@dataclass
+class _Watchers:
+    """Where to tell the event streams of one key that it was revoked."""
+
+    events: set[tuple[asyncio.AbstractEventLoop, asyncio.Event]] = field(default_factory=set)
+
+
+#: Seconds between looks at the key store for keys revoked elsewhere (``heron keys
+#: revoke`` in another process, another server on the same PostgreSQL), while a key
+#: has an event stream open.
+REVOKED_POLL = 1.0
+
+
 class Keyring:
     """One server's view of the keys: finds them, counts their windows, holds and usage
-    in memory until the usage is written (``flush``). Thread-safe."""
+    in memory until the usage is written (``flush``), and tells a revoked key's event
+    streams. Thread-safe."""
 
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
         self.settings = settings
@@ -336,6 +356,8 @@ class Keyring:
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._month: str = ""
         self._stored: dict[str, int] = {}  # tokens of this month in the store, by key
+        self._watchers: dict[str, _Watchers] = {}
+        self._revoked: set[str] = set()
 
     @property
     def store(self) -> KeyStore:
@@ -356,6 +378,7 @@ class Keyring:
                 "heron keys create printed (heron keys list names them)."
             )
         if key.revoked:
+            self.revoked(key.name)
             raise LookupError(
                 f"The API key {key.name!r} was revoked; ask for a new one (heron keys create)."
             )
@@ -535,6 +558,49 @@ class Keyring:
             )
         return [found[name] for name in sorted(found)]
 
+    # -- revocation: a revoked key's event streams end ------------------------------------
+
+    def watch(self, name: str, event: asyncio.Event) -> None:
+        """Set ``event`` (from the running loop) when key ``name`` is revoked."""
+        entry = (asyncio.get_running_loop(), event)
+        with self._lock:
+            self._watchers.setdefault(name, _Watchers()).events.add(entry)
+            gone = name in self._revoked
+        if gone:
+            event.set()
+
+    def unwatch(self, name: str, event: asyncio.Event) -> None:
+        with self._lock:
+            watchers = self._watchers.get(name)
+            if watchers is None:
+                return
+            watchers.events = {e for e in watchers.events if e[1] is not event}
+            if not watchers.events:
+                del self._watchers[name]
+
+    def revoked(self, name: str) -> None:
+        """Key ``name`` was revoked: tell its open event streams (from any thread)."""
+        with self._lock:
+            self._revoked.add(name)
+            watchers = list(self._watchers.get(name, _Watchers()).events)
+        for loop, event in watchers:
+            with suppress(RuntimeError):  # a loop closed since: nothing left to tell
+                loop.call_soon_threadsafe(event.set)
+
+    def is_revoked(self, name: str) -> bool:
+        with self._lock:
+            return name in self._revoked
+
+    def check_revoked(self) -> None:
+        """Look in the store for keys revoked elsewhere among those with a stream open."""
+        with self._lock:
+            watched = set(self._watchers) - self._revoked
+        if not watched:
+            return
+        for key in self.store.list():
+            if key.revoked and key.name in watched:
+                self.revoked(key.name)
+
     def close(self) -> None:
         try:
             self.flush()
@@ -567,6 +633,25 @@ def over_limit(path: str, exc: OverLimit) -> Any:
 
 def retry_after(exc: OverLimit) -> dict[str, str]:
     return {"retry-after": str(exc.retry_after)}
+
+
+def _event_stream(message: Message) -> bool:
+    kind = dict(message.get("headers") or []).get(b"content-type", b"")
+    return kind.split(b";")[0].strip() == b"text/event-stream"
+
+
+def revoked_event(path: str, key: Key) -> bytes:
+    """The last event of a revoked key's stream: OpenAI's error data line and ``[DONE]``
+    on ``/v1`` (what its SDKs read), else ``event: revoked``."""
+    message = (
+        f"The API key {key.name!r} was revoked; this stream ends here. Ask for a new key "
+        "(heron keys create)."
+    )
+    if path.startswith("/v1/"):
+        body = error_body(message, "authentication_error", "key_revoked")
+        return f"data: {dumps(body)}\n\ndata: [DONE]\n\n".encode()
+    data = {"message": message, "type": "Revoked"}
+    return f"event: revoked\ndata: {dumps(data)}\n\n".encode()
 
 
 class KeyMiddleware:
@@ -620,12 +705,59 @@ class KeyMiddleware:
         visit = Visit()
         tokens = CALLER.set(caller), TAB.set(visit.open(caller)), VISIT.set(visit)
         try:
-            await self.app(scope, receive, send)
+            if key is API_TOKEN:  # the server's own token: never revoked
+                await self.app(scope, receive, send)
+            else:
+                await self._watched(scope, receive, send, key)
         finally:
             CALLER.reset(tokens[0])
             TAB.reset(tokens[1])
             VISIT.reset(tokens[2])
             visit.close()
+
+    async def _watched(self, scope: Scope, receive: Receive, send: Send, key: Key) -> None:
+        """Serve the request; when it answers with an event stream, end that stream as
+        soon as the key is revoked, with a last event saying so (``revoked_event``)."""
+        revoked = asyncio.Event()
+        streaming = ended = False
+
+        async def sending(message: Message) -> None:
+            nonlocal streaming, ended
+            if ended:
+                return
+            if message["type"] == "http.response.start" and _event_stream(message):
+                streaming = True
+                self.ring.watch(key.name, revoked)
+            await send(message)
+            if message["type"] == "http.response.body" and not message.get("more_body"):
+                ended = True
+
+        failed: Exception | None = None
+        try:
+            async with anyio.create_task_group() as group:
+
+                async def serve() -> None:
+                    nonlocal failed
+                    try:
+                        await self.app(scope, receive, sending)
+                    except Exception as exc:  # raised below, not in an ExceptionGroup
+                        failed = exc
+                    finally:
+                        group.cancel_scope.cancel()
+
+                group.start_soon(serve)
+                await revoked.wait()
+                group.cancel_scope.cancel()  # the stream's generator, and its work, stop
+        finally:
+            if streaming:
+                self.ring.unwatch(key.name, revoked)
+        if failed is not None:
+            raise failed
+        if revoked.is_set() and streaming and not ended:
+            log.info("ended an event stream of the revoked key %r", key.name)
+            body = revoked_event(scope["path"], key)
+            await send({"type": "http.response.body", "body": body, "more_body": True})
+            await send({"type": "http.response.body", "body": b"", "more_body": False})
 
 
 def check_call(ring: Keyring, key: Key | None, scope: str) -> None:
@@ -726,7 +858,9 @@ def register(registry: Registry, rt: Runtime) -> None:
 
     @method("keys.revoke", NameParams, summary="Revoke a key: its token opens nothing.")
     def revoke(p: NameParams) -> dict[str, Any]:
-        return ring.store.revoke(p.name).to_dict()
+        key = ring.store.revoke(p.name)
+        ring.revoked(key.name)  # its open streams end now
+        return key.to_dict()
 
     @method("keys.usage", summary="This month's requests and tokens per key.")
     def usage(_: Params) -> list[dict[str, Any]]:
@@ -738,7 +872,9 @@ routes = no_routes
 
 @asynccontextmanager
 async def lifespan(rt: Runtime) -> AsyncIterator[None]:
-    """Write the keys' usage every ``keys_flush`` seconds, and once more at shutdown."""
+    """Write the keys' usage every ``keys_flush`` seconds, and once more at shutdown;
+    look for keys revoked elsewhere every ``REVOKED_POLL`` seconds while streams are
+    open."""
     ring = keyring(rt)
 
     async def writer() -> None:
@@ -749,7 +885,15 @@ async def lifespan(rt: Runtime) -> AsyncIterator[None]:
             except Exception:  # a busy or lost database: the counts wait for the next try
                 log.warning("could not write the keys' usage; retrying", exc_info=True)
 
-    tasks = [asyncio.create_task(writer())]
+    async def revocations() -> None:
+        while True:
+            await asyncio.sleep(REVOKED_POLL)
+            try:
+                await run_in_threadpool(ring.check_revoked)
+            except Exception:  # the store is busy: the next look finds it
+                log.warning("could not look for revoked keys; retrying", exc_info=True)
+
+    tasks = [asyncio.create_task(writer()), asyncio.create_task(revocations())]
     try:
         yield
     finally:

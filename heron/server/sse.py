@@ -8,11 +8,11 @@ client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>``
 ``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
 then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds. An
 answer no client has followed for ``server_stream_grace`` seconds (the web page's Stop,
-a client that gave up) stops at its next event and ends with ``error``. The answer's
-task has a tab of its own (``heron.server.keys``): it holds the message and the
-answer's bound before the agent starts and is charged whatever the answer spent,
-followed to its end or not. Framing, keep-alives and the disconnect are
-``heron.server.events``::
+a client that gave up) stops at its next event and ends with ``error``, and one whose
+key is revoked stops at its next event too. The answer's task has a tab of its own
+(``heron.server.keys``): it holds the message and the answer's bound before the agent
+starts and is charged whatever the answer spent, followed to its end or not. Framing,
+keep-alives and the disconnect are ``heron.server.events``::
 
     id: 3f2a...:1
     event: token
@@ -44,7 +44,7 @@ from heron.llm.payload import estimate_tokens
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
-from heron.server.keys import CALLER, Tab, over_limit, spend
+from heron.server.keys import CALLER, Caller, Tab, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
@@ -179,6 +179,7 @@ class StreamHub:
         await stream.add("stream", {"stream_id": stream.id})
         start = time.perf_counter()
         texts: list[str] = []
+        caller = CALLER.get()  # the request's, copied into this task
         try:
             # aclosing: leaving the loop early closes the agent's stream (in_thread).
             async with aclosing(in_thread(events)) as agent_events:
@@ -192,6 +193,11 @@ class StreamHub:
                         spend(used.prompt_tokens, used.completion_tokens)
                         data = await run_in_threadpool(finished, rt, data, texts)
                     await stream.add(name, data, last=name == "final")
+                    if stream.finished_at is None and (revoked := _revoked(caller)):
+                        log.info("chat stream %s stopped: its key was revoked", stream.id)
+                        gone = f"The API key {revoked!r} was revoked; the answer stopped."
+                        await stream.add("error", {"message": gone, "type": "Revoked"}, last=True)
+                        break
                     if stream.finished_at is None and stream.abandoned(self.grace):
                         log.info("chat stream %s stopped: no client follows it", stream.id)
                         stopped = {"message": "No client followed the answer.", "type": "Stopped"}
@@ -216,6 +222,13 @@ class StreamHub:
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
         self.streams.clear()
+
+
+def _revoked(caller: Caller | None) -> str | None:
+    """The name of the caller's key if it was revoked since."""
+    if caller is not None and caller.ring.is_revoked(caller.key.name):
+        return caller.key.name
+    return None
 
 
 def door_tokens(rt: Runtime, params: ChatParams) -> int:

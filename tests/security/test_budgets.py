@@ -2,16 +2,18 @@
 loopback, its model the replay of OpenAI's wire format (``tests/llm_servers.py``), driven
 by the real ``openai`` SDK and plain HTTP. A key's tokens are reserved before the work
 they pay for, batches and parallel calls included, and settled after, for ``raw/`` models
-and streams a client leaves too."""
+and streams a client leaves too; a revoked key's open streams end."""
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
+import httpx
 import httpx2
 import openai
 import pytest
@@ -202,3 +204,53 @@ def test_a_stream_the_client_leaves_is_charged_for_what_it_sent(
     assert wait_for(lambda: usage(served, name)[1] >= 10), "the stream was never charged"
     # What it sent, not the whole answer it left (about 700 tokens by the same count).
     assert usage(served, name)[0] > 0 and usage(served, name)[1] < 350
+
+
+def _follow(client: httpx.Client, method: str, path: str, seen: dict[str, Any], **kw: Any) -> None:
+    """Read one event stream to its end, noting its lines and when it ended."""
+    try:
+        with client.stream(method, path, **kw) as response:
+            seen["status"] = response.status_code
+            seen["started"] = time.monotonic()
+            for line in response.iter_lines():
+                seen.setdefault("lines", []).append(line)
+        seen["ended"] = time.monotonic()
+    except httpx.HTTPError as exc:
+        seen["error"] = repr(exc)
+
+
+def test_a_revoked_key_s_open_streams_end(served: Served, chat: ChatServer) -> None:
+    """The attack: after ``heron keys revoke``, the key's open job and intervention
+    streams kept receiving. Revoked from another process (the CLI's way), every stream of
+    the key ends promptly with an event saying why: jobs, interventions, a chat answer."""
+    token = make_key(served, "streamer", "read", "jobs", "chat")
+    chat.pace, chat.replies = 0.1, [LONG]  # a 20-second answer
+    streams = {
+        "jobs": ("GET", "/jobs/stream?room=ops", {}),
+        "interventions": ("GET", "/interventions/stream?room=ops", {}),
+        "chat": ("POST", "/chat/stream", {"json": {"message": QUESTION}}),
+    }
+    seen: dict[str, dict[str, Any]] = {name: {} for name in streams}
+    client = httpx.Client(
+        base_url=served.url, headers={"authorization": f"Bearer {token}"}, timeout=30
+    )
+    threads = [
+        threading.Thread(target=_follow, args=(client, m, p, seen[n]), kwargs=kw, daemon=True)
+        for n, (m, p, kw) in streams.items()
+    ]
+    for thread in threads:
+        thread.start()
+    assert wait_for(lambda: all("started" in s for s in seen.values())), seen
+    assert wait_for(lambda: any("token" in line for line in seen["chat"].get("lines", [])))
+    with open_keys(served.settings) as keys:
+        keys.revoke("streamer")
+    revoked = time.monotonic()
+    for thread in threads:
+        thread.join(6)
+    client.close()
+    for name, stream in seen.items():
+        assert stream.get("status") == 200, (name, stream)
+        assert "ended" in stream, f"the {name} stream still runs 6 s after the revocation"
+        assert stream["ended"] - revoked < 4, name
+        tail = "\n".join(stream["lines"][-3:])
+        assert "event: revoked" in tail and "'streamer' was revoked" in tail, (name, tail)
