@@ -6,13 +6,15 @@ fallback replaced the model's text, that text as ``generated``) or ``error``. Ea
 ``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
 client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>`` (to
 ``POST /chat/stream`` or ``GET /chat/stream/<stream>``) and gets the events after ``n``,
-then the rest as they come. A finished stream is kept ``server_stream_ttl`` seconds. An
-answer no client has followed for ``server_stream_grace`` seconds (the web page's Stop,
-a client that gave up) stops at its next event and ends with ``error``, and one whose
-key is revoked stops at its next event too. The answer's task has a tab of its own
-(``heron.server.keys``): it holds the message and the answer's bound before the agent
-starts and is charged whatever the answer spent, followed to its end or not. Framing,
-keep-alives and the disconnect are ``heron.server.events``::
+then the rest as they come. A stream resumes only for the key, and in the context, that
+started it; to anyone else its id is unknown (404). A finished stream is kept
+``server_stream_ttl`` seconds. An answer no client has followed for
+``server_stream_grace`` seconds (the web page's Stop, a client that gave up) stops at its
+next event and ends with ``error``, and one whose key is revoked stops at its next event
+too. The answer's task has a tab of its own (``heron.server.keys``): it holds the
+message and the answer's bound before the agent starts and is charged whatever the
+answer spent, followed to its end or not. Framing, keep-alives and the disconnect are
+``heron.server.events``::
 
     id: 3f2a...:1
     event: token
@@ -44,7 +46,7 @@ from heron.llm.payload import estimate_tokens
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
-from heron.server.keys import CALLER, Caller, Tab, over_limit, spend
+from heron.server.keys import CALLER, Caller, Tab, key_of, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
@@ -93,9 +95,15 @@ def error_data(exc: BaseException) -> dict[str, Any]:
     return {"message": "The answer failed; see the server log.", "type": "InternalError"}
 
 
+#: Who may follow a stream: the name of the key that started it (``None`` without one)
+#: and its context.
+Owner = tuple[str | None, str]
+
+
 @dataclass
 class Stream:
     id: str
+    owner: Owner = (None, "default")
     events: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     finished_at: float | None = None
     changed: asyncio.Condition = field(default_factory=asyncio.Condition)
@@ -153,12 +161,15 @@ class StreamHub:
             if stream.finished_at is not None and now - stream.finished_at > self.ttl:
                 del self.streams[sid]
 
-    def start(self, rt: Runtime, events: Iterator[Any], tab: Tab | None = None) -> Stream:
+    def start(
+        self, rt: Runtime, events: Iterator[Any], owner: Owner, tab: Tab | None = None
+    ) -> Stream:
         """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
         goes on and stays resumable when its client drops, for ``grace`` seconds with no
-        client at all. ``tab``: what the answer is charged to, closed when it ends."""
+        client at all; ``owner`` alone may resume it. ``tab``: what the answer is
+        charged to, closed when it ends."""
         self._expire()
-        stream = Stream(uuid.uuid4().hex)
+        stream = Stream(uuid.uuid4().hex, owner)
         self.streams[stream.id] = stream
         task = asyncio.create_task(self._produce(rt, events, stream, tab))
         self.tasks.add(task)
@@ -210,10 +221,13 @@ class StreamHub:
         if stream.finished_at is None:  # a stream that ended without its final event
             await stream.add("error", {"message": "The answer ended early."}, last=True)
 
-    def resume(self, last_event_id: str) -> tuple[Stream, int]:
+    def resume(self, last_event_id: str, owner: Owner) -> tuple[Stream, int]:
+        """The stream and event number ``last_event_id`` names, for ``owner``; a stream
+        another key or context started is as unknown as one never started
+        (``KeyError``): its id must not open it, nor say that it exists."""
         sid, _, n = last_event_id.partition(":")
         stream = self.streams.get(sid)
-        if stream is None:
+        if stream is None or stream.owner != owner:
             raise KeyError(last_event_id)
         return stream, whole(n, "Last-Event-ID's event number")
 
@@ -229,6 +243,13 @@ def _revoked(caller: Caller | None) -> str | None:
     if caller is not None and caller.ring.is_revoked(caller.key.name):
         return caller.key.name
     return None
+
+
+def owner_of(request: Request) -> Owner:
+    """Who started, or asks to resume, a stream: the request's key and context."""
+    key = key_of(request)
+    context = getattr(request.state, "context", None) or "default"
+    return (None if key is None else key.name, context)
 
 
 def door_tokens(rt: Runtime, params: ChatParams) -> int:
@@ -262,10 +283,11 @@ def hub_of(rt: Runtime) -> StreamHub:
 async def chat_stream(rt: Runtime, request: Request) -> Response:
     rt = runtime_of(rt, request)  # the agent of the request's context, its sessions
     hub = hub_of(rt)
+    owner = owner_of(request)
     resume_from = request.headers.get("last-event-id")
     if resume_from:
         try:
-            return _sse(rt, *hub.resume(resume_from))
+            return _sse(rt, *hub.resume(resume_from, owner))
         except KeyError:
             return _gone(resume_from)
         except InputError as exc:
@@ -286,7 +308,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
         if tab is not None:
             tab.close()
         return heron_error(exc)
-    return _sse(rt, hub.start(rt, events, tab), 0)
+    return _sse(rt, hub.start(rt, events, owner, tab), 0)
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
@@ -302,7 +324,7 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
     if not last.startswith(f"{sid}:"):
         return _gone(last)
     try:
-        return _sse(rt, *hub.resume(last))
+        return _sse(rt, *hub.resume(last, owner_of(request)))
     except KeyError:
         return _gone(last)
     except InputError as exc:

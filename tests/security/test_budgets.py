@@ -2,7 +2,8 @@
 loopback, its model the replay of OpenAI's wire format (``tests/llm_servers.py``), driven
 by the real ``openai`` SDK and plain HTTP. A key's tokens are reserved before the work
 they pay for, batches and parallel calls included, and settled after, for ``raw/`` models
-and streams a client leaves too; a revoked key's open streams end."""
+and streams a client leaves too; a revoked key's open streams end; a chat stream resumes
+only for the key that started it."""
 
 from __future__ import annotations
 
@@ -254,3 +255,22 @@ def test_a_revoked_key_s_open_streams_end(served: Served, chat: ChatServer) -> N
         assert stream["ended"] - revoked < 4, name
         tail = "\n".join(stream["lines"][-3:])
         assert "event: revoked" in tail and "'streamer' was revoked" in tail, (name, tail)
+
+
+def test_a_chat_stream_resumes_only_for_the_key_that_started_it(
+    served: Served, chat: ChatServer
+) -> None:
+    """The attack: alpha's ``/chat/stream`` resumed for beta, given its id."""
+    alpha, beta = make_key(served, "alpha"), make_key(served, "beta")
+    with served.client(headers={"authorization": f"Bearer {alpha}"}) as client:
+        with client.stream("POST", "/chat/stream", json={"message": QUESTION}) as started:
+            lines = started.iter_lines()
+            data = next(line for line in lines if line.startswith("data:"))
+        sid = data.split('"stream_id": "')[1].split('"')[0]
+        mine = client.get(f"/chat/stream/{sid}")
+    assert mine.status_code == 200 and "event: final" in mine.text
+    with served.client(headers={"authorization": f"Bearer {beta}"}) as client:
+        theirs = client.get(f"/chat/stream/{sid}")
+        again = client.post("/chat/stream", json={}, headers={"last-event-id": f"{sid}:0"})
+    assert theirs.status_code == 404 and "final" not in theirs.text
+    assert again.status_code == 404 and "final" not in again.text
