@@ -27,7 +27,7 @@ import asyncio
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import aclosing, asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -49,6 +49,7 @@ from heron.server.hooks import endpoint, no_methods
 from heron.server.keys import CALLER, Caller, Tab, key_of, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
+from heron.server.openai import usage
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 from heron.web.markdown import with_html
@@ -162,31 +163,44 @@ class StreamHub:
                 del self.streams[sid]
 
     def start(
-        self, rt: Runtime, events: Iterator[Any], owner: Owner, tab: Tab | None = None
+        self,
+        rt: Runtime,
+        events: Iterator[Any],
+        owner: Owner,
+        tab: Tab | None = None,
+        sent: Sequence[str] = (),
     ) -> Stream:
         """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
         goes on and stays resumable when its client drops, for ``grace`` seconds with no
         client at all; ``owner`` alone may resume it. ``tab``: what the answer is
-        charged to, closed when it ends."""
+        charged to, closed when it ends; ``sent``: the client's text, counted as the
+        prompt of an answer no model wrote."""
         self._expire()
         stream = Stream(uuid.uuid4().hex, owner)
         self.streams[stream.id] = stream
-        task = asyncio.create_task(self._produce(rt, events, stream, tab))
+        task = asyncio.create_task(self._produce(rt, events, stream, tab, sent))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
         return stream
 
     async def _produce(
-        self, rt: Runtime, events: Iterator[Any], stream: Stream, tab: Tab | None
+        self,
+        rt: Runtime,
+        events: Iterator[Any],
+        stream: Stream,
+        tab: Tab | None,
+        sent: Sequence[str],
     ) -> None:
         TAB.set(tab)  # this task's own context: the model calls below are charged to it
         try:
-            await self._answer(rt, events, stream)
+            await self._answer(rt, events, stream, sent)
         finally:
             if tab is not None:
                 tab.close()
 
-    async def _answer(self, rt: Runtime, events: Iterator[Any], stream: Stream) -> None:
+    async def _answer(
+        self, rt: Runtime, events: Iterator[Any], stream: Stream, sent: Sequence[str]
+    ) -> None:
         await stream.add("stream", {"stream_id": stream.id})
         start = time.perf_counter()
         texts: list[str] = []
@@ -200,8 +214,10 @@ class StreamHub:
                         texts.append(data["text"])
                     if name == "final":
                         rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
-                        used = event.answer.usage  # the key's tokens (the task has its CALLER)
-                        spend(used.prompt_tokens, used.completion_tokens)
+                        # Counted as /v1 counts it (an answer no model wrote: its text),
+                        # charged beyond what its model calls were (the task's tab).
+                        used = await run_in_threadpool(usage, rt, event.answer, sent)
+                        spend(used["prompt_tokens"], used["completion_tokens"])
                         data = await run_in_threadpool(finished, rt, data, texts)
                     await stream.add(name, data, last=name == "final")
                     if stream.finished_at is None and (revoked := _revoked(caller)):
@@ -308,7 +324,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
         if tab is not None:
             tab.close()
         return heron_error(exc)
-    return _sse(rt, hub.start(rt, events, owner, tab), 0)
+    return _sse(rt, hub.start(rt, events, owner, tab, [params.message]), 0)
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:

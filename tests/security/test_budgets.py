@@ -35,6 +35,12 @@ models:
     model: gpt-test
     base_url: {url}/v1
     api_key_env: TEST_OPENAI_KEY
+  quoting:
+    provider: openai
+    model: quoting-test
+    base_url: {url}/v1
+    api_key_env: TEST_OPENAI_KEY
+    answers: extractive
 """
 HELLO = [{"role": "user", "content": "hello there"}]
 QUESTION = "How do I roll back a Deployment?"
@@ -76,6 +82,7 @@ def served(tmp_path_factory: pytest.TempPathFactory, replay: ChatServer) -> Iter
 
 @pytest.fixture
 def chat(replay: ChatServer) -> Iterator[ChatServer]:
+    replay.requests.clear()
     yield replay
     replay.failures.clear()
     replay.replies.clear()
@@ -205,6 +212,26 @@ def test_a_stream_the_client_leaves_is_charged_for_what_it_sent(
     assert wait_for(lambda: usage(served, name)[1] >= 10), "the stream was never charged"
     # What it sent, not the whole answer it left (about 700 tokens by the same count).
     assert usage(served, name)[0] > 0 and usage(served, name)[1] < 350
+
+
+def test_an_answer_no_model_wrote_is_charged_alike_at_every_door(
+    served: Served, chat: ChatServer
+) -> None:
+    """An answer quoted from the passages with no model call (a model whose answers are
+    extractive) was charged its counted text on ``/v1`` and nothing on ``/chat/stream``:
+    the same answer costs the same by either door."""
+    v1, page = make_key(served, "quoted-v1"), make_key(served, "quoted-stream")
+    asked = {"model": "quoting", "messages": [{"role": "user", "content": QUESTION}]}
+    with served.client(headers={"authorization": f"Bearer {v1}"}) as client:
+        done = client.post("/v1/chat/completions", json=asked)
+    assert done.status_code == 200, done.text
+    assert tokens(served, "quoted-v1") == done.json()["usage"]["total_tokens"] > 0
+    with served.client(headers={"authorization": f"Bearer {page}"}) as client:
+        body = {"message": QUESTION, "model": "quoting"}
+        with client.stream("POST", "/chat/stream", json=body) as streamed:
+            assert any(line == "event: final" for line in streamed.iter_lines())
+    assert wait_for(lambda: tokens(served, "quoted-stream") == tokens(served, "quoted-v1"))
+    assert not chat.posted("/v1/chat/completions")  # no model call was made
 
 
 def _follow(client: httpx.Client, method: str, path: str, seen: dict[str, Any], **kw: Any) -> None:
