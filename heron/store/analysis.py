@@ -21,6 +21,7 @@ import re
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from functools import cache, lru_cache
+from importlib.resources import files
 
 import numpy as np
 import Stemmer
@@ -79,18 +80,17 @@ def analyze(text: str) -> list[str]:
     return _stemmer().stemWords(words)
 
 
-#: bm25s's stopword lists (Snowball's) by language code, for queries in other languages.
-_STOPWORD_LISTS = {
-    "pt": "STOPWORDS_PORTUGUESE",
-    "es": "STOPWORDS_SPANISH",
-    "fr": "STOPWORDS_FRENCH",
-    "it": "STOPWORDS_ITALIAN",
-    "de": "STOPWORDS_GERMAN",
-    "nl": "STOPWORDS_DUTCH",
-    "da": "STOPWORDS_DANISH",
-    "no": "STOPWORDS_NORWEGIAN",
-    "sv": "STOPWORDS_SWEDISH",
-}
+#: Languages whose Snowball stopword list ships in ``heron/store/snowball/``. The lists
+#: are Snowball's own (snowballstem.org, BSD-3), the stemmer's companions, copied as data:
+#: NLTK's need a download at run time, bm25s's pull scipy, and the broader PyPI lists
+#: (stop-words, stopwordsiso) drop words questions hinge on ("horas", "trabalho", "dois").
+SNOWBALL_LISTS = frozenset({"pt", "es", "fr", "it", "de", "nl", "da", "no", "sv"})
+
+
+@cache
+def _snowball(code: str) -> frozenset[str]:
+    text = files("heron.store").joinpath("snowball", f"{code}.txt").read_text("utf-8")
+    return frozenset(text.split())
 
 
 @cache
@@ -100,14 +100,9 @@ def stopwords(code: str) -> frozenset[str]:
     often labelled as the other, or as Galician or Catalan)."""
     if code == "en":
         return STOPWORDS
-    # bm25s (a dependency) ships Snowball's lists; imported only when a query needs them
-    # (about 0.15 s).
-    from bm25s import stopwords as lists
-
-    words = set(STOPWORDS)
-    for name in {_STOPWORD_LISTS.get(code), "STOPWORDS_PORTUGUESE", "STOPWORDS_SPANISH"}:
-        if name:
-            words.update(w.lower() for w in getattr(lists, name))
+    words = set(STOPWORDS) | _snowball("pt") | _snowball("es")
+    if code in SNOWBALL_LISTS:
+        words |= _snowball(code)
     return frozenset(words)
 
 

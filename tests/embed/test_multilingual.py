@@ -160,7 +160,7 @@ def test_the_second_model_loads_on_first_need_and_must_be_the_one_named(
 def test_the_embeddings_route_weighs_a_request_by_what_the_pair_costs(
     both: MultilingualEmbedder, embedder: MiniLMEmbedder
 ) -> None:
-    request = EmbeddingRequest(model="m", input=["the scheduler binds pods " * 10] * 96)
+    request = EmbeddingRequest(model="m", input=["the scheduler binds pods " * 10] * 80)
     assert isinstance(texts_of(request, 8192, cost_of(embedder)), list)
     refused = texts_of(request, 8192, cost_of(both))
     assert isinstance(refused, str) and "over the 2,340 one request may send" in refused

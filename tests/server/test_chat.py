@@ -45,7 +45,9 @@ def test_openai_sdk_plain(client: openai.OpenAI) -> None:
     assert done.object == "chat.completion" and done.id.startswith("chatcmpl-")
     assert done.choices[0].message.role == "assistant"
     assert isinstance(done.choices[0].message.content, str)
-    assert done.choices[0].finish_reason == "stop"
+    # max_tokens holds in every answer mode: the quoted answer, longer than 16 tokens, is cut
+    # to fit and says so, as OpenAI does
+    assert done.choices[0].finish_reason == "length" and done.usage.completion_tokens <= 16
     assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
     assert "tasks/rollback" in pages(done.model_extra["citations"])
 
@@ -122,7 +124,7 @@ def test_sse_stream_takes_the_answer_mode(served: Served, mode: str) -> None:
         assert final["mode"] == "extractive" and final["fallback"] is None
     else:  # the bundled model, cut at the fixture's 16 tokens, is quoted instead
         assert final["usage"]["completion_tokens"] > 0  # the model was asked to write
-        assert final["mode"] == "generative" or final["fallback"] == "degenerate"
+        assert final["mode"] == "generative" or final["fallback"] in {"degenerate", "echoed_prompt"}
 
 
 def test_sse_bad_requests(served: Served) -> None:
