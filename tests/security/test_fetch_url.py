@@ -11,12 +11,14 @@ from __future__ import annotations
 import contextlib
 import http.server
 import ipaddress
-import multiprocessing
+import json
 import os
 import select
 import shutil
 import signal
 import socket
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -454,29 +456,36 @@ def test_a_page_that_loops_after_loading_is_stopped_browser_and_all(site: str) -
     deadline the whole browser is killed and the call ends."""
     if shutil.which("chromium") is None:
         missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
-    render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=4.0)
-    context = multiprocessing.get_context("fork")
-    receive, send = context.Pipe(duplex=False)
-
-    def child() -> None:
-        started = time.monotonic()
-        try:
-            render(f"{site}/looping", render=True)
-            send.send(("rendered", time.monotonic() - started))
-        except Exception as exc:
-            send.send((f"{type(exc).__name__}: {exc}", time.monotonic() - started))
-        time.sleep(60)  # still here: whatever it left running stays its descendant
-
-    process = context.Process(target=child, daemon=True)
-    process.start()
+    # A fresh interpreter, not a fork of this worker: a fork inherits the locks its other
+    # threads held (xdist's, a server's), and the child hung on one under load in CI.
+    script = (
+        "import json, sys, time\n"
+        "from tests.security.test_fetch_url import _fetcher\n"
+        "render = _fetcher(tools_fetch_allowed_networks=['127.0.0.0/8'], "
+        "tools_fetch_timeout=4.0)\n"
+        "started = time.monotonic()\n"
+        "try:\n"
+        "    render(sys.argv[1], render=True)\n"
+        "    what = 'rendered'\n"
+        "except Exception as exc:\n"
+        "    what = f'{type(exc).__name__}: {exc}'\n"
+        "print(json.dumps([what, time.monotonic() - started]), flush=True)\n"
+        "time.sleep(60)  # still here: whatever it left running stays its descendant\n"
+    )
+    process = subprocess.Popen(
+        [sys.executable, "-c", script, f"{site}/looping"],
+        cwd=Path(__file__).parents[2],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     seen: dict[int, str] = {}
     outcome = None
     try:
         limit = time.monotonic() + 20
         while outcome is None and time.monotonic() < limit:
             seen |= _descendants(process.pid)
-            if receive.poll(0.1):
-                outcome = receive.recv()
+            if select.select([process.stdout], [], [], 0.1)[0]:
+                outcome = json.loads(process.stdout.readline())
         time.sleep(0.5)
         left = {pid: name for pid, name in seen.items() if _alive(pid)}
     finally:
@@ -484,7 +493,8 @@ def test_a_page_that_loops_after_loading_is_stopped_browser_and_all(site: str) -
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGKILL)
         process.kill()
-        process.join()
+        process.wait()
+        process.stdout.close()
     assert any("chrom" in name for name in seen.values()), seen  # the browser did start
     assert outcome is not None, "the call was still running 20 s after a 4 s timeout"
     what, seconds = outcome
