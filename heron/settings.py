@@ -557,6 +557,8 @@ class Settings(BaseSettings):
             self.tools_root = spec.workspace
             if spec.skills_dirs is not None:
                 self.skills_dirs = os.pathsep.join(str(p) for p in spec.skills_dirs)
+            if spec.mcp_config is not None:
+                self.mcp_config = spec.mcp_config
         return self
 
     @property

@@ -13,6 +13,7 @@ table of ``heron.toml``::
 
     [contexts.ops]
     libraries_file = "/srv/ops/libraries.txt"   # its own list, in libraries.txt's format
+    mcp_config = "/srv/ops/mcp.json"            # its own MCP servers; unset: the server's
 
 A request picks one with the ``X-Heron-Context`` header or by its key's context
 (``heron.server.contexts``); a CLI command with ``--context`` (``HERON_CONTEXT``). The
@@ -55,6 +56,11 @@ class ContextSpec(BaseModel):
     )
     skills_dirs: tuple[Path, ...] | None = Field(
         default=None, description="Its skill directories only; unset: the server's."
+    )
+    mcp_config: Path | None = Field(
+        default=None,
+        description="Its own mcp.json (its MCP servers, in place of the server's); unset: "
+        "the server's.",
     )
 
 

@@ -15,7 +15,8 @@ file is read and checked whole first; only a valid one replaces what the server 
 - ``mcp.json``: the runtime's server list (``Runtime.mcp_servers``: what the toolbox,
   opened on first use, connects to) is replaced, the servers are listed again into the
   toolbox's registry (tools of servers no longer configured are removed), and cached
-  routers are dropped.
+  routers are dropped. A context with its own ``mcp_config`` gets the same from its
+  file (watched too), and only its toolbox sees those servers.
 - ``heron.toml`` (``settings``; ``HERON_CONFIG`` names another file): the file is read as
   at start (``Settings()``, checked whole), and its ``[contexts.NAME]`` tables added,
   changed or removed since the last reading are applied to the running server
@@ -48,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from starlette.concurrency import run_in_threadpool
 
-from heron.errors import HeronError
+from heron.errors import ConfigError, HeronError
 from heron.resource import Resource
 from heron.server.hooks import no_routes
 from heron.server.rpc import Params, Registry
@@ -57,6 +58,7 @@ from heron.settings import Settings, _config_file
 
 if TYPE_CHECKING:
     from heron.llm import Broker
+    from heron.tools import ServerConfig
 
 log = logging.getLogger("heron.server.reload")
 
@@ -128,26 +130,59 @@ class Reloader(Resource):
         return {"aliases": list(table.models), "default": table.default}
 
     def _mcp(self, path: Path, apply: bool) -> dict[str, Any]:
+        """The server's mcp.json and each context's own (``mcp_config`` of its table):
+        each valid file replaces its servers and relists them into the toolboxes that use
+        it; a bad one keeps its old servers and is the error raised after the rest."""
         from heron.tools import MCPClient
 
-        servers = read_servers(self.rt.settings)
-        self.rt.replace("mcp.json", servers)  # what the toolbox, opened on first use, connects
-        names = [s.name for s in servers]
-        boxes = [rt.toolbox for rt in self.rt.contexts() if rt.opened("toolbox")]
-        if not (apply and boxes):
-            return {"servers": names}
-        for box in boxes:  # each context's toolbox: its own workspace, the same servers
+        runtimes = self.rt.contexts()
+        read: dict[Path, list[ServerConfig]] = {}
+        problems: list[str] = []
+        for rt in runtimes:
+            where = mcp_path(rt.settings)
+            if where in read or (rt is not self.rt and where == path):
+                continue  # a context without its own file uses the server's
+            try:
+                read[where] = read_servers(rt.settings)
+            except HeronError as exc:
+                problems.append(str(exc))
+        for rt in runtimes:
+            where = mcp_path(rt.settings)
+            servers = read.get(where)
+            if servers is None or (rt is not self.rt and where == path):
+                continue
+            rt.replace("mcp.json", servers)  # what its toolbox, opened on first use, connects
+        boxes = [rt for rt in runtimes if rt.opened("toolbox")]
+        for rt in boxes if apply else []:  # each toolbox: its own workspace, its servers
+            servers = read.get(mcp_path(rt.settings))
+            if servers is None:
+                continue
+            box = rt.toolbox
             client = MCPClient(servers, keep=True)
             box.resources.callback(client.close)
-            gone = set(box.client.servers if box.client else ()) - set(names)
-            for name in gone:
+            names = {s.name for s in servers}
+            for name in set(box.client.servers if box.client else ()) - names:
                 box.registry.remove_source(f"mcp:{name}")
             box.statuses = client.discover(box.registry)
             old, box.client = box.client, client
             if old is not None:
                 old.close()  # its sessions: the registry's handlers now call the new client
-        self.rt.forget("router:")
-        return {"servers": names, "tools": {s.name: s.tools for s in boxes[0].statuses}}
+        if apply and boxes:
+            self.rt.forget("router:")
+        if problems:
+            raise ConfigError("; ".join(problems))
+        served = read.get(path, [])
+        out: dict[str, Any] = {"servers": [s.name for s in served]}
+        own = {
+            rt.context: [s.name for s in read[mcp_path(rt.settings)]]
+            for rt in runtimes
+            if rt is not self.rt and mcp_path(rt.settings) != path
+        }
+        if own:
+            out["contexts"] = own
+        if apply and self.rt.opened("toolbox"):
+            out["tools"] = {s.name: s.tools for s in self.rt.toolbox.statuses}
+        return out
 
     def _settings(self, path: Path, apply: bool) -> dict[str, Any]:
         fresh = Settings()  # the file checked whole, as at start: a bad one raises here
@@ -207,8 +242,13 @@ class Reloader(Resource):
 
         paths = self.paths()
         by_path = {str(path.resolve()): name for name, path in paths.items()}
+        # Each context's own mcp.json (as heron.toml defines them at start) reloads "mcp".
+        for spec in self.rt.settings.contexts.values():
+            if spec.mcp_config is not None:
+                by_path[str(spec.mcp_config.resolve())] = "mcp"
+        watched = [Path(p) for p in by_path]
         # A folder that does not exist holds no file to reload (SIGHUP still works).
-        folders = sorted({str(p.resolve().parent) for p in paths.values() if p.parent.is_dir()})
+        folders = sorted({str(p.parent) for p in watched if p.parent.is_dir()})
         if not folders:
             return
 

@@ -51,8 +51,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: What a context's runtime opens for itself; ``router:`` names too. "skills" only when
-#: the context has skill directories of its own (``_own``); "jobs" and "interventions"
+#: What a context's runtime opens for itself; ``router:`` names too. "skills" and
+#: "mcp.json" only when the context has skill directories or an mcp.json of its own
+#: (``_own``); "jobs" and "interventions"
 #: are views of the server's stores.
 PER_CONTEXT = frozenset({"skills", "toolbox", "agent", "jobs", "interventions", "observers"})
 
@@ -132,9 +133,10 @@ class Runtime(Resource):
         """Whether this runtime opens ``name`` itself rather than use the server's."""
         if self._server is None:
             return True
-        if name == "skills":
+        if name in ("skills", "mcp.json"):  # its own only where its table names them
             spec = self.settings.context_spec
-            return spec is not None and spec.skills_dirs is not None
+            field = "skills_dirs" if name == "skills" else "mcp_config"
+            return spec is not None and getattr(spec, field) is not None
         return name in PER_CONTEXT or name.startswith("router:")
 
     def shared(self, name: str, open_: Callable[[], T]) -> T:

@@ -7,8 +7,13 @@ Configuration is the ``mcp.json`` that Claude Desktop and Cursor read::
         "notes": {"url": "http://127.0.0.1:8931/mcp", "timeout": 10}}}
 
 ``command``/``args``/``env``/``cwd`` start a stdio server; ``url`` (with optional
-``headers``) reaches a streamable-HTTP one. Every string may use ``${VAR}`` and
-``${VAR:-default}``. ``timeout`` (seconds) bounds each whole operation on that server.
+``headers``) reaches a streamable-HTTP one, or a legacy HTTP+SSE one (the 2024-11-05
+transport: a GET event stream and POSTed messages) with ``"type": "sse"``. ``type`` is
+what Claude Code, VS Code and Cline write (``stdio``, ``http``/``streamable-http``/
+``streamableHttp``, ``sse``); without it the transport follows from ``command``/``url``.
+``"disabled": true`` leaves a server out (checked, never started). Every string may use
+``${VAR}`` and ``${VAR:-default}``. ``timeout`` (seconds) bounds each whole operation on
+that server.
 
 A client made with ``keep=True`` (the toolbox's: the agent's and the MCP door's calls)
 keeps one session per server open, on an event loop of its own in a thread, so a call
@@ -49,7 +54,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import AbstractContextManager, asynccontextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any, Literal, TextIO
 
 import anyio
 import anyio.abc
@@ -92,10 +97,14 @@ class ServerConfig:
     url: str | None = None
     headers: dict[str, str] = field(default_factory=dict)
     timeout: float = DEFAULT_TIMEOUT
+    #: ``sse`` for a legacy HTTP+SSE server; otherwise what ``command``/``url`` imply.
+    legacy_sse: bool = False
 
     @property
     def transport(self) -> str:
-        return "stdio" if self.command else "streamable-http"
+        if self.command:
+            return "stdio"
+        return "sse" if self.legacy_sse else "streamable-http"
 
     def describe(self) -> str:
         """The command line or URL, for messages: credentials in it are masked."""
@@ -157,10 +166,13 @@ def expand(value: str, environ: Mapping[str, str]) -> str:
 
 class _ServerSpec(BaseModel):
     """One entry of ``mcpServers``, checked strictly: mcp.json is hand-written, and a
-    number where a string belongs is a mistake to name, not to convert. Other keys
-    (``type``, ``disabled``...) that other clients write are ignored."""
+    number where a string belongs is a mistake to name, not to convert. Other keys that
+    other clients write (``autoApprove``, ``alwaysAllow``...) are ignored."""
 
     model_config = ConfigDict(extra="allow", strict=True, allow_inf_nan=False)
+
+    type: Literal["stdio", "http", "streamable-http", "streamableHttp", "sse"] | None = None
+    disabled: bool = False
 
     command: str | None = None
     args: list[str] = Field(default_factory=list)
@@ -180,6 +192,8 @@ _FIELD_FIX = {
     "url": 'a URL string, e.g. "url": "http://127.0.0.1:8931/mcp"',
     "headers": 'an object of strings, e.g. "headers": {"Authorization": "Bearer ${TOKEN}"}',
     "timeout": 'a number of seconds above 0, e.g. "timeout": 30',
+    "type": '"stdio", "http" (streamable HTTP) or "sse" (the legacy HTTP+SSE transport)',
+    "disabled": 'true or false, e.g. "disabled": true',
 }
 _JSON_KINDS = {bool: "true/false", int: "a number", float: "a number", str: "a string",
                list: "a list", dict: "an object", type(None): "null"}  # fmt: skip
@@ -249,6 +263,12 @@ def parse_config(
         if not (checked.command or checked.url):
             problems.append(f"{where} needs 'command' (stdio) or 'url' (streamable HTTP)")
             continue
+        mismatch = _transport_mismatch(checked)
+        if mismatch:
+            problems.append(f"{where}: {mismatch}")
+            continue
+        if checked.disabled:  # checked as written, but never expanded nor started
+            continue
         try:
             out.append(_server_config(str(name), checked, env, timeout))
         except ToolInputError as exc:
@@ -256,6 +276,17 @@ def parse_config(
     if problems:
         raise ConfigError(f"{origin}: " + "; ".join(problems) + ".")
     return out
+
+
+def _transport_mismatch(spec: _ServerSpec) -> str | None:
+    """What is wrong with ``type`` against ``command``/``url``, if anything."""
+    if spec.type is None:
+        return None
+    if spec.type == "stdio" and not spec.command:
+        return '"type": "stdio" needs \'command\'; for a \'url\' write "type": "http"/"sse"'
+    if spec.type != "stdio" and not spec.url:
+        return f'"type": "{spec.type}" needs \'url\'; for a \'command\' write "type": "stdio"'
+    return None
 
 
 def _server_config(
@@ -273,6 +304,7 @@ def _server_config(
         url=ex(spec.url),
         headers={k: expand(v, env) for k, v in spec.headers.items()},
         timeout=spec.timeout if spec.timeout is not None else timeout,
+        legacy_sse=spec.type == "sse",
     )
 
 
@@ -431,6 +463,12 @@ class MCPClient(Resource):
                 command=config.command, args=list(config.args), env=config.env, cwd=config.cwd
             )
             transport = stdio_client(params, errlog=self.errlog)
+        elif config.legacy_sse:
+            from mcp.client.sse import sse_client
+
+            # The event stream's own read timeout stays the SDK's (300 s): a kept session
+            # is idle between calls, and each operation is bounded by ``timeout`` anyway.
+            transport = sse_client(str(config.url), headers=config.headers, timeout=config.timeout)
         else:
             import httpx2
             from mcp.client.streamable_http import streamable_http_client

@@ -105,6 +105,32 @@ def test_mcp_json_edits_add_and_remove_a_servers_tools(heron_home: Path, tmp_pat
         wait_for(lambda: not any(n.startswith("osis.") for n in names()))
 
 
+def test_a_context_with_its_own_mcp_json_sees_its_servers_alone_and_reloads_them(
+    heron_home: Path, tmp_path: Path
+) -> None:
+    """Issue 50: every context was given the server's MCP servers."""
+    server = {"command": sys.executable, "args": [str(MCP_SCRIPT), "serve"]}
+    shared, own = tmp_path / "mcp.json", tmp_path / "ops-mcp.json"
+    shared.write_text(json.dumps({"mcpServers": {"osis": server}}))
+    own.write_text(json.dumps({"mcpServers": {"crm": server, "off": {**server, "disabled": True}}}))
+    settings = Settings(mcp_config=shared, contexts={"ops": {"mcp_config": str(own)}})
+    with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
+
+        def servers(context: str) -> set[str]:
+            body = {"jsonrpc": "2.0", "id": 1, "method": "tools.list", "params": {}}
+            answer = c.post("/rpc", json=body, headers={"X-Heron-Context": context}).json()
+            return {t["name"].split(".")[0] for t in answer["result"]["tools"] if "." in t["name"]}
+
+        assert {"osis"} <= servers("default") and "crm" not in servers("default")
+        assert "crm" in servers("ops") and not {"osis", "off"} & servers("ops")
+
+        own.write_text(json.dumps({"mcpServers": {}}))  # its file, watched: its tools go
+        assert wait_for(lambda: "crm" not in servers("ops"))
+        assert "osis" in servers("default")  # the server's are untouched
+        status = rpc(c, "ops.reload")["mcp"]
+        assert status["ok"] is True and status["contexts"] == {"ops": []}
+
+
 def test_sighup_reloads_heron_serve(heron_home: Path, replay: ChatServer, tmp_path: Path) -> None:
     models = tmp_path / "models.yml"
     models.write_text(models_yml(replay.url, "gpt"))

@@ -64,6 +64,10 @@ def serve(mode: str, port: int = 0) -> None:
         import anyio
 
         anyio.run(lambda: server.run_streamable_http_async(host="127.0.0.1", port=port))
+    elif mode == "sse":  # the SDK's legacy HTTP+SSE transport alone: GET /sse, POST /messages/
+        import anyio
+
+        anyio.run(lambda: server.run_sse_async(host="127.0.0.1", port=port))
     else:
         server.run("stdio")
 
@@ -83,12 +87,11 @@ def stdio(name: str, mode: str, timeout: float = 20.0) -> ServerConfig:
     return ServerConfig(name, command=sys.executable, args=(str(HERE), mode), timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def http_url() -> Iterator[str]:
+def _served(mode: str, path: str) -> Iterator[str]:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(HERE), "http", str(port)])
+    proc = subprocess.Popen([sys.executable, str(HERE), mode, str(port)])
     try:
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
@@ -97,10 +100,20 @@ def http_url() -> Iterator[str]:
                 break
             except OSError:
                 time.sleep(0.1)
-        yield f"http://127.0.0.1:{port}/mcp"
+        yield f"http://127.0.0.1:{port}{path}"
     finally:
         proc.terminate()
         proc.wait(10)
+
+
+@pytest.fixture(scope="module")
+def http_url() -> Iterator[str]:
+    yield from _served("http", "/mcp")
+
+
+@pytest.fixture(scope="module")
+def sse_url() -> Iterator[str]:
+    yield from _served("sse", "/sse")
 
 
 @pytest.fixture(scope="module")
@@ -223,6 +236,42 @@ def test_config_expands_variables() -> None:
         parse_config({"mcpServers": {"x": {}}}, {})
     with pytest.raises(ConfigError, match=r"server 'a': \$\{TOKEN\} is not set"):
         parse_config(config, {"PY": "python3", "PORT": "80"})
+
+
+def test_legacy_sse_server_is_reached_with_type_sse(sse_url: str) -> None:
+    document = {"mcpServers": {"old": {"type": "sse", "url": sse_url, "timeout": 20}}}
+    (config,) = parse_config(document, {})
+    assert config.transport == "sse"
+    client = MCPClient([config], keep=True)
+    try:
+        registry = ToolRegistry()
+        (status,) = client.discover(registry)
+        assert status.to_dict()["transport"] == "sse" and status.tools == 150
+        for query in ("one", "two"):  # the kept session serves the second call too
+            result = registry.call("old.osis.deal.get", {"query": query})
+            assert json.loads(result["content"][0]["text"])["query"] == query
+    finally:
+        client.close()
+    # The server speaks SSE alone: streamable HTTP (the transport without "type") fails.
+    with pytest.raises(ServerError, match="old"):
+        MCPClient([ServerConfig("old", url=sse_url, timeout=5)]).list_tools("old")
+
+
+def test_disabled_servers_are_checked_but_never_started() -> None:
+    document = {
+        "mcpServers": {
+            "on": {"command": "python3"},
+            "off": {"command": "${UNSET_BINARY}", "disabled": True},  # not expanded either
+            "http": {"type": "http", "url": "http://127.0.0.1:1/mcp", "disabled": False},
+        }
+    }
+    assert [s.name for s in parse_config(document, {})] == ["on", "http"]
+    with pytest.raises(ConfigError, match=r"'disabled' is a string .*must be true or false"):
+        parse_config({"mcpServers": {"x": {"command": "a", "disabled": "yes"}}}, {})
+    with pytest.raises(ConfigError, match=r"\"type\": \"sse\" needs 'url'"):
+        parse_config({"mcpServers": {"x": {"command": "a", "type": "sse"}}}, {})
+    with pytest.raises(ConfigError, match="'type' must be"):
+        parse_config({"mcpServers": {"x": {"url": "http://h/", "type": "websocket"}}}, {})
 
 
 if __name__ == "__main__":
