@@ -205,6 +205,21 @@ class Settings(BaseSettings):
     library_allow_file_urls: bool = Field(
         default=False, description="Let library.add over the API take file:// git URLs."
     )
+    library_upload_max_file_bytes: int = Field(
+        default=20_000_000,
+        ge=1,
+        description="Largest file added to a library (heron library add-files, the page, "
+        "the API); HERON_LIBRARY_MAX_PAGE_BYTES bounds it too.",
+    )
+    library_upload_max_files: int = Field(
+        default=50, ge=1, description="Files added to a library at once, at most."
+    )
+    library_upload_max_bytes: int = Field(
+        default=64_000_000,
+        ge=1,
+        description="Bytes of the files added to a library at once, at most (an upload "
+        "over HTTP may carry this much, whatever HERON_SERVER_MAX_BODY).",
+    )
     library_enrich_model: str | None = Field(
         default=None,
         description="models.yml alias that writes a page's questions at index time "

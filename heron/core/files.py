@@ -199,6 +199,39 @@ def read_regular(parent: int, name: str, path: str, limit: int) -> tuple[bytes, 
         return handle.read(limit + 1), size
 
 
+def create_file(parent: int, name: str, data: bytes, path: str, *, mode: int = 0o644) -> None:
+    """Write ``data`` as the new file ``name`` of the folder ``parent``, whole or not at
+    all: into a temporary file beside it (as ``replace_file``), then hard-linked to
+    ``name``, which fails if anything is there (a file, a symlink, a dangling one: a link
+    is never followed). ``FileExistsError`` then, its ``filename`` ``path``; nothing is
+    replaced and no reader sees a part of ``data``."""
+    tmp = _written(parent, name, data, mode)
+    try:
+        os.link(tmp, name, src_dir_fd=parent, dst_dir_fd=parent, follow_symlinks=False)
+    except FileExistsError:
+        raise FileExistsError(errno.EEXIST, "a file exists there", path) from None
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
+
+
+def _written(parent: int, name: str, data: bytes, mode: int) -> str:
+    """A temporary file of ``parent`` holding ``data`` with ``mode``, created ``O_EXCL |
+    O_NOFOLLOW`` under a random name beside ``name``; its name."""
+    # The temporary name stays under the 255-byte limit however long the name is.
+    tmp = f".{name[:200]}.{secrets.token_hex(4)}.heron-tmp"
+    fd = os.open(tmp, _CREATE, 0o600, dir_fd=parent)
+    try:
+        with os.fdopen(fd, "wb") as handle:
+            handle.write(data)
+            os.fchmod(handle.fileno(), mode & 0o777)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=parent)
+        raise
+    return tmp
+
+
 def replace_file(parent: int, name: str, data: bytes, path: str, *, mode: int = 0o644) -> None:
     """Write ``data`` as the file ``name`` of the folder ``parent``: into a temporary file
     beside it, created ``O_EXCL | O_NOFOLLOW`` under a random name (a name planted in
@@ -214,15 +247,26 @@ def replace_file(parent: int, name: str, data: bytes, path: str, *, mode: int = 
         if not stat.S_ISREG(info.st_mode):
             raise PathRefused(path, path, stat.S_IFMT(info.st_mode))
         mode = stat.S_IMODE(info.st_mode)
-    # The temporary name stays under the 255-byte limit however long the name is.
-    tmp = f".{name[:200]}.{secrets.token_hex(4)}.heron-tmp"
-    fd = os.open(tmp, _CREATE, 0o600, dir_fd=parent)
+    tmp = _written(parent, name, data, mode)
     try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            os.fchmod(handle.fileno(), mode & 0o777)
         os.replace(tmp, name, src_dir_fd=parent, dst_dir_fd=parent)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp, dir_fd=parent)
         raise
+
+
+def remove_regular(parent: int, name: str, path: str) -> None:
+    """Delete the regular file ``name`` of the folder ``parent``; a symlink, folder or
+    special file there is ``PathRefused`` (``path`` names it) and stays, a missing one
+    ``FileNotFoundError``. ``unlink`` never follows a symlink, so what a swap puts there
+    between the check and the unlink is removed as a name, never followed."""
+    kind = _kind(parent, name)
+    if kind == 0:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path)
+    if kind != stat.S_IFREG:
+        raise PathRefused(path, path, kind)
+    try:
+        os.unlink(name, dir_fd=parent)
+    except FileNotFoundError:
+        raise FileNotFoundError(errno.ENOENT, "no such file", path) from None

@@ -36,7 +36,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -57,6 +57,7 @@ from heron.libraries.scan import PageFile, read_text, scan
 from heron.libraries.state import (
     forget_page,
     incomplete_note,
+    last_index,
     mark_incomplete,
     page_states,
     save_index,
@@ -130,13 +131,35 @@ def page_of(record_id: str) -> str:
     return record_id.rsplit("#", 1)[0]
 
 
+def page_id(path: str) -> str:
+    """The page a file's path from the library's root gives: ``"guide/a.md"`` ->
+    ``"guide/a"``."""
+    return Path(path).with_suffix("").as_posix()
+
+
+def _merged(
+    last: dict[str, Any], report: LibraryIndexReport, only: frozenset[str]
+) -> dict[str, Any]:
+    """The report a run over the pages ``only`` leaves: its own, with what the last run
+    said of the library's other pages (skipped files, warnings) kept."""
+    merged = report.to_dict()
+    merged["skipped"] = [
+        s for s in last.get("skipped", []) if page_id(s["path"]) not in only
+    ] + report.skipped
+    merged["warnings"] = [
+        w for w in last.get("warnings", []) if w.split(": ", 1)[0] not in only
+    ] + report.warnings
+    return merged
+
+
 @contextmanager
-def _exclusive(path: Path, name: str) -> Iterator[None]:
-    """One indexer per library; the kernel drops the lock when a killed process dies."""
+def _exclusive(path: Path, name: str, *, wait: bool = False) -> Iterator[None]:
+    """One indexer per library; the kernel drops the lock when a killed process dies.
+    ``wait``: until the running one ends, rather than ``IndexBusy`` at once."""
     private_dir(path.parent)
     with open(path, "w") as lock:
         try:
-            fcntl.flock(lock, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(lock, fcntl.LOCK_EX if wait else fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError as exc:
             raise IndexBusy(
                 f"Library {name!r} is being indexed by another process; wait for it to finish."
@@ -218,8 +241,12 @@ class _Indexer:
         progress: Callable[[int], None] | None,
         on_total: Callable[[int], None] | None,
         stages: Stages | None = None,
+        only: frozenset[str] | None = None,
     ) -> None:
         self.library = library
+        #: Page ids this run reads, writes and removes (files added or removed); ``None``:
+        #: every page of the library.
+        self.only = only
         self.ns = library.name
         self.store = store
         self.settings = settings
@@ -261,12 +288,18 @@ class _Indexer:
             self.library.exclude,
             self.library.collections,
         )
+        if self.only is not None:  # the scan stats files; only these are read and parsed
+            files = [f for f in files if f.id in self.only]
+            skipped = [s for s in skipped if page_id(s.path) in self.only]
         self.report.skipped = [asdict(s) for s in skipped]
         states = page_states(self.store, self.ns)
         stored = self._stored_ids()
         self._advance = self._stage("pages", len(files))
         work, seen = self._changed(checkout.root, files, states)
         gone = (set(states) | set(stored)) - seen
+        if self.only is not None:
+            gone &= self.only
+            seen |= set(states) - gone  # the pages left as they were count as the library's
         # The sync is kept before any page is written: a run stopped part-way leaves
         # pages of this checkout, which their sources must point to (not "never synced").
         save_sync(
@@ -458,6 +491,8 @@ def index_library(
     progress: Callable[[int], None] | None = None,
     on_total: Callable[[int], None] | None = None,
     stages: Stages | None = None,
+    only: Collection[str] | None = None,
+    wait: bool = False,
 ) -> LibraryIndexReport:
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages. ``stages(name,
@@ -475,20 +510,31 @@ def index_library(
     store raises ``DatabaseCorrupt`` before anything is read or written. Ctrl-C raises
     ``IndexInterrupted`` (a ``KeyboardInterrupt``) saying what was kept; the library stays
     marked incomplete until a run finishes.
+
+    ``only``: the page ids to read, write or remove, and no other (files just added or
+    removed, ``heron.libraries.upload``): the rest of the library is neither read nor
+    parsed, and what the last run said of it is kept; such a run does not make complete
+    a library that a stopped run left incomplete. ``wait``: for an indexer already
+    running on the library to finish, rather than ``IndexBusy``.
     """
     library = get_library(name, settings)
     check_store(store)  # a run over a damaged file must not end in a report of success
     lock = checkout_dir(library, settings).with_name(f".{library.name}.lock")
     started = time.perf_counter()
-    with _exclusive(lock, library.name):
+    pages = None if only is None else frozenset(only)
+    with _exclusive(lock, library.name, wait=wait):
+        unfinished = pages is not None and incomplete_note(store, library.name) is not None
         wanted = library.enrich if enrich is None else enrich
         asker = enricher if wanted else None
-        indexer = _Indexer(library, store, settings, asker, progress, on_total, stages)
+        indexer = _Indexer(library, store, settings, asker, progress, on_total, stages, pages)
         try:
             report = indexer.run()
         except KeyboardInterrupt:
             raise IndexInterrupted(library.name, indexer.stopped()) from None
     report.seconds = time.perf_counter() - started
-    if report.error is None:
+    if report.error is None and pages is None:
         save_index(store, library.name, report.to_dict())
+    elif report.error is None and pages is not None:
+        kept = _merged(last_index(store, library.name), report, pages)
+        save_index(store, library.name, kept, complete=not unfinished)
     return report

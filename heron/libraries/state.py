@@ -113,10 +113,15 @@ def save_sync_error(store: Store, name: str, message: str) -> None:
     store.kv_set(name, _SYNC_ERROR, json.dumps([time.time(), message]))
 
 
-def save_index(store: Store, name: str, report: Mapping[str, Any]) -> None:
-    """A run that finished: its report kept, and the library complete again."""
+def save_index(
+    store: Store, name: str, report: Mapping[str, Any], *, complete: bool = True
+) -> None:
+    """A run that finished: its report kept, and the library complete again; not
+    ``complete`` for a run over some pages (``index_library(only=...)``) of a library a
+    stopped run left incomplete: the pages it did not redo may still be missing."""
     store.kv_set(name, _INDEX, json.dumps(dict(report)))
-    store.kv_delete(name, _INCOMPLETE)
+    if complete:
+        store.kv_delete(name, _INCOMPLETE)
 
 
 def mark_incomplete(store: Store, name: str, pages: int) -> None:
