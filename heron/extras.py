@@ -50,8 +50,9 @@ EXTRAS = {
         Extra(
             "web",
             "fetch_url (HERON_TOOLS_FETCH_URL)",
-            ("trafilatura", "playwright"),
-            ("trafilatura", "playwright"),
+            ("trafilatura", "playwright", "lxml-html-clean"),
+            # lxml_html_clean: what trafilatura imports as lxml.html.clean (lxml >= 5.2).
+            ("trafilatura", "playwright", "lxml_html_clean"),
         ),
     )
 }

@@ -138,3 +138,33 @@ def test_the_lowest_allowed_versions_install_and_run(wheel: Path, tmp_path: Path
     )
     assert "noon" in answer["answer"], answer
     assert answer["citations"][0]["page"] == "lunch", answer
+
+
+def test_the_web_extra_installs_what_fetch_url_imports(wheel: Path, tmp_path: Path) -> None:
+    """``heron[web]`` in a fresh venv reads a page: trafilatura's justext imports
+    ``lxml.html.clean``, which lxml 5.2 moved to ``lxml_html_clean``; an install without
+    it could not import fetch_url's extractor (found by an attack run). The extra declares
+    it, so no resolver leaves it out."""
+    with zipfile.ZipFile(wheel) as archive:
+        info = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
+        requires = Parser().parsestr(archive.read(info).decode()).get_all("Requires-Dist")
+    assert 'lxml-html-clean>=0.1; extra == "web"' in requires
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    env = {**os.environ, "PATH": str(venv / "bin")}
+    constraints = ROOT / "constraints.txt"
+    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
+    run(*pip, f"heron[web] @ {wheel.as_uri()}", env=env)
+    page = "<html><head><title>VPN</title></head><body><nav>Home | Help</nav><article>"
+    page += "<h1>VPN</h1>" + "<p>The VPN password rotates every 90 days.</p>" * 5
+    page += "</article></body></html>"
+    code = (
+        "import heron.tools.fetch, heron.extras, sys\n"
+        "from heron.tools.extraction import to_markdown\n"
+        "assert heron.extras.installed('web')\n"
+        f"print(to_markdown({page!r}, 'https://example.org/vpn')[0])\n"
+    )
+    home = {**env, "HERON_HOME": str(tmp_path / "home")}
+    out = run(python, "-c", code, env=home)
+    assert "The VPN password rotates every 90 days." in out and "Home | Help" not in out
