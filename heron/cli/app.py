@@ -21,7 +21,8 @@ from heron.cli.agent import register_agent
 from heron.cli.interventions import interventions_app
 from heron.cli.jobs import jobs_app
 from heron.cli.keys import keys_app
-from heron.cli.libraries import register_libraries
+from heron.cli.libraries import library_app, register_libraries
+from heron.cli.library_files import register_library_files
 from heron.cli.llm import models_app
 from heron.cli.ops import register_ops, show_version
 from heron.cli.output import console, print_json, say
@@ -73,6 +74,7 @@ app = HeronTyper(
 )
 app.add_typer(store_app, name="store")
 register_libraries(app)
+register_library_files(library_app)
 register_agent(app)
 register_server(app)
 register_ops(app)
