@@ -13,6 +13,7 @@ import ipaddress
 import json
 import os
 import re
+import socket
 import tomllib
 import typing
 from functools import cache
@@ -405,6 +406,20 @@ class Settings(BaseSettings):
         default="origin",
         pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]*$",
         description="The git remote (by name) whose reachability a job checks (git ls-remote).",
+    )
+    jobs_visibility_timeout: float = Field(
+        default=20.0,
+        ge=6.0,
+        description="Seconds without a heartbeat (every 2 s while a job runs) after which any "
+        "runner on the database takes the job over from its worker as dead: re-queued if "
+        "read-only, else failed with the reason. Runners look every quarter of it.",
+    )
+    replica: str = Field(
+        default_factory=socket.gethostname,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,252}$",
+        description="This server's name among the replicas sharing HERON_DATABASE_URL (its "
+        "job workers' first part; heron doctor lists the live ones); default: the host name. "
+        "Give each container its own.",
     )
 
     # -- interventions (heron.interventions) --

@@ -108,6 +108,8 @@ class JobStore(Protocol):
         result: dict[str, Any] | None = None,
         confirmed_by: str | None = None,
         expect: State | None = None,
+        held_by: str | None = None,
+        stale_before: float | None = None,
     ) -> tuple[Job, JobEvent]:
         """Move the job to ``state`` and append event ``kind``; returns both as stored.
 
@@ -119,7 +121,11 @@ class JobStore(Protocol):
         Raises ``JobNotFound``, or ``IllegalTransition`` (nothing written) when the
         machine has no edge from the job's state to ``state``, or when ``expect`` is given
         and the job is not in that state now (``confirm`` must not requeue a running job,
-        though recovery may).
+        though recovery may). ``held_by``: only while that worker holds the job (a
+        runner's own changes: one whose job was taken over meanwhile writes nothing);
+        with ``stale_before`` too, only while the job's heartbeat is older than that (a
+        takeover, judged inside the transaction: a worker that beat since it was seen
+        keeps its job). Either unmet is ``IllegalTransition``.
         """
         ...
 

@@ -62,6 +62,23 @@ def check_transition(job_id: str, old: str, new: str, expect: str | None = None)
         )
 
 
+def check_holder(job: Job, held_by: str | None, stale_before: float | None) -> None:
+    """Raise ``IllegalTransition`` unless the running ``job`` is held by ``held_by`` (when
+    given) and, with ``stale_before``, its heartbeat is older than that: a worker whose job
+    was taken over changes nothing, and a takeover leaves a worker that beat meanwhile."""
+    if held_by is None:
+        return
+    if job.worker != held_by:
+        raise IllegalTransition(
+            f"Job {job.id} is no longer held by worker {held_by} (now: {job.worker or 'none'}, "
+            f"{job.state}); it was taken over. See its events: heron jobs show {job.id}"
+        )
+    if stale_before is not None and (job.heartbeat_at or 0.0) >= stale_before:
+        raise IllegalTransition(
+            f"Job {job.id}'s worker {held_by} sent a heartbeat meanwhile; it keeps the job."
+        )
+
+
 def check_states(states: Iterable[str]) -> list[State]:
     """``states`` as a list, once each is a state of the machine (``JobInputError``)."""
     wanted = list(states)

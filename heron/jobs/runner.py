@@ -23,18 +23,27 @@ a runner on that context's view of the jobs (``Jobs.within``: its workspace, its
 settings), made once per context by ``runner_for`` (``heron.agent.job_runner`` wires
 its docs search to that context's libraries), with this runner's worker name.
 
-**Recovery** (``recover()``, run when a runner starts): a ``running`` job is orphaned when
-its worker was a process on this machine that no longer exists, or its worker's heartbeat
-(written every ``HEARTBEAT`` s while it runs) is older than ``STALE_AFTER`` s. An orphan
-whose steps are all read-only (no test command) is put back in the queue, at most
-``MAX_ATTEMPTS`` runs in all; any other orphan is marked ``failed``, because its command
-may have left half-done work that a person should look at. Both get an event saying why.
+**Recovery** (``recover()``, run when a runner starts and, while ``serve`` runs, every
+quarter of ``jobs_visibility_timeout``): a ``running`` job is orphaned when its worker was
+a process on this machine that no longer exists, or its worker's heartbeat is older than
+``jobs_visibility_timeout`` s. A runner beats for every job it holds every ``HEARTBEAT``
+s, whatever the job is doing, so a silent worker is a dead (or cut-off) one, on whichever
+host: any runner on the database takes its jobs over, replicas of one PostgreSQL
+included. An orphan whose steps are all read-only (no test command) is put back in the
+queue (another runner resumes it: its steps run again, which read-only steps allow), at
+most ``MAX_ATTEMPTS`` runs in all; any other orphan is marked ``failed``, because its
+command may have left half-done work that a person should look at. Both get an event
+saying why. The takeover is decided inside the job's transaction (``held_by`` the worker
+seen, ``stale_before``): of runners recovering at once one wins, and a worker that beat
+meanwhile keeps its job. A worker whose job was taken over notices at its next check
+(the job is no longer held by it), stops its command and writes nothing more.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import os
 import secrets
@@ -73,7 +82,6 @@ RunnerFor = Callable[..., "JobRunner"]
 log = logging.getLogger("heron.jobs")
 
 HEARTBEAT = 2.0
-STALE_AFTER = 60.0
 MAX_ATTEMPTS = 3
 IDLE_POLL = 0.25
 #: The jobs a ``store_counts`` step counts by state, newest first.
@@ -125,7 +133,7 @@ class JobRunner:
         self.settings = jobs.settings
         self.concurrency = concurrency or self.settings.jobs_concurrency
         self.poll = poll
-        self.worker = worker or f"{socket.gethostname()}:{os.getpid()}:{secrets.token_hex(3)}"
+        self.worker = worker or f"{self.settings.replica}:{os.getpid()}:{secrets.token_hex(3)}"
 
     # -- the loop -------------------------------------------------------------------------
 
@@ -144,18 +152,33 @@ class JobRunner:
         wake = asyncio.Event()
         loop = asyncio.get_running_loop()
         unsubscribe = self.jobs.subscribe(lambda: loop.call_soon_threadsafe(wake.set))
-        running: set[asyncio.Task[Job]] = set()
+        running: dict[asyncio.Task[Job], str] = {}
         count = 0
+        beat = recheck = time.monotonic()
+        recovering: asyncio.Task[list[Job]] | None = None
         try:
             while stop is None or not stop.is_set():
+                if running and time.monotonic() - beat >= HEARTBEAT:
+                    beat = time.monotonic()
+                    await asyncio.to_thread(self._beat, list(running.values()))
+                # Serving, orphans are looked for again and again: a replica that died
+                # (on any host) leaves its jobs to the runners still alive.
+                every = self.settings.jobs_visibility_timeout / 4
+                if stop is not None and recovering is None and time.monotonic() - recheck >= every:
+                    recheck = time.monotonic()
+                    recovering = asyncio.create_task(asyncio.to_thread(self.recover))
+                if recovering is not None and recovering.done():
+                    if not recovering.cancelled() and recovering.exception() is not None:
+                        log.error("job recovery failed: %s", recovering.exception())
+                    recovering = None
                 job = None
                 if len(running) < self.concurrency:
                     job = await asyncio.to_thread(self.jobs.claim, self.worker)
                 if job is not None:
                     count += 1
                     task = asyncio.create_task(self.run_job(job))
-                    running.add(task)
-                    task.add_done_callback(running.discard)
+                    running[task] = job.id
+                    task.add_done_callback(lambda done: running.pop(done, None))
                     continue
                 if stop is None and not running:
                     return count
@@ -172,11 +195,23 @@ class JobRunner:
         finally:
             unsubscribe()
             # Leaving (server shutdown): running jobs get cancelled, which kills their
-            # commands; their state stays ``running`` and the next start recovers them.
-            for task in running:
+            # commands; their state stays ``running`` and the next start, or another
+            # replica once their heartbeat is stale, recovers them.
+            tasks = list(running)
+            for task in tasks:
                 task.cancel()
-            if running:
-                await asyncio.gather(*running, return_exceptions=True)
+            if recovering is not None:
+                tasks.append(recovering)
+            if tasks:
+                await asyncio.gather(*tasks, return_exceptions=True)
+
+    def _beat(self, held: list[str]) -> None:
+        """The heartbeat of every job this runner holds, whatever its step is doing."""
+        for job_id in held:
+            try:
+                self.jobs.store.heartbeat(job_id, self.worker)
+            except HeronError as exc:  # the database away for a moment: the next beat
+                log.warning("heartbeat of job %s not written: %s", job_id, exc)
 
     # -- one job --------------------------------------------------------------------------
 
@@ -223,14 +258,17 @@ class JobRunner:
         try:
             if job.requires_confirmation and job.confirmed_by is None:
                 parked, _ = await asyncio.to_thread(
-                    self.jobs.transition,
-                    job.id,
-                    "waiting_for_confirmation",
-                    "waiting",
-                    {
-                        "steps": [s.to_dict() for s in steps],
-                        "next": f"heron jobs confirm {job.id}  (or: heron jobs deny {job.id})",
-                    },
+                    functools.partial(
+                        self.jobs.transition,
+                        job.id,
+                        "waiting_for_confirmation",
+                        "waiting",
+                        {
+                            "steps": [s.to_dict() for s in steps],
+                            "next": f"heron jobs confirm {job.id}  (or: heron jobs deny {job.id})",
+                        },
+                        held_by=self.worker,
+                    )
                 )
                 return parked
             workspace = open_workspace(self.settings)
@@ -284,7 +322,15 @@ class JobRunner:
             elif before is not None:
                 result["workspace"] = changed or "unchanged"
             done, _ = await asyncio.to_thread(
-                self.jobs.transition, job.id, "completed", "completed", {"ok": ok}, result=result
+                functools.partial(
+                    self.jobs.transition,
+                    job.id,
+                    "completed",
+                    "completed",
+                    {"ok": ok},
+                    result=result,
+                    held_by=self.worker,
+                )
             )
             return done
         except (Stopped, IllegalTransition):
@@ -301,16 +347,22 @@ class JobRunner:
         store = self.jobs.store
         try:
             failed, _ = await asyncio.to_thread(
-                self.jobs.transition, job.id, "failed", "failed", payload
+                functools.partial(
+                    self.jobs.transition, job.id, "failed", "failed", payload, held_by=self.worker
+                )
             )
             return failed
-        except IllegalTransition:  # aborted meanwhile: the abort stands
+        except IllegalTransition:  # aborted or taken over meanwhile: that stands
             return await asyncio.to_thread(store.get, job.id)
 
     async def _check(self, job: Job) -> None:
         current = await asyncio.to_thread(self.jobs.store.heartbeat, job.id, self.worker)
-        if current.state != "running":
+        if not self._holds(current):
             raise Stopped(job.id)
+
+    def _holds(self, current: Job) -> bool:
+        """Whether this runner still runs ``current``: not aborted, not taken over."""
+        return current.state == "running" and current.worker == self.worker
 
     async def _step(
         self, job: Job, step: Step, workspace: Workspace, quiet: dict[str, str]
@@ -380,15 +432,16 @@ class JobRunner:
                         },
                     )
                 current = await asyncio.to_thread(self.jobs.store.get, job.id)
-                if current.state != "running":
+                if not self._holds(current):
                     _kill(proc.pid)
                     await output
-                    await asyncio.to_thread(
-                        self.jobs.append,
-                        job.id,
-                        "step_killed",
-                        {"step": step.name, "pid": proc.pid, "because": current.state},
-                    )
+                    if current.state != "running":  # else re-claimed: its holder writes alone
+                        await asyncio.to_thread(
+                            self.jobs.append,
+                            job.id,
+                            "step_killed",
+                            {"step": step.name, "pid": proc.pid, "because": current.state},
+                        )
                     raise Stopped(job.id)
                 if time.monotonic() - beat > HEARTBEAT:
                     beat = time.monotonic()
@@ -471,11 +524,17 @@ class JobRunner:
     def recover(self) -> list[Job]:
         """Requeue or fail the ``running`` jobs whose worker is gone (rule above)."""
         store = self.jobs.store
+        timeout = self.settings.jobs_visibility_timeout
         recovered = []
         for job in store.list(["running"], limit=100_000):
-            why = _orphaned(job)
-            if why is None:
+            if job.worker == self.worker:
+                continue  # its own: alive, since this runs
+            seen = time.time()
+            orphaned = _orphaned(job, timeout)
+            if orphaned is None:
                 continue
+            why, silent = orphaned
+            stale = seen - timeout if silent else None
             try:
                 read_only = self.within(job.context).plan(job).read_only
             except HeronError:  # its context is gone from heron.toml: its own settings are
@@ -487,8 +546,10 @@ class JobRunner:
                         job.id,
                         "queued",
                         "requeued",
-                        {"reason": why, "attempts": job.attempts},
+                        {"reason": why, "attempts": job.attempts, "by": self.worker},
                         expect="running",
+                        held_by=job.worker,
+                        stale_before=stale,
                     )
                 else:
                     reason = f"{why}; not retried: " + (
@@ -497,10 +558,16 @@ class JobRunner:
                         else f"{job.attempts} attempts already"
                     )
                     job, _ = self.jobs.transition(
-                        job.id, "failed", "failed", {"reason": reason}, expect="running"
+                        job.id,
+                        "failed",
+                        "failed",
+                        {"reason": reason, "by": self.worker},
+                        expect="running",
+                        held_by=job.worker,
+                        stale_before=stale,
                     )
             except IllegalTransition:
-                continue  # another process recovered or finished it first
+                continue  # another runner recovered it first, or its worker is alive
             recovered.append(job)
         return recovered
 
@@ -541,13 +608,17 @@ def _group_alive(pgid: int) -> bool:
     return True
 
 
-def _orphaned(job: Job) -> str | None:
+def _orphaned(job: Job, timeout: float) -> tuple[str, bool] | None:
+    """Why ``job``'s worker is gone, and whether that is its stale heartbeat (which the
+    takeover checks again in its transaction); ``None``: it is not gone. A worker named
+    after this host (``HERON_REPLICA`` left at the host name) is looked up by its process
+    id; any other by its heartbeat alone."""
     host, _, rest = (job.worker or "").partition(":")
     pid = rest.partition(":")[0]
     if host == socket.gethostname() and pid.isdigit() and not alive(int(pid)):
-        return f"its worker (process {pid} on {host}) is gone"
-    if job.heartbeat_at is None or time.time() - job.heartbeat_at > STALE_AFTER:
-        return f"its worker {job.worker} sent no heartbeat for over {STALE_AFTER:g} s"
+        return f"its worker (process {pid} on {host}) is gone", False
+    if job.heartbeat_at is None or time.time() - job.heartbeat_at > timeout:
+        return f"its worker {job.worker} sent no heartbeat for over {timeout:g} s", True
     return None
 
 

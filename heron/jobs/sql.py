@@ -45,6 +45,7 @@ from heron.jobs.model import (
     JobEvent,
     Risk,
     State,
+    check_holder,
     check_states,
     check_transition,
 )
@@ -274,11 +275,14 @@ class SQLJobStore(DatabaseStore):
         result: dict[str, Any] | None = None,
         confirmed_by: str | None = None,
         expect: State | None = None,
+        held_by: str | None = None,
+        stale_before: float | None = None,
     ) -> tuple[Job, JobEvent]:
         now = time.time()
         with self._tx(write=True) as db:
             job = self._get(db, job_id, lock=True)
             check_transition(job_id, job.state, state, expect)
+            check_holder(job, held_by, stale_before)
             sets: dict[str, Any] = {"state": state, "updated_at": now}
             if job.state == "running":
                 sets |= {"worker": None, "heartbeat_at": None}

@@ -123,7 +123,6 @@ def check_skills(ctx: Context) -> Check:
 
 def check_jobs(ctx: Context) -> Check:
     from heron.jobs import jobs_db_path, open_jobs
-    from heron.jobs.runner import STALE_AFTER
 
     if not ctx.settings.postgres_url and not jobs_db_path(ctx.settings).exists():
         return Check("jobs", "skip", "no job store yet (made when the first job is queued)")
@@ -135,7 +134,8 @@ def check_jobs(ctx: Context) -> Check:
     stuck = [
         job.id
         for job in listed
-        if job.state == "running" and now - (job.heartbeat_at or 0) > STALE_AFTER
+        if job.state == "running"
+        and now - (job.heartbeat_at or 0) > ctx.settings.jobs_visibility_timeout
     ]
     waiting = [
         job.id for job in listed if job.state == "queued" and now - job.created_at > QUEUED_TOO_LONG
@@ -146,7 +146,8 @@ def check_jobs(ctx: Context) -> Check:
         return warned(
             "jobs",
             f"{len(stuck)} running jobs have no live worker ({', '.join(stuck[:3])})",
-            "restart heron serve: its runner recovers them",
+            "start heron serve (any replica's runner takes them over within "
+            f"{ctx.settings.jobs_visibility_timeout * 1.25:g} s)",
             **data,
         )
     if waiting:

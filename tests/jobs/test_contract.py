@@ -123,6 +123,46 @@ def test_heartbeat_marks_only_the_holder_and_shows_an_abort(backend: Backend) ->
     cli.close()
 
 
+def test_a_takeover_is_decided_in_the_transaction(job_store: JobStore) -> None:
+    """``held_by`` and ``stale_before`` (issue 47): a replica taking a silent worker's job
+    over wins only while that worker still holds it without a newer heartbeat, and a
+    worker whose job was taken over and claimed again writes nothing more."""
+    job = job_store.create("what changed?", "", "read_only", False)
+    job_store.claim("replica-a:1:x")
+    seen = job_store.get(job.id)
+    assert seen.heartbeat_at is not None
+    with pytest.raises(IllegalTransition, match="sent a heartbeat meanwhile"):
+        job_store.transition(
+            job.id,
+            "queued",
+            "requeued",
+            held_by="replica-a:1:x",
+            stale_before=seen.heartbeat_at,  # it beat at (not before) the time seen
+        )
+    with pytest.raises(IllegalTransition, match="no longer held by worker replica-z"):
+        job_store.transition(job.id, "queued", "requeued", held_by="replica-z:1:x")
+    assert job_store.get(job.id).state == "running"
+    job_store.transition(
+        job.id,
+        "queued",
+        "requeued",
+        held_by="replica-a:1:x",
+        stale_before=seen.heartbeat_at + 1,
+    )
+    job_store.claim("replica-b:2:y")
+    with pytest.raises(IllegalTransition, match="now: replica-b:2:y, running"):
+        job_store.transition(job.id, "completed", "completed", held_by="replica-a:1:x")
+    done, _ = job_store.transition(job.id, "completed", "completed", held_by="replica-b:2:y")
+    assert done.state == "completed"
+    assert [e.kind for e in job_store.events(job.id)] == [
+        "created",
+        "claimed",
+        "requeued",
+        "claimed",
+        "completed",
+    ]
+
+
 # -- what is refused --------------------------------------------------------------------
 
 

@@ -416,6 +416,26 @@ def test_recovery_requeues_read_only_jobs_and_fails_the_others(jobs: Jobs) -> No
     assert jobs.get(live.id).state == "running"  # its worker (this process) is alive
 
 
+def test_a_silent_worker_of_another_host_is_taken_over(
+    jobs: Jobs, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A worker of another replica is judged by its heartbeat alone (issue 47): kept while
+    it beats within the visibility timeout, taken over once it is silent longer."""
+    monkeypatch.setenv("HERON_JOBS_VISIBILITY_TIMEOUT", "6")
+    runner = JobRunner(open_jobs())
+    assert runner.worker.startswith(f"{socket.gethostname()}:{os.getpid()}:")
+    job = jobs.create("what changed this week?")
+    jobs.store.claim("replica-far:1:x")
+    assert runner.recover() == []  # it beat just now
+    beat = time.time() - 7
+    with jobs.store.database.connection(write=True) as db:  # type: ignore[attr-defined]
+        db.execute("UPDATE jobs SET heartbeat_at = ? WHERE id = ?", (beat, job.id))
+    assert [j.id for j in runner.recover()] == [job.id]
+    last = jobs.events(job.id)[-1]
+    assert last.kind == "requeued" and last.payload["by"] == runner.worker
+    assert "replica-far:1:x sent no heartbeat for over 6 s" in last.payload["reason"]
+
+
 def test_recovery_gives_up_after_max_attempts(jobs: Jobs) -> None:
     from heron.jobs.runner import MAX_ATTEMPTS
 

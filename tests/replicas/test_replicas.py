@@ -1,0 +1,168 @@
+"""Two real replicas on one real PostgreSQL (issue 47): two ``heron serve`` processes,
+each with its own HERON_HOME and replica name (as two containers would have), one
+``HERON_DATABASE_URL``. One module-scoped pair, started once; the test that kills a
+replica runs last."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import psycopg
+import pytest
+
+from heron.settings import Settings
+from tests.jobs.conftest import alive, free_port, git, wait_for
+from tests.postgres import database_url, pg_server  # noqa: F401 (the session's server)
+
+#: Seconds without a heartbeat before a replica's job is taken over: short, so the test
+#: is; the default (20 s) is what ``bench replicas`` measures.
+VISIBILITY = 6
+
+
+@dataclass
+class Replica:
+    """A real ``heron serve`` on a loopback port, with its own home and log."""
+
+    name: str
+    home: Path
+    env: dict[str, str]
+    proc: subprocess.Popen[bytes] | None = None
+    url: str = ""
+
+    def start(self) -> Replica:
+        port = free_port()
+        self.url = f"http://127.0.0.1:{port}"
+        log = self.home.with_suffix(".log")
+        with open(log, "ab") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "heron", "serve", "--port", str(port)],
+                stdout=out,
+                stderr=subprocess.STDOUT,
+                env=self.env,
+            )
+        wait_for(lambda: self._up(log), 120, f"replica {self.name} (log: {log})")
+        return self
+
+    def _up(self, log: Path) -> bool:
+        assert self.proc is not None
+        if self.proc.poll() is not None:
+            raise AssertionError(f"replica {self.name} exited:\n{log.read_text()}")
+        try:
+            return httpx.get(self.url + "/health", timeout=1).status_code == 200
+        except httpx.HTTPError:
+            return False
+
+    def result(self, method: str, **params: object) -> Any:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        answer = httpx.post(self.url + "/rpc", json=body, timeout=60).json()
+        assert "result" in answer, answer
+        return answer["result"]
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(40)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@pytest.fixture(scope="module")
+def database(pg_server: str) -> Iterator[str]:  # noqa: F811 (the fixture above)
+    name = f"heron_replicas_{uuid.uuid4().hex[:12]}"
+    with psycopg.connect(pg_server, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    try:
+        yield database_url(pg_server, name)
+    finally:
+        with psycopg.connect(pg_server, autocommit=True) as conn:
+            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def replicas(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[list[Replica]]:
+    """Replicas ``a`` and ``b``: separate homes, one database, one workspace (a git
+    repository, as a shared volume would be), a build that sleeps (a job mid-step)."""
+    root = tmp_path_factory.mktemp("replicas")
+    workspace = root / "repo"
+    workspace.mkdir()
+    git(workspace, "init", "-q", "-b", "main")
+    (workspace / "app.py").write_text("print('hi')\n")
+    git(workspace, "add", "app.py")
+    git(workspace, "commit", "-q", "-m", "init")
+    base = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
+    base |= {
+        "HERON_EMBEDDER": "minilm",
+        "HERON_MODELS_DIR": str(Settings().models_dir),
+        "HERON_DATABASE_URL": database,
+        "HERON_TOOLS_ROOT": str(workspace),
+        "HERON_TOOLS_COMMANDS": '["git", "sh", "sleep"]',
+        "HERON_JOBS_TEST_COMMAND": "sh -c 'sleep 60 & wait'",
+        "HERON_JOBS_VISIBILITY_TIMEOUT": str(VISIBILITY),
+        "HERON_JOBS_CONCURRENCY": "1",
+    }
+    pair = [
+        Replica(name, root / name, base | {"HERON_HOME": str(root / name), "HERON_REPLICA": name})
+        for name in ("replica-a", "replica-b")
+    ]
+    try:
+        for replica in pair:
+            replica.start()
+        yield pair
+    finally:
+        for replica in pair:
+            replica.stop()
+
+
+def events(replica: Replica, job_id: str) -> list[dict[str, Any]]:
+    return replica.result("jobs.events", id=job_id)
+
+
+def test_a_killed_replicas_job_is_taken_over_by_the_other(replicas: list[Replica]) -> None:
+    """SIGKILL the replica whose job runs a command: the other, which never ran it and
+    shares no host name with it (the dead worker is judged by its heartbeat alone),
+    fails the job with the reason within the visibility timeout (a command may have
+    written: it is not rerun), and runs the job queued behind it."""
+    a = replicas[0]
+    build = a.result("jobs.create", prompt="is the build broken?")["id"]
+
+    def command_pid() -> int | None:
+        started = [e for e in events(a, build) if e["kind"] == "step_started"]
+        return next((e["payload"]["pid"] for e in started if e["payload"]["step"] == "test"), None)
+
+    pid = int(wait_for(command_pid, 60, "the build's command to start"))  # type: ignore[arg-type]
+    worker = a.result("jobs.get", id=build)["worker"]
+    holder, survivor = sorted(replicas, key=lambda r: not worker.startswith(r.name + ":"))
+    assert worker.startswith(holder.name + ":")
+    assert holder.proc is not None
+    holder.proc.send_signal(signal.SIGKILL)
+    holder.proc.wait()
+    killed = time.monotonic()
+    queued = survivor.result("jobs.create", prompt="what changed this week?")["id"]
+
+    def state(job_id: str) -> str:
+        return survivor.result("jobs.get", id=job_id)["state"]
+
+    wait_for(lambda: state(build) != "running", 30, "the survivor to take the build over")
+    took = time.monotonic() - killed
+    last = events(survivor, build)[-1]
+    assert last["kind"] == "failed" and state(build) == "failed", last
+    reason = last["payload"]["reason"]
+    assert f"its worker {worker} sent no heartbeat for over {VISIBILITY} s" in reason, reason
+    assert "not retried: it runs a command that may write" in reason, reason
+    assert last["payload"]["by"].startswith(survivor.name + ":")
+    assert VISIBILITY - 1 < took < 30, took
+    wait_for(lambda: state(queued) == "completed", 30, "the survivor to run the next job")
+    os.killpg(pid, signal.SIGKILL)  # the dead replica's command: a container's end kills it
+    wait_for(lambda: not alive(pid), 10, "the dead replica's command to end")
