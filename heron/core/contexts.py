@@ -14,6 +14,9 @@ table of ``heron.toml``::
     [contexts.ops]
     libraries_file = "/srv/ops/libraries.txt"   # its own list, in libraries.txt's format
     mcp_config = "/srv/ops/mcp.json"            # its own MCP servers; unset: the server's
+    models = ["fast", "openai/*"]               # the models it may call; unset: any
+    max_budget = 50.0                           # dollars per budget_duration
+    budget_duration = "1mo"
 
 A request picks one with the ``X-Heron-Context`` header or by its key's context
 (``heron.server.contexts``); a CLI command with ``--context`` (``HERON_CONTEXT``). The
@@ -56,6 +59,19 @@ class ContextSpec(BaseModel):
     )
     skills_dirs: tuple[Path, ...] | None = Field(
         default=None, description="Its skill directories only; unset: the server's."
+    )
+    models: tuple[str, ...] | None = Field(
+        default=None,
+        description="The models its requests may call: aliases of models.yml and "
+        "provider/model names, * and ? as wildcards; unset: any.",
+    )
+    max_budget: float | None = Field(
+        default=None, ge=0, description="Dollars its model calls may spend per budget_duration."
+    )
+    budget_duration: str | None = Field(
+        default=None,
+        pattern=r"^[1-9][0-9]{0,5}(s|m|h|d|mo)$",
+        description="max_budget's window: 30s, 15m, 1h, 30d, 1mo (LiteLLM's); unset: for ever.",
     )
     mcp_config: Path | None = Field(
         default=None,

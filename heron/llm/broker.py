@@ -46,6 +46,16 @@ from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
 from heron.llm import metering
+from heron.llm.budgets import (
+    Hold,
+    Ledger,
+    OverBudget,
+    Payer,
+    allowed_chain,
+    hold_call,
+    ledger_for,
+    payer_of,
+)
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.cooldowns import COOLDOWNS, Cooldowns
 from heron.llm.errors import (
@@ -59,7 +69,7 @@ from heron.llm.errors import (
     ProviderTimeout,
     RateLimited,
 )
-from heron.llm.metering import Tab, reserve
+from heron.llm.metering import Tab, answer_bound, reserve
 from heron.llm.payload import CHARS_PER_TOKEN, check, fit, sampling_of
 from heron.llm.types import Provider
 from heron.resource import Resource
@@ -132,6 +142,8 @@ class Broker(Resource):
         #: Told ``(event, alias)``: ``retry``, ``fallback`` (given up on for the next
         #: model), ``cooldown`` (cooled down), ``probe`` (tried once after its cooldown).
         self.observer: Callable[[str, str], None] | None = None
+        #: Told ``(key or None, context, alias, dollars)`` of each call that cost money.
+        self.on_spend: Callable[[str | None, str, str, float], None] | None = None
 
     @property
     def limits(self) -> Limits:
@@ -169,9 +181,10 @@ class Broker(Resource):
         """The whole answer of the first model of the chain that gives one.
 
         ``fallbacks=False`` tries ``model`` alone (its retries still apply)."""
-        chain = self._chain(request, model, fallbacks)
         tab = metering.current()  # taken here: the caller's, whichever thread runs the call
-        for event in self._run(request, chain, timeout, streaming=False, tab=tab):
+        payer = payer_of(self.settings, tab.key if tab is not None else None)
+        chain = self._chain(request, model, fallbacks, payer)
+        for event in self._run(request, chain, timeout, streaming=False, tab=tab, payer=payer):
             if isinstance(event, Done):
                 return event.completion
         raise AssertionError("a completed call always ends with Done")  # pragma: no cover
@@ -187,9 +200,11 @@ class Broker(Resource):
         """``TextDelta`` pieces as they arrive, then one ``Done`` with the whole completion.
 
         A bad request or an unknown alias raises here, before the first ``next()``."""
-        chain = self._chain(request, model, fallbacks)
         # The caller's tab, taken now: the generator may be run, or closed, elsewhere.
-        return self._run(request, chain, timeout, streaming=True, tab=metering.current())
+        tab = metering.current()
+        payer = payer_of(self.settings, tab.key if tab is not None else None)
+        chain = self._chain(request, model, fallbacks, payer)
+        return self._run(request, chain, timeout, streaming=True, tab=tab, payer=payer)
 
     def check(self, model: str | None = None) -> dict[str, Any]:
         """One tiny call to ``model`` alone, no fallback: ``{"model", "ok", "seconds",
@@ -206,9 +221,14 @@ class Broker(Resource):
             return {"model": alias, "ok": False, "seconds": seconds, "error": str(exc)}
         return {"model": alias, "ok": True, "seconds": done.seconds, "answer": done.text}
 
-    def _chain(self, request: ChatRequest, model: str | None, fallbacks: bool) -> list[ModelSpec]:
+    def _chain(
+        self, request: ChatRequest, model: str | None, fallbacks: bool, payer: Payer
+    ) -> list[ModelSpec]:
+        """The models to try, as far as ``payer`` may call them (``ModelNotAllowed`` for
+        the one asked for)."""
         check(request)
-        return self.table.chain(model) if fallbacks else [self.table.spec(model)]
+        chain = self.table.chain(model) if fallbacks else [self.table.spec(model)]
+        return allowed_chain(payer, chain)
 
     def _run(
         self,
@@ -219,8 +239,11 @@ class Broker(Resource):
         streaming: bool,
         force: bool = False,
         tab: Tab | None = None,
+        payer: Payer | None = None,
     ) -> Iterator[StreamEvent]:
         limits = self.limits
+        payer = payer or payer_of(self.settings, None)
+        over: list[OverBudget] = []  # models skipped for their own budget
         timeout = timeout or limits.timeout
         failures: dict[str, ProviderError] = {}
         cooling: list[ModelSpec] = []
@@ -247,12 +270,17 @@ class Broker(Resource):
                     asked: ChatRequest | None = None
                     sent: list[str] = []  # the text handed on, charged if no usage comes
                     done: Completion | None = None
+                    hold: Hold | None = None
                     try:
                         if spec.alias not in fitted:  # once per model: its warnings once
                             fitted[spec.alias] = fit(request, spec)
                         asked = fitted[spec.alias]
                         if tab is not None:  # the most it can spend, held before it is sent
                             asked = reserve(tab, asked, spec)
+                        # Its most in money too, on the payers' budgets and the model's.
+                        asked, hold = hold_call(
+                            self.ledger, payer, asked, spec, answer_bound(asked, spec)
+                        )
                         provider = self._provider(spec)
                         events = (
                             provider.stream(asked, timeout=timeout)
@@ -315,13 +343,34 @@ class Broker(Resource):
                     finally:
                         # Charged whatever ended the call: an answer, a failure, a
                         # client that left mid-stream (the generator closed at a yield).
+                        used = spent(spec, asked, sent, done) if asked is not None else (0, 0)
                         if tab is not None and asked is not None:
-                            tab.spent(*spent(spec, asked, sent, done))
+                            tab.spent(*used)
+                        if hold is not None:
+                            self._paid(hold, spec, used)
+            except OverBudget as exc:
+                if exc.limit_of != f"model:{spec.alias}":
+                    raise  # the caller's own budget: no other model changes that
+                log.warning("%s; trying the next model", exc)
+                over.append(exc)
             finally:
                 if gate == "probe" and not reported:
                     self.cooldowns.release(spec)
+        if over and not failures and not cooling:
+            raise over[0]
         errors = list(failures.values()) + [self._cooling(spec) for spec in cooling]
         raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
+
+    @property
+    def ledger(self) -> Ledger:
+        return ledger_for(self.settings)
+
+    def _paid(self, hold: Hold, spec: ModelSpec, used: tuple[int, int]) -> None:
+        """Settle a call's hold with what it cost, and tell ``on_spend``."""
+        dollars = spec.price.cost(*used)
+        self.ledger.settle(hold, spec.alias, dollars)
+        if dollars > 0 and self.on_spend is not None:
+            self.on_spend(hold.payer.key, hold.payer.context, spec.alias, dollars)
 
     def _answered(self, spec: ModelSpec) -> None:
         if self.cooldowns.succeeded(spec):

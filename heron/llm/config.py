@@ -42,15 +42,18 @@ from typing import Any, Literal
 import yaml
 
 from heron.core.names import PROFILES
-from heron.errors import ConfigError
+from heron.errors import ConfigError, HeronError
+from heron.keys import check_duration
 from heron.llm.litellm_format import (
     IGNORED_SECTIONS,
+    MONEY_KEYS,
     ROUTER_SECTIONS,
     convert,
     ignored_notes,
     routing,
     unknown_keys,
 )
+from heron.llm.prices import FREE, Price, default_price
 from heron.settings import Settings
 
 log = logging.getLogger("heron.llm")
@@ -102,6 +105,7 @@ _SPEC_KEYS = {
     "context_window_fallbacks",
     "max_output_tokens",
     "temperature",
+    *MONEY_KEYS,
 }
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
 _TOP_KEYS = {"default", "models", "model_list", *IGNORED_SECTIONS, *ROUTER_SECTIONS}
@@ -123,6 +127,12 @@ class ModelSpec:
     max_output_tokens: int | None = None
     #: The sampling temperature when a request sets none (LiteLLM's litellm_params).
     temperature: float | None = None
+    #: What its tokens cost (``heron.llm.prices``): the file's, else the shipped price.
+    price: Price = FREE
+    #: Dollars every caller together may spend on it per ``budget_duration`` (LiteLLM's
+    #: deployment budget); past it the alias is skipped like a cooling one.
+    max_budget: float | None = None
+    budget_duration: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -135,6 +145,10 @@ class ModelSpec:
             "context_window_fallbacks": list(self.context_fallbacks),
             "max_output_tokens": self.max_output_tokens,
             "temperature": self.temperature,
+            "input_cost_per_token": self.price.input_cost_per_token,
+            "output_cost_per_token": self.price.output_cost_per_token,
+            "max_budget": self.max_budget,
+            "budget_duration": self.budget_duration,
             **self.capabilities.to_dict(),
         }
 
@@ -386,6 +400,7 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         or not 0 <= temperature <= 2
     ):
         raise ConfigError(f"{at}: temperature must be a number from 0 to 2, got {temperature!r}.")
+    money = _money(entry, provider, str(model), at)
     return ModelSpec(
         alias=alias,
         provider=provider,
@@ -397,4 +412,32 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         context_fallbacks=lists["context_window_fallbacks"],
         max_output_tokens=entry.get("max_output_tokens"),
         temperature=None if temperature is None else float(temperature),
+        **money,
     )
+
+
+def _money(entry: Mapping[str, Any], provider: str, model: str, at: str) -> dict[str, Any]:
+    """The alias's price (the file's, else the shipped one) and budget, checked."""
+    for name in ("input_cost_per_token", "output_cost_per_token", "max_budget"):
+        value = entry.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int | float) or not value >= 0
+        ):
+            raise ConfigError(f"{at}: {name} must be dollars, 0 or more, got {value!r}.")
+    duration = entry.get("budget_duration")
+    try:
+        check_duration(None if duration is None else str(duration))
+    except HeronError as exc:
+        raise ConfigError(f"{at}: {exc}") from None
+    price = default_price(provider, model)
+    if "input_cost_per_token" in entry or "output_cost_per_token" in entry:
+        price = Price(
+            float(entry.get("input_cost_per_token") or 0.0),
+            float(entry.get("output_cost_per_token") or 0.0),
+        )
+    budget = entry.get("max_budget")
+    return {
+        "price": price,
+        "max_budget": None if budget is None else float(budget),
+        "budget_duration": None if duration is None else str(duration),
+    }

@@ -66,7 +66,10 @@ ROUTER_KEYS = {
 }
 ENTRY_KEYS = ("model_name", "litellm_params", "model_info")
 #: ``litellm_params`` Heron uses; any other LiteLLM parameter is ignored with a note.
-USED_PARAMS = ("model", "api_base", "api_key", "max_tokens", "temperature")
+#: The money keys (LiteLLM's names) pass through as they are, from litellm_params or
+#: model_info, where LiteLLM reads them too.
+MONEY_KEYS = ("input_cost_per_token", "output_cost_per_token", "max_budget", "budget_duration")
+USED_PARAMS = ("model", "api_base", "api_key", "max_tokens", "temperature", *MONEY_KEYS)
 #: ``model_info`` keys Heron reads: LiteLLM's context size and tool flag, and Heron's
 #: own capability names (model_info is free-form metadata in LiteLLM).
 INFO_KEYS = {
@@ -181,6 +184,9 @@ def _entry(entry: Any, at: str) -> tuple[str, dict[str, Any], list[str]]:
     for key, value in (entry.get("model_info") or {}).items():
         if key in INFO_KEYS:
             heron[INFO_KEYS[key]] = value
+        elif key in MONEY_KEYS:
+            heron[key] = value
+    heron.update({key: params[key] for key in MONEY_KEYS if key in params})
     if "max_tokens" in params:
         heron["max_output_tokens"] = params["max_tokens"]
     if "temperature" in params:

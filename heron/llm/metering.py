@@ -28,12 +28,17 @@ from dataclasses import replace
 from typing import Protocol
 
 from heron.core.chat import ChatRequest
+from heron.keys import Key
 from heron.llm.config import ModelSpec
 from heron.llm.payload import ANSWER_RESERVE, estimate_tokens, sampling_of
 
 
 class Tab(Protocol):
-    """The tokens one piece of work may spend (one request, one JSON-RPC call)."""
+    """The tokens one piece of work may spend (one request, one JSON-RPC call), and
+    ``key``: whose they are (the models it may call, its budget in money:
+    ``heron.llm.budgets``)."""
+
+    key: Key
 
     def need(self, tokens: int, *, least: int | None = None) -> int | None:
         """Hold at least ``tokens`` unspent tokens for this work, or, when ``least`` is

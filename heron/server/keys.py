@@ -133,7 +133,7 @@ ROUTES: tuple[Rule, ...] = (
     ),
 )
 #: JSON-RPC methods that spend model tokens: checked against the token limits first.
-METERED_METHODS = frozenset({"agent.chat"})
+METERED_METHODS = frozenset({"agent.chat", "agent.ask"})  # agent.ask: heron ask's
 
 
 def rule_for(method: str, path: str) -> Rule | None:
@@ -627,8 +627,9 @@ def _bearer(scope: Scope) -> str | None:
 
 
 def over_limit(path: str, exc: OverLimit) -> Any:
-    """A 429 with ``Retry-After`` in the route's error shape."""
-    return for_path(path, 429, str(exc), "rate_limit_error", headers=retry_after(exc))
+    """A 429 with ``Retry-After`` in the route's error shape (OpenAI's ``type``:
+    ``rate_limit_error``, or ``budget_exceeded`` for a budget in money)."""
+    return for_path(path, 429, str(exc), exc.kind, headers=retry_after(exc))
 
 
 def retry_after(exc: OverLimit) -> dict[str, str]:
@@ -829,6 +830,20 @@ class CreateParams(Params):
     monthly_tokens: int | None = Field(
         default=None, ge=1, description="Model tokens per calendar month (UTC), at most."
     )
+    models: list[str] | None = Field(
+        default=None,
+        description="The models it may call: aliases, provider/model, * wildcards; default any.",
+    )
+    max_budget: float | None = Field(
+        default=None, ge=0, description="Dollars its model calls may spend per budget_duration."
+    )
+    budget_duration: str | None = Field(
+        default=None, description="The budget's window: 30s, 15m, 1h, 30d, 1mo; default ever."
+    )
+
+
+class MonthParams(Params):
+    month: str | None = Field(default=None, description="YYYY-MM (UTC); default: this month.")
 
 
 class NameParams(Params):
@@ -849,6 +864,9 @@ def register(registry: Registry, rt: Runtime) -> None:
             rpm=p.rpm,
             tpm=p.tpm,
             monthly_tokens=p.monthly_tokens,
+            models=p.models,
+            max_budget=p.max_budget,
+            budget_duration=p.budget_duration,
         )
         return key.to_dict() | {"token": token}
 
@@ -862,9 +880,25 @@ def register(registry: Registry, rt: Runtime) -> None:
         ring.revoked(key.name)  # its open streams end now
         return key.to_dict()
 
-    @method("keys.usage", summary="This month's requests and tokens per key.")
+    @method("keys.usage", summary="This month's requests, tokens and dollars per key.")
     def usage(_: Params) -> list[dict[str, Any]]:
-        return [u.to_dict() for u in ring.usage()]
+        dollars: dict[str, float] = {}
+        for payer, _model, cost in ring.store.spend():
+            if payer.startswith("key:"):
+                dollars[payer[4:]] = dollars.get(payer[4:], 0.0) + cost
+        return [u.to_dict() | {"spend": round(dollars.get(u.name, 0.0), 6)} for u in ring.usage()]
+
+    @method(
+        "keys.spend",
+        MonthParams,
+        summary="Dollars spent in a month per key, context and model, by model called.",
+    )
+    def spend(p: MonthParams) -> list[dict[str, Any]]:
+        return [
+            {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,
+             "spend": round(cost, 6)}
+            for payer, model, cost in ring.store.spend(p.month)
+        ]  # fmt: skip
 
 
 routes = no_routes

@@ -16,6 +16,7 @@ Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``
     heron_search_duration_seconds{mode}                search.query, by search mode
     heron_key_requests_total{key,outcome}              per API key: ok|limited|forbidden
     heron_key_tokens_total{key,direction}              per API key, direction in|out
+    heron_spend_dollars_total{key,context,model}       what model calls cost (heron.llm.prices)
     heron_index_records{namespace}, heron_jobs{state}  read at each scrape
     heron_watchdog_check_status{check}                 1 passing, 0 failing (watchdog-latest.json)
     heron_build_info{version,python,implementation}, process_*, python_info, python_gc_*
@@ -200,6 +201,13 @@ class Metrics:
         self.key_requests = self._counter(
             "heron_key_requests", "Requests per API key, by outcome.", "key", "outcome"
         )
+        self.spend = self._counter(
+            "heron_spend_dollars",
+            "Dollars model calls cost, per API key (empty: none), context and model alias.",
+            "key",
+            "context",
+            "model",
+        )
         self.key_tokens = self._counter(
             "heron_key_tokens", "Model tokens per API key, in and out.", "key", "direction"
         )
@@ -248,6 +256,10 @@ class Metrics:
             "probe": self.probes,
         }
         counters[event].labels(self.model_label(model)).inc()
+
+    def observe_spend(self, key: str | None, context: str, model: str, dollars: float) -> None:
+        """The broker's report of a call's cost (``Broker.on_spend``)."""
+        self.spend.labels(key or "", context, self.model_label(model)).inc(dollars)
 
     def model_label(self, model: str | None) -> str:
         return model if model and model in self.known_models() else UNKNOWN

@@ -125,6 +125,7 @@ class Reloader(Resource):
                 agent = rt.agent
                 broker = Broker(table, rt.settings)
                 broker.observer = rt.metrics.observe_broker
+                broker.on_spend = rt.metrics.observe_spend
                 self._retired.append(agent.broker)
                 agent.broker = broker
         return {"aliases": list(table.models), "default": table.default}

@@ -21,6 +21,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from heron.errors import ConfigError, HeronError, InputError, NotFound
+from heron.keys import Forbidden, OverLimit
 from heron.llm.errors import ProviderError
 from heron.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 from heron.server.strictjson import StrictJSONResponse, read_json
@@ -85,10 +86,15 @@ def not_found(message: str) -> Response:
 def http_status(exc: HeronError) -> int:
     """400 for a refused request, whatever refused it: Heron (bad input or settings) or
     the model's provider (``BadRequest``: a parameter it does not take, a prompt over its
-    window); 404 for what is not there; for a model that failed, its ``status``: 429 rate
-    limited, 503 cooling down, 502 any other failure."""
+    window); 403 for a caller refused (a scope, a model it may not call); 429 for one over
+    a limit or a budget; 404 for what is not there; for a model that failed, its
+    ``status``: 429 rate limited, 503 cooling down, 502 any other failure."""
     if isinstance(exc, NotFound):
         return 404
+    if isinstance(exc, Forbidden):
+        return 403
+    if isinstance(exc, OverLimit):
+        return 429
     if isinstance(exc, ProviderError):
         return exc.status
     return 400 if isinstance(exc, InputError | ConfigError) else 502
@@ -97,19 +103,20 @@ def http_status(exc: HeronError) -> int:
 def retry_after(exc: HeronError) -> dict[str, str]:
     """``Retry-After`` (whole seconds, rounded up, as HTTP has it) for an error that says
     when to ask again: a provider's 429, a cooldown."""
-    wait = exc.retry_after if isinstance(exc, ProviderError) else None
+    wait = exc.retry_after if isinstance(exc, ProviderError | OverLimit) else None
     return {} if wait is None else {"Retry-After": str(max(1, math.ceil(wait)))}
 
 
 #: OpenAI's error ``type`` for a status.
-KINDS = {429: "rate_limit_error", 503: "service_unavailable"}
+KINDS = {403: "permission_error", 429: "rate_limit_error", 503: "service_unavailable"}
 
 
 def heron_error(exc: HeronError) -> Response:
     """``exc`` as OpenAI's error reply, its class as the ``code``, with ``Retry-After``
     where the error says when to ask again."""
     status = http_status(exc)
-    kind = KINDS.get(status) or ("invalid_request_error" if status < 500 else "server_error")
+    kind = exc.kind if isinstance(exc, OverLimit) else KINDS.get(status)
+    kind = kind or ("invalid_request_error" if status < 500 else "server_error")
     return openai_error(status, str(exc), kind, type(exc).__name__, retry_after(exc))
 
 

@@ -244,6 +244,7 @@ class Runtime(Resource):
                 table=self.models,  # the last good one: a bad edit must not stop chat
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
+            agent.broker.on_spend = self.metrics.observe_spend  # what calls cost
             return agent
 
         return self.shared("agent", open_)
