@@ -31,7 +31,6 @@ from heron.embed.e5 import (
 )
 from heron.embed.minilm import create_session, mean_pool
 from heron.errors import ModelError
-from heron.extras import missing
 from heron.resource import Resource
 
 #: The converted graph's model id (the package's weights, run as int8 ONNX).
@@ -241,11 +240,9 @@ def convert(out: Path, source: Path | None = None) -> Path:
     """
     import tempfile
 
-    try:
-        import onnx
-        from onnxruntime.quantization import QuantType, quantize_dynamic
-    except ImportError as exc:
-        raise ModelError(missing("e5")) from exc
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
     model = read_model(source or package_model())
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:

