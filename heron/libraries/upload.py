@@ -103,6 +103,9 @@ class Outcome:
     def ok(self) -> bool:
         return self.error is None
 
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self) | {"ok": self.ok}
+
 
 @dataclass
 class UploadReport:
@@ -124,7 +127,7 @@ class UploadReport:
     def to_dict(self) -> dict[str, Any]:
         return {
             "library": self.library,
-            "files": [asdict(f) | {"ok": f.ok} for f in self.files],
+            "files": [f.to_dict() for f in self.files],
             "added": len(self.added),
             "refused": len(self.refused),
             "index": None if self.index is None else self.index.to_dict(),
@@ -338,6 +341,26 @@ def _write(root: Path, under: list[str], name: str, path: str, data: bytes, repl
         return existed
 
 
+def check_upload(
+    name: str,
+    files: Sequence[NewFile],
+    settings: Settings,
+    *,
+    under: str = "",
+    caller: Caller = "local",
+) -> tuple[Library, Path, list[str]]:
+    """What ``add_files`` checks before it writes anything: the library (``NotFound``
+    outside the settings' context), its folder (``UploadRefused``), ``under`` and the
+    request's bounds; the library, its folder and ``under`` as names. A door that answers
+    as it goes (the ``/upload`` route's events) calls it first, to answer an error with
+    its status."""
+    library = get_library(name, settings)
+    root = writable_root(library, settings, caller)
+    folders = _parts(under, "The folder")
+    _check_bounds(files, settings)
+    return library, root, folders
+
+
 def add_files(
     name: str,
     files: Sequence[NewFile],
@@ -356,10 +379,7 @@ def add_files(
     file as it is written or refused, ``stages`` of the index run (``index_library``).
     ``UploadRefused`` when the request as a whole is refused (module docstring); one file
     refused is in the report, the rest added."""
-    library = get_library(name, settings)
-    root = writable_root(library, settings, caller)
-    folders = _parts(under, "The folder")
-    _check_bounds(files, settings)
+    library, root, folders = check_upload(name, files, settings, under=under, caller=caller)
     report = UploadReport(library.name)
     taken: set[str] = set()
     for given in files:

@@ -41,9 +41,10 @@ from heron.server import (
     ops,
     reload,
     sse,
+    uploads,
 )
 from heron.server.auth import guard
-from heron.server.bodies import BodyMiddleware
+from heron.server.bodies import UPLOAD_FRAMING, UPLOADS, BodyMiddleware
 from heron.server.contexts import ContextMiddleware, runtime_of
 from heron.server.hooks import Feature
 from heron.server.keys import KeyMiddleware, keyring, rpc_gate
@@ -79,6 +80,7 @@ FEATURES: tuple[Feature, ...] = (
     interventions,
     reload,
     sse,
+    uploads,
     pages,  # the page at / (heron.web)
 )
 #: Seconds shutdown waits for in-flight requests before closing them.
@@ -180,7 +182,17 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(TokenMiddleware, guard=guard(rt)),
         Middleware(KeyMiddleware, ring=keyring(rt), token=settings.bearer_token),
         Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
-        Middleware(BodyMiddleware, max_body=settings.server_max_body),
+        Middleware(
+            BodyMiddleware,
+            max_body=settings.server_max_body,
+            # A file upload's body: its files, and room for the multipart framing.
+            larger={
+                UPLOADS: (
+                    settings.library_upload_max_bytes + UPLOAD_FRAMING,
+                    "HERON_LIBRARY_UPLOAD_MAX_BYTES",
+                )
+            },
+        ),
     ]
 
 

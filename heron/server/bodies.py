@@ -3,11 +3,14 @@
 - **POST takes JSON only.** Every ``POST`` (``/rpc``, ``/v1/*``, ``/chat/stream``,
   ``/interventions/{id}/outcome``, and any route added later) needs ``Content-Type:
   application/json`` (``; charset=utf-8`` allowed); anything else (``text/plain``, forms,
-  none) is 415. The exceptions are named: the web page's sign-in and sign-out forms, and
-  ``/mcp``, whose SDK checks its own content types. A web page can send ``text/plain`` or a form to
+  none) is 415. The exceptions are named: the web page's sign-in and sign-out forms,
+  ``/mcp``, whose SDK checks its own content types, and ``/upload/`` (files, as
+  multipart: a route a browser reaches from Heron's own pages alone,
+  ``heron.server.origins.OWN_PAGES_ONLY``). A web page can send ``text/plain`` or a form to
   any address without asking (no CORS preflight), but not ``application/json``: this is
   the second lock on cross-site requests, beside the Origin check.
-- **Bodies are bounded** (``HERON_SERVER_MAX_BODY``). A ``Content-Length`` over the limit
+- **Bodies are bounded** (``HERON_SERVER_MAX_BODY``; an upload of files,
+  ``HERON_LIBRARY_UPLOAD_MAX_BYTES`` and its framing). A ``Content-Length`` over the limit
   is 413 before a byte is read; a chunked body is counted as it streams in, and the
   moment it passes the limit the app stops receiving (it sees the client leave), its
   reply is dropped, the client gets 413 and the connection is closed: the rest is never
@@ -16,14 +19,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.server.replies import for_path
 
+#: Where files are added to a library (``heron.server.uploads``): a multipart body.
+UPLOADS = "/upload/"
+#: Bytes an upload's body may hold past its files: the multipart framing of each part.
+UPLOAD_FRAMING = 1024 * 1024
 #: ``POST`` to these may carry another body: exact paths, and prefixes ending in ``/``.
 #: A new route is JSON-only unless it is listed here (refusing is the safe default).
-NOT_JSON_ROUTES = ("/signin", "/signout", "/mcp", "/mcp/")
+NOT_JSON_ROUTES = ("/signin", "/signout", "/mcp", "/mcp/", UPLOADS)
 
 
 def takes_json(method: str, path: str) -> bool:
@@ -51,9 +60,20 @@ def is_json(content_type: str | None) -> bool:
 class BodyMiddleware:
     """415 for a JSON route's non-JSON body, 413 past ``max_body`` bytes; see the module."""
 
-    def __init__(self, app: ASGIApp, *, max_body: int) -> None:
+    def __init__(
+        self, app: ASGIApp, *, max_body: int, larger: Mapping[str, tuple[int, str]] | None = None
+    ) -> None:
         self.app = app
         self.max_body = max_body
+        #: Path prefixes whose bodies have a bound of their own, and the setting naming it.
+        self.larger = dict(larger or {})
+
+    def bound(self, path: str) -> tuple[int, str]:
+        """The most bytes a body to ``path`` may hold, and the setting that says so."""
+        for prefix, bound in self.larger.items():
+            if path.startswith(prefix):
+                return bound
+        return self.max_body, "HERON_SERVER_MAX_BODY"
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -70,13 +90,14 @@ class BodyMiddleware:
             await for_path(path, 415, message, "unsupported_media_type")(scope, receive, send)
             return
         declared = headers.get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_body:
+        if declared.isdigit() and int(declared) > self.bound(path)[0]:
             await self.too_large(scope, receive, send)
             return
         await self.limited(scope, receive, send)
 
     async def limited(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Run the app, counting the body as it arrives (chunked bodies declare no size)."""
+        most = self.bound(scope["path"])[0]
         received = 0
         over = started = False
 
@@ -87,7 +108,7 @@ class BodyMiddleware:
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
-                if received > self.max_body:
+                if received > most:
                     # Telling the app the client left stops it reading; the 413 is sent below.
                     over = True
                     return {"type": "http.disconnect"}
@@ -109,9 +130,9 @@ class BodyMiddleware:
             await self.too_large(scope, receive, send)
 
     async def too_large(self, scope: Scope, receive: Receive, send: Send) -> None:
+        most, setting = self.bound(scope["path"])
         message = (
-            f"The request body is over {self.max_body} bytes (HERON_SERVER_MAX_BODY); "
-            "send less, or raise the limit."
+            f"The request body is over {most} bytes ({setting}); send less, or raise the limit."
         )
         # Closing the connection is what stops the reading: uvicorn would otherwise go on
         # taking (and dropping) whatever the client still sends, for as long as it sends.

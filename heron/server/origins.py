@@ -30,7 +30,9 @@ Two attacks from a browser the user trusts are shut out here:
   never costs anything (no model call, no program or server started, no write): a
   navigation may be anyone's.
 - **Routes whose every request starts something** (``OWN_PAGES_ONLY``: ``/mcp``, where
-  any request without a session, a ``GET`` included, starts an MCP server session). A
+  any request without a session, a ``GET`` included, starts an MCP server session, and
+  ``/upload/``, where each writes files into a library, in a body a form of any page may
+  send without a preflight). A
   browser reaches them from Heron's own pages alone: ``Sec-Fetch-Site: same-origin``, or
   a listed origin's page. A navigation, a typed address and a same-site page are
   refused, ``HERON_SERVER_ALLOW_SAME_SITE`` or not: another port of this host is
@@ -71,7 +73,7 @@ FETCH_TRUSTED = frozenset({"same-origin", "none"})
 STATIC = "/static/"
 #: Routes a browser may reach only from Heron's own pages (or a listed origin's): each
 #: request there may start a server (see the module).
-OWN_PAGES_ONLY = ("/mcp",)
+OWN_PAGES_ONLY = ("/mcp", "/upload")
 
 
 def own_pages_only(path: str) -> bool:
