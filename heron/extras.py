@@ -54,6 +54,19 @@ EXTRAS = {
             # lxml_html_clean: what trafilatura imports as lxml.html.clean (lxml >= 5.2).
             ("trafilatura", "playwright", "lxml_html_clean"),
         ),
+        Extra(
+            "docs",
+            "Reading PDF, Word, HTML, PowerPoint and Excel files in libraries",
+            (
+                "pypdfium2",
+                "python-docx",
+                "python-pptx",
+                "openpyxl",
+                "beautifulsoup4",
+                "markdownify",
+            ),
+            ("pypdfium2", "docx", "pptx", "openpyxl", "bs4", "markdownify"),
+        ),
     )
 }
 

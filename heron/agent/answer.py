@@ -46,12 +46,16 @@ class Citation:
     heading: str
     url_or_path: str
     line_range: tuple[int, int]
+    #: The document's pages (a PDF's, a deck's slides) the passage is on; ``None`` for a
+    #: format without pages. ``url_or_path`` then opens the file there (``#page=N``).
+    pages: tuple[int, int] | None = None
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> Citation:
         """From a ``heron.libraries.search.Result.to_dict()`` (also what ``search_docs``
         returns)."""
         first, last = result["lines"]
+        pages = result.get("pages")
         return cls(
             library=result["library"],
             collection=result["collection"],
@@ -59,6 +63,7 @@ class Citation:
             heading=result["heading"],
             url_or_path=_LINES.sub("", result["source"]),
             line_range=(int(first), int(last)),
+            pages=(int(pages[0]), int(pages[1])) if pages else None,
         )
 
     @property
@@ -74,6 +79,7 @@ class Citation:
             "heading": self.heading,
             "url_or_path": self.url_or_path,
             "line_range": list(self.line_range),
+            "pages": list(self.pages) if self.pages else None,
         }
 
 

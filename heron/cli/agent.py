@@ -20,6 +20,7 @@ from heron.agent import (
     Turn,
     open_agent,
 )
+from heron.cli.libraries import page_label
 from heron.cli.output import console, errors, print_json, progress_bar, working
 from heron.errors import HeronError, InputError
 from heron.settings import Settings
@@ -117,8 +118,11 @@ def show_sources(answer: Answer, described: str = "") -> None:
     for number, c in enumerate(answer.citations, 1):
         first, last = c.line_range
         heading = f" > {c.heading}" if c.heading else ""
+        # A paged document's link opens at its page (url_or_path ends #page=N); lines of
+        # the Markdown read from it would mean nothing in the file.
+        at = f"  {page_label(list(c.pages))}" if c.pages else f":{first}-{last}"
         console.print(
-            f"[{number}] {c.label}{heading}  {c.url_or_path}:{first}-{last}",
+            f"[{number}] {c.label}{heading}  {c.url_or_path}{at}",
             markup=False,
             highlight=False,
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from typing import Annotated, NoReturn
+from typing import Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
@@ -37,6 +37,15 @@ from heron.store import open_store
 
 library_app = typer.Typer(help="Configure documentation libraries.", no_args_is_help=True)
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
+
+
+def page_label(pages: list[int] | None) -> str:
+    """A document's pages as a reader cites them: ``[12, 12]`` -> ``"p. 12"``, ``[12, 13]``
+    -> ``"pp. 12-13"``; ``""`` for none (a format without pages)."""
+    if not pages:
+        return ""
+    first, last = pages
+    return f"p. {first}" if first == last else f"pp. {first}-{last}"
 
 
 def _when(timestamp: float | None) -> str:
@@ -158,6 +167,18 @@ def library_status(
             )
         for warning in s.warnings:
             console.print(f"  warning {warning}", markup=False, highlight=False)
+        for scan in s.scanned:
+            console.print(f"  {_scanned(scan)}", markup=False, highlight=False)
+
+
+def _scanned(scan: dict[str, Any]) -> str:
+    """A document's pages with no text layer, named: what ``status`` and ``index`` say."""
+    pages = ", ".join(map(str, scan["pages"]))
+    return (
+        f"scanned {scan['path']}: pages {pages} have no text layer (an image only), so "
+        "nothing on them is searchable; add a copy with text (export it again, or OCR it: "
+        "ocrmypdf in.pdf out.pdf)"
+    )
 
 
 def index(
@@ -237,10 +258,16 @@ def _print_report(report: LibraryIndexReport) -> None:
         f"{report.records} records, {report.questions} questions{asked}, "
         f"{report.embedded} embedded, {report.seconds:.1f} s"
     )
+    # Paths and reasons come from the library's files (and name extras, heron[docs]):
+    # printed as they are, no markup.
     for skipped in report.skipped:
-        errors.print(f"  skipped {skipped['path']}: {skipped['reason']}")
+        errors.print(
+            f"  skipped {skipped['path']}: {skipped['reason']}", markup=False, highlight=False
+        )
     for warning in report.warnings:
-        errors.print(f"  warning {warning}")
+        errors.print(f"  warning {warning}", markup=False, highlight=False)
+    for scan in report.scanned:
+        errors.print(f"  {_scanned(scan)}", markup=False, highlight=False)
     for failed in report.enrich_errors:
         errors.print(f"  [yellow]no questions[/] for {failed['page']}: {failed['error']}")
     if report.stale_caches:
@@ -289,7 +316,8 @@ def search(
         console.print("no results")
     for rank, r in enumerate(found, 1):
         where = f" > {r.heading}" if r.heading else ""
-        console.print(f"{rank:>3}. [bold]{r.title}[/]{where}  {r.citation}  {r.score:.3f}")
+        at = f" {page_label(list(r.pages))}" if r.pages else ""
+        console.print(f"{rank:>3}. [bold]{r.title}[/]{where}  {r.citation}{at}  {r.score:.3f}")
         console.print(f"     {r.snippet}", markup=False, highlight=False)
         console.print(f"     {r.source}", style="dim", markup=False, highlight=False)
         for copy in r.also_in:  # the same page in another library

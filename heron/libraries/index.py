@@ -52,8 +52,8 @@ from heron.libraries.chunk import (
 )
 from heron.libraries.config import Library, get_library, read_libraries
 from heron.libraries.enrich import QA, Enricher, page_questions
-from heron.libraries.parse import Page, parse_page
-from heron.libraries.scan import PageFile, read_text, scan
+from heron.libraries.parse import Page
+from heron.libraries.scan import PageFile, read_page, scan
 from heron.libraries.state import (
     forget_page,
     incomplete_note,
@@ -121,6 +121,9 @@ class LibraryIndexReport:
     error: str | None = None
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Documents with pages that hold an image and no text (scans: nothing of them is
+    #: indexed), ``{"path", "page", "pages"}``.
+    scanned: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -205,6 +208,8 @@ def _page_work(
             "anchor": chunk.anchor,
             "lines": [chunk.line_start, chunk.line_end],
         }
+        if pages := page.page_range(chunk.line_start, chunk.line_end):
+            meta["pages"] = list(pages)  # a PDF's pages, a deck's slides
         if n == 0 and page.description:
             # The page's summary opens its first chunk (``chunk_page``): searched with the
             # page, never quoted as an answer (``heron.agent.retrieval.Retriever.passage``).
@@ -362,16 +367,17 @@ class _Indexer:
             self._advance(1)
             shown = file.path.relative_to(root).as_posix()  # as the scan names a skipped file
             try:
-                text, warning = read_text(file, self.settings.library_max_page_bytes)
+                page, refused = read_page(file, self.settings.library_max_page_bytes)
             except OSError as exc:
                 self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
                 seen.add(file.id)  # a read error may pass: keep what is indexed meanwhile
                 continue
-            if text is None:
-                self.report.skipped.append({"path": shown, "reason": warning or ""})
+            if page is None:
+                self.report.skipped.append({"path": shown, "reason": refused or ""})
                 continue
-            page = parse_page(text, file.id)
-            self.report.warnings += [f"{file.id}: {w}" for w in [warning, *page.warnings] if w]
+            self.report.warnings += [f"{file.id}: {w}" for w in page.warnings]
+            if page.scanned:
+                self.report.scanned.append({"path": shown, "page": page.id, "pages": page.scanned})
             seen.add(page.id)
             asked = page_questions(
                 root,

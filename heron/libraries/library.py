@@ -1,5 +1,6 @@
 """A library's life as users see it: add, remove (config, index and checkout), status,
-and one indexed page read back whole (``read_page``)."""
+one indexed page read back whole (``read_page``: a document as the Markdown Heron read
+from it) and a document's original file (``read_original``)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from heron.core.errors import ToolInputError
+from heron.core.files import PathRefused, folder, read_regular
 from heron.core.workspace import Workspace
 from heron.errors import HeronError, NotFound
 from heron.libraries.config import (
@@ -18,6 +20,7 @@ from heron.libraries.config import (
     read_libraries,
     remove_library,
 )
+from heron.libraries.readers import Format, Unreadable, format_of, read
 from heron.libraries.state import incomplete_note, last_sync, library_state
 from heron.libraries.sync import checkout_dir, qa_fallback_dir
 from heron.programs import default_policy
@@ -44,6 +47,9 @@ class LibraryStatus:
     #: it warned of (a refused or cut Q&A cache, bad UTF-8 ...).
     skipped: list[dict[str, str]] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    #: Documents with pages that hold an image and no text (scans, not indexed):
+    #: ``{"path", "page", "pages"}``.
+    scanned: list[dict[str, Any]] = field(default_factory=list)
     #: While an index run that started writing has not finished: what that means and
     #: how to finish (``incomplete_note``); ``None`` once one has.
     incomplete: str | None = None
@@ -75,6 +81,7 @@ def library_status(library: Library, store: Store) -> LibraryStatus:
         incomplete=incomplete_note(store, name),
         skipped=list(state.last_index.get("skipped", [])),
         warnings=list(state.last_index.get("warnings", [])),
+        scanned=list(state.last_index.get("scanned", [])),
     )
 
 
@@ -114,28 +121,87 @@ class PageText:
     truncated: bool
 
 
-def read_page(library: str, page: str, store: Store, settings: Settings) -> PageText:
-    """The file of ``page``, a page the index of ``library`` holds, read from the folder
-    its last sync used. Only indexed pages are read, through ``Workspace`` (one path
-    component at a time, no symlink followed, regular files only), so no id can reach
-    another file; and only of a library the settings' context sees (``get_library``).
-    ``NotFound`` names what to do when the page or its file is gone."""
+def _indexed(library: str, page: str, store: Store, settings: Settings) -> dict[str, Any]:
+    """The metadata of ``page``'s first chunk, if the index of ``library`` (one the
+    settings' context sees) holds the page."""
     get_library(library, settings)
     try:
-        meta = store.get(library, f"{page}#0").metadata  # every indexed page has chunk 0
+        return store.get(library, f"{page}#0").metadata  # every indexed page has chunk 0
     except HeronError:
         raise NotFound(
             f"No page {page!r} in the index of library {library!r}; search_docs gives "
             "the pages it has."
         ) from None
+
+
+def _gone(library: str, page: str) -> NotFound:
+    return NotFound(
+        f"The file of {library}/{page} is gone from the library's folder; run: "
+        f"heron index {library}"
+    )
+
+
+@dataclass(frozen=True)
+class Original:
+    """An indexed document's file as it is now, whole (at most the page size limit)."""
+
+    library: str
+    page: str
+    title: str
+    path: str  # from the library's root
+    format: Format
+    data: bytes
+
+
+def read_original(library: str, page: str, store: Store, settings: Settings) -> Original:
+    """The file of ``page`` as bytes, read as the indexer reads it (from the last sync's
+    folder, one component at a time, no symlink followed, a regular file, at most
+    ``HERON_LIBRARY_MAX_PAGE_BYTES``): what ``/source/file`` serves so a PDF opens at
+    its page. ``NotFound`` when the page or its file is gone."""
+    meta = _indexed(library, page, store, settings)
+    path = meta["path"]
+    root = last_sync(store, library).get("root")
+    parts = path.split("/")
+    fmt = format_of(path)
+    limit = settings.library_max_page_bytes
+    if root is None or fmt is None:
+        raise _gone(library, page)
+    try:
+        with folder(root, parts[:-1], path=path) as fd:
+            data, _ = read_regular(fd, parts[-1], path, limit)
+    except (PathRefused, OSError):
+        raise _gone(library, page) from None
+    if len(data) > limit:
+        raise NotFound(
+            f"The file of {library}/{page} is now over HERON_LIBRARY_MAX_PAGE_BYTES "
+            f"({limit} bytes); run: heron index {library}"
+        )
+    return Original(library, page, meta.get("title", ""), path, fmt, data)
+
+
+def read_page(library: str, page: str, store: Store, settings: Settings) -> PageText:
+    """The file of ``page``, a page the index of ``library`` holds, read from the folder
+    its last sync used. Only indexed pages are read, through ``Workspace`` (one path
+    component at a time, no symlink followed, regular files only), so no id can reach
+    another file; and only of a library the settings' context sees (``get_library``).
+    A document (PDF, Word, HTML ...) is read as the Markdown its reader makes, the text
+    its citations' lines count. ``NotFound`` names what to do when the page or its file
+    is gone."""
+    meta = _indexed(library, page, store, settings)
+    fmt = format_of(meta["path"])
+    if fmt is not None and not fmt.markdown and fmt.place != "lines":
+        original = read_original(library, page, store, settings)
+        try:
+            doc = read(original.data, fmt)
+        except Unreadable as exc:
+            raise NotFound(f"{library}/{page} cannot be read any more: {exc}") from None
+        text = "\n".join(doc.lines)
+        return PageText(library, page, original.title, original.path, text, False)
     root = last_sync(store, library).get("root")
     try:
-        read = Workspace(root, policy=default_policy(settings)).read_file(meta["path"])
+        found = Workspace(root, policy=default_policy(settings)).read_file(meta["path"])
     except (ToolInputError, TypeError):  # no folder synced, or the file has gone
-        raise NotFound(
-            f"The file of {library}/{page} is gone from the library's folder; run: "
-            f"heron index {library}"
-        ) from None
+        raise _gone(library, page) from None
     return PageText(
-        library, page, meta.get("title", ""), meta["path"], read["content"], read["truncated"]
+        library, page, meta.get("title", ""), meta["path"], found["content"], found["truncated"]
     )

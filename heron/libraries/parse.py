@@ -8,6 +8,11 @@ file and citations can point at the source. Paired shortcodes keep their inner t
 tooltip keeps its visible text; a ``{{% heading "whatsnext" %}}`` becomes
 ``What's next``.
 
+A file of another format (PDF, Word, HTML ...) is read as Markdown by its reader
+(``heron.libraries.readers``) and made a ``Page`` by ``document_page``: Heron wrote that
+Markdown, so nothing in it is front matter or a shortcode; a paged format's ``pages``
+give the page each line is on.
+
 ``content_hash`` is the SHA-256 of ``indexed_text()``, the exact text the indexer
 chunks: the shipped Q&A cache (``heron.libraries.enrich``) is keyed by it.
 """
@@ -24,6 +29,7 @@ import yaml
 
 from heron import yamlsafe
 from heron.libraries.markdown import outline
+from heron.libraries.readers import Document
 
 _HTML_COMMENT = re.compile(r"<!--.*?-->", re.DOTALL)
 # {{< name args >}}, {{% name args %}}, {{< /name >}}.
@@ -47,7 +53,10 @@ HEADINGS = {
 
 @dataclass
 class Page:
-    """A parsed page. ``lines[i]`` is line ``i + 1`` of the file, cleaned."""
+    """A parsed page. ``lines[i]`` is line ``i + 1`` of the file, cleaned (of a
+    document, of the Markdown its reader made); ``pages[i]`` the document's page of that
+    line (a PDF's page, a slide), empty for an unpaged format; ``scanned`` the pages
+    with an image and no text, of which nothing is indexed."""
 
     id: str
     title: str
@@ -55,6 +64,14 @@ class Page:
     tags: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    pages: list[int] = field(default_factory=list)
+    scanned: list[int] = field(default_factory=list)
+
+    def page_range(self, first: int, last: int) -> tuple[int, int] | None:
+        """The document's pages that lines ``first``-``last`` (1-based) are on."""
+        if not self.pages:
+            return None
+        return self.pages[max(first, 1) - 1], self.pages[min(last, len(self.pages)) - 1]
 
     def indexed_text(self) -> str:
         head = [self.title, self.description, ", ".join(self.tags)]
@@ -133,12 +150,29 @@ def _first_h1(lines: list[str]) -> str | None:
     return next((h.text for h in outline(lines).headings if h.level == 1), None)
 
 
+def _fallback_title(page_id: str) -> str:
+    return page_id.rsplit("/", 1)[-1].replace("-", " ").replace("_", " ").strip().capitalize()
+
+
+def document_page(doc: Document, page_id: str) -> Page:
+    """A document's Markdown as a page: titled by the document's own title, else its
+    first level-1 heading, else its file's name."""
+    lines = [line.rstrip() for line in doc.lines]
+    return Page(
+        id=page_id,
+        title=doc.title or _first_h1(lines) or _fallback_title(page_id),
+        lines=lines,
+        warnings=list(doc.warnings),
+        pages=list(doc.pages),
+        scanned=list(doc.scanned),
+    )
+
+
 def parse_page(text: str, page_id: str) -> Page:
     lines = text.replace("\r\n", "\n").replace("\r", "\n").split("\n")
     data, span, warning = _front_matter(lines)
     body = [""] * span + strip_markup("\n".join(lines[span:])).split("\n")
-    fallback = page_id.rsplit("/", 1)[-1].replace("-", " ").replace("_", " ").strip()
-    title = _as_text(data.get("title")) or _first_h1(body) or fallback.capitalize()
+    title = _as_text(data.get("title")) or _first_h1(body) or _fallback_title(page_id)
     return Page(
         id=page_id,
         title=title,

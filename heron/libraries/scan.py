@@ -1,9 +1,10 @@
-"""Finding a library's pages: Markdown files, their collections, and the files to skip.
+"""Finding a library's pages: its documents, their collections, and the files to skip.
 
-A page is a ``.md``, ``.mdx`` or ``.markdown`` file (``SUFFIXES``). Its id is its path
-without the suffix, relative to the library root, with ``/`` separators:
+A page is a file of a format ``heron.libraries.readers`` reads (``SUFFIXES``: Markdown,
+PDF, Word, HTML, PowerPoint, Excel, CSV, plain text; the suffix in any case). Its id is
+its path without the suffix, relative to the library root, with ``/`` separators:
 ``concepts/storage/volumes``; where two files would give one id (``a.md`` and
-``a.mdx``), the first suffix in ``SUFFIXES`` wins and the other is skipped, said why.
+``a.pdf``), the first suffix in ``SUFFIXES`` wins and the other is skipped, said why.
 Its collection is, in this order: the nearest folder above it that holds a
 ``.collection`` marker file (the name the marker gives, ``name = "guide"`` or
 ``name: guide``, else the folder's path); the folder under the library's collections
@@ -22,7 +23,9 @@ pages: a FIFO, socket or device is skipped, said why. Every file is read through
 ``heron.core.files`` (from the library's root, one folder at a time, no symlink
 followed, checked as a regular file on the open descriptor, at most its size limit), so
 a file swapped for a symlink, a FIFO or something larger after the scan is refused when
-read, never followed, waited on or read whole.
+read, never followed, waited on or read whole. ``read_page`` reads one through its
+format's reader; a file that reader refuses (an encrypted PDF, a damaged zip, a binary
+file named ``.txt``) is skipped, said why, and nothing else is.
 """
 
 from __future__ import annotations
@@ -36,14 +39,15 @@ from functools import lru_cache
 from pathlib import Path
 
 from heron.core.files import PathRefused, folder, kind_name, read_regular
+from heron.libraries.parse import Page, document_page, parse_page
+from heron.libraries.readers import READERS, Unreadable, format_of, read
 
 MARKER = ".collection"
 #: The docs-repo layout's folder of collections (a library's ``collections=`` option).
 COLLECTIONS = "collections"
-#: Markdown file names, in the order that decides which of two same-named files is the page.
-SUFFIXES = (".md", ".mdx", ".markdown")
-#: Bytes inspected to tell binary from text, as git does.
-_SNIFF = 8000
+#: The suffixes of pages (lowercase), in the order that decides which of two same-named
+#: files is the page: the readers' table's (``heron.libraries.readers.FORMATS``).
+SUFFIXES = tuple(READERS)
 
 
 @dataclass(frozen=True)
@@ -130,7 +134,8 @@ def _wanted(path: str, include: Sequence[str], exclude: Sequence[str]) -> bool:
 
 
 def _suffix(name: str) -> str | None:
-    return next((s for s in SUFFIXES if name.endswith(s) and len(name) > len(s)), None)
+    lower = name.lower()
+    return next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s)), None)
 
 
 def scan(
@@ -201,10 +206,10 @@ def _too_big(size: int, max_bytes: int) -> str:
     )
 
 
-def read_text(page: PageFile, max_bytes: int) -> tuple[str | None, str | None]:
-    """``(text, warning)``: ``None`` text, and why, for a binary file, a file over
-    ``max_bytes`` or one that is no longer a regular file inside the library (swapped
-    since the scan); bad UTF-8 is replaced. ``OSError`` when it cannot be read."""
+def read_bytes(page: PageFile, max_bytes: int) -> tuple[bytes | None, str | None]:
+    """``(data, refused)``: ``None`` data, and why, for a file over ``max_bytes`` or one
+    that is no longer a regular file inside the library (swapped since the scan).
+    ``OSError`` when it cannot be read."""
     path = "/".join(page.target)
     try:
         with folder(page.root, page.target[:-1], path=path) as fd:
@@ -216,13 +221,24 @@ def read_text(page: PageFile, max_bytes: int) -> tuple[str | None, str | None]:
         )
     if len(data) > max_bytes:
         return None, _too_big(max(size, len(data)), max_bytes)
-    if b"\x00" in data[:_SNIFF]:
-        return None, "binary file (NUL bytes), skipped"
+    return data, None
+
+
+def read_page(page: PageFile, max_bytes: int) -> tuple[Page | None, str | None]:
+    """``(page, refused)``: the file read through its format's reader, or ``None`` and
+    why not (``read_bytes``'s reasons, or the reader's: encrypted, damaged, binary ...).
+    What the reader warned of (bad UTF-8 ...) is in the page's ``warnings``. ``OSError``
+    when the file cannot be read."""
+    data, refused = read_bytes(page, max_bytes)
+    fmt = format_of(page.path.name)
+    if data is None or fmt is None:
+        return None, refused or "no reader for this file's suffix"
     try:
-        return data.decode("utf-8-sig"), None
-    except UnicodeDecodeError as exc:
-        warning = (
-            f"not valid UTF-8 (byte {data[exc.start]:#04x} at offset {exc.start}); indexed "
-            "with replacement characters. Re-encode it, e.g. iconv -f latin1 -t utf-8"
-        )
-        return data.decode("utf-8", "replace").removeprefix("\ufeff"), warning
+        doc = read(data, fmt)
+    except Unreadable as exc:
+        return None, f"cannot be read as {fmt.name}: {exc}"
+    if fmt.markdown:
+        parsed = parse_page("\n".join(doc.lines), page.id)
+        parsed.warnings[:0] = doc.warnings
+        return parsed, None
+    return document_page(doc, page.id), None

@@ -22,6 +22,7 @@ import numpy as np
 from heron.embed import embed_queries, splits_of
 from heron.errors import InputError, NotFound
 from heron.libraries.config import Library, read_libraries
+from heron.libraries.readers import format_of
 from heron.libraries.rerank import Reranker, load_reranker
 from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
@@ -69,10 +70,14 @@ class Result:
     also_in: list[dict[str, str]] = field(default_factory=list)
     #: Why the results of its library may fall short: its index is incomplete.
     note: str | None = None
+    #: The document's pages the chunk is on (a PDF's pages, a deck's slides); ``None``
+    #: for a format without pages.
+    pages: tuple[int, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
         data["lines"] = list(self.lines)
+        data["pages"] = list(self.pages) if self.pages else None
         return data
 
 
@@ -82,12 +87,40 @@ def _snippet(text: str) -> str:
     return flat if len(flat) <= SNIPPET_CHARS else flat[: SNIPPET_CHARS - 1].rsplit(" ", 1)[0] + "…"
 
 
-def source_location(sync: dict[str, Any], path: str, lines: tuple[int, int]) -> str:
+def _place(path: str, pages: Sequence[int] | None, anchor: str) -> str:
+    """Where in the file a link opens, by its format (``heron.libraries.readers.Format
+    .place``): ``""`` for lines (the caller's own form), ``#page=N``, ``#anchor``."""
+    fmt = format_of(path)
+    place = fmt.place if fmt is not None else "lines"
+    if place == "page" and pages:
+        return f"#page={pages[0]}"
+    if place == "anchor" and anchor:
+        return f"#{anchor}"
+    return "" if place == "lines" else "#"
+
+
+def source_location(
+    sync: dict[str, Any],
+    path: str,
+    lines: tuple[int, int],
+    pages: Sequence[int] | None = None,
+    anchor: str = "",
+) -> str:
     """A link a person can open: a web URL with line anchors for GitHub-like hosts,
     ``URL@revision:path:first-last`` for other git remotes, ``/abs/path:first-last``
-    for local libraries."""
+    for local libraries. A document whose lines are not the file's (a PDF, a Word file,
+    an HTML page) is linked at its page (``manual.pdf#page=12``), its heading's anchor
+    (``backups.html#restore``) or as the file alone."""
     first, last = lines
     url, revision = sync.get("url"), sync.get("revision")
+    place = _place(path, pages, anchor)
+    if place:
+        at = place.removesuffix("#")  # "#": the file alone
+        if url and revision and _WEB_GIT.match(url):
+            return f"{url.removesuffix('.git')}/blob/{revision}/{path}{at}"
+        if url:
+            return f"{url}@{revision or 'HEAD'}:{path}{at}"
+        return f"{sync.get('root', '')}/{path}{at}"
     if url and revision and _WEB_GIT.match(url):
         return f"{url.removesuffix('.git')}/blob/{revision}/{path}#L{first}-L{last}"
     if url:
@@ -99,6 +132,7 @@ def _result(hit: Hit, score: float, rerank: float | None, sync: dict[str, Any]) 
     meta = hit.metadata
     question = meta.get("kind") == "question"
     lines = tuple(meta.get("lines") or (1, 1))
+    pages = tuple(meta["pages"]) if meta.get("pages") else None
     page = meta["page"]
     return Result(
         library=meta["library"],
@@ -117,10 +151,11 @@ def _result(hit: Hit, score: float, rerank: float | None, sync: dict[str, Any]) 
         },
         content_hash=meta.get("content_hash", ""),
         citation=f"({meta['library']}, {page})",
-        source=source_location(sync, meta.get("path", ""), lines),
+        source=source_location(sync, meta.get("path", ""), lines, pages, meta.get("anchor", "")),
         lines=lines,
         chunk=hit.id,
         via_question=hit.text if question else None,
+        pages=pages,
     )
 
 

@@ -336,7 +336,7 @@ def check_libraries(ctx: Context) -> Check:
             "Add one: heron library add docs ./docs && heron index docs",
         )
     now = time.time()
-    rows, problems, fixes, stale = {}, [], [], []
+    rows, problems, fixes, stale, scans = {}, [], [], [], []
     for library in libraries:
         status = library_status(library, store)
         row: dict[str, Any] = {
@@ -346,8 +346,13 @@ def check_libraries(ctx: Context) -> Check:
             "last_sync": status.last_sync,
             "last_error": status.last_error,
             "incomplete": status.incomplete,
+            "scanned": status.scanned,
         }
         rows[library.name] = row
+        scans += [
+            f"{library.name}/{s['path']} pages {', '.join(map(str, s['pages']))}"
+            for s in status.scanned
+        ]
         if not status.indexed or status.chunks == 0:
             problems.append(f"{library.name} is not indexed")
             fixes.append(f"heron index {library.name}")
@@ -376,6 +381,14 @@ def check_libraries(ctx: Context) -> Check:
     if stale:
         return warned(
             "libraries", "; ".join(stale), "re-sync: heron index (or its timer)", libraries=rows
+        )
+    if scans:  # searchable, but those pages' words are in an image no one can search
+        return warned(
+            "libraries",
+            "pages with no text layer (scanned), not searchable: " + "; ".join(scans),
+            "replace them with a PDF that has text (export it again, or run OCR on it: "
+            "ocrmypdf in.pdf out.pdf), then heron index",
+            libraries=rows,
         )
     return passed("libraries", f"{names}: indexed, searchable, cited", libraries=rows)
 

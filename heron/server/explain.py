@@ -201,6 +201,8 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
     cited.sort(key=lambda r: r.metadata["lines"][0])
     meta = cited[0].metadata
     lines = (cited[0].metadata["lines"][0], cited[-1].metadata["lines"][1])
+    paged = [r.metadata["pages"] for r in cited if r.metadata.get("pages")]
+    pages = (paged[0][0], paged[-1][1]) if paged else None
     sync = last_sync(store, p.library)
     return {
         "library": p.library,
@@ -210,8 +212,9 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
         "heading": meta.get("heading", ""),
         "path": meta.get("path", ""),
         "lines": list(lines),
+        "pages": list(pages) if pages else None,
         "text": "\n\n".join(r.text for r in cited),
-        "source": source_location(sync, meta.get("path", ""), lines),
+        "source": source_location(sync, meta.get("path", ""), lines, pages, meta.get("anchor", "")),
     }
 
 

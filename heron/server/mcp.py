@@ -163,6 +163,8 @@ _HIT = _object(
     citation=_STR,
     source=_STR,
     lines=_array(_INT),
+    # A paged document's (a PDF's pages, a deck's slides); null for other formats.
+    pages={"type": ["array", "null"], "items": _INT},
 )
 _SKILL_HIT = _object(
     ["name", "description", "score"], name=_STR, description=_STR, score=_NUM, path=_STR

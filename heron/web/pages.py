@@ -5,7 +5,8 @@ The shells hold the forms and empty regions; the pane's script fills them throug
 public APIs (``POST /rpc``, ``/chat/stream``, the event streams), never a private one.
 Their words come from the request's catalogue (``heron.web.i18n``). ``/source`` shows a
 local library's page with its lines numbered, the cited ones marked: where a citation's
-source link opens.
+source link opens; ``/source/file`` a document's original file, so a PDF opens at its
+cited page (``#page=N``).
 """
 
 from __future__ import annotations
@@ -145,10 +146,23 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     async def source_page(request: Request) -> Response:
         scoped = runtime_of(rt, request)
         seen = {lib.name for lib in read_libraries(scoped.settings)}
-        found = await run_in_threadpool(source.lookup, scoped.store, request, seen)
+        found = await run_in_threadpool(source.lookup, scoped.store, request, seen, scoped.settings)
         status = 200 if found.lines else 404
         return html(request, "source", status, csrf=guard.page_csrf(request.scope),
                     signed_in=locked, pane=None, found=found)  # fmt: skip
+
+    async def source_file(request: Request) -> Response:
+        scoped = runtime_of(rt, request)
+        seen = {lib.name for lib in read_libraries(scoped.settings)}
+        served = await run_in_threadpool(
+            source.original, scoped.store, request, seen, scoped.settings
+        )
+        if served is None:
+            found = source.Found(request.query_params.get("library", ""), "", problem="source.none")
+            return html(request, "source", 404, csrf=guard.page_csrf(request.scope),
+                        signed_in=locked, pane=None, found=found)  # fmt: skip
+        document, media, headers = served
+        return Response(document.data, media_type=media, headers=headers)
 
     async def signin_form(request: Request) -> Response:
         if not locked:
@@ -184,6 +198,7 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     return [
         *(pane(p) for p in PANES),
         Route("/source", source_page, methods=["GET"]),
+        Route("/source/file", source_file, methods=["GET"]),
         Route("/signin", signin_form, methods=["GET"]),
         Route("/signin", signin, methods=["POST"]),
         Route("/signout", signout, methods=["POST"]),

@@ -3,7 +3,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from heron.libraries.scan import matches, read_text, scan
+from heron.libraries.scan import matches, read_page, scan
 from tests.libraries.conftest import write_pages
 
 
@@ -18,7 +18,7 @@ def test_collections_are_top_folders_or_marked_folders(tmp_path: Path) -> None:
             "guides/api/.collection": "",
             ".git/x.md": "hidden",
             ".ai/concepts/a.toml": "",
-            "notes.txt": "not markdown",
+            "photo.png": "not a document",
         },
     )
     pages, skipped = scan(root, 10_000)
@@ -88,9 +88,13 @@ def test_binary_and_non_utf8(tmp_path: Path) -> None:
         {"bin.md": b"\x89PNG\x00\x00\x01", "latin.md": "caf\xe9 cr\xe8me".encode("latin-1")},
     )
     pages = {p.id: p for p in scan(root, 10_000)[0]}
-    assert read_text(pages["bin"], 10_000) == (None, "binary file (NUL bytes), skipped")
-    text, warning = read_text(pages["latin"], 10_000)
-    assert text == "caf\ufffd cr\ufffdme" and "iconv" in (warning or "")
+    assert read_page(pages["bin"], 10_000) == (
+        None,
+        "cannot be read as Markdown: binary file (NUL bytes), not text",
+    )
+    page, refused = read_page(pages["latin"], 10_000)
+    assert page is not None and refused is None
+    assert page.lines == ["caf\ufffd cr\ufffdme"] and "iconv" in page.warnings[0]
 
 
 def test_mdx_and_markdown_pages_and_one_page_per_id(tmp_path: Path) -> None:

@@ -22,9 +22,13 @@
 
   // -- one answer ----------------------------------------------------------------------
 
+  // A paged document's citation names its page, a Markdown page's its lines.
   function citeLabel(c, n) {
-    return t("chat.source_label", { n: n, library: c.library, page: c.page,
-      first: c.line_range[0], last: c.line_range[1] }) + (c.heading ? " · " + c.heading : "");
+    const where = c.pages
+      ? t("chat.source_label_pages", { n: n, library: c.library, page: c.page, pages: H.pagesLabel(c.pages) })
+      : t("chat.source_label", { n: n, library: c.library, page: c.page,
+        first: c.line_range[0], last: c.line_range[1] });
+    return where + (c.heading ? " · " + c.heading : "");
   }
 
   function openCite(link, c) {
@@ -70,7 +74,8 @@
     view.sources.append(el("h3", { class: "mini", text: t("chat.sources") }),
       el("ol", { class: "source-list" }, citations.map((c, i) => {
         const button = el("button", { type: "button", class: "link cite-source", "data-page": c.page,
-          "aria-label": citeLabel(c, i + 1), text: `${c.library} / ${c.page}` + (c.heading ? ` · ${c.heading}` : "") });
+          "aria-label": citeLabel(c, i + 1), text: `${c.library} / ${c.page}` + (c.heading ? ` · ${c.heading}` : "") +
+            (c.pages ? ` · ${H.pagesLabel(c.pages)}` : "") });
         button.addEventListener("click", () => openCite(button, c));
         return el("li", {}, button);
       })));

@@ -248,11 +248,23 @@
     }
   }
 
-  // Where a passage's source opens: a web URL as itself (at its lines), a local path on
-  // this server's /source view, at its lines.
+  // A paged document's pages as a reader cites them ("p. 12", "pp. 12–13"); "" for none.
+  function pagesLabel(pages) {
+    if (!pages) return "";
+    return pages[0] === pages[1] ? t("cite.page", { n: pages[0] })
+      : t("cite.pages", { first: pages[0], last: pages[1] });
+  }
+
+  // Where a passage's source opens: a web URL as itself (at its lines or page), a local
+  // path on this server's /source view, at its lines; a local PDF's original, at its page.
   function sourceLink(p) {
     if (isWebUrl(p.source)) {
       return el("a", { href: p.source, target: "_blank", rel: "noopener noreferrer", text: p.source });
+    }
+    if (p.pages && /#page=\d+$/.test(p.source)) {
+      const q = new URLSearchParams({ library: p.library, page: p.page });
+      return el("a", { href: "/source/file?" + q + "#page=" + p.pages[0], target: "_blank",
+        rel: "noopener", text: p.source });
     }
     const q = new URLSearchParams({ library: p.library, page: p.page, first: p.lines[0], last: p.lines[1] });
     return el("a", { href: "/source?" + q + "#L" + p.lines[0], text: p.source });
@@ -278,6 +290,8 @@
         el("dt", { text: t("passage.page_title") }), el("dd", { class: "p-title", text: p.title }),
         el("dt", { text: t("passage.heading") }), el("dd", { class: "p-heading", text: p.heading || "–" }),
         el("dt", { text: t("passage.lines") }), el("dd", { class: "p-lines", text: p.lines[0] + "–" + p.lines[1] }),
+        p.pages ? el("dt", { text: t("passage.pages") }) : null,
+        p.pages ? el("dd", { class: "p-pages", text: pagesLabel(p.pages) }) : null,
         el("dt", { text: t("passage.source") }), el("dd", { class: "p-source" }, sourceLink(p))),
       el("pre", { class: "p-text", tabindex: 0 }, el("code", { text: p.text })));
     });
@@ -309,6 +323,6 @@
     });
   }
 
-  window.Heron = { $, t, rpc, stream, live, el, table, num, when, empty, note, fail, guard, methods,
+  window.Heron = { $, t, rpc, pagesLabel, stream, live, el, table, num, when, empty, note, fail, guard, methods,
     showPassage, closePassage, isWebUrl, copy };
 })();

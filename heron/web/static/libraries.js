@@ -97,7 +97,9 @@
         return el("li", {},
           el("strong", { class: "r-title", text: r.title || r.page }),
           r.heading ? el("span", { text: " › " + r.heading }) : null,
-          el("div", { class: "muted", text: t("libraries.where", { library: r.library, page: r.page, first: r.lines[0], last: r.lines[1] }) }),
+          el("div", { class: "muted", text: r.pages
+            ? `${r.library} / ${r.page}, ${H.pagesLabel(r.pages)}`
+            : t("libraries.where", { library: r.library, page: r.page, first: r.lines[0], last: r.lines[1] }) }),
           el("p", { class: "r-snippet", text: r.snippet }),
           el("div", { class: "scores", text:
             t("libraries.scores", { score: H.num(r.score), fused: H.num(c.fused), dense: H.num(c.dense), lexical: H.num(c.lexical) }) +
