@@ -15,6 +15,9 @@ cuts it short with ``finish_reason: "length"``; the stream's usage chunk comes o
 ``"slow"`` answers after ``delay`` seconds; ``"cut"`` streams one piece, then drops.
 ``ChatServer.pace`` spaces a stream's events (a model writing slowly) and
 ``ChatServer.usage`` is the ``(prompt, completion)`` tokens OpenAI's answers report.
+``ChatServer.latency`` delays every answer of a model (a slower deployment);
+``ChatServer.keys`` are the OpenAI keys accepted (others: 401) and ``limited_keys`` those
+rate limited (429 with ``retry-after``, as OpenAI limits per key).
 """
 
 from __future__ import annotations
@@ -99,6 +102,11 @@ class ChatServer:
         self.pace = 0.0
         #: The ``(prompt, completion)`` tokens an OpenAI answer reports.
         self.usage = (11, 7)
+        #: Seconds before each answer of a model, by model name.
+        self.latency: dict[str, float] = {}
+        #: The OpenAI keys accepted, and those over their rate limit.
+        self.keys: set[str] = {KEY}
+        self.limited_keys: set[str] = set()
 
     def fail(self, model: str, status: int | str, times: int = 1, **headers: str) -> None:
         self.failures.setdefault(model, []).extend([(status, headers)] * times)
@@ -108,9 +116,9 @@ class ChatServer:
         return [r["body"] for r in self.requests if r["path"] == path]
 
 
-def _openai_check(body: dict[str, Any], headers: Any) -> None:
-    if headers.get("Authorization") != f"Bearer {KEY}":
-        sent = (headers.get("Authorization") or "").removeprefix("Bearer ")
+def _openai_check(body: dict[str, Any], headers: Any, keys: set[str] | None = None) -> None:
+    sent = (headers.get("Authorization") or "").removeprefix("Bearer ")
+    if sent not in (keys or {KEY}):
         raise openai_error(
             401,
             f"Incorrect API key provided: {sent}. You can find your API key at "
@@ -422,7 +430,16 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 )
                 return
             try:
-                (_openai_check if openai else _anthropic_check)(body, self.headers)
+                if openai:
+                    _openai_check(body, self.headers, server.keys)
+                    sent = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+                    if sent in server.limited_keys:
+                        error = _failure(True, 429)
+                        error.headers = {"retry-after": "20"}
+                        raise error
+                else:
+                    _anthropic_check(body, self.headers)
+                time.sleep(server.latency.get(body.get("model"), 0.0))
                 queued = server.failures.get(body.get("model"), [])
                 status, headers = queued.pop(0) if queued else (200, {})
                 if status == "slow":

@@ -71,11 +71,16 @@ from heron.llm.errors import (
 )
 from heron.llm.metering import Tab, answer_bound, reserve
 from heron.llm.payload import CHARS_PER_TOKEN, check, fit, sampling_of
+from heron.llm.routing import DEPLOYMENTS
 from heron.llm.types import Provider
 from heron.resource import Resource
 from heron.settings import Settings
 
 log = logging.getLogger("heron.llm")
+#: Which key each model with several is on, for the whole process: one key's 401 or 429
+#: turns every broker to the next.
+_TURNS: dict[tuple[str, str], int] = {}
+_TURNS_LOCK = threading.Lock()
 
 
 def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
@@ -137,7 +142,8 @@ class Broker(Resource):
         self.settings = settings
         self.cooldowns = cooldowns
         self._sleep = sleep
-        self._providers: dict[str, Provider] = {}
+        self._providers: dict[tuple[str, str | None], Provider] = {}
+        self.deployments = DEPLOYMENTS
         self._lock = threading.Lock()
         #: Told ``(event, alias)``: ``retry``, ``fallback`` (given up on for the next
         #: model), ``cooldown`` (cooled down), ``probe`` (tried once after its cooldown).
@@ -214,7 +220,8 @@ class Broker(Resource):
         started = time.monotonic()
         try:
             # A check calls the model even while it cools down: it is the probe asked for.
-            events = self._run(request, [self.table.spec(alias)], None, streaming=False, force=True)
+            chain = self._deployed([self.table.spec(alias)])
+            events = self._run(request, chain, None, streaming=False, force=True)
             done = next(e.completion for e in events if isinstance(e, Done))
         except ProviderError as exc:
             seconds = round(time.monotonic() - started, 3)
@@ -228,7 +235,17 @@ class Broker(Resource):
         the one asked for)."""
         check(request)
         chain = self.table.chain(model) if fallbacks else [self.table.spec(model)]
-        return allowed_chain(payer, chain)
+        return self._deployed(allowed_chain(payer, chain))
+
+    def _deployed(self, chain: list[ModelSpec]) -> list[ModelSpec]:
+        """``chain`` with each pool replaced by its deployments, in the order of its
+        routing strategy (``heron.llm.routing``); each model once."""
+        out: dict[str, ModelSpec] = {}
+        for spec in chain:
+            members = [self.table.spec(n) for n in spec.deployments]
+            for one in self.deployments.order(self.table.strategy(spec), members) or [spec]:
+                out.setdefault(one.alias, one)
+        return list(out.values())
 
     def _run(
         self,
@@ -244,6 +261,7 @@ class Broker(Resource):
         limits = self.limits
         payer = payer or payer_of(self.settings, None)
         over: list[OverBudget] = []  # models skipped for their own budget
+        busy: list[CoolingDown] = []  # deployments skipped for their rpm or tpm
         timeout = timeout or limits.timeout
         failures: dict[str, ProviderError] = {}
         cooling: list[ModelSpec] = []
@@ -255,6 +273,10 @@ class Broker(Resource):
         while position < len(queue):
             spec = queue[position]
             position += 1
+            full = None if force else self.deployments.over_rate(spec)
+            if full is not None:  # its rpm or tpm used up this minute: skipped, as cooling
+                busy.append(self._full(spec, full))
+                continue
             gate = "ok" if force else self.cooldowns.admit(spec, deadline=timeout)
             if gate == "cooling":
                 cooling.append(spec)
@@ -264,9 +286,13 @@ class Broker(Resource):
                 self._tell("probe", spec.alias)
             tries = 1 if gate == "probe" else limits.retries + 1
             reported = False  # the probe's verdict is in (else it is released)
+            keys_tried = 1  # a 401 or 429 of one key moves to the next, not to a retry
+            attempt = 0
             try:
-                for attempt in range(tries):
+                while attempt < tries:
                     started, yielded = time.monotonic(), False
+                    first: float | None = None  # when its answer began: its latency
+                    sending = False
                     asked: ChatRequest | None = None
                     sent: list[str] = []  # the text handed on, charged if no usage comes
                     done: Completion | None = None
@@ -282,12 +308,15 @@ class Broker(Resource):
                             self.ledger, payer, asked, spec, answer_bound(asked, spec)
                         )
                         provider = self._provider(spec)
+                        sending = True
+                        self.deployments.started(spec)
                         events = (
                             provider.stream(asked, timeout=timeout)
                             if streaming
                             else iter([Done(provider.complete(asked, timeout=timeout))])
                         )
                         for event in events:
+                            first = first or time.monotonic()
                             if gate == "probe" and not reported:
                                 # The first token answers the probe: a stream read slowly,
                                 # or a long one, must not keep the model cooling for others.
@@ -307,6 +336,15 @@ class Broker(Resource):
                             yield event
                         return
                     except ProviderError as exc:
+                        if (
+                            not yielded
+                            and keys_tried < self._key_count(spec)
+                            and isinstance(exc, AuthError | RateLimited)
+                        ):
+                            keys_tried += 1  # that key's refusal, not the model's failure
+                            self._next_key(spec)
+                            log.warning("%s; trying its next key", exc)
+                            continue
                         if asked is not None and not streaming:
                             exc = self._own_timeout(exc, asked, spec, timeout)
                         cooled = self._failed(spec, exc, limits)
@@ -340,10 +378,14 @@ class Broker(Resource):
                         log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
                         self._tell("retry", spec.alias)
                         self._sleep(wait)
+                        attempt += 1
                     finally:
                         # Charged whatever ended the call: an answer, a failure, a
                         # client that left mid-stream (the generator closed at a yield).
                         used = spent(spec, asked, sent, done) if asked is not None else (0, 0)
+                        if sending:
+                            latency = None if first is None else first - started
+                            self.deployments.ended(spec, latency, sum(used))
                         if tab is not None and asked is not None:
                             tab.spent(*used)
                         if hold is not None:
@@ -356,9 +398,9 @@ class Broker(Resource):
             finally:
                 if gate == "probe" and not reported:
                     self.cooldowns.release(spec)
-        if over and not failures and not cooling:
+        if over and not failures and not cooling and not busy:
             raise over[0]
-        errors = list(failures.values()) + [self._cooling(spec) for spec in cooling]
+        errors = [*failures.values(), *(self._cooling(spec) for spec in cooling), *busy]
         raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
 
     @property
@@ -419,6 +461,18 @@ class Broker(Resource):
             self._save()
         return cooled
 
+    def _full(self, spec: ModelSpec, seconds: float) -> CoolingDown:
+        limits = ", ".join(
+            f"{value} {name}" for name, value in (("rpm", spec.rpm), ("tpm", spec.tpm)) if value
+        )
+        return CoolingDown(
+            spec.alias,
+            f"used its {limits} this minute; tried again in {seconds:.0f} s. Wait, or add "
+            "a deployment to its pool in models.yml.",
+            retry_after=max(1.0, seconds),
+            rate_limited=True,
+        )
+
     def _cooling(self, spec: ModelSpec) -> CoolingDown:
         left, rate_limited = self.cooldowns.remaining(spec)
         return CoolingDown(
@@ -452,21 +506,43 @@ class Broker(Resource):
             return min(exc.retry_after, cap)
         return min(self.settings.llm_backoff * 2**attempt * random.uniform(0.5, 1.5), cap)
 
+    def _keys(self, spec: ModelSpec) -> list[str]:
+        """The keys of ``spec``'s variables, in order (a variable may hold several,
+        comma-separated, as ``OPENROUTER_API_KEYS``)."""
+        found = []
+        for name in spec.key_envs:
+            found += [k.strip() for k in os.environ.get(name, "").split(",") if k.strip()]
+        return list(dict.fromkeys(found))
+
+    def _key_count(self, spec: ModelSpec) -> int:
+        return len(self._keys(spec))
+
+    def _next_key(self, spec: ModelSpec) -> None:
+        """Turn ``spec`` to its next key, for every broker of the process."""
+        with _TURNS_LOCK:
+            _TURNS[(spec.alias, spec.base_url or "")] = (
+                _TURNS.get((spec.alias, spec.base_url or ""), 0) + 1
+            )
+
     def _provider(self, spec: ModelSpec) -> Provider:
+        key = None
+        if spec.key_envs:
+            keys = self._keys(spec)
+            if not keys:
+                raise AuthError(
+                    spec.alias,
+                    f"${' and $'.join(spec.key_envs)} {'is' if len(spec.key_envs) == 1 else 'are'} "
+                    f"not set. Export the {spec.provider} API key in it, or pick another model "
+                    "(heron models list).",
+                )
+            with _TURNS_LOCK:
+                turn = _TURNS.get((spec.alias, spec.base_url or ""), 0)
+            key = keys[turn % len(keys)]
         with self._lock:
-            if spec.alias not in self._providers:
-                key = None
-                if spec.api_key_env:
-                    key = os.environ.get(spec.api_key_env)
-                    if not key:
-                        raise AuthError(
-                            spec.alias,
-                            f"${spec.api_key_env} is not set. Export the "
-                            f"{spec.provider} API key in it, or pick another model "
-                            "(heron models list).",
-                        )
-                self._providers[spec.alias] = _provider_for(spec, key)
-            return self._providers[spec.alias]
+            cached = (spec.alias, key)
+            if cached not in self._providers:
+                self._providers[cached] = _provider_for(spec, key)
+            return self._providers[cached]
 
     def close(self) -> None:
         with self._lock:

@@ -48,6 +48,7 @@ from heron.llm.litellm_format import (
     IGNORED_SECTIONS,
     MONEY_KEYS,
     ROUTER_SECTIONS,
+    STRATEGIES,
     convert,
     ignored_notes,
     routing,
@@ -105,8 +106,13 @@ _SPEC_KEYS = {
     "context_window_fallbacks",
     "max_output_tokens",
     "temperature",
+    "rpm",
+    "tpm",
+    "weight",
     *MONEY_KEYS,
 }
+#: The keys of a pool (an alias with ``deployments``).
+_POOL_KEYS = {"deployments", "routing_strategy", "fallbacks", "context_window_fallbacks"}
 _CAP_KEYS = set(Capabilities.__dataclass_fields__)
 _TOP_KEYS = {"default", "models", "model_list", *IGNORED_SECTIONS, *ROUTER_SECTIONS}
 
@@ -133,6 +139,16 @@ class ModelSpec:
     #: deployment budget); past it the alias is skipped like a cooling one.
     max_budget: float | None = None
     budget_duration: str | None = None
+    #: A pool's deployments (other aliases; ``provider`` is ``pool``), tried in the order
+    #: of ``routing_strategy`` (``heron.llm.routing``).
+    deployments: tuple[str, ...] = ()
+    routing_strategy: str | None = None
+    #: A deployment's requests and tokens a minute, at most, and its share of a shuffle.
+    rpm: int | None = None
+    tpm: int | None = None
+    weight: float | None = None
+    #: Every variable holding a key, ``api_key_env`` first: rotated on 401 and 429.
+    key_envs: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -149,6 +165,12 @@ class ModelSpec:
             "output_cost_per_token": self.price.output_cost_per_token,
             "max_budget": self.max_budget,
             "budget_duration": self.budget_duration,
+            "deployments": list(self.deployments),
+            "routing_strategy": self.routing_strategy,
+            "rpm": self.rpm,
+            "tpm": self.tpm,
+            "weight": self.weight,
+            "api_key_envs": list(self.key_envs),
             **self.capabilities.to_dict(),
         }
 
@@ -172,6 +194,8 @@ class Policy:
     timeout: float | None = None
     allowed_fails: int | None = None
     cooldown: float | None = None
+    #: How a pool's deployments are tried when the pool says not (``simple-shuffle``).
+    strategy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -207,6 +231,10 @@ class RoutingTable:
         first = self.spec(alias)
         names = dict.fromkeys([first.alias, *first.fallbacks])
         return [self.spec(n) for n in names]
+
+    def strategy(self, pool: ModelSpec) -> str:
+        """How ``pool``'s deployments are tried: its own, the file's, else shuffled."""
+        return pool.routing_strategy or self.policy.strategy or STRATEGIES[0]
 
 
 def models_file(settings: Settings) -> Path:
@@ -295,6 +323,7 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     for alias, entry, at in entries:
         models[alias] = _spec(alias, entry, at)
     models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
+    _join_pools(models, where)
     for model in [*read.fallbacks, *read.context_window_fallbacks]:
         if model not in models:
             raise ConfigError(
@@ -323,7 +352,7 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
         raise ConfigError(
             f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
         )
-    policy = Policy(read.retries, read.timeout, read.allowed_fails, read.cooldown)
+    policy = Policy(read.retries, read.timeout, read.allowed_fails, read.cooldown, read.strategy)
     return RoutingTable(models, default, path, tuple(notes), policy)
 
 
@@ -347,10 +376,74 @@ def _list_lines(root: yaml.Node | None) -> list[int]:
     return []
 
 
+def _join_pools(models: dict[str, ModelSpec], where: str) -> None:
+    """Check each pool's deployments and give it the first one's capabilities (what a
+    caller of the pool may send), in place."""
+    for alias, spec in list(models.items()):
+        if not spec.deployments:
+            continue
+        for name in spec.deployments:
+            member = models.get(name)
+            if member is None or member.deployments:
+                raise ConfigError(
+                    f"{where}: pool {alias!r} lists deployment {name!r}, which is "
+                    f"{'a pool itself' if member else 'not defined'}. A deployment is an "
+                    f"alias with a provider; choose from: "
+                    f"{', '.join(a for a, s in models.items() if not s.deployments)}."
+                )
+        first = models[spec.deployments[0]]
+        models[alias] = replace(spec, capabilities=first.capabilities, model=first.model)
+
+
+def _pool(alias: str, entry: Mapping[str, Any], at: str) -> ModelSpec:
+    unknown_keys(entry, _POOL_KEYS, f"{at} (a pool: it has deployments)")
+    names = entry.get("deployments")
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) for n in names):
+        raise ConfigError(f"{at}: deployments must be a list of aliases, got {names!r}.")
+    strategy = entry.get("routing_strategy")
+    if strategy is not None and strategy not in STRATEGIES:
+        raise ConfigError(
+            f"{at}: routing_strategy {strategy!r} is not one of {', '.join(STRATEGIES)}."
+        )
+    lists = {}
+    for name in ("fallbacks", "context_window_fallbacks"):
+        found = entry.get(name) or []
+        if not isinstance(found, list) or not all(isinstance(f, str) for f in found):
+            raise ConfigError(f"{at}: {name} must be a list of model names, got {found!r}.")
+        lists[name] = tuple(found)
+    return ModelSpec(
+        alias=alias,
+        provider="pool",
+        model=alias,
+        deployments=tuple(dict.fromkeys(names)),
+        routing_strategy=strategy,
+        fallbacks=lists["fallbacks"],
+        context_fallbacks=lists["context_window_fallbacks"],
+    )
+
+
+def _key_envs(entry: Mapping[str, Any], at: str) -> tuple[str, ...]:
+    """``api_key_env`` as a list of variable names (one name, or a list of them)."""
+    names = entry.get("api_key_env")
+    if names is None:
+        return ()
+    names = [names] if isinstance(names, str) else names
+    if not isinstance(names, list) or not names or not all(isinstance(n, str) and n for n in names):
+        raise ConfigError(
+            f"{at}: api_key_env must name a variable, or a list of them (rotated on 401 "
+            f"and 429), got {entry['api_key_env']!r}."
+        )
+    return tuple(dict.fromkeys(names))
+
+
 def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{at}: expected a mapping with at least 'provider:'.")
+    if "deployments" in entry:
+        return _pool(alias, entry, at)
     unknown_keys(entry, _SPEC_KEYS | _CAP_KEYS, at)
+    key_envs = _key_envs(entry, at)
+    entry = {**entry, "api_key_env": key_envs[0] if key_envs else None}
     for name in ("provider", "model", "base_url", "api_key_env"):
         if entry.get(name) is not None and not isinstance(entry[name], str):
             raise ConfigError(f"{at}: {name} must be a string, got {entry[name]!r}.")
@@ -401,6 +494,18 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     ):
         raise ConfigError(f"{at}: temperature must be a number from 0 to 2, got {temperature!r}.")
     money = _money(entry, provider, str(model), at)
+    for name in ("rpm", "tpm"):
+        value = entry.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ConfigError(f"{at}: {name} must be a whole number, 1 or more, got {value!r}.")
+    weight = entry.get("weight")
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0
+    ):
+        raise ConfigError(f"{at}: weight must be a number above 0, got {weight!r}.")
+    envs = key_envs if entry.get("api_key_env") else ((key_env,) if key_env else ())
     return ModelSpec(
         alias=alias,
         provider=provider,
@@ -412,6 +517,10 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         context_fallbacks=lists["context_window_fallbacks"],
         max_output_tokens=entry.get("max_output_tokens"),
         temperature=None if temperature is None else float(temperature),
+        rpm=entry.get("rpm"),
+        tpm=entry.get("tpm"),
+        weight=None if weight is None else float(weight),
+        key_envs=envs,
         **money,
     )
 

@@ -20,7 +20,7 @@ other)::
       timeout: 30                              # -> seconds per call (HERON_LLM_TIMEOUT)
       allowed_fails: 3                         # -> failures a minute before a cooldown
       cooldown_time: 60                        # -> seconds a failing model is skipped
-      routing_strategy: simple-shuffle         # tolerated, ignored (a note)
+      routing_strategy: least-busy             # -> how a pool's deployments are tried
 
 Providers (``PREFIXES``): ``openai/``, ``anthropic/``, ``ollama/`` and ``ollama_chat/``
 (Ollama's OpenAI-compatible API at ``api_base`` + ``/v1``), ``hosted_vllm/`` (``api_base``
@@ -35,9 +35,11 @@ proxy takes ``litellm_settings.request_timeout`` for ``timeout``); where both se
 of theirs is named in a note as ignored; ``general_settings`` and the rest are ignored
 whole.
 
-Several entries with one ``model_name`` are LiteLLM's load balancing: Heron takes the
-first and tries the others, in file order, as its fallbacks (``name#2``, ``name#3``...),
-and says so in a note. A literal ``api_key`` is refused: keys live in the environment.
+Several entries with one ``model_name`` are LiteLLM's load balancing: they become the
+deployments ``name#1``, ``name#2``... of the pool ``name`` (``heron.llm.routing``), tried
+in the order of ``routing_strategy``, their ``rpm``, ``tpm`` and ``weight`` read. A
+literal ``api_key`` is refused: keys live in the environment; a list of
+``os.environ/NAME`` is several keys, rotated on 401 and 429.
 """
 
 from __future__ import annotations
@@ -63,13 +65,25 @@ ROUTER_KEYS = {
     "request_timeout": "timeout",
     "allowed_fails": "allowed_fails",
     "cooldown_time": "cooldown",
+    "routing_strategy": "strategy",
 }
+#: LiteLLM's routing strategies Heron implements (``heron.llm.routing``).
+STRATEGIES = (
+    "simple-shuffle",
+    "least-busy",
+    "latency-based-routing",
+    "usage-based-routing",
+    "usage-based-routing-v2",
+)
 ENTRY_KEYS = ("model_name", "litellm_params", "model_info")
 #: ``litellm_params`` Heron uses; any other LiteLLM parameter is ignored with a note.
 #: The money keys (LiteLLM's names) pass through as they are, from litellm_params or
 #: model_info, where LiteLLM reads them too.
 MONEY_KEYS = ("input_cost_per_token", "output_cost_per_token", "max_budget", "budget_duration")
-USED_PARAMS = ("model", "api_base", "api_key", "max_tokens", "temperature", *MONEY_KEYS)
+USED_PARAMS = (
+    "model", "api_base", "api_key", "max_tokens", "temperature", "rpm", "tpm", "weight",
+    *MONEY_KEYS,
+)  # fmt: skip
 #: ``model_info`` keys Heron reads: LiteLLM's context size and tool flag, and Heron's
 #: own capability names (model_info is free-form metadata in LiteLLM).
 INFO_KEYS = {
@@ -149,15 +163,16 @@ def convert(
             notes.append(
                 f"{at} ({name}): Heron ignores the LiteLLM parameter(s) {', '.join(ignored)}."
             )
-    for name, members in groups.items():
-        if len(members) > 1:
-            aliases[name]["fallbacks"] = members[1:] + aliases[name].get("fallbacks", [])
-            notes.append(
-                f"{where}: {len(members)} entries are named {name!r} (LiteLLM balances "
-                f"load between them); Heron uses the first and falls back to "
-                f"{', '.join(members[1:])} in file order."
-            )
-    return aliases, notes
+    pooled: dict[str, dict[str, Any]] = {}
+    for alias, heron in aliases.items():  # the pool where its first entry was
+        members = groups.get(alias, [])
+        if len(members) < 2:
+            pooled.setdefault(alias, heron)
+            continue
+        pooled[alias] = {"deployments": [f"{alias}#{n}" for n in range(1, len(members) + 1)]}
+        for n, member in enumerate(members, 1):
+            pooled[f"{alias}#{n}"] = aliases[member]
+    return pooled, notes
 
 
 def _entry(entry: Any, at: str) -> tuple[str, dict[str, Any], list[str]]:
@@ -191,6 +206,7 @@ def _entry(entry: Any, at: str) -> tuple[str, dict[str, Any], list[str]]:
         heron["max_output_tokens"] = params["max_tokens"]
     if "temperature" in params:
         heron["temperature"] = params["temperature"]
+    heron.update({key: params[key] for key in ("rpm", "tpm", "weight") if key in params})
     return name, heron, ignored
 
 
@@ -222,11 +238,15 @@ def _provider(params: Mapping[str, Any], at: str) -> dict[str, Any]:
     elif prefix == "hosted_vllm":
         raise ConfigError(f"{at}: hosted_vllm/ needs api_base (the server's URL, ending in /v1).")
     key = params.get("api_key")
+    keys = key if isinstance(key, list) and key else [key]
     if key is None:
         if spec.key_env:
             heron["api_key_env"] = spec.key_env
-    elif isinstance(key, str) and key.startswith(ENV_PREFIX) and key[len(ENV_PREFIX) :]:
-        heron["api_key_env"] = key[len(ENV_PREFIX) :]
+    elif all(
+        isinstance(k, str) and k.startswith(ENV_PREFIX) and k[len(ENV_PREFIX) :] for k in keys
+    ):
+        names = [k[len(ENV_PREFIX) :] for k in keys]
+        heron["api_key_env"] = names if isinstance(key, list) else names[0]
     else:
         raise ConfigError(
             f"{at}: api_key holds the key itself; Heron reads keys only from the "
@@ -268,6 +288,7 @@ class Routing:
     timeout: float | None = None
     allowed_fails: int | None = None
     cooldown: float | None = None
+    strategy: str | None = None
 
 
 def routing(data: Mapping[str, Any], where: str) -> tuple[Routing, list[str]]:
@@ -308,6 +329,13 @@ def routing(data: Mapping[str, Any], where: str) -> tuple[Routing, list[str]]:
             numbers[name] = float(_number(*found[name], where, float))
     if numbers.get("timeout") == 0:
         raise ConfigError(f"{where}: {found['timeout'][0]} must be more than 0 seconds.")
+    if "strategy" in found:
+        at, value = found["strategy"]
+        if value not in STRATEGIES:
+            raise ConfigError(
+                f"{where}: {at} is {value!r:.80}; choose one of {', '.join(STRATEGIES)}."
+            )
+        numbers["strategy"] = value
     read = Routing(lists["fallbacks"], lists["context_window_fallbacks"], defaults, **numbers)
     return read, notes
 

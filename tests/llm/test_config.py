@@ -161,24 +161,28 @@ general_settings:
 def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
     table = parse_table(LITELLM_CONFIG, tmp_path / "config.yaml")
     assert list(table.models) == [
-        "gpt-4o",
+        "gpt-4o",  # a pool of the two entries named so: LiteLLM balances load between them
+        "gpt-4o#1",
+        "gpt-4o#2",
         "claude",
         "llama3",
         "vllm-model",
-        "gpt-4o#2",
         "mini",
         LOCAL_ALIAS,
     ]
     assert table.default == "gpt-4o"
-    gpt, claude, llama, vllm, router, mini = (table.spec(a) for a in list(table.models)[:6])
+    pool, gpt, router, claude, llama, vllm, mini = (
+        table.spec(a) for a in list(table.models)[:7]
+    )
     assert (gpt.provider, gpt.model, gpt.base_url, gpt.api_key_env) == (
         "openai",
         "gpt-4o",
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
     )
-    assert gpt.fallbacks == ("gpt-4o#2",)  # LiteLLM balances load; Heron falls back
-    assert [s.alias for s in table.chain("gpt-4o")] == ["gpt-4o", "gpt-4o#2"]
+    assert (pool.provider, pool.deployments) == ("pool", ("gpt-4o#1", "gpt-4o#2"))
+    assert table.strategy(pool) == "simple-shuffle"  # router_settings.routing_strategy
+    assert (gpt.rpm, router.rpm) == (480, None)  # per deployment: its weight in a shuffle
     assert (claude.provider, claude.model, claude.max_output_tokens) == (
         "anthropic",
         "claude-3-5-sonnet-20240620",
@@ -207,10 +211,9 @@ def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
     notes = "\n".join(table.notes)
     assert "general_settings is LiteLLM's own setting; Heron ignores it" in notes
     assert "Heron ignores the LiteLLM litellm_settings key(s) drop_params, set_verbose" in notes
-    assert "Heron ignores the LiteLLM router_settings key(s) routing_strategy." in notes
+    assert "router_settings key(s)" not in notes  # routing_strategy is read
     assert table.policy.retries == 3  # router_settings.num_retries is read
-    assert "rpm, stream_timeout, timeout" in notes
-    assert "2 entries are named 'gpt-4o'" in notes and "falls back to gpt-4o#2" in notes
+    assert "stream_timeout, timeout" in notes
 
 
 def test_a_litellm_config_answers_through_the_broker(
@@ -229,6 +232,7 @@ def test_a_litellm_config_answers_through_the_broker(
         "      max_tokens: 50\n"
         "router_settings:\n"
         "  routing_strategy: least-busy\n"
+        "  redis_host: redis.internal\n"
     )
     with caplog.at_level("WARNING", logger="heron.llm"):
         broker = load_broker(Settings())
@@ -341,7 +345,7 @@ def test_router_settings_fallbacks_are_used(chat: ChatServer, home: Path) -> Non
     assert (table.policy.allowed_fails, table.policy.cooldown) == (1, 45.0)
     assert broker.limits.retries == 0 and broker.limits.cooldown == 45.0
     notes = "\n".join(table.notes)
-    assert "router_settings key(s) routing_strategy" in notes
+    assert table.policy.strategy == "simple-shuffle"
     assert "litellm_settings key(s) drop_params" in notes
     chat.fail("gpt-test", 500)
     answer = broker.complete(ChatRequest((Message("user", "ping"),)))
