@@ -49,8 +49,9 @@ CSRF_HEADER = b"x-heron-csrf"
 OPEN = ("/signin", "/signout")
 #: The pages; asked for without a token they send the browser to the sign-in form.
 PAGES = ("/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/operations")
-#: Pages that are no pane: a cited source (``/source``), opened from a passage.
-VIEWS = ("/source",)
+#: Pages that are no pane: a cited source (``/source``), opened from a passage, and a
+#: document's original file (``/source/file``), opened at its cited page.
+VIEWS = ("/source", "/source/file")
 SAFE_METHODS = frozenset({"GET", "HEAD"})
 #: Live sessions kept at most; past it the one closest to expiring goes first.
 MAX_SESSIONS = 1024

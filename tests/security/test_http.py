@@ -185,6 +185,7 @@ ROUTES = [
     ("GET", "/operations", None),
     ("GET", "/signin", None),
     ("GET", "/source?library=docs&page=guide", None),
+    ("GET", "/source/file?library=docs&page=guide", None),
     ("POST", "/signin", None),
     ("POST", "/signout", None),
     ("GET", "/static/heron.js", None),
@@ -222,7 +223,7 @@ OPEN = {("GET", "/health"), ("GET", "/signin"), ("POST", "/signin"), ("POST", "/
 #: The web page's panes (and the source view their passages link to): without the token
 #: they send the browser to the sign-in form.
 PAGES = {"/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/operations",
-         "/source"}  # fmt: skip
+         "/source", "/source/file"}  # fmt: skip
 
 
 @pytest.fixture(scope="module")
