@@ -39,22 +39,23 @@ the same source and options, to share it (``read_libraries`` takes that, and ref
 name two lists give different libraries: ``ConfigError``), and ``forget_library`` then
 keeps the index while another list names it. The names of Heron's own indexes
 (``RESERVED``: the tools' and the skills' namespaces) are no library's.
+
+**Where the lists are** (``heron.libraries.catalogue``): files on one machine; rows of
+the database when ``HERON_DATABASE_URL`` is PostgreSQL, so that replicas with homes of
+their own share one catalogue (``libraries.txt`` is then the list's name there).
 """
 
 from __future__ import annotations
 
-import fcntl
-import os
 import re
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from heron.errors import ConfigError, InputError, NotFound
+from heron.libraries.catalogue import editing, read
 from heron.libraries.scan import COLLECTIONS
-from heron.private import private_dir
 from heron.settings import Settings
 
 FILE_NAME = "libraries.txt"
@@ -264,13 +265,22 @@ def check_name(name: str) -> str:
     return name
 
 
-def _parse(path: Path) -> list[Library]:
+def list_key(path: Path, settings: Settings) -> str:
+    """The list at ``path`` in the catalogue: ``libraries.txt`` for the home's (one name
+    on every replica, whatever each one's home), else the path heron.toml gives."""
+    return FILE_NAME if _same_list(path, settings.home / FILE_NAME) else str(path)
+
+
+def _lines(path: Path, settings: Settings) -> list[str]:
     try:
-        lines = path.read_text(encoding="utf-8").splitlines()
-    except FileNotFoundError:
-        return []
+        text = read(path, list_key(path, settings), settings)
     except (OSError, UnicodeDecodeError) as exc:
         raise ConfigError(f"Cannot read {path}: {exc}. Fix or delete the file.") from exc
+    return text.splitlines() if text is not None else []
+
+
+def _parse(path: Path, settings: Settings) -> list[Library]:
+    lines = _lines(path, settings)
     libraries: dict[str, Library] = {}
     for number, raw in enumerate(lines, 1):
         # A comment is a line starting with '#', or ' #' to the end of a line.
@@ -353,7 +363,7 @@ def _globs(value: str | None) -> tuple[str, ...]:
 def _listed(path: Path, settings: Settings) -> list[Library]:
     """The libraries of the list at ``path`` in file order, then the built-in ``heron``
     docs library unless the list names one."""
-    libraries = _parse(path)
+    libraries = _parse(path, settings)
     docs = heron_docs()
     if (
         settings.library_default_docs
@@ -444,21 +454,6 @@ def get_library(name: str, settings: Settings) -> Library:
     )
 
 
-@contextmanager
-def _locked(path: Path) -> Iterator[None]:
-    """Serialise edits of ``libraries.txt`` between processes."""
-    private_dir(path.parent)
-    with open(path.with_name(path.name + ".lock"), "w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        yield
-
-
-def _write(path: Path, lines: list[str]) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
-    os.replace(tmp, path)  # readers see the old file or the new one, never half of one
-
-
 def add_library(
     name: str,
     source: str,
@@ -497,8 +492,9 @@ def add_library(
     line = " ".join(word for word in (name, source, given.options()) if word)
     library = _library(name, line.split(None, 1)[1])  # the options checked as when read
     path = config_path(settings)
-    with _locked(settings.home / _NAMES_LOCK), _locked(path):
-        if any(lib.name == name for lib in _parse(path)):
+    key = list_key(path, settings)
+    with editing(path, key, settings, names=settings.home / _NAMES_LOCK) as write:
+        if any(lib.name == name for lib in _parse(path, settings)):
             raise InputError(
                 f"Library {name!r} exists. Remove it first: heron library remove {name}"
             )
@@ -510,8 +506,7 @@ def add_library(
                 "is its index, and one context's. Choose another name, e.g. "
                 f"{settings.context}-{name}."
             )
-        lines = path.read_text(encoding="utf-8").splitlines() if path.exists() else []
-        _write(path, [*lines, line])
+        write([*_lines(path, settings), line])
     return library
 
 
@@ -519,15 +514,13 @@ def remove_library(name: str, settings: Settings) -> Library:
     """Delete the library's line from ``libraries.txt`` (the caller drops its index)."""
     _check_editable(settings)
     path = config_path(settings)
-    with _locked(path):
-        for library in _parse(path):
+    with editing(path, list_key(path, settings), settings) as write:
+        for library in _parse(path, settings):
             if library.name == name:
                 kept = [
-                    line
-                    for line in path.read_text(encoding="utf-8").splitlines()
-                    if line.split(None, 1)[:1] != [name]
+                    line for line in _lines(path, settings) if line.split(None, 1)[:1] != [name]
                 ]
-                _write(path, kept)
+                write(kept)
                 return library
     if name == DEFAULT_DOCS_NAME and heron_docs() is not None:
         raise InputError(

@@ -5,6 +5,7 @@ replica runs last."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -101,6 +102,15 @@ def replicas(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
     (workspace / "app.py").write_text("print('hi')\n")
     git(workspace, "add", "app.py")
     git(workspace, "commit", "-q", "-m", "init")
+    docs = root / "docs" / "teamdocs"  # a folder both replicas reach, as a shared volume
+    docs.mkdir(parents=True)
+    (docs / "deploys.md").write_text(
+        "# Deploys\n\nThe team deploys the heron service every Tuesday with blue-green "
+        "switching behind the load balancer.\n"
+    )
+    (docs / "oncall.md").write_text(
+        "# On-call\n\nThe on-call engineer answers pages within fifteen minutes.\n"
+    )
     base = {k: v for k, v in os.environ.items() if not k.startswith("HERON_")}
     base |= {
         "HERON_EMBEDDER": "minilm",
@@ -111,6 +121,8 @@ def replicas(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         "HERON_JOBS_TEST_COMMAND": "sh -c 'sleep 60 & wait'",
         "HERON_JOBS_VISIBILITY_TIMEOUT": str(VISIBILITY),
         "HERON_JOBS_CONCURRENCY": "1",
+        "HERON_LIBRARY_ROOTS": json.dumps([str(root / "docs")]),
+        "HERON_LIBRARY_DEFAULT_DOCS": "false",
     }
     pair = [
         Replica(name, root / name, base | {"HERON_HOME": str(root / name), "HERON_REPLICA": name})
@@ -127,6 +139,23 @@ def replicas(database: str, tmp_path_factory: pytest.TempPathFactory) -> Iterato
 
 def events(replica: Replica, job_id: str) -> list[dict[str, Any]]:
     return replica.result("jobs.events", id=job_id)
+
+
+def test_a_library_added_on_one_replica_is_every_replicas(
+    replicas: list[Replica], tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """Added and indexed through a, listed and searched through b (the records and the
+    catalogue are the database's), removed through b, gone from a's list."""
+    a, b = replicas
+    folder = next(tmp_path_factory.getbasetemp().glob("replicas*/docs/teamdocs"))
+    a.result("library.add", name="teamdocs", source=str(folder))
+    indexed = a.result("library.index", name="teamdocs")
+    assert indexed[0]["library"] == "teamdocs", indexed
+    assert [lib["name"] for lib in b.result("library.list")] == ["teamdocs"]
+    found = b.result("search.query", query="when does the team deploy?", library="teamdocs")
+    assert found and found[0]["page"] == "deploys" and "Tuesday" in found[0]["snippet"], found
+    b.result("library.remove", name="teamdocs")
+    assert a.result("library.list") == []
 
 
 def test_a_killed_replicas_job_is_taken_over_by_the_other(replicas: list[Replica]) -> None:
