@@ -110,5 +110,7 @@
     });
   });
 
+  // Files added from the form or a row (upload.js): the counts change.
+  document.addEventListener("heron:libraries-changed", load);
   load();
 })();
