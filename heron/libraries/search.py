@@ -169,11 +169,15 @@ def group_by_page(
 ) -> list[Result]:
     """Best chunk per page, page score = best + ``bonus`` * sum of the others' positive
     scores; sorted best first. ``syncs``: each library's last sync (for source links).
-    A page is ``(library, page)``: two libraries may both have an ``overview``."""
-    pages: dict[tuple[str, str], list] = {}  # -> [best hit, its score, others' sum, matches]
+    A page is ``(library, page)``: two libraries may both have an ``overview``. A paged
+    document's page is one of its own pages (``(library, page, first page)``): a
+    300-page manual answers at each page it does, as a shelf of pages would, and each
+    result cites the page it is on."""
+    pages: dict[tuple[str, str, int], list] = {}  # -> [best hit, score, others' sum, matches]
     for i in np.argsort(-scores, kind="stable").tolist():
         meta = hits[i].metadata
-        page = (meta.get("library", ""), meta.get("page", hits[i].id))
+        at = (meta.get("pages") or [0])[0]
+        page = (meta.get("library", ""), meta.get("page", hits[i].id), at)
         if page in pages:
             pages[page][2] += max(float(scores[i]), 0.0)
             pages[page][3] += 1
@@ -193,12 +197,13 @@ def merge_copies(results: Sequence[Result]) -> list[Result]:
     """One result per page text: a page indexed twice (equal ``content_hash``, e.g. a
     copy of the same docs in two libraries) is listed once, at its best place, with the
     other copies' citations and sources in ``also_in``."""
-    kept: dict[str, Result] = {}
+    kept: dict[tuple[str, int], Result] = {}
     merged = []
     for result in results:
-        first = kept.get(result.content_hash) if result.content_hash else None
+        key = (result.content_hash, result.pages[0] if result.pages else 0)
+        first = kept.get(key) if result.content_hash else None
         if first is None:
-            kept[result.content_hash] = result
+            kept[key] = result
             merged.append(result)
         else:
             first.also_in.append({"citation": result.citation, "source": result.source})

@@ -269,3 +269,13 @@ def test_a_missing_extra_is_a_refusal_naming_the_install(monkeypatch: pytest.Mon
     monkeypatch.delitem(sys.modules, "heron.libraries.readers.pdf", raising=False)
     with pytest.raises(Unreadable, match=r"pip install 'heron\[docs\]'"):
         read_as("manual.pdf", MANUAL)
+
+
+def test_a_manual_answers_at_each_of_its_pages(
+    documents_library: tuple[Path, dict], store: SQLiteStore, settings: Settings
+) -> None:
+    found = search(
+        "licences counted per seat, then run setup", store, settings=settings, library="docs"
+    )
+    manual = [r.pages for r in found if r.page == "manual"]
+    assert sorted(manual) == [(1, 1), (2, 2)]  # one result per page, each citing its own
