@@ -30,6 +30,11 @@ and ``.html``. A suffix in ``SUFFIXES`` whose content this module cannot tell is
 refused, never taken on its name. An upper-case suffix (``Report.PDF``) is stored in
 lower case, the spelling the scan reads.
 
+**Read before written**: each file goes through its format's reader
+(``heron.libraries.readers``) as the indexer will read it, so one the reader refuses (an
+encrypted PDF, a damaged zip, a reader whose extra is not installed) is refused by name
+with the reader's reason, never written to sit unindexed in the folder.
+
 **Written race-free** (``heron.core.files``): each folder opened from its parent without
 following a symlink, the file written whole beside its name and then linked there (a new
 file: nothing there is ever replaced, ``replace=False``) or renamed over it (a regular
@@ -59,6 +64,7 @@ from heron.core.files import PathRefused, create_file, folder, remove_regular, r
 from heron.errors import InputError, NotFound
 from heron.libraries.config import Caller, Library, elsewhere, get_library
 from heron.libraries.index import LibraryIndexReport, Stages, index_library, page_id
+from heron.libraries.readers import Unreadable, format_of, read
 from heron.libraries.scan import SUFFIXES, matches
 from heron.settings import Settings
 from heron.store import Store
@@ -70,7 +76,7 @@ PDF_WINDOW = 1024
 #: The Office Open XML suffixes and the part folder each one's package holds.
 OFFICE_PARTS = {".docx": "word/", ".pptx": "ppt/", ".xlsx": "xl/"}
 #: Suffixes read as UTF-8 text.
-TEXT = frozenset({".md", ".mdx", ".markdown", ".txt", ".csv", ".html", ".htm"})
+TEXT = frozenset({".md", ".mdx", ".markdown", ".txt", ".csv", ".html", ".htm", ".xhtml"})
 
 
 class UploadRefused(InputError):
@@ -313,6 +319,12 @@ def _checked(
     wrong = content_error(suffix, given.data)
     if wrong is not None:
         return f"{name}: {wrong}. Its content decides its type, not its name."
+    fmt = format_of(name)  # one for every suffix of SUFFIXES
+    if fmt is not None:
+        try:  # read as the indexer will: an encrypted PDF or a damaged zip is refused now
+            read(given.data, fmt)
+        except Unreadable as exc:
+            return f"{name}: {exc}"
     path = "/".join([*under, name])
     if library.include and not any(matches(path, g) for g in library.include):
         return (

@@ -12,7 +12,6 @@ import pytest
 
 from heron.errors import InputError, NotFound
 from heron.libraries import add_library, index_library, search
-from heron.libraries.scan import SUFFIXES
 from heron.libraries.state import library_state
 from heron.libraries.upload import (
     NewFile,
@@ -23,6 +22,7 @@ from heron.libraries.upload import (
 )
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.libraries import documents
 
 VPN = b"# VPN\n\nThe VPN password rotates every 90 days; ask the help desk for a new one.\n"
 LUNCH = b"# Lunch\n\nThe canteen opens at noon on weekdays and serves soup on Fridays.\n"
@@ -240,43 +240,23 @@ def test_content_decides_the_type() -> None:
     assert "zip archive" in (content_error(".html", office("word/d.xml")) or "")
 
 
-def one_page_pdf(text: str) -> bytes:
-    """A PDF 1.4 file of one page showing ``text`` in Helvetica: its text layer is what a
-    reader extracts (objects and cross-reference table written as the spec lays them out)."""
-    stream = f"BT /F1 12 Tf 72 720 Td ({text}) Tj ET".encode()
-    objects = [
-        b"<< /Type /Catalog /Pages 2 0 R >>",
-        b"<< /Type /Pages /Kids [3 0 R] /Count 1 >>",
-        b"<< /Type /Page /Parent 2 0 R /MediaBox [0 0 612 792] /Contents 4 0 R "
-        b"/Resources << /Font << /F1 5 0 R >> >> >>",
-        b"<< /Length %d >>\nstream\n%s\nendstream" % (len(stream), stream),
-        b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>",
+def test_documents_are_read_before_they_are_written(
+    settings: Settings, store: SQLiteStore, lib: Path
+) -> None:
+    given = [
+        NewFile("vpn.pdf", documents.pdf([["The VPN password rotates every 90 days."]])),
+        NewFile("locked.pdf", documents.pdf([["Secret plans."]], password="x")),
+        NewFile("broken.docx", office("word/document.xml")),  # a package with no document
+        NewFile("fake.pdf", VPN),
     ]
-    out = bytearray(b"%PDF-1.4\n")
-    offsets = []
-    for number, body in enumerate(objects, 1):
-        offsets.append(len(out))
-        out += b"%d 0 obj\n%s\nendobj\n" % (number, body)
-    xref = len(out)
-    out += b"xref\n0 %d\n0000000000 65535 f \n" % (len(objects) + 1)
-    out += b"".join(b"%010d 00000 n \n" % offset for offset in offsets)
-    out += b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (
-        len(objects) + 1,
-        xref,
-    )
-    return bytes(out)
-
-
-# The PDF reader is another part of issue 46: this runs once SUFFIXES takes .pdf.
-@pytest.mark.skipif(".pdf" not in SUFFIXES, reason="no PDF reader in this tree yet")
-def test_a_pdf_is_added_and_indexed(settings: Settings, store: SQLiteStore, lib: Path) -> None:
-    pdf = one_page_pdf("The VPN password rotates every 90 days.")
-    report = add_files("lib", [NewFile("vpn.pdf", pdf)], store, settings)
-    assert report.files[0].ok, report.files[0].error
-    assert "vpn" in pages_of(store)
+    report = add_files("lib", given, store, settings)
+    assert [f.ok for f in report.files] == [True, False, False, False]
+    locked, broken, fake = (f.error or "" for f in report.refused)
+    assert locked.startswith("locked.pdf: ") and "encrypted" in locked.lower()
+    assert broken.startswith("broken.docx: ")
+    assert fake.startswith("fake.pdf: it is text")
+    assert sorted(p.name for p in lib.glob("*.*")) == ["vpn.pdf"]
     found = search(
         "how often does the VPN password rotate", store, settings=settings, library="lib"
     )
-    assert found[0].page == "vpn"
-    fake = add_files("lib", [NewFile("fake.pdf", VPN)], store, settings)
-    assert (fake.files[0].error or "").startswith("fake.pdf: it is text")
+    assert found[0].page == "vpn" and found[0].pages == (1, 1)
