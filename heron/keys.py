@@ -134,6 +134,8 @@ class Key:
     #: Dollars it may spend per ``budget_duration`` (``30d``, ``1mo``...; ``None``: in all).
     max_budget: float | None = None
     budget_duration: str | None = None
+    #: Its requests are never answered from the response cache nor kept in it.
+    no_cache: bool = False
 
     def allows(self, scope: str) -> bool:
         return ADMIN in self.scopes or scope in self.scopes
@@ -158,6 +160,7 @@ class Key:
             "models": None if self.models is None else list(self.models),
             "max_budget": self.max_budget,
             "budget_duration": self.budget_duration,
+            "no_cache": self.no_cache,
             "token_starts": self.shown,
             "created_at": _iso(self.created_at),
             "revoked_at": _iso(self.revoked_at),
@@ -279,6 +282,8 @@ CREATE TABLE {new}{p}spend (
     PRIMARY KEY (payer, hour, model)
 ){keyed};
 """,
+        # A key whose requests bypass the response cache (heron.llm.cache).
+        "ALTER TABLE {p}keys ADD COLUMN no_cache {boolean};",
     ),
     rebuild="create the keys again (heron keys create); every old token stops working",
     advice="then retry",
@@ -287,7 +292,7 @@ CREATE TABLE {new}{p}spend (
 
 _COLUMNS = (
     "name, shown, scopes, context, rpm, tpm, monthly_tokens, created_at, revoked_at, models, "
-    "max_budget, budget_duration"
+    "max_budget, budget_duration, no_cache"
 )
 _ADD_USAGE = (
     "INSERT INTO {p}key_usage (name, month, requests, tokens_in, tokens_out) "
@@ -312,6 +317,7 @@ def _key(row: Any) -> Key:
         models=None if row["models"] is None else tuple(row["models"].split()),
         max_budget=row["max_budget"],
         budget_duration=row["budget_duration"],
+        no_cache=bool(row["no_cache"]),
     )
 
 
@@ -340,6 +346,7 @@ class KeyStore(DatabaseStore):
         models: Iterable[str] | None = None,
         max_budget: float | None = None,
         budget_duration: str | None = None,
+        no_cache: bool = False,
     ) -> tuple[Key, str]:
         """A new key and its token, which nothing keeps: show it once. Raises
         ``InputError`` for a bad name, scope, limit, model pattern, budget or duration,
@@ -354,6 +361,7 @@ class KeyStore(DatabaseStore):
             models=None if models is None else check_models(models),
             max_budget=check_budget(max_budget),
             budget_duration=check_duration(budget_duration),
+            no_cache=no_cache,
         )
         token = PREFIX + secrets.token_urlsafe(32)
         key = dataclasses.replace(key, shown=token[:SHOWN])
@@ -368,7 +376,8 @@ class KeyStore(DatabaseStore):
                 self._sql(
                     "INSERT INTO {p}keys (hash, name, shown, scopes, context, rpm, tpm, "
                     "monthly_tokens, created_at, revoked_at, models, max_budget, "
-                    "budget_duration) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?)"
+                    "budget_duration, no_cache) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, NULL, ?, ?, ?, ?)"
                 ),
                 (
                     hash_token(token),
@@ -383,6 +392,7 @@ class KeyStore(DatabaseStore):
                     None if key.models is None else " ".join(key.models),
                     key.max_budget,
                     key.budget_duration,
+                    key.no_cache,
                 ),
             )
         return key, token

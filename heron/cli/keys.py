@@ -79,6 +79,10 @@ def create(
         str | None,
         typer.Option("--budget-duration", help="The budget's window: 1h, 30d, 1mo...; none: ever."),
     ] = None,
+    no_cache: Annotated[
+        bool,
+        typer.Option("--no-cache", help="Never answer its requests from the response cache."),
+    ] = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Create a key and print its token, once: only its hash is kept.
@@ -102,6 +106,7 @@ def create(
             models=None if models is None else [m for ms in models for m in ms.split(",")],
             max_budget=max_budget,
             budget_duration=budget_duration,
+            no_cache=no_cache,
         )
     if as_json:
         print_json(key.to_dict() | {"token": token})

@@ -44,7 +44,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent
+from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta
 from heron.llm import metering
 from heron.llm.budgets import (
     Hold,
@@ -56,6 +56,7 @@ from heron.llm.budgets import (
     ledger_for,
     payer_of,
 )
+from heron.llm.cache import CONTROL, ResponseCache, request_key
 from heron.llm.config import Capabilities, ModelSpec, RoutingTable, load_table
 from heron.llm.cooldowns import COOLDOWNS, Cooldowns
 from heron.llm.errors import (
@@ -150,6 +151,12 @@ class Broker(Resource):
         self.observer: Callable[[str, str], None] | None = None
         #: Told ``(key or None, context, alias, dollars)`` of each call that cost money.
         self.on_spend: Callable[[str | None, str, str, float], None] | None = None
+        #: Told ``(alias, dollars)`` a cache hit did not spend (``heron.llm.cache``).
+        self.on_saved: Callable[[str, float], None] | None = None
+        policy = table.policy
+        self.cache = (
+            ResponseCache(policy.cache_ttl, policy.cache_size or 1000) if policy.cache_ttl else None
+        )
 
     @property
     def limits(self) -> Limits:
@@ -190,8 +197,15 @@ class Broker(Resource):
         tab = metering.current()  # taken here: the caller's, whichever thread runs the call
         payer = payer_of(self.settings, tab.key if tab is not None else None)
         chain = self._chain(request, model, fallbacks, payer)
+        control, key = CONTROL.get(), self._cache_key(request, model, payer)
+        if key is not None and control.read:
+            hit = self._hit(key, model)
+            if hit is not None:
+                return hit
         for event in self._run(request, chain, timeout, streaming=False, tab=tab, payer=payer):
             if isinstance(event, Done):
+                if key is not None and control.write:
+                    self._keep(key, event.completion)
                 return event.completion
         raise AssertionError("a completed call always ends with Done")  # pragma: no cover
 
@@ -210,7 +224,48 @@ class Broker(Resource):
         tab = metering.current()
         payer = payer_of(self.settings, tab.key if tab is not None else None)
         chain = self._chain(request, model, fallbacks, payer)
-        return self._run(request, chain, timeout, streaming=True, tab=tab, payer=payer)
+        control, key = CONTROL.get(), self._cache_key(request, model, payer)
+        if key is not None and control.read:
+            hit = self._hit(key, model)
+            if hit is not None:  # the whole answer as one piece
+                return iter([*([TextDelta(hit.text)] if hit.text else []), Done(hit)])
+        events = self._run(request, chain, timeout, streaming=True, tab=tab, payer=payer)
+        return events if key is None or not control.write else self._kept(key, events)
+
+    def _cache_key(self, request: ChatRequest, model: str | None, payer: Payer) -> str | None:
+        """The response cache's key of this call, ``None`` when it may not use the cache:
+        the model as asked, and who asks (their context and model rules)."""
+        if self.cache is None or not payer.cache:
+            return None
+        # Model rules by their patterns alone: two keys that may call the same share.
+        scope = [payer.context, sorted(sorted(patterns) for _, patterns in payer.rules)]
+        return request_key(scope, self.table.spec(model).alias, request)
+
+    def _hit(self, key: str, model: str | None) -> Completion | None:
+        """The kept answer of ``key``, counted; ``None`` (a miss, counted) when none."""
+        assert self.cache is not None
+        hit = self.cache.get(key)
+        if hit is None:
+            self._tell("cache_miss", self.table.spec(model).alias)
+            return None
+        self._tell("cache_hit", hit.model)
+        spec = self.table.models.get(hit.model)
+        if spec is not None and hit.usage is not None and self.on_saved is not None:
+            self.on_saved(
+                hit.model, spec.price.cost(hit.usage.prompt_tokens, hit.usage.completion_tokens)
+            )
+        return replace(hit, seconds=0.0)
+
+    def _keep(self, key: str, completion: Completion) -> None:
+        if self.cache is not None and not any(c.error for c in completion.tool_calls):
+            self.cache.put(key, completion)
+
+    def _kept(self, key: str, events: Iterator[StreamEvent]) -> Iterator[StreamEvent]:
+        """``events``, the answer kept once whole (a stream left early is not)."""
+        for event in events:
+            if isinstance(event, Done):
+                self._keep(key, event.completion)
+            yield event
 
     def check(self, model: str | None = None) -> dict[str, Any]:
         """One tiny call to ``model`` alone, no fallback: ``{"model", "ok", "seconds",

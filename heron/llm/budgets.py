@@ -117,6 +117,8 @@ class Payer:
     context: str
     rules: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (who, patterns) each must allow
     budgets: tuple[Budget, ...] = ()
+    #: Whether its calls may use the response cache (a key made with ``--no-cache``: not).
+    cache: bool = True
 
 
 def payer_of(settings: Settings, key: Key | None) -> Payer:
@@ -134,7 +136,8 @@ def payer_of(settings: Settings, key: Key | None) -> Payer:
     if key is not None and key.max_budget is not None:
         budgets.append(Budget(f"key:{key.name}", key.max_budget, key.budget_duration))
     name = None if key is None else key.name
-    return Payer(name, settings.context, tuple(rules), tuple(budgets))
+    cache = key is None or not key.no_cache
+    return Payer(name, settings.context, tuple(rules), tuple(budgets), cache)
 
 
 def allowed_chain(payer: Payer, chain: list[ModelSpec]) -> list[ModelSpec]:

@@ -196,6 +196,9 @@ class Policy:
     cooldown: float | None = None
     #: How a pool's deployments are tried when the pool says not (``simple-shuffle``).
     strategy: str | None = None
+    #: The response cache (``heron.llm.cache``): seconds an answer is kept, how many.
+    cache_ttl: float | None = None
+    cache_size: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -352,7 +355,15 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
         raise ConfigError(
             f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
         )
-    policy = Policy(read.retries, read.timeout, read.allowed_fails, read.cooldown, read.strategy)
+    policy = Policy(
+        read.retries,
+        read.timeout,
+        read.allowed_fails,
+        read.cooldown,
+        read.strategy,
+        read.cache_ttl,
+        read.cache_size,
+    )
     return RoutingTable(models, default, path, tuple(notes), policy)
 
 

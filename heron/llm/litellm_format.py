@@ -66,7 +66,12 @@ ROUTER_KEYS = {
     "allowed_fails": "allowed_fails",
     "cooldown_time": "cooldown",
     "routing_strategy": "strategy",
+    "cache": "cache",
+    "cache_responses": "cache",
+    "cache_params": "cache_params",
 }
+#: LiteLLM's ``cache_params`` keys Heron reads; ``type`` other than ``local`` is noted.
+CACHE_PARAMS = ("type", "ttl", "max_size_in_memory", "default_in_memory_ttl")
 #: LiteLLM's routing strategies Heron implements (``heron.llm.routing``).
 STRATEGIES = (
     "simple-shuffle",
@@ -289,6 +294,9 @@ class Routing:
     allowed_fails: int | None = None
     cooldown: float | None = None
     strategy: str | None = None
+    #: Seconds an identical request's answer is kept (``None``: no cache), at most how many.
+    cache_ttl: float | None = None
+    cache_size: int | None = None
 
 
 def routing(data: Mapping[str, Any], where: str) -> tuple[Routing, list[str]]:
@@ -336,8 +344,42 @@ def routing(data: Mapping[str, Any], where: str) -> tuple[Routing, list[str]]:
                 f"{where}: {at} is {value!r:.80}; choose one of {', '.join(STRATEGIES)}."
             )
         numbers["strategy"] = value
+    numbers.update(_cache(found, where, notes))
     read = Routing(lists["fallbacks"], lists["context_window_fallbacks"], defaults, **numbers)
     return read, notes
+
+
+def _cache(found: Mapping[str, Any], where: str, notes: list[str]) -> dict[str, Any]:
+    """``cache_ttl`` and ``cache_size`` from ``cache`` and ``cache_params``."""
+    if "cache" not in found:
+        return {}
+    at, on = found["cache"]
+    if not isinstance(on, bool):
+        raise ConfigError(f"{where}: {at} must be true or false, got {on!r:.80}.")
+    if not on:
+        return {}
+    params: Mapping[str, Any] = {}
+    if "cache_params" in found:
+        at, params = found["cache_params"]
+        if not isinstance(params, Mapping):
+            raise ConfigError(f"{where}: {at} must be a mapping (type, ttl), got {params!r:.80}.")
+    kind = params.get("type", "local")
+    if kind != "local":
+        notes.append(
+            f"{where}: cache_params.type {kind!r}: Heron's cache is exact and in memory "
+            "(type local), kept per server process."
+        )
+    ignored = sorted(str(k) for k in params if k not in CACHE_PARAMS)
+    if ignored:
+        notes.append(
+            f"{where}: Heron ignores the LiteLLM cache_params key(s) {', '.join(ignored)}."
+        )
+    ttl = params.get("ttl", params.get("default_in_memory_ttl", 600))
+    size = params.get("max_size_in_memory", 1000)
+    return {
+        "cache_ttl": float(_number("cache_params.ttl", ttl, where, float)),
+        "cache_size": max(1, int(_number("cache_params.max_size_in_memory", size, where, int))),
+    }
 
 
 def _number(at: str, value: Any, where: str, kind: type) -> int | float:

@@ -80,6 +80,8 @@ from heron.keys import (
     open_keys,
     seconds_to_next_month,
 )
+from heron.llm.cache import CONTROL as CACHE_CONTROL
+from heron.llm.cache import CacheControl
 from heron.llm.metering import TAB
 from heron.server.auth import is_open
 from heron.server.hooks import no_routes
@@ -669,6 +671,15 @@ class KeyMiddleware:
         if scope["type"] != "http" or scope["path"] in OPEN_PATHS or is_open(scope["path"]):
             await self.app(scope, receive, send)
             return
+        # Cache-Control: no-cache / no-store, for the model calls this request makes.
+        header = dict(scope.get("headers") or []).get(b"cache-control", b"")
+        control = CACHE_CONTROL.set(CacheControl.from_header(header.decode("latin-1")))
+        try:
+            await self._keyed(scope, receive, send)
+        finally:
+            CACHE_CONTROL.reset(control)
+
+    async def _keyed(self, scope: Scope, receive: Receive, send: Send) -> None:
         path = scope["path"]
         given = _bearer(scope)
         key: Key | None = API_TOKEN if self.token else None
@@ -840,6 +851,7 @@ class CreateParams(Params):
     budget_duration: str | None = Field(
         default=None, description="The budget's window: 30s, 15m, 1h, 30d, 1mo; default ever."
     )
+    no_cache: bool = Field(default=False, description="Never use the response cache.")
 
 
 class MonthParams(Params):
@@ -867,6 +879,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             models=p.models,
             max_budget=p.max_budget,
             budget_duration=p.budget_duration,
+            no_cache=p.no_cache,
         )
         return key.to_dict() | {"token": token}
 

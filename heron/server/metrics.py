@@ -17,6 +17,8 @@ Families (Prometheus naming: counters end ``_total``, durations are ``_seconds``
     heron_key_requests_total{key,outcome}              per API key: ok|limited|forbidden
     heron_key_tokens_total{key,direction}              per API key, direction in|out
     heron_spend_dollars_total{key,context,model}       what model calls cost (heron.llm.prices)
+    heron_model_cache_hits_total{model}, heron_model_cache_misses_total{model}
+    heron_cache_saved_dollars_total{model}             what the cache's hits did not spend
     heron_index_records{namespace}, heron_jobs{state}  read at each scrape
     heron_watchdog_check_status{check}                 1 passing, 0 failing (watchdog-latest.json)
     heron_build_info{version,python,implementation}, process_*, python_info, python_gc_*
@@ -189,6 +191,15 @@ class Metrics:
         self.probes = self._counter(
             "heron_model_probes", "Models tried once after their cooldown.", "model"
         )
+        self.cache_hits = self._counter(
+            "heron_model_cache_hits", "Calls answered from the response cache.", "model"
+        )
+        self.cache_misses = self._counter(
+            "heron_model_cache_misses", "Calls the response cache had no answer for.", "model"
+        )
+        self.cache_saved = self._counter(
+            "heron_cache_saved_dollars", "What the cache's answers would have cost.", "model"
+        )
         self.tools = self._counter(
             "heron_tool_calls", "Tool calls by the agent.", "tool", "outcome"
         )
@@ -247,15 +258,22 @@ class Metrics:
             self.stages.labels(stage).observe(spent)
 
     def observe_broker(self, event: str, model: str) -> None:
-        """The broker's report (``Broker.observer``): ``retry``, ``fallback``, ``cooldown``
-        or ``probe`` of ``model`` (an alias of the table: the labels stay few)."""
+        """The broker's report (``Broker.observer``): ``retry``, ``fallback``, ``cooldown``,
+        ``probe``, ``cache_hit`` or ``cache_miss`` of ``model`` (an alias of the table:
+        the labels stay few)."""
         counters = {
             "retry": self.retries,
             "fallback": self.fallbacks,
             "cooldown": self.cooldowns,
             "probe": self.probes,
+            "cache_hit": self.cache_hits,
+            "cache_miss": self.cache_misses,
         }
         counters[event].labels(self.model_label(model)).inc()
+
+    def observe_saved(self, model: str, dollars: float) -> None:
+        """The broker's report of a cache hit's cost not spent (``Broker.on_saved``)."""
+        self.cache_saved.labels(self.model_label(model)).inc(dollars)
 
     def observe_spend(self, key: str | None, context: str, model: str, dollars: float) -> None:
         """The broker's report of a call's cost (``Broker.on_spend``)."""

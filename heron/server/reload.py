@@ -126,6 +126,7 @@ class Reloader(Resource):
                 broker = Broker(table, rt.settings)
                 broker.observer = rt.metrics.observe_broker
                 broker.on_spend = rt.metrics.observe_spend
+                broker.on_saved = rt.metrics.observe_saved
                 self._retired.append(agent.broker)
                 agent.broker = broker
         return {"aliases": list(table.models), "default": table.default}

@@ -245,6 +245,7 @@ class Runtime(Resource):
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks
             agent.broker.on_spend = self.metrics.observe_spend  # what calls cost
+            agent.broker.on_saved = self.metrics.observe_saved  # what the cache saved
             return agent
 
         return self.shared("agent", open_)
