@@ -445,8 +445,8 @@ def remove_file(
     library = get_library(name, settings)
     root = writable_root(library, settings, caller)
     parts = _parts(path, "The file")
-    # Pages only (the suffixes as the scan reads them): never a marker or another file.
-    if not parts or not any(parts[-1].endswith(s) and parts[-1] != s for s in SUFFIXES):
+    # Pages only (the suffixes the scan reads, in any case): never a marker or another file.
+    if not parts or _suffix(parts[-1]) is None:
         raise InputError(
             f"{path!r} is no page of library {library.name!r}: give a file's path from the "
             f"library's root, ending in one of {', '.join(SUFFIXES)} (library.pages lists them)."

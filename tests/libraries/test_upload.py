@@ -176,6 +176,9 @@ def test_removing_a_file_drops_its_records_and_nothing_else(
     settings: Settings, store: SQLiteStore, lib: Path
 ) -> None:
     add_files("lib", [NewFile("vpn.md", VPN), NewFile("lunch.md", LUNCH)], store, settings)
+    (lib / "Old.MD").write_bytes(LUNCH)
+    index_library("lib", store, settings=settings)
+    assert remove_file("lib", "Old.MD", store, settings)["page"] == "Old"
     gone = remove_file("lib", "vpn.md", store, settings)
     assert gone["page"] == "vpn" and gone["index"]["removed"] == 1
     assert not (lib / "vpn.md").exists()
