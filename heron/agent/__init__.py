@@ -28,7 +28,7 @@ from heron.agent.answer import (
 from heron.agent.execute import run_calls
 from heron.agent.extractive import Extract, Limits, compose
 from heron.agent.guard import RepetitionGuard, repeats
-from heron.agent.sessions import Sessions
+from heron.agent.sessions import Sessions, open_sessions
 from heron.agent.triage import Triage, triage
 from heron.agent.turn import Turn
 from heron.agent.wiring import job_runner, open_agent, open_tools
@@ -56,6 +56,7 @@ __all__ = [
     "compose",
     "job_runner",
     "open_agent",
+    "open_sessions",
     "open_tools",
     "repeats",
     "run_calls",

@@ -1,4 +1,8 @@
-"""Conversations by ``session_id``, in SQLite at ``$HERON_HOME/agent.db``.
+"""Conversations by ``session_id``: in SQLite at ``$HERON_HOME/agent.db``, or in the
+PostgreSQL database ``HERON_DATABASE_URL`` names (``heron_sessions``, ``heron_turns``,
+``heron_titles``), where every replica of a team's deployment reads and continues every
+conversation: one started on one replica goes on on another, and an id names one
+conversation across them all (``open_sessions``). The SQL is written once for both.
 
 A turn (the message and its whole answer) is written in one transaction once the answer
 is complete: a failed answer leaves the session as it was. What is written is redacted
@@ -27,57 +31,63 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from heron.core.chat import Message
 from heron.core.contexts import DEFAULT
-from heron.db import Schema, SQLiteDatabase
+from heron.db import Database, Dialect, EngineSchemas, Schema, SQLiteDatabase, open_database
 from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
 from heron.resource import Resource
+from heron.settings import Settings
 
 #: ``{new}`` (``IF NOT EXISTS``) adopts a file written before its schema was numbered,
 #: whichever of the three tables it already has.
-_SESSIONS = Schema(
+#: In ``heron.db.dialect``'s notation; on SQLite the words render as they were first
+#: written (``REAL``, no prefix), so files of every earlier version migrate as before.
+SESSIONS = Schema(
     name="agent",
+    noun="session",
     what="the session database",
     migrations=(
         """
-CREATE TABLE {new}sessions (
+CREATE TABLE {new}{p}sessions (
     id TEXT PRIMARY KEY,
-    created REAL NOT NULL,
-    updated REAL NOT NULL
+    created {real} NOT NULL,
+    updated {real} NOT NULL
 );
-CREATE TABLE {new}turns (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+CREATE TABLE {new}{p}turns (
+    session_id TEXT NOT NULL REFERENCES {p}sessions(id) ON DELETE CASCADE,
     seq INTEGER NOT NULL,
     message TEXT NOT NULL,
     answer TEXT NOT NULL,
     record TEXT NOT NULL,
-    created REAL NOT NULL,
+    created {real} NOT NULL,
     PRIMARY KEY (session_id, seq)
 );
-CREATE TABLE {new}titles (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+CREATE TABLE {new}{p}titles (
+    session_id TEXT PRIMARY KEY REFERENCES {p}sessions(id) ON DELETE CASCADE,
     title TEXT NOT NULL
 );
 """,
         # The context a session was started in (heron.core.contexts): only it sees it.
-        "ALTER TABLE sessions ADD COLUMN context TEXT NOT NULL DEFAULT 'default';",
+        "ALTER TABLE {p}sessions ADD COLUMN context TEXT NOT NULL DEFAULT 'default';",
         # Who started it and through which door (Asker); NULL for the sessions already
         # there, whose owner nobody recorded: only an admin sees those. The index serves
         # a person's list, the latest first.
         """
-ALTER TABLE sessions ADD COLUMN owner TEXT;
-ALTER TABLE sessions ADD COLUMN door TEXT;
-CREATE INDEX sessions_by_owner ON sessions (context, owner, updated);
+ALTER TABLE {p}sessions ADD COLUMN owner TEXT;
+ALTER TABLE {p}sessions ADD COLUMN door TEXT;
+CREATE INDEX {p}sessions_by_owner ON {p}sessions (context, owner, updated);
 """,
     ),
     rebuild="a new one starts on the next use",
     reopen="heron.agent.open_agent(settings)",
+    advice="then the conversation (sessions.list) before asking again",
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")
 #: Earlier turns replayed to the model; older ones stay stored but unsent.
@@ -146,29 +156,47 @@ def new_session_id() -> str:
     return uuid.uuid4().hex
 
 
+def sessions_file(path: Path) -> SQLiteDatabase:
+    """The SQLite session file ``path``, as ``Sessions`` needs it."""
+    # ON DELETE CASCADE needs foreign_keys; the default synchronous=FULL stays: a turn
+    # answered is a turn kept, even through a power cut.
+    return SQLiteDatabase(path, SESSIONS, pragmas=("foreign_keys=ON",), rows=None)
+
+
+def open_sessions(settings: Settings) -> Sessions:
+    """The sessions of ``settings.context``: in PostgreSQL when ``HERON_DATABASE_URL``
+    names it (every replica's), else in ``$HERON_HOME/agent.db``, where they have always
+    been (not beside a ``sqlite:///`` store elsewhere, which would lose them)."""
+    if settings.postgres_url:
+        schemas = EngineSchemas(SESSIONS, SESSIONS, postgres_options={"rows": None})
+        return Sessions(open_database(settings, schemas), settings.context)
+    return Sessions(sessions_file(settings.home / "agent.db"), settings.context)
+
+
 class Sessions(Resource):
-    """The session file, safe to share between threads (``heron.db.SQLiteDatabase``);
-    every use of it raises a damaged, read-only or locked file as one ``StoreError``
-    naming the file and the fix (``heron.db.sqlite``).
+    """The sessions of one context on a database (``open_sessions``), safe to share
+    between threads; every use of it raises a damaged, read-only or locked file, or an
+    unreachable server, as one ``StoreError`` naming it and the fix (``heron.db``).
 
     Each call acts as ``asker`` (``current_asker()`` when it names none): a session of
     another owner, or of another context, is ``NotFound`` to it unless it is an admin
-    (the module docstring)."""
+    (the module docstring). Two servers saving a turn of one session at once take turns
+    on its row (the upsert of ``save`` locks it), so turns are numbered 1, 2, 3 ...
+    whichever replica answers."""
 
-    def __init__(self, path: Path, context: str = DEFAULT) -> None:
+    def __init__(self, database: Database, context: str = DEFAULT) -> None:
         self.context = context
-        # ON DELETE CASCADE needs foreign_keys; the default synchronous=FULL stays: a
-        # turn answered is a turn kept, even through a power cut.
-        self._db = SQLiteDatabase(path, _SESSIONS, pragmas=("foreign_keys=ON",), rows=None)
+        self._db = database
 
     def history(
         self, session_id: str, turns: int = HISTORY_TURNS, *, asker: Asker | None = None
     ) -> list[Message]:
         """The last ``turns`` exchanges as user and assistant messages, oldest first."""
-        with self._db.connection() as db:
+        with self._tx() as db:
             self._check(db, session_id, asker or current_asker())
             rows = db.execute(
-                "SELECT message, answer FROM turns WHERE session_id = ? ORDER BY seq DESC LIMIT ?",
+                "SELECT message, answer FROM {p}turns WHERE session_id = ?"
+                " ORDER BY seq DESC LIMIT ?",
                 (session_id, turns),
             ).fetchall()
         messages: list[Message] = []
@@ -183,14 +211,14 @@ class Sessions(Resource):
         older than ``EMPTY_TTL`` go in the same transaction."""
         asker = asker or current_asker()
         session_id, now = new_session_id(), time.time()
-        with self._db.connection(write=True) as db:
+        with self._tx(write=True) as db:
             db.execute(
-                "DELETE FROM sessions WHERE context = ? AND owner = ? AND created < ?"
-                " AND NOT EXISTS (SELECT 1 FROM turns WHERE session_id = sessions.id)",
+                "DELETE FROM {p}sessions WHERE context = ? AND owner = ? AND created < ?"
+                " AND NOT EXISTS (SELECT 1 FROM {p}turns WHERE session_id = {p}sessions.id)",
                 (self.context, asker.owner, now - EMPTY_TTL),
             )
             db.execute(
-                "INSERT INTO sessions (id, created, updated, context, owner, door)"
+                "INSERT INTO {p}sessions (id, created, updated, context, owner, door)"
                 " VALUES (?, ?, ?, ?, ?, ?)",
                 (session_id, now, now, self.context, asker.owner, asker.door),
             )
@@ -210,20 +238,20 @@ class Sessions(Resource):
         asker = asker or current_asker()
         now = time.time()
         message, record = redact(message), redact_value(record)
-        with self._db.connection(write=True) as db:
+        with self._tx(write=True) as db:
             self._check(db, session_id, asker)
             db.execute(
-                "INSERT INTO sessions (id, created, updated, context, owner, door)"
+                "INSERT INTO {p}sessions (id, created, updated, context, owner, door)"
                 " VALUES (?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT(id) DO UPDATE SET updated = excluded.updated",
                 (session_id, now, now, self.context, asker.owner, asker.door),
             )
             (seq,) = db.execute(
-                "SELECT COALESCE(MAX(seq), 0) + 1 FROM turns WHERE session_id = ?",
+                "SELECT COALESCE(MAX(seq), 0) + 1 FROM {p}turns WHERE session_id = ?",
                 (session_id,),
             ).fetchone()
             db.execute(
-                "INSERT INTO turns VALUES (?, ?, ?, ?, ?, ?)",
+                "INSERT INTO {p}turns VALUES (?, ?, ?, ?, ?, ?)",
                 (
                     session_id,
                     seq,
@@ -238,10 +266,10 @@ class Sessions(Resource):
     def turns(self, session_id: str, *, asker: Asker | None = None) -> list[dict[str, Any]]:
         """Every stored turn of a session, oldest first: ``{"seq", "message", "answer"}``
         with the answer as ``Answer.to_dict()`` gave it."""
-        with self._db.connection() as db:
+        with self._tx() as db:
             self._check(db, session_id, asker or current_asker())
             rows = db.execute(
-                "SELECT seq, message, record FROM turns WHERE session_id = ? ORDER BY seq",
+                "SELECT seq, message, record FROM {p}turns WHERE session_id = ? ORDER BY seq",
                 (session_id,),
             ).fetchall()
         return [{"seq": s, "message": m, "answer": json.loads(r)} for s, m, r in rows]
@@ -270,14 +298,14 @@ class Sessions(Resource):
         if door is not None:
             where.append("s.door = ?")
             args.append(door)
-        with self._db.connection() as db:
+        with self._tx() as db:
             rows = db.execute(
                 "SELECT s.id, s.created, s.updated, s.owner, s.door, t.title,"
-                " (SELECT message FROM turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
-                " (SELECT COUNT(*) FROM turns WHERE session_id = s.id)"
-                " FROM sessions s LEFT JOIN titles t ON t.session_id = s.id"
+                " (SELECT message FROM {p}turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
+                " (SELECT COUNT(*) FROM {p}turns WHERE session_id = s.id)"
+                " FROM {p}sessions s LEFT JOIN {p}titles t ON t.session_id = s.id"
                 f" WHERE {' AND '.join(where)}"
-                " AND EXISTS (SELECT 1 FROM turns WHERE session_id = s.id)"
+                " AND EXISTS (SELECT 1 FROM {p}turns WHERE session_id = s.id)"
                 " ORDER BY s.updated DESC LIMIT ?",
                 (*args, limit),
             ).fetchall()
@@ -289,24 +317,24 @@ class Sessions(Resource):
 
     def rename(self, session_id: str, title: str, *, asker: Asker | None = None) -> None:
         """Give a session a title (``""``: back to its first question)."""
-        with self._db.connection(write=True) as db:
+        with self._tx(write=True) as db:
             if not self._visible(db, session_id, asker or current_asker()):
                 raise NotFound(f"No session {session_id!r}; sessions.list names them.")
             if title.strip():
                 db.execute(
-                    "INSERT INTO titles VALUES (?, ?) "
+                    "INSERT INTO {p}titles VALUES (?, ?) "
                     "ON CONFLICT(session_id) DO UPDATE SET title = excluded.title",
                     (session_id, redact(title.strip())),
                 )
             else:
-                db.execute("DELETE FROM titles WHERE session_id = ?", (session_id,))
+                db.execute("DELETE FROM {p}titles WHERE session_id = ?", (session_id,))
 
     def delete(self, session_id: str, *, asker: Asker | None = None) -> bool:
         """Forget a session and its turns; ``False`` when the asker has none by that id."""
-        with self._db.connection(write=True) as db:
+        with self._tx(write=True) as db:
             if not self._visible(db, session_id, asker or current_asker()):
                 return False
-            db.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+            db.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
         return True
 
     def amend(
@@ -315,24 +343,24 @@ class Sessions(Resource):
         """Add ``extra``'s keys, redacted, to the record of the session's latest turn
         whose answer is ``answer``: what its stream knew and the answer does not say
         (the generated text a fallback replaced)."""
-        with self._db.connection(write=True) as db:
+        with self._tx(write=True) as db:
             self._check(db, session_id, asker or current_asker())
             row = db.execute(
-                "SELECT seq, record FROM turns WHERE session_id = ? AND answer = ? "
+                "SELECT seq, record FROM {p}turns WHERE session_id = ? AND answer = ? "
                 "ORDER BY seq DESC LIMIT 1",
                 (session_id, redact(answer)),
             ).fetchone()
             if row is not None:
                 record = json.loads(row[1]) | redact_value(extra)
                 db.execute(
-                    "UPDATE turns SET record = ? WHERE session_id = ? AND seq = ?",
+                    "UPDATE {p}turns SET record = ? WHERE session_id = ? AND seq = ?",
                     (json.dumps(record, ensure_ascii=False), session_id, row[0]),
                 )
 
     def _visible(self, db: Any, session_id: str, asker: Asker) -> bool:
         """Whether ``session_id`` exists in this context and ``asker`` may act on it."""
         row = db.execute(
-            "SELECT owner FROM sessions WHERE id = ? AND context = ?", (session_id, self.context)
+            "SELECT owner FROM {p}sessions WHERE id = ? AND context = ?", (session_id, self.context)
         ).fetchone()
         return row is not None and (asker.admin or row[0] == asker.owner)
 
@@ -342,12 +370,29 @@ class Sessions(Resource):
         continued or reused under its id either. An id nobody has used passes (a new
         session)."""
         row = db.execute(
-            "SELECT context, owner FROM sessions WHERE id = ?", (session_id,)
+            "SELECT context, owner FROM {p}sessions WHERE id = ?", (session_id,)
         ).fetchone()
         if row is not None and (
             row[0] != self.context or not (asker.admin or row[1] == asker.owner)
         ):
             raise NotFound(f"No session {session_id!r}; sessions.list names them.")
 
+    @contextmanager
+    def _tx(self, write: bool = False) -> Iterator[_Connection]:
+        with self._db.connection(write) as db:
+            yield _Connection(db, self._db.dialect)
+
     def close(self) -> None:
         self._db.close()
+
+
+@dataclass(frozen=True)
+class _Connection:
+    """A connection that takes this module's SQL: ``?`` and ``{p}`` in the dialect's
+    words (``heron.db.dialect``)."""
+
+    db: Any
+    dialect: Dialect
+
+    def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
+        return self.db.execute(self.dialect.sql(sql), args)

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from heron.agent.agent import Agent
 from heron.agent.answer import ToolUse
 from heron.agent.loop import SearchHook, ToolHook
-from heron.agent.sessions import Sessions
+from heron.agent.sessions import open_sessions
 from heron.core.chat import ChatRequest, Message, Sampling
 from heron.core.contexts import DEFAULT
 from heron.core.tools import Handler, Tool
@@ -197,7 +197,7 @@ def open_agent(
         broker = Broker(table, settings) if table is not None else load_broker(settings)
         opened.enter_context(contextlib.closing(broker))
         sessions = opened.enter_context(
-            contextlib.closing(Sessions(settings.home / "agent.db", settings.context))
+            contextlib.closing(open_sessions(settings))
         )
         resources = opened.pop_all()
     return Agent(

@@ -13,7 +13,9 @@ started it; to anyone else its id is unknown (404). A finished stream is kept
 next event and ends with ``error``, and one whose key is revoked stops at its next event
 too. The answer's task has a tab of its own (``heron.server.keys``): it holds the
 message and the answer's bound before the agent starts and is charged whatever the
-answer spent, followed to its end or not. Framing, keep-alives and the disconnect are
+answer spent, followed to its end or not. With PostgreSQL (replicas), every event is
+copied to the database too (``heron.server.relay``), so a client resumes on any replica,
+under the same owner rule. Framing, keep-alives and the disconnect are
 ``heron.server.events``::
 
     id: 3f2a...:1
@@ -50,6 +52,7 @@ from heron.server.keys import CALLER, Caller, Tab, key_of, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
 from heron.server.openai import usage
+from heron.server.relay import FLUSH, POLL, Relay, open_relay
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 from heron.web.markdown import with_html
@@ -148,11 +151,13 @@ class Stream:
 
 
 class StreamHub:
-    """The live and recently finished streams, by id."""
+    """The live and recently finished streams, by id; with a ``relay`` (PostgreSQL),
+    every replica's too."""
 
-    def __init__(self, ttl: float, grace: float) -> None:
+    def __init__(self, ttl: float, grace: float, relay: Relay | None = None) -> None:
         self.ttl = ttl
         self.grace = grace
+        self.relay = relay
         self.streams: dict[str, Stream] = {}
         self.tasks: set[asyncio.Task[None]] = set()
 
@@ -192,11 +197,37 @@ class StreamHub:
         sent: Sequence[str],
     ) -> None:
         TAB.set(tab)  # this task's own context: the model calls below are charged to it
+        copy = None
         try:
+            if self.relay is not None:
+                await run_in_threadpool(self.relay.start, stream.id, stream.owner)
+                copy = asyncio.create_task(self._copy(self.relay, stream))
             await self._answer(rt, events, stream, sent)
         finally:
             if tab is not None:
                 tab.close()
+            if copy is not None:
+                await copy
+
+    async def _copy(self, relay: Relay, stream: Stream) -> None:
+        """Write the stream's events to the relay as they come, a batch at most every
+        ``FLUSH`` seconds, until its last one is written."""
+        written = 0
+        try:
+            while True:
+                async with stream.changed:
+                    await stream.changed.wait_for(
+                        lambda n=written: len(stream.events) > n or stream.finished_at is not None
+                    )
+                await asyncio.sleep(FLUSH)  # what else comes meanwhile goes in one batch
+                fresh, done = stream.events[written:], stream.finished_at is not None
+                if fresh or done:
+                    await run_in_threadpool(relay.write, stream.id, written + 1, fresh, done)
+                written += len(fresh)
+                if done and written >= len(stream.events):
+                    return
+        except HeronError as exc:  # the answer goes on here; only other replicas miss it
+            log.warning("chat stream %s not copied to the database: %s", stream.id, exc)
 
     async def _answer(
         self, rt: Runtime, events: Iterator[Any], stream: Stream, sent: Sequence[str]
@@ -237,21 +268,58 @@ class StreamHub:
         if stream.finished_at is None:  # a stream that ended without its final event
             await stream.add("error", {"message": "The answer ended early."}, last=True)
 
-    def resume(self, last_event_id: str, owner: Owner) -> tuple[Stream, int]:
-        """The stream and event number ``last_event_id`` names, for ``owner``; a stream
-        another key or context started is as unknown as one never started
-        (``KeyError``): its id must not open it, nor say that it exists."""
-        sid, _, n = last_event_id.partition(":")
+    async def resume(self, last_event_id: str, owner: Owner) -> AsyncIterator[ServerSentEvent]:
+        """The events after the one ``last_event_id`` names, for ``owner``, live until
+        the end: from this replica's memory, else (a relay) from the database, whichever
+        replica answers; a stream another key or context started is as unknown as one
+        never started (``KeyError``): its id must not open it, nor say that it exists."""
+        sid, _, number = last_event_id.partition(":")
+        n = whole(number, "Last-Event-ID's event number")
         stream = self.streams.get(sid)
-        if stream is None or stream.owner != owner:
-            raise KeyError(last_event_id)
-        return stream, whole(n, "Last-Event-ID's event number")
+        if stream is not None and stream.owner == owner:
+            return stream.follow(n)
+        if stream is None and self.relay is not None:
+            found = await run_in_threadpool(self.relay.read, sid, owner, n)
+            if found is not None:
+                return self._relayed(self.relay, sid, owner, n, *found)
+        raise KeyError(last_event_id)
+
+    async def _relayed(
+        self,
+        relay: Relay,
+        sid: str,
+        owner: Owner,
+        n: int,
+        events: list[tuple[str, dict[str, Any]]],
+        finished: bool,
+    ) -> AsyncIterator[ServerSentEvent]:
+        """Another replica's stream, read from the database every ``POLL`` seconds."""
+        heard = time.monotonic()
+        while True:
+            for name, data in events:
+                n += 1
+                yield message(data, event=name, id=f"{sid}:{n}")
+            if finished:
+                return
+            if events:
+                heard = time.monotonic()
+            elif time.monotonic() - heard > self.grace:
+                gone = {"message": "The replica answering stopped; ask again.", "type": "Stopped"}
+                yield message(gone, event="error", id=f"{sid}:{n + 1}")
+                return
+            await asyncio.sleep(POLL)
+            found = await run_in_threadpool(relay.read, sid, owner, n)
+            if found is None:
+                return
+            events, finished = found
 
     async def close(self) -> None:
         """Let running answers finish (graceful shutdown), then forget every stream."""
         if self.tasks:
             await asyncio.gather(*self.tasks, return_exceptions=True)
         self.streams.clear()
+        if self.relay is not None:
+            self.relay.close()
 
 
 def _revoked(caller: Caller | None) -> str | None:
@@ -276,8 +344,8 @@ def door_tokens(rt: Runtime, params: ChatParams) -> int:
     return prompt + rt.settings.agent_max_tokens
 
 
-def _sse(rt: Runtime, stream: Stream, after: int) -> Response:
-    return event_stream(stream.follow(after), rt.settings, answer=True)
+def _sse(rt: Runtime, events: AsyncIterator[ServerSentEvent]) -> Response:
+    return event_stream(events, rt.settings, answer=True)
 
 
 def _gone(last_event_id: str) -> Response:
@@ -292,7 +360,10 @@ def hub_of(rt: Runtime) -> StreamHub:
     ``server_stream_grace``)."""
     settings = rt.settings
     return rt.shared(
-        "streams", lambda: StreamHub(settings.server_stream_ttl, settings.server_stream_grace)
+        "streams",
+        lambda: StreamHub(
+            settings.server_stream_ttl, settings.server_stream_grace, open_relay(settings)
+        ),
     )
 
 
@@ -303,7 +374,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
     resume_from = request.headers.get("last-event-id")
     if resume_from:
         try:
-            return _sse(rt, *hub.resume(resume_from, owner))
+            return _sse(rt, await hub.resume(resume_from, owner))
         except KeyError:
             return _gone(resume_from)
         except InputError as exc:
@@ -324,7 +395,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
         if tab is not None:
             tab.close()
         return heron_error(exc)
-    return _sse(rt, hub.start(rt, events, owner, tab, [params.message]), 0)
+    return _sse(rt, hub.start(rt, events, owner, tab, [params.message]).follow(0))
 
 
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
@@ -340,7 +411,7 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
     if not last.startswith(f"{sid}:"):
         return _gone(last)
     try:
-        return _sse(rt, *hub.resume(last, owner_of(request)))
+        return _sse(rt, await hub.resume(last, owner_of(request)))
     except KeyError:
         return _gone(last)
     except InputError as exc:

@@ -1,26 +1,44 @@
-"""Sessions in real SQLite: history, turns, bad ids, a failed save that writes nothing;
-each session its owner's (another's is not there, an admin reaches all), listed by door,
-and a file from before owners migrated with its turns kept."""
+"""Sessions in real SQLite and a real PostgreSQL: history, turns, bad ids, a failed save
+that writes nothing; each session its owner's (another's is not there, an admin reaches
+all), listed by door; a file from before owners migrated with its turns kept; replicas
+sharing PostgreSQL continue one another's conversations."""
 
 from __future__ import annotations
 
 import sqlite3
+import threading
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from heron.agent import Sessions
-from heron.agent.sessions import LOCAL, Asker, check_session_id
+from heron.agent.sessions import LOCAL, Asker, check_session_id, open_sessions, sessions_file
 from heron.core.chat import Message
 from heron.errors import InputError, NotFound, StoreError
+from heron.settings import Settings
+from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
+
+#: ``opened()``: a new ``Sessions`` on the test's database (as another process opens it).
+Opener = Callable[[], Sessions]
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+    """Each backend in turn: ``agent.db`` in a home, or a database on a real PostgreSQL
+    (``open_sessions`` picks it, as every replica of a deployment does)."""
+    if request.param == "sqlite":
+        return lambda: Sessions(sessions_file(tmp_path / "agent.db"))
+    url = request.getfixturevalue("pg_url")
+    return lambda: open_sessions(Settings(home=tmp_path, database_url=url))
 
 
 def record(answer: str) -> dict:
     return {"answer": answer, "citations": []}
 
 
-def test_turns_come_back_in_order_and_history_keeps_the_last(tmp_path: Path) -> None:
-    sessions = Sessions(tmp_path / "agent.db")
+def test_turns_come_back_in_order_and_history_keeps_the_last(opened: Opener) -> None:
+    sessions = opened()
     for i in range(3):
         assert sessions.save("s1", f"question {i}", record(f"answer {i}")) == i + 1
     sessions.save("s2", "other", record("other answer"))
@@ -34,7 +52,7 @@ def test_turns_come_back_in_order_and_history_keeps_the_last(tmp_path: Path) -> 
     assert [t["seq"] for t in turns] == [1, 2, 3]
     assert turns[0]["answer"] == record("answer 0")
     sessions.close()
-    assert Sessions(tmp_path / "agent.db").history("s2") == [
+    assert opened().history("s2") == [
         Message("user", "other"),
         Message("assistant", "other answer"),
     ]
@@ -42,7 +60,7 @@ def test_turns_come_back_in_order_and_history_keeps_the_last(tmp_path: Path) -> 
 
 def test_a_failed_save_leaves_the_session_as_it_was(tmp_path: Path) -> None:
     path = tmp_path / "agent.db"
-    sessions = Sessions(path)
+    sessions = Sessions(sessions_file(path))
     sessions.save("s1", "first", record("kept"))
     db = sqlite3.connect(path)
     db.execute(
@@ -73,7 +91,7 @@ def test_a_damaged_session_file_is_one_error_naming_it_and_the_fix(tmp_path: Pat
     path = tmp_path / "agent.db"
     path.write_bytes(b"not a database, " * 512)
     with pytest.raises(DatabaseCorrupt, match="session database") as raised:
-        Sessions(path)
+        Sessions(sessions_file(path))
     assert str(path) in str(raised.value) and "a new one starts" in str(raised.value)
 
 
@@ -88,8 +106,8 @@ def listed(sessions: Sessions, asker: Asker, **options: object) -> list[str]:
     return [s["id"] for s in sessions.recent(asker=asker, **options)]  # type: ignore[arg-type]
 
 
-def test_a_person_lists_and_reaches_only_their_own_sessions(tmp_path: Path) -> None:
-    sessions = Sessions(tmp_path / "agent.db")
+def test_a_person_lists_and_reaches_only_their_own_sessions(opened: Opener) -> None:
+    sessions = opened()
     sessions.save("ana-page", "q1", record("a1"), asker=ANA)
     sessions.save("ana-api", "q2", record("a2"), asker=Asker("ana", "api"))
     sessions.save("bea-page", "q3", record("a3"), asker=BEA)
@@ -124,7 +142,7 @@ def test_a_person_lists_and_reaches_only_their_own_sessions(tmp_path: Path) -> N
 
 
 def test_a_session_made_first_is_listed_once_asked_in(tmp_path: Path) -> None:
-    sessions = Sessions(tmp_path / "agent.db")
+    sessions = Sessions(sessions_file(tmp_path / "agent.db"))
     made = sessions.create(ANA)
     assert listed(sessions, ANA) == []  # nothing asked yet: no empty item in a sidebar
     with pytest.raises(NotFound):
@@ -164,7 +182,7 @@ def test_an_old_file_keeps_its_turns_and_its_sessions_are_an_admins(tmp_path: Pa
     old = sqlite3.connect(path)
     old.executescript(OLD_SCHEMA)
     old.close()
-    sessions = Sessions(path)
+    sessions = Sessions(sessions_file(path))
     assert [t["message"] for t in sessions.turns("old", asker=ADMIN)] == ["q1", "q2"]
     # Nobody recorded its owner: on no one's list, not even the machine's user's...
     assert listed(sessions, LOCAL) == [] and listed(sessions, ANA, door="page") == []
@@ -177,3 +195,38 @@ def test_an_old_file_keeps_its_turns_and_its_sessions_are_an_admins(tmp_path: Pa
     sessions.close()
     version = sqlite3.connect(path).execute("PRAGMA user_version").fetchone()[0]
     assert version == 3
+
+
+# -- replicas ------------------------------------------------------------------------------
+
+
+def test_replicas_continue_one_conversation(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
+    """Two replicas (homes of their own, one database): a conversation started on a goes
+    on on b with its first turns; turns saved at once from both are numbered without a
+    gap or a clash; the owner's rule holds on either; new ids never collide."""
+    a = open_sessions(Settings(home=tmp_path / "a", database_url=pg_url))
+    b = open_sessions(Settings(home=tmp_path / "b", database_url=pg_url))
+    made = a.create(ANA)
+    a.save(made, "where do we deploy?", record("to the blue pool"), asker=ANA)
+    assert b.history(made, asker=ANA) == [
+        Message("user", "where do we deploy?"),
+        Message("assistant", "to the blue pool"),
+    ]
+    with pytest.raises(NotFound):
+        b.turns(made, asker=BEA)
+
+    def save(side: Sessions, n: int) -> None:
+        side.save(made, f"follow-up {n}", record(f"answer {n}"), asker=ANA)
+
+    threads = [threading.Thread(target=save, args=((a, b)[n % 2], n)) for n in range(8)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    turns = a.turns(made, asker=ANA)
+    assert [t["seq"] for t in turns] == list(range(1, 10))
+    assert {t["message"] for t in turns[1:]} == {f"follow-up {n}" for n in range(8)}
+    assert len({a.create(ANA) for _ in range(20)} | {b.create(ANA) for _ in range(20)}) == 40
+    assert b.recent(asker=ANA, door="page")[0]["turns"] == 9
+    a.close()
+    b.close()

@@ -141,6 +141,52 @@ def events(replica: Replica, job_id: str) -> list[dict[str, Any]]:
     return replica.result("jobs.events", id=job_id)
 
 
+def stream(url: str, *, post: dict[str, Any] | None = None, last: str = "") -> list[tuple]:
+    """A /chat/stream's events as ``(id, event, data)``: all of them, or (``post``) up
+    to its first, then the connection dropped as a client's that goes away."""
+    headers = {"Last-Event-ID": last} if last else {}
+    method = "POST" if post is not None else "GET"
+    events: list[tuple] = []
+    with httpx.stream(method, url, json=post, headers=headers, timeout=60) as response:
+        assert response.status_code == 200, response.read()
+        fields: dict[str, str] = {}
+        for line in response.iter_lines():
+            if line:
+                key, _, value = line.partition(":")
+                fields[key] = value.strip()
+                continue
+            if "event" in fields:
+                events.append((fields["id"], fields["event"], json.loads(fields["data"])))
+                if post is not None or fields["event"] in ("final", "error"):
+                    break
+            fields = {}
+    return events
+
+
+def test_a_conversation_and_its_stream_go_on_on_the_other_replica(
+    replicas: list[Replica],
+) -> None:
+    """A conversation started on a is continued on b with its first turn; a /chat/stream
+    started on a and dropped is resumed on b, event for event as a has it; an id no one
+    started is b's 404."""
+    a, b = replicas
+    first = a.result("agent.chat", message="When does the team deploy?")
+    session = first["session_id"]
+    b.result("agent.chat", message="And who answers the pages?", session_id=session)
+    asked = [turn["message"] for turn in a.result("agent.history", session_id=session)]
+    assert asked == ["When does the team deploy?", "And who answers the pages?"]
+
+    started = stream(a.url + "/chat/stream", post={"message": "Who is on call?"})
+    assert started[0][1] == "stream"
+    sid = started[0][2]["stream_id"]
+    on_b = stream(f"{b.url}/chat/stream/{sid}", last=f"{sid}:1")
+    on_a = stream(f"{a.url}/chat/stream/{sid}", last=f"{sid}:1")
+    assert on_b == on_a and on_b[-1][1] == "final", on_b
+    assert on_b[0][0] == f"{sid}:2"
+    gone = httpx.get(f"{b.url}/chat/stream/nope", timeout=10)
+    assert gone.status_code == 404
+
+
 def test_a_library_added_on_one_replica_is_every_replicas(
     replicas: list[Replica], tmp_path_factory: pytest.TempPathFactory
 ) -> None:

@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from heron.agent.sessions import Asker, Sessions
+from heron.agent.sessions import Asker, Sessions, sessions_file
 from tests.web.conftest import Heron
 
 QUESTION = "How do I roll back a Deployment to its previous revision?"
@@ -44,7 +44,7 @@ def seed(heron: Heron, message: str, text: str, **fields: Any) -> str:
               "grounding": {"query": message, "libraries": ["tiny"], "how": "message"},
               "related": [ROLLBACK | {"page": "concepts/pods", "score": 0.42}],
               } | fields  # fmt: skip
-    sessions = Sessions(heron.root / "home" / "agent.db")
+    sessions = Sessions(sessions_file(heron.root / "home" / "agent.db"))
     try:
         sessions.save(sid, message, record, asker=Asker("", "page", admin=True))
     finally:
