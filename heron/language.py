@@ -1,4 +1,4 @@
-"""Which language a query is written in: what reads it (a model, a stopword list).
+"""Which language a query or a page is written in: what reads it (a model, a stemmer).
 
 py3langid (langid.py's model, 97 languages, brought by the ``e5`` extra) labels a text; a
 short or technical query ("kubectl rollout undo", "ingress nginx tls") is often labelled
@@ -34,6 +34,13 @@ CONFIDENT = 0.3
 #: (brand names); 97.9% of the Portuguese bench requests and 95.8% of the Spanish ones
 #: are read as not English (95.1% and 90.3% without it).
 UNLIKE = 0.05
+#: The probability from which a page's label is believed (``text_language``): a page of
+#: prose is labelled at 0.99 or more; a short one, a table of names, a page of code is
+#: not, and stays English, as every page was analysed before.
+PAGE_CONFIDENT = 0.9
+#: A page is read from its first this many characters: py3langid's time grows with the
+#: text (the Kubernetes pages took 7.7 ms each whole), and its label is settled long before.
+PAGE_SAMPLE = 10_000
 #: Labels read as a language they are usually confused with on short texts: a short
 #: Portuguese request is often labelled Galician, a Spanish one Catalan or Asturian.
 _NEAREST = {"gl": "pt", "ca": "es", "ast": "es", "an": "es", "oc": "es"}
@@ -63,6 +70,20 @@ def language(text: str) -> str:
     except ModelError:
         return "en"
     label = _identifier().classify(text)[0]
+    return _NEAREST.get(label, label)
+
+
+def text_language(text: str) -> str:
+    """The language a page (a long text, where py3langid is sure) is written in, an ISO
+    639-1 code: py3langid's label where its probability reaches ``PAGE_CONFIDENT``, else
+    (and without py3langid) ``"en"``. Unlike a query, a page is not read as another
+    language for a letter English does not write: English pages name "José" and "café"."""
+    try:
+        label, probability = _identifier().classify(text[:PAGE_SAMPLE])
+    except ModelError:
+        return "en"
+    if probability < PAGE_CONFIDENT:
+        return "en"
     return _NEAREST.get(label, label)
 
 

@@ -12,9 +12,12 @@ branch without it), ``include`` and ``exclude`` (comma-separated globs over page
 from the library's root: ``*`` stays within a folder, ``**`` spans folders; a page is
 indexed when it matches an ``include``, or there is none, and no ``exclude``),
 ``enrich`` (``yes``: ``heron index`` asks the model for the questions of each changed
-page, as ``heron index --enrich`` does; ``no``, the default: shipped caches only) and
-``collections`` (the folder whose sub-folders are the collections, ``collections`` by
-default: ``collections/guide/intro.md`` is in the collection ``guide``; see
+page, as ``heron index --enrich`` does; ``no``, the default: shipped caches only),
+``language`` (``auto``, the default: each page is analysed for lexical search in the
+language it is read in, ``heron.store.analysis.page_language``; a code, ``pt``, ``es``,
+``en`` ...: every page in that one, for pages too short to tell) and ``collections``
+(the folder whose sub-folders are the collections, ``collections`` by default:
+``collections/guide/intro.md`` is in the collection ``guide``; see
 ``heron.libraries.scan``).
 
 Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
@@ -57,6 +60,7 @@ from heron.errors import ConfigError, InputError, NotFound
 from heron.libraries.catalogue import editing, read
 from heron.libraries.scan import COLLECTIONS
 from heron.settings import Settings
+from heron.store.analysis import LANGUAGES
 
 FILE_NAME = "libraries.txt"
 DEFAULT_DOCS_NAME = "heron"
@@ -91,7 +95,11 @@ OPTIONS = {
     "exclude": "comma-separated globs of the pages to skip",
     "enrich": "yes to generate each changed page's questions with the model, no (default)",
     "collections": "the folder whose sub-folders are collections (default: collections)",
+    "language": "the pages' language for lexical search: auto (default, each page's own) "
+    f"or one of {', '.join(sorted(LANGUAGES))}",
 }
+#: ``language=``'s default: each page's own.
+AUTO = "auto"
 _YES_NO = {"yes": True, "true": True, "on": True, "no": False, "false": False, "off": False}
 _OPTION = re.compile(r"^([A-Za-z_]+)=(.*)$")
 #: What git accepts as a branch or tag, less what it would read as an option or a range.
@@ -108,6 +116,7 @@ class Library:
     exclude: tuple[str, ...] = ()
     enrich: bool = False
     collections: str = COLLECTIONS
+    language: str = AUTO
 
     @property
     def is_git(self) -> bool:
@@ -124,6 +133,7 @@ class Library:
             "exclude": list(self.exclude),
             "enrich": self.enrich,
             "collections": self.collections,
+            "language": self.language,
         }
 
     def options(self) -> str:
@@ -135,6 +145,7 @@ class Library:
         words += ["enrich=yes"] if self.enrich else []
         if self.collections != COLLECTIONS:
             words.append(f"collections={self.collections}")
+        words += [f"language={self.language}"] if self.language != AUTO else []
         return " ".join(words)
 
 
@@ -345,6 +356,12 @@ def _library(name: str, rest: str) -> Library:
             f"collections={options['collections']!r} for library {name!r} is not a folder "
             "path inside the library; use e.g. collections=docs/collections."
         )
+    language = options.get("language", AUTO).lower()
+    if language != AUTO and language not in LANGUAGES:
+        raise InputError(
+            f"language={options['language']!r} for library {name!r}: use language=auto (each "
+            f"page's own) or one of {', '.join(sorted(LANGUAGES))}."
+        )
     return Library(
         name,
         source,
@@ -353,6 +370,7 @@ def _library(name: str, rest: str) -> Library:
         exclude=_globs(options.get("exclude")),
         enrich=_YES_NO[enrich.lower()],
         collections=collections,
+        language=language,
     )
 
 
@@ -465,6 +483,7 @@ def add_library(
     exclude: Sequence[str] = (),
     enrich: bool = False,
     collections: str | None = None,
+    language: str = AUTO,
 ) -> Library:
     """Append ``name source [options]`` to ``libraries.txt``; a local source is stored
     absolute. ``caller="api"`` applies the API's stricter rules (``check_source``). The
@@ -480,6 +499,8 @@ def add_library(
             raise InputError(f"{key} globs hold no spaces or commas: got {list(globs)!r}.")
     if collections is not None and collections != "".join(collections.split()):
         raise InputError(f"collections= is a folder path without spaces: {collections!r}.")
+    if language != "".join(language.split()):
+        raise InputError(f"language= is one word, auto or a language code: {language!r}.")
     given = Library(
         name,
         source,
@@ -488,6 +509,7 @@ def add_library(
         exclude=tuple(exclude),
         enrich=enrich,
         collections=COLLECTIONS if collections is None else collections,
+        language=language,
     )
     line = " ".join(word for word in (name, source, given.options()) if word)
     library = _library(name, line.split(None, 1)[1])  # the options checked as when read

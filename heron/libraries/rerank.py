@@ -18,7 +18,7 @@ import numpy as np
 from heron.errors import ConfigError
 from heron.settings import Settings
 from heron.store import Hit
-from heron.store.analysis import analyze, query_terms, readable
+from heron.store.analysis import analyze, query_terms, readable, record_language
 
 
 @runtime_checkable
@@ -39,16 +39,17 @@ TITLE_WEIGHT = 0.5
 
 
 @lru_cache(maxsize=50_000)
-def _terms(text: str) -> frozenset[str]:
+def _terms(text: str, code: str) -> frozenset[str]:
     # Candidates recur across queries; analysing 100 chunks costs ~10 ms, a lookup ~0.
-    return frozenset(analyze(text))
+    return frozenset(analyze(text, code))
 
 
-def _coverage(query_terms: set[str], text: str) -> float:
-    """Share of the query's distinct terms that occur in ``text``."""
+def _coverage(query_terms: set[str], text: str, code: str) -> float:
+    """Share of the query's distinct terms (analysed as language ``code``) that occur in
+    ``text`` (analysed as the same)."""
     if not query_terms:
         return 0.0
-    return len(query_terms & _terms(text)) / len(query_terms)
+    return len(query_terms & _terms(text, code)) / len(query_terms)
 
 
 def _zscore(values: np.ndarray) -> np.ndarray:
@@ -79,22 +80,27 @@ class FeatureReranker:
         self.weights = np.array([1.0, dense, lexical, coverage, title], dtype=np.float32)
 
     def rerank(self, query: str, hits: Sequence[Hit]) -> np.ndarray:
-        terms = set(query_terms(query))
+        # Each hit is read in its own language, and the query as each hit's language
+        # reads it (heron.store.analysis); English pages alone read it as English alone.
+        languages = [record_language(h.metadata) for h in hits]
+        asked = {code: set(query_terms(query, (code,))) for code in set(languages)}
+        terms = set(query_terms(query, sorted(asked))) if hits else set()
         # The word features weigh as much of the query as the candidates can read
         # (``readable``): a question in another language than the pages matches a few
         # of their words by accident, and those matches say nothing.
-        vocabulary = set().union(*(_terms(h.text) for h in hits)) if hits else set()
+        texts = zip(hits, languages, strict=True)
+        vocabulary = set().union(*(_terms(h.text, code) for h, code in texts))
         read = readable(len(terms & vocabulary), len(terms))
         weights = self.weights * np.array([1.0, 1.0, read, read, read], dtype=np.float32)
         features = np.zeros((len(hits), 5), dtype=np.float32)
-        for i, hit in enumerate(hits):
+        for i, (hit, code) in enumerate(zip(hits, languages, strict=True)):
             title = f"{hit.metadata.get('title', '')} {hit.metadata.get('heading', '')}"
             features[i] = (
                 hit.score,
                 hit.dense_score or 0.0,
                 hit.lexical_score or 0.0,
-                _coverage(terms, hit.text),
-                _coverage(terms, title),
+                _coverage(asked[code], hit.text, code),
+                _coverage(asked[code], title, code),
             )
         if len(hits):
             features[:, 1] = _zscore(features[:, 1])

@@ -39,7 +39,7 @@ from heron.db.postgres import PostgresDatabase, Vector
 from heron.embed.base import Embedder
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
-from heron.store.schema import EF_SEARCH
+from heron.store.schema import EF_SEARCH, languages_sql
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 from heron.store.validate import FilterTerms, check_model, no_namespace
 
@@ -75,9 +75,10 @@ def fts_terms(terms: Iterable[str]) -> list[str]:
     return out
 
 
-def _postings(title: str, body: str) -> tuple[list[tuple[str, int, int]], int]:
+def _postings(row: Row) -> tuple[list[tuple[str, int, int]], int]:
     """``(term, in title, in body)`` of each term of a record, and its number of terms."""
-    title_terms, body_terms = fts_terms(analyze(title)), fts_terms(analyze(body))
+    title_terms = fts_terms(analyze(row.title, row.language))
+    body_terms = fts_terms(analyze(row.text, row.language))
     in_title, in_body = Counter(title_terms), Counter(body_terms)
     postings = [
         (term, in_title[term], in_body[term])
@@ -110,12 +111,14 @@ def _filter_sql(filters: FilterTerms) -> tuple[str, list[Any]]:
 
 @dataclass(frozen=True)
 class _Scope:
-    """One search's namespace (id and dimension) and its filter as SQL on ``r.metadata``."""
+    """One search's namespace (id and dimension), its filter as SQL on ``r.metadata`` and
+    the languages its records are analysed in (a query is analysed in each)."""
 
     ns_id: int
     dim: int
     where: str
     params: list[Any]
+    languages: tuple[str, ...]
 
 
 class PostgresStore(SQLStore[_Scope]):
@@ -234,7 +237,7 @@ class PostgresStore(SQLStore[_Scope]):
         return self._run(stored)
 
     def _write_rows(self, namespace: str, rows: list[Row], vectors: np.ndarray) -> int:
-        terms = [_postings(row.title, row.text) for row in rows]  # before the lock is taken
+        terms = [_postings(row) for row in rows]  # before the lock is taken
         ids = [row.id for row in rows]
 
         def write(db: psycopg.Connection) -> int:
@@ -247,13 +250,23 @@ class PostgresStore(SQLStore[_Scope]):
             with db.cursor() as cur:
                 cur.executemany(
                     "INSERT INTO heron_records "
-                    "(namespace_id, id, text, metadata, hash, embedding, length) "
-                    "VALUES (%s, %s, %s, %s, %s, %s, %s) "
+                    "(namespace_id, id, text, metadata, hash, embedding, length, language) "
+                    "VALUES (%s, %s, %s, %s, %s, %s, %s, %s) "
                     "ON CONFLICT (namespace_id, id) DO UPDATE SET text = excluded.text, "
                     "metadata = excluded.metadata, hash = excluded.hash, "
-                    "embedding = excluded.embedding, length = excluded.length",
+                    "embedding = excluded.embedding, length = excluded.length, "
+                    "language = excluded.language",
                     [
-                        (ns_id, row.id, row.text, row.metadata, row.hash, Vector(v), length)
+                        (
+                            ns_id,
+                            row.id,
+                            row.text,
+                            row.metadata,
+                            row.hash,
+                            Vector(v),
+                            length,
+                            row.language,
+                        )
                         for row, v, (_, length) in zip(rows, vectors, terms, strict=True)
                     ],
                 )
@@ -323,9 +336,15 @@ class PostgresStore(SQLStore[_Scope]):
 
     def _scope(self, namespace: str, filters: FilterTerms, *, dense: bool) -> _Scope:
         where, params = _filter_sql(filters)
-        ns_id = self._run(lambda db: self._namespace(db, namespace))
+
+        def scope(db: psycopg.Connection) -> tuple[int, tuple[str, ...]]:
+            ns_id = self._namespace(db, namespace)
+            rows = db.execute(languages_sql("heron_records", "%s"), (ns_id, ns_id)).fetchall()
+            return ns_id, tuple(row[0] for row in rows) or ("en",)
+
+        ns_id, languages = self._run(scope)
         # _namespace checked that the namespace has the embedder's dimension.
-        return _Scope(ns_id, self.embedder.dim, where, params)
+        return _Scope(ns_id, self.embedder.dim, where, params, languages)
 
     def _dense(
         self, scope: _Scope, vector: np.ndarray, k: int, *, with_vectors: bool
@@ -375,16 +394,16 @@ class PostgresStore(SQLStore[_Scope]):
         self, scope: _Scope, query: str, k: int, *, side: bool
     ) -> tuple[np.ndarray, np.ndarray]:
         # The pool gives the hybrid worker its own connection: ``side`` needs nothing here.
-        scores = self._bm25(scope.ns_id, query, k, scope.where, scope.params, None)
+        scores = self._bm25(scope, query, k, scope.where, scope.params, None)
         keys = np.array(list(scores), dtype=np.int64)
         return keys, np.array(list(scores.values()), dtype=np.float32)
 
     def _bm25_of(self, scope: _Scope, query: str, keys: np.ndarray) -> dict[int, float]:
-        return self._bm25(scope.ns_id, query, None, "", [], keys)
+        return self._bm25(scope, query, None, "", [], keys)
 
     def _bm25(
         self,
-        ns_id: int,
+        scope: _Scope,
         query: str,
         k: int | None,
         where: str,
@@ -394,7 +413,8 @@ class PostgresStore(SQLStore[_Scope]):
         """FTS5's BM25 of the records matching any query term, best first: the top ``k``,
         or those among ``keys``. IDF ``log((N - n + 0.5) / (n + 0.5))`` (at least 1e-6),
         term frequency weighted by field, length normalised by the mean record length."""
-        terms = fts_terms(query_terms(query))
+        ns_id = scope.ns_id
+        terms = fts_terms(query_terms(query, scope.languages))
         terms = [t for t in dict.fromkeys(terms) if len(t.encode()) <= _MAX_TERM]
         if not terms or (keys is not None and not keys.size):
             return {}

@@ -56,6 +56,12 @@ CREATE TABLE IF NOT EXISTS kv (
     PRIMARY KEY (namespace, key)
 ) WITHOUT ROWID;
 """,
+    # 2: each record's analysis language (heron.store.analysis); the records before were
+    # all analysed as English. Indexed so a search reads a namespace's languages from it.
+    """
+ALTER TABLE records ADD COLUMN language TEXT NOT NULL DEFAULT 'en';
+CREATE INDEX records_language ON records (namespace_id, language);
+""",
 )
 
 #: The PostgreSQL store's schema as numbered migrations, applied on start and recorded in
@@ -106,7 +112,27 @@ POSTGRES_MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (namespace, key)
     );
     """,
+    # 2: as SQLite's 2, each record's analysis language.
+    """
+    ALTER TABLE heron_records ADD COLUMN language text NOT NULL DEFAULT 'en';
+    CREATE INDEX heron_records_language ON heron_records (namespace_id, language);
+    """,
 )
+
+
+def languages_sql(records: str, mark: str) -> str:
+    """The query of the languages a namespace's records are analysed in, sorted, given
+    the namespace's id twice (``mark``: the driver's placeholder): each next language is
+    the least above the last, one step down the ``(namespace_id, language)`` index, so a
+    search reads a few index entries, not one per record. Both backends run it."""
+    return (
+        "WITH RECURSIVE found (language) AS ("
+        f"SELECT min(language) FROM {records} WHERE namespace_id = {mark} UNION ALL "
+        f"SELECT (SELECT min(language) FROM {records} WHERE namespace_id = {mark} "
+        "AND language > found.language) FROM found WHERE found.language IS NOT NULL) "
+        "SELECT language FROM found WHERE language IS NOT NULL"
+    )
+
 
 #: HNSW candidate list size: 400 reaches recall@10 0.95 at 1M vectors (200: 0.92, 18 against
 #: 15 ms p50); pgvector's default (40) would also cap a search at 40 results.

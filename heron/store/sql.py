@@ -38,6 +38,7 @@ import numpy as np
 from heron.embed.base import Embedder, check_vectors, embed_queries, splits_of
 from heron.errors import InputError, NotFound, StoreError
 from heron.resource import Resource
+from heron.store.analysis import record_language
 from heron.store.base import Filters, Hit, Progress, Record, SearchMode, Store, UpsertResult
 from heron.store.fusion import Fused, fuse_with_feedback
 from heron.store.validate import (
@@ -70,11 +71,14 @@ ScopeT = TypeVar("ScopeT")
 @dataclass(frozen=True)
 class Row:
     """A checked record on its way to the database: metadata as JSON text, the title
-    indexed as its own lexical field, the content hash that says whether it changed."""
+    indexed as its own lexical field, the language both are analysed in (its metadata's
+    ``"language"``, ``heron.store.analysis.record_language``), the content hash that
+    says whether it changed."""
 
     record: Record
     metadata: str
     title: str
+    language: str
     hash: str
 
     @property
@@ -89,7 +93,8 @@ class Row:
     def of(cls, record: Record) -> Row:
         check_record(record)
         metadata = metadata_json(record)
-        return cls(record, metadata, str(record.metadata.get("title", "")), record.content_hash())
+        title = str(record.metadata.get("title", ""))
+        return cls(record, metadata, title, record_language(record.metadata), record.content_hash())
 
 
 def batched(items: Iterable[Record], size: int) -> Iterator[list[Record]]:

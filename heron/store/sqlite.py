@@ -26,24 +26,28 @@ from heron.embed.base import Embedder
 from heron.store import vectors as vector_indexes
 from heron.store.analysis import analyze, query_terms
 from heron.store.base import NamespaceInfo
+from heron.store.schema import languages_sql
 from heron.store.sql import FIELD_WEIGHTS, Row, SQLStore
 from heron.store.validate import FilterTerms, check_model, no_namespace
 from heron.store.vectors import ExactIndex, HnswIndex, VectorIndex, choose_index
 
 
-def _fts_query(text: str) -> str | None:
-    """``"pod" OR "run"``: analysed terms, deduplicated. Terms are ``\\w+``, safe to quote."""
-    return " OR ".join(f'"{t}"' for t in query_terms(text)) or None
+def _fts_query(text: str, languages: tuple[str, ...]) -> str | None:
+    """``"pod" OR "run"``: analysed terms (as each of the namespace's ``languages``),
+    deduplicated. Terms are ``\\w+``, safe to quote."""
+    return " OR ".join(f'"{t}"' for t in query_terms(text, languages)) or None
 
 
 @dataclass(frozen=True)
 class _Scope:
-    """One search's namespace, its filter as SQL on ``r.metadata``, and for dense
-    searches the vector index with the keys the filter lets through."""
+    """One search's namespace, its filter as SQL on ``r.metadata``, the languages its
+    records are analysed in (a query is analysed in each), and for dense searches the
+    vector index with the keys the filter lets through."""
 
     ns_id: int
     where: str
     params: list[Any]
+    languages: tuple[str, ...]
     index: VectorIndex | None
     allowed: np.ndarray | None
 
@@ -175,7 +179,10 @@ class SQLiteStore(SQLStore[_Scope]):
 
     def _write_rows(self, namespace: str, rows: list[Row], vectors: np.ndarray) -> int:
         # FTS5 gets Heron's analysed terms (heron.store.analysis), not the raw text.
-        terms = [(" ".join(analyze(row.title)), " ".join(analyze(row.text))) for row in rows]
+        terms = [
+            (" ".join(analyze(row.title, row.language)), " ".join(analyze(row.text, row.language)))
+            for row in rows
+        ]
         ids = [row.id for row in rows]
         with self._write() as db:
             ns_id = self._namespace(namespace)[0]
@@ -189,11 +196,21 @@ class SQLiteStore(SQLStore[_Scope]):
             ).fetchone()
             for row, vector, (title, body) in zip(rows, vectors, terms, strict=True):
                 (key,) = db.execute(
-                    "INSERT INTO records (namespace_id, id, text, metadata, hash, vector, seq) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) DO UPDATE SET "
-                    "text = excluded.text, metadata = excluded.metadata, hash = excluded.hash, "
-                    "vector = excluded.vector, seq = excluded.seq RETURNING key",
-                    (ns_id, row.id, row.text, row.metadata, row.hash, vector.tobytes(), seq),
+                    "INSERT INTO records (namespace_id, id, text, metadata, hash, vector, seq, "
+                    "language) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (namespace_id, id) "
+                    "DO UPDATE SET text = excluded.text, metadata = excluded.metadata, "
+                    "hash = excluded.hash, vector = excluded.vector, seq = excluded.seq, "
+                    "language = excluded.language RETURNING key",
+                    (
+                        ns_id,
+                        row.id,
+                        row.text,
+                        row.metadata,
+                        row.hash,
+                        vector.tobytes(),
+                        seq,
+                        row.language,
+                    ),
                 ).fetchone()
                 db.execute(f"DELETE FROM fts_{ns_id} WHERE rowid = ?", (key,))
                 db.execute(
@@ -250,7 +267,9 @@ class SQLiteStore(SQLStore[_Scope]):
             )
             allowed = np.array([row[0] for row in rows], dtype=np.int64)
         index = self._vector_index(namespace) if dense else None
-        return _Scope(ns_id, where, params, index, allowed)
+        rows = self._read(languages_sql("records", "?"), (ns_id, ns_id))
+        languages = tuple(row[0] for row in rows) or ("en",)
+        return _Scope(ns_id, where, params, languages, index, allowed)
 
     def _dense(
         self, scope: _Scope, vector: np.ndarray, k: int, *, with_vectors: bool
@@ -267,7 +286,7 @@ class SQLiteStore(SQLStore[_Scope]):
         return dict(zip(known.tolist(), scope.index.vectors(known), strict=True))
 
     def _bm25_of(self, scope: _Scope, query: str, keys: np.ndarray) -> dict[int, float]:
-        match = _fts_query(query)
+        match = _fts_query(query, scope.languages)
         if match is None or not keys.size:
             return {}
         fts = f"fts_{scope.ns_id}"
@@ -285,7 +304,7 @@ class SQLiteStore(SQLStore[_Scope]):
     def _lexical(
         self, scope: _Scope, query: str, k: int, *, side: bool
     ) -> tuple[np.ndarray, np.ndarray]:
-        match = _fts_query(query)
+        match = _fts_query(query, scope.languages)
         if match is None:
             return np.empty(0, dtype=np.int64), np.empty(0, dtype=np.float32)
         fts = f"fts_{scope.ns_id}"

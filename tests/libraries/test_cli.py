@@ -33,6 +33,7 @@ def test_add_index_search_status_remove(library: Path, tmp_path: Path) -> None:
             "exclude": [],
             "enrich": False,
             "collections": "collections",
+            "language": "auto",
         }
     ]
     (report,) = json.loads(heron("index", "--json").stdout)

@@ -75,6 +75,7 @@ def test_options_after_the_source(settings: Settings) -> None:
         "k8s https://github.com/k/website.git branch=release-1.31 include=content/en/**\n"
         "local /srv/my docs exclude=drafts/**,**/_*.md  # a folder with a space\n"
         "hero https://x/docs_hero.git enrich=yes collections=/docs/collections/\n"
+        "manual /srv/manual language=PT\n"
     )
     assert read_libraries(settings) == [
         Library(
@@ -85,7 +86,9 @@ def test_options_after_the_source(settings: Settings) -> None:
         ),
         Library("local", "/srv/my docs", exclude=("drafts/**", "**/_*.md")),
         Library("hero", "https://x/docs_hero.git", enrich=True, collections="docs/collections"),
+        Library("manual", "/srv/manual", language="pt"),
     ]
+    assert read_libraries(settings)[-1].options() == "language=pt"
 
 
 @pytest.mark.parametrize(
@@ -102,6 +105,7 @@ def test_options_after_the_source(settings: Settings) -> None:
         ("k8s https://x/k.git enrich=maybe", "use enrich=yes or enrich=no"),
         ("k8s https://x/k.git collections=../up", "is not a folder path inside the library"),
         ("k8s https://x/k.git collections=/", "is not a folder path inside the library"),
+        ("k8s https://x/k.git language=ja", "use language=auto (each page's own) or one of da, de"),
     ],
 )
 def test_bad_options_say_what_is_known(settings: Settings, line: str, error: str) -> None:

@@ -44,6 +44,7 @@ def test_library_add_then_remove(served: Served, tmp_path) -> None:
         "branch": None,
         "enrich": False,
         "collections": "collections",
+        "language": "auto",
     }
     listed = {lib["name"]: lib for lib in served.rpc("library.list")["result"]}
     assert listed["extra"]["include"] == ["*.md"] and listed["extra"]["exclude"] == ["_*"]

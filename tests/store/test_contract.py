@@ -35,6 +35,7 @@ from heron.store import (
     check_store,
     open_store,
 )
+from heron.store.analysis import query_terms
 from heron.store.sql import FIRST_STEP
 from tests.openai_server import serve
 from tests.postgres import pg_server, pg_url  # noqa: F401
@@ -308,6 +309,54 @@ def test_lexical_uses_stemming_and_ignores_stopwords(store: Store) -> None:
     # Hybrid search still has its dense side when no word counts.
     hybrid = store.search("k8s", "the of and", mode="hybrid", top_k=5)
     assert len(hybrid) == 5 and all(h.lexical_rank is None for h in hybrid)
+
+
+#: Pages in three languages, each tagged as the library indexer tags a page it read.
+TONGUES = [
+    Record(
+        "correio",
+        "A configuração do servidor de correio fica em /etc/postfix.",
+        {"title": "Servidor de correio", "language": "pt"},
+    ),
+    Record(
+        "copias",
+        "Las copias de seguridad se guardan cada noche en el disco externo.",
+        {"title": "Copias de seguridad", "language": "es"},
+    ),
+    Record(
+        "mail",
+        "The mail server's configuration lives in /etc/postfix.",
+        {"title": "Mail server"},
+    ),
+]
+
+
+def test_each_record_is_analysed_in_its_own_language(store: Store) -> None:
+    store.upsert("docs", TONGUES)
+    # Portuguese's stemmer makes "configurar" and "configuração" one term ("configur"),
+    # English's kept them apart; the English page's "configuration" is English's
+    # "configur" too, so it matches that word alone.
+    found = store.search("docs", "Como configurar o servidor de correio?", mode="lexical")
+    assert ids(found) == ["correio", "mail"]
+    # Spanish's: "guardadas" and "guardan" (guard), "copias" and "copias" (copi).
+    found = store.search("docs", "¿Dónde quedan guardadas las copias?", mode="lexical")
+    assert ids(found) == ["copias"]
+    # A page's own stopwords are not indexed: "para", "os" and "em" are no terms.
+    assert store.search("docs", "para os em", mode="lexical") == []
+    # An English question is analysed as each page's language: English's "configuration"
+    # and Portuguese's "configuração" are both "configur", so it finds both pages.
+    terms = ["postfix", "configur", "configuration"]
+    assert query_terms("postfix configuration", ("en", "es", "pt")) == terms
+    found = store.search("docs", "postfix configuration", mode="lexical")
+    assert sorted(ids(found)) == ["correio", "mail"]
+    assert store.get("docs", "correio").metadata["language"] == "pt"
+
+
+def test_a_tag_without_a_stemmer_of_its_own_is_analysed_as_english(store: Store) -> None:
+    store.upsert("docs", [Record("ja", "Running pods restart", {"language": "ja"})])
+    assert ids(store.search("docs", "run pod", mode="lexical")) == ["ja"]
+    store.upsert("docs", [Record("br", "Executando os pods", {"language": "pt-BR"})])
+    assert ids(store.search("docs", "executar", mode="lexical")) == ["br"]
 
 
 @pytest.mark.parametrize("mode", MODES)
