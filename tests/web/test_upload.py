@@ -128,3 +128,18 @@ def test_a_refused_request_is_shown_and_nothing_is_written(team: Heron, page: An
     assert "hidden or a step up" in page.locator("#upload-progress .error").inner_text()
     assert not (team.root / "outside").exists()
     assert page.errors == [] or all("400" in e for e in page.errors)
+
+
+def test_a_page_is_removed_from_the_pages_list_on_a_second_click(team: Heron, page: Any) -> None:
+    team.rpc("library.add_files", name="team", files=[{"name": "old.md", "content": "IyBPbGQK"}])
+    page.goto(f"{team.url}/libraries")
+    page.get_by_role("button", name="Pages of team").click()
+    remove = page.get_by_role("button", name="Remove old.md from team")
+    remove.click()  # the first click asks
+    assert remove.inner_text() == "Remove for good?" and (team.root / "team" / "old.md").exists()
+    remove.click()
+    page.locator("#pages-out", has_text="Removed old.md from team").wait_for()
+    assert not (team.root / "team" / "old.md").exists()
+    assert "old" not in {p["page"] for p in team.rpc("library.pages", name="team")}  # type: ignore[union-attr]
+    assert page.get_by_role("button", name="Remove old.md from team").count() == 0
+    assert page.errors == []

@@ -19,7 +19,7 @@
             el("button", { type: "button", class: "small", text: t("libraries.reindex"), "aria-label": t("libraries.reindex_named", { name: s.name }),
               onclick: () => reindex(s.name) }),
             el("button", { type: "button", class: "plain small", text: t("libraries.pages"), "aria-label": t("libraries.pages_named", { name: s.name }),
-              onclick: () => pages(s.name) })),
+              onclick: () => pages(s.name, s.kind === "local" && !s.builtin) })),
         ]), t("libraries.list")));
       const select = $("q-library");
       select.replaceChildren(el("option", { value: "", text: t("libraries.all") }));
@@ -27,14 +27,36 @@
     });
   }
 
-  async function pages(name) {
+  // A library's pages; in a folder library (removable), each with a button that deletes
+  // its file and its records (library.remove_file) on a second click: the first asks.
+  async function pages(name, removable) {
     const out = $("pages");
     await H.guard(out, t("libraries.pages"), async () => {
       const list = await H.rpc("library.pages", { name: name });
+      const head = [t("libraries.col.page"), t("libraries.col.title"), t("libraries.col.collection"), t("libraries.col.path"), t("libraries.col.chunks")];
       out.replaceChildren(el("h3", { text: t("libraries.pages_of", { name: name, n: list.length }) }),
-        H.table([t("libraries.col.page"), t("libraries.col.title"), t("libraries.col.collection"), t("libraries.col.path"), t("libraries.col.chunks")],
-          list.map((p) => [p.page, p.title, p.collection || "–", el("code", { text: p.path }), el("td", { class: "num", text: p.chunks })]),
+        el("div", { id: "pages-out", role: "status" }),
+        H.table(removable ? [...head, t("libraries.col.actions")] : head,
+          list.map((p) => [p.page, p.title, p.collection || "–", el("code", { text: p.path }), el("td", { class: "num", text: p.chunks }),
+            removable ? el("button", { type: "button", class: "plain small", text: t("libraries.remove"),
+              "aria-label": t("libraries.remove_named", { path: p.path, name: name }),
+              onclick: (e) => remove(name, p.path, e.currentTarget) }) : null].filter((c) => c !== null)),
           t("libraries.pages_of", { name: name, n: list.length })));
+    });
+  }
+
+  async function remove(name, path, button) {
+    if (!button.dataset.armed) {
+      button.dataset.armed = "true";
+      button.textContent = t("libraries.remove_confirm");
+      return;
+    }
+    button.disabled = true;
+    await H.guard($("pages-out"), t("libraries.remove"), async () => {
+      await H.rpc("library.remove_file", { name: name, path: path });
+      await pages(name, true);
+      H.note($("pages-out"), t("libraries.removed", { path: path, name: name }));
+      load();
     });
   }
 
