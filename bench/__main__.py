@@ -6,7 +6,8 @@ interventions, interventions-storm, web, ops, heldout-tools, heldout-libraries,
 heldout-skills (sets from public packages, never tuned on), realuse (three libraries at
 once, follow-ups, extractive answers), cooldown (a hung primary model with and without
 cooldowns), security (the worst requests of at most 64 KB), mcp-door (a client reaching
-150 tools through Heron alone).
+150 tools through Heron alone), documents (three public manuals as PDF, HTML, Word and
+Markdown).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -22,6 +23,7 @@ from bench import (
     answers,
     cache_calls,
     cooldown,
+    documents,
     e5,
     e5_fusion,
     embed_throughput,
@@ -85,6 +87,7 @@ BENCHMARKS = {
     "security": security.run,
     "cooldown": cooldown.run,
     "mcp-door": mcp_door.run,
+    "documents": documents.run,
 }
 
 

@@ -27,8 +27,7 @@ from bench.common import SHARED, WORK, read_jsonl, table
 from heron.embed import CachedEmbedder, Embedder, MiniLMEmbedder, MultilingualEmbedder
 from heron.embed.e5_onnx import ONNX_MODEL_ID, E5OnnxEmbedder, ensure_graph
 from heron.libraries.chunk import chunk_page, policy_for, token_counter
-from heron.libraries.parse import parse_page
-from heron.libraries.scan import read_text, scan
+from heron.libraries.scan import read_page, scan
 from heron.settings import Settings
 
 K8S = SHARED / "data" / "docs" / "kubernetes"
@@ -54,11 +53,11 @@ def k8s_chunks(embedder: Embedder) -> list[tuple[str, str]]:
     policy, count = policy_for(embedder, None, None), token_counter(embedder)
     out = []
     for file in pages:
-        text, _ = read_text(file, 2_000_000)
-        if text is None:
+        page, _ = read_page(file, 2_000_000)
+        if page is None:
             continue
         path = file.path.relative_to(root).as_posix()
-        out += [(path, c.dense_text) for c in chunk_page(parse_page(text, file.id), policy, count)]
+        out += [(path, c.dense_text) for c in chunk_page(page, policy, count)]
     return out
 
 

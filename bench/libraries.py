@@ -29,8 +29,7 @@ from bench.embed_throughput import plain_onnxruntime
 from heron.embed import load_embedder
 from heron.libraries import add_library, index_library, load_reranker, search_many
 from heron.libraries.markdown import outline
-from heron.libraries.parse import parse_page
-from heron.libraries.scan import read_text, scan
+from heron.libraries.scan import read_page, scan
 from heron.libraries.search import group_by_page
 from heron.settings import Settings
 from heron.store import SQLiteStore
@@ -116,7 +115,9 @@ def anchors(root: Path) -> tuple[int, int, int]:
     repeated anchor sends a citation to the wrong section."""
     pages = total = repeated = 0
     for file in scan(root, 10_000_000)[0]:
-        page = parse_page(read_text(file, 10_000_000)[0] or "", file.id)
+        page = read_page(file, 10_000_000)[0]
+        if page is None:
+            continue
         found = [h.anchor for h in outline(page.lines).headings]
         pages, total = pages + 1, total + len(found)
         repeated += len(found) - len(set(found))

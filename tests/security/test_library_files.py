@@ -21,7 +21,7 @@ import pytest
 from heron.libraries import add_library, index_library
 from heron.libraries.enrich import MAX_ANSWER, MAX_QUESTION, read_caches
 from heron.libraries.parse import parse_page
-from heron.libraries.scan import read_text, scan
+from heron.libraries.scan import read_page, scan
 from heron.settings import Settings
 from heron.store import SQLiteStore
 from tests.conftest import sqlite_store
@@ -215,13 +215,13 @@ def test_a_page_swapped_after_the_scan_is_not_read(root: Path, tmp_path: Path) -
     (page,) = scan(root, 10_000)[0]
     (root / "guide.md").unlink()
     (root / "guide.md").symlink_to(secret)
-    text, reason = within(10, lambda: read_text(page, 10_000))[0]
+    text, reason = within(10, lambda: read_page(page, 10_000))[0]
     assert text is None and "'guide.md' is a symlink" in (reason or "")  # before: SECRET
     (root / "guide.md").unlink()
     os.mkfifo(root / "guide.md")
-    text, reason = within(10, lambda: read_text(page, 10_000))[0]
+    text, reason = within(10, lambda: read_page(page, 10_000))[0]
     assert text is None and "'guide.md' is a FIFO (named pipe)" in (reason or "")
     (root / "guide.md").unlink()
     (root / "guide.md").write_text("x" * 20_000)  # grown past the limit since the scan
-    text, reason = within(10, lambda: read_text(page, 10_000))[0]
+    text, reason = within(10, lambda: read_page(page, 10_000))[0]
     assert text is None and "HERON_LIBRARY_MAX_PAGE_BYTES" in (reason or "")
