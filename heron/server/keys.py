@@ -33,8 +33,10 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
   one that can is charged what it spent as it spends it (the provider's usage, or the
   tokenizer's count of what was sent: a stream the client left is charged for what
   reached it), and what it held unspent goes back when it ends. Windows and holds are
-  counted in memory, per server; the month's tokens are in the key store, which
-  servers on one PostgreSQL share as of each one's last write (``HERON_KEYS_FLUSH``).
+  counted in memory on one machine, and in the database when ``HERON_DATABASE_URL`` is
+  PostgreSQL, so that replicas share each key's limits (``heron.server.windows``); the
+  month's tokens are in the key store, which servers on one PostgreSQL share as of each
+  one's last write (``HERON_KEYS_FLUSH``).
 - **Revocation.** A revoked key opens nothing from its next request on, and its open
   event streams (``/chat/stream``, jobs', interventions', ``/v1`` streams) end at once
   with an event saying so: at once for ``keys.revoke`` on this server, within
@@ -60,9 +62,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import anyio
-from limits import RateLimitItem, RateLimitItemPerSecond
-from limits.storage import MemoryStorage
-from limits.strategies import MovingWindowRateLimiter
 from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -91,6 +90,7 @@ from heron.server.replies import error_body, for_path
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.server.strictjson import dumps
+from heron.server.windows import Tokens, open_windows
 from heron.settings import Settings
 
 log = logging.getLogger("heron.server.keys")
@@ -117,7 +117,7 @@ def _rule(path: str, scope: str | None, *methods: str, metered: bool = False) ->
 #: Each route's scope, the first match deciding; a route listed nowhere needs ``admin``.
 ROUTES: tuple[Rule, ...] = (
     _rule("/rpc", None),
-    _rule("/mcp/?", None),
+    _rule("/mcp/?|/mcp/[^/]+/?", None),  # each tool checked as it is listed and called
     _rule("/v1/chat/completions", "chat", metered=True),
     _rule("/chat/stream(/[^/]+)?", "chat", metered=True),
     _rule("/v1/embeddings", "read", metered=True),
@@ -290,16 +290,6 @@ class Visit:
 VISIT: ContextVar[Visit | None] = ContextVar("heron_visit", default=None)
 
 
-@dataclass
-class _Tokens:
-    """One key's tokens on this server: its window's (from ``start``) spent, and those
-    its requests under way hold."""
-
-    start: float
-    spent: int = 0
-    held: int = 0
-
-
 @dataclass(frozen=True)
 class _Room:
     """What one token limit has left for a request (``left``; ``unheld``: were every
@@ -350,11 +340,10 @@ class Keyring:
         self._store: KeyStore | None = None
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
-        # Requests: a moving window, exact at its edges (the limits library). Tokens: a
-        # fixed window per key with what its requests hold beside what they spent, which
-        # the library has no notion of.
-        self._requests = MovingWindowRateLimiter(MemoryStorage())
-        self._tokens: dict[str, _Tokens] = {}
+        # Requests: a moving window, exact at its edges. Tokens: a fixed window per key
+        # with what its requests hold beside what they spent. This process's, or every
+        # replica's on PostgreSQL (heron.server.windows).
+        self._windows = open_windows(settings)
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._month: str = ""
         self._stored: dict[str, int] = {}  # tokens of this month in the store, by key
@@ -367,9 +356,6 @@ class Keyring:
             if self._store is None:
                 self._store = open_keys(self.settings)
             return self._store
-
-    def _item(self, amount: int) -> RateLimitItem:
-        return RateLimitItemPerSecond(amount, self.window)
 
     def identify(self, token: str) -> Key:
         """The live key of ``token``. Raises ``LookupError`` with the 401's message."""
@@ -393,11 +379,11 @@ class Keyring:
         if metered:
             self._check_tokens(key)
         if key.rpm is not None:
-            item = self._item(key.rpm)
-            if not self._requests.hit(item, "rpm", key.name):
-                reset = self._requests.get_window_stats(item, "rpm", key.name)[0]  # reset time
+            now = time.time()
+            reset = self._windows.hit(key.name, key.rpm, now)
+            if reset is not None:
                 limit = f"{key.rpm} requests per {self.window} s"
-                raise self._refused(key, OverLimit(key.name, limit, _seconds(reset, time.time())))
+                raise self._refused(key, OverLimit(key.name, limit, _seconds(reset, now)))
         self._count(key, requests=1)
         self.metrics.key_requests.labels(key.name, "ok").inc()
 
@@ -405,9 +391,9 @@ class Keyring:
         if key.tpm is None and key.monthly_tokens is None:
             return
         self._load_month()
-        with self._lock:
-            now = time.time()
-            rooms = self._rooms(key, now)
+        now = time.time()
+        with self._windows.tokens(key.name, now) as tokens, self._lock:
+            rooms = self._rooms(key, tokens, now)
         if any(r.left <= 0 for r in rooms):
             room = _Room.binding(rooms, 1, now)
             raise self._refused(key, OverLimit(key.name, room.limit, room.wait(1, now)))
@@ -431,13 +417,13 @@ class Keyring:
             return None
         fewest = tokens if least is None else min(least, tokens)
         self._load_month()
-        with self._lock:
-            now = time.time()
-            rooms = self._rooms(key, now)
+        now = time.time()
+        with self._windows.tokens(key.name, now) as window, self._lock:
+            rooms = self._rooms(key, window, now)
             left = min(r.left for r in rooms)
             granted = tokens if left >= tokens else max(0, left)
             if granted >= fewest:
-                self._tokens[key.name].held += granted
+                window.held += granted
                 return granted
         short = _Room.binding(rooms, fewest, now, fewest + own)
         refusal = OverLimit(
@@ -450,17 +436,9 @@ class Keyring:
         )
         raise self._refused(key, refusal)
 
-    def _window(self, name: str, now: float) -> _Tokens:
-        """Key ``name``'s tokens in the window of ``now`` (the lock held): a new window
-        starts with nothing spent, and what requests under way hold still held."""
-        tokens = self._tokens.get(name)
-        if tokens is None or now - tokens.start >= self.window:
-            tokens = self._tokens[name] = _Tokens(now, held=tokens.held if tokens else 0)
-        return tokens
-
-    def _rooms(self, key: Key, now: float) -> list[_Room]:
-        """What each of ``key``'s token limits has left (the lock held)."""
-        tokens = self._window(key.name, now)
+    def _rooms(self, key: Key, tokens: Tokens, now: float) -> list[_Room]:
+        """What each of ``key``'s token limits has left, its window's ``tokens`` in hand
+        (the lock held)."""
         rooms = []
         if key.tpm is not None:
             unheld = key.tpm - tokens.spent
@@ -485,8 +463,7 @@ class Keyring:
         """Give back ``held`` tokens ``key``'s work had reserved, and charge what it spent
         (in and out)."""
         tokens_in, tokens_out = max(0, tokens_in), max(0, tokens_out)
-        with self._lock:
-            tokens = self._window(key.name, time.time())
+        with self._windows.tokens(key.name, time.time()) as tokens:
             tokens.held = max(0, tokens.held - held)
             tokens.spent += tokens_in + tokens_out
         if tokens_in or tokens_out:
@@ -611,6 +588,7 @@ class Keyring:
                 store, self._store = self._store, None
             if store is not None:
                 store.close()
+            self._windows.close()
 
 
 def _seconds(reset: float, now: float) -> int:

@@ -204,6 +204,23 @@ def test_a_library_added_on_one_replica_is_every_replicas(
     assert a.result("library.list") == []
 
 
+def test_a_keys_limit_is_counted_across_replicas(replicas: list[Replica]) -> None:
+    """A key limited to 5 requests a minute, its requests spread over both replicas: 5
+    are served, the rest refused as over the limit (was 5 per replica)."""
+    token = replicas[0].result("keys.create", name="ci", scopes=["read"], rpm=5)["token"]
+    codes = []
+    for n in range(10):
+        body = {"jsonrpc": "2.0", "id": n, "method": "library.list"}
+        answer = httpx.post(
+            replicas[n % 2].url + "/rpc",
+            json=body,
+            headers={"Authorization": f"Bearer {token}"},
+            timeout=30,
+        )
+        codes.append(answer.json().get("error", {}).get("code", 200))
+    assert codes.count(200) == 5 and codes.count(-32029) == 5, codes
+
+
 def test_a_killed_replicas_job_is_taken_over_by_the_other(replicas: list[Replica]) -> None:
     """SIGKILL the replica whose job runs a command: the other, which never ran it and
     shares no host name with it (the dead worker is judged by its heartbeat alone),
