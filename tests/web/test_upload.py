@@ -8,12 +8,14 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.libraries.conftest import write_pages
 from tests.web.conftest import Heron
 
 FAKE_PDF = b"%PDF-1.7\n\x00\x01 binary"
+TOKEN = "upload-test-token-7c2f90-0123456789abcdef"
 #: Every text the progress label shows, kept by the page itself as it changes.
 WATCH_LABELS = """() => {
   window.labels = [];
@@ -37,16 +39,20 @@ DROP_ON_ROW = """([library, files]) => {
 }"""
 
 
-@pytest.fixture(scope="module")
-def team(tmp_path_factory: pytest.TempPathFactory, serve: Any) -> Heron:
-    """A server of its own with the folder library ``team`` (under HERON_LIBRARY_ROOTS):
-    the shared server's libraries stay as the other pages' tests expect them."""
-    root = tmp_path_factory.mktemp("upload-web")
+def team_server(root: Path, serve: Any, token: str | None = None) -> Heron:
+    """A server of its own over ``root`` with the folder library ``team`` (under
+    HERON_LIBRARY_ROOTS): the shared server's libraries stay as the other pages' tests
+    expect them."""
     folder = write_pages(root / "team", {"welcome.md": "# Welcome\n\nThe team's handbook.\n"})
-    heron: Heron = serve(root)
+    heron: Heron = serve(root, token=token)
     heron.rpc("library.add", name="team", source=str(folder))
     heron.rpc("library.index", name="team")
     return heron
+
+
+@pytest.fixture(scope="module")
+def team(tmp_path_factory: pytest.TempPathFactory, serve: Any) -> Heron:
+    return team_server(tmp_path_factory.mktemp("upload-web"), serve)
 
 
 def lines(page: Any) -> list[tuple[str, str]]:
@@ -143,3 +149,30 @@ def test_a_page_is_removed_from_the_pages_list_on_a_second_click(team: Heron, pa
     assert "old" not in {p["page"] for p in team.rpc("library.pages", name="team")}  # type: ignore[union-attr]
     assert page.get_by_role("button", name="Remove old.md from team").count() == 0
     assert page.errors == []
+
+
+def test_behind_a_token_the_page_s_csrf_header_lets_it_add(
+    tmp_path_factory: pytest.TempPathFactory, serve: Any, page: Any
+) -> None:
+    locked = team_server(tmp_path_factory.mktemp("upload-token"), serve, TOKEN)
+    with httpx.Client(base_url=locked.url) as client:  # signed in: the cookie alone writes nothing
+        client.post("/signin", data={"token": TOKEN, "next": "/libraries"})
+        csrf = client.get("/libraries").text.split('name="heron-csrf" content="')[1].split('"')[0]
+        sent = {"files": [("file", ("c.md", b"# C\n\nC.\n"))]}
+        assert client.post("/upload/team", **sent).status_code == 401
+        assert not (locked.root / "team" / "c.md").exists()
+        assert (
+            client.post("/upload/team", headers={"x-heron-csrf": csrf}, **sent).status_code == 200
+        )
+    page.goto(f"{locked.url}/libraries")
+    page.fill("#token", TOKEN)
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{locked.url}/libraries")
+    page.locator("#upload-library option[value=team]").wait_for(state="attached")
+    page.set_input_files("#upload-files", [
+        {"name": "d.md", "mimeType": "text/markdown", "buffer": b"# D\n\nD.\n"},
+    ])  # fmt: skip
+    page.get_by_role("button", name="Add files").click()
+    page.locator("#upload-progress[data-state=done]").wait_for()
+    assert lines(page) == [("true", "Added d.md")] and (locked.root / "team" / "d.md").exists()
+    assert not [e for e in page.errors if "401" not in e], page.errors
