@@ -79,6 +79,27 @@ def test_an_unindexed_library_fails_with_the_command_to_run(
     assert check.fix == "run: heron index later"
 
 
+def test_scanned_pages_are_named_by_the_libraries_check(heron_home: Path, tmp_path: Path) -> None:
+    from heron.libraries import add_library, index_library
+    from heron.libraries.library import forget_library
+    from heron.store import open_store
+    from tests.libraries import documents
+
+    # A cover page with text, then two pages that are images only: a scan.
+    (tmp_path / "audit.pdf").write_bytes(documents.pdf([["The 2019 audit"], None, None]))
+    add_library("scans", str(tmp_path), Settings())
+    store = open_store(Settings())
+    try:
+        assert index_library("scans", store, settings=Settings()).error is None
+        report = doctor(Settings(), checks=["libraries"], offline=True)
+    finally:
+        forget_library("scans", store, Settings())
+        store.close()
+    (check,) = report.checks
+    assert report.ok and check.status == "warn"
+    assert "scans/audit.pdf pages 2, 3" in check.detail and "ocrmypdf" in check.fix
+
+
 def test_mcp_servers_are_reached_with_tool_counts_and_a_dead_one_fails(
     heron_home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
