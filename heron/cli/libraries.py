@@ -75,6 +75,13 @@ def library_add(
         str | None,
         typer.Option(help="The folder whose sub-folders are collections (default: collections)."),
     ] = None,
+    language: Annotated[
+        str,
+        typer.Option(
+            help="The pages' language for lexical search: auto (each page's own, detected) "
+            "or a code: pt, es, en ... for every page."
+        ),
+    ] = "auto",
     as_json: JsonFlag = False,
 ) -> None:
     """Add a library to libraries.txt; index it next with heron index NAME.
@@ -91,6 +98,7 @@ def library_add(
         exclude=exclude or (),
         enrich=enrich,
         collections=collections,
+        language=language,
     )
     if as_json:
         print_json(library.to_dict())

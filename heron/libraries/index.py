@@ -50,7 +50,7 @@ from heron.libraries.chunk import (
     policy_for,
     token_counter,
 )
-from heron.libraries.config import Library, get_library, read_libraries
+from heron.libraries.config import AUTO, Library, get_library, read_libraries
 from heron.libraries.enrich import QA, Enricher, page_questions
 from heron.libraries.parse import Page
 from heron.libraries.scan import PageFile, read_page, scan
@@ -69,10 +69,12 @@ from heron.libraries.sync import SyncError, checkout_dir, qa_fallback_dir, sync
 from heron.private import private_dir
 from heron.settings import Settings
 from heron.store import Record, Store, check_store
+from heron.store.analysis import page_language
 from heron.store.sql import embed_in_steps
 
-#: Bump when chunking or record layout changes: every page is then re-indexed.
-INDEX_VERSION = "3"
+#: Bump when chunking or record layout changes: every page is then re-indexed. 4: each
+#: page's records carry the language they are analysed in (``language``), detected per page.
+INDEX_VERSION = "4"
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
@@ -189,7 +191,10 @@ def _page_work(
     pairs: list[QA],
     state: str,
     lib: str,
+    language: str,
 ) -> _Work:
+    """The page's records; ``language``: the library's ``language=`` option (``AUTO``:
+    the page's own, ``page_language``), the language the store analyses them in."""
     base = {
         "library": lib,
         "collection": file.collection,
@@ -197,6 +202,7 @@ def _page_work(
         "title": page.title,
         "path": file.path.relative_to(root).as_posix(),
         "content_hash": page.content_hash,
+        "language": page_language(page.indexed_text()) if language == AUTO else language,
     }
     records: list[Record] = []
     dense: list[str | None] = []
@@ -269,7 +275,7 @@ class _Indexer:
         self.written = 0  # pages written (records, then state) by this run
         self.fingerprint = (
             f"{INDEX_VERSION}|{store.embedder.model_id}|{self.policy.max_tokens}|"
-            f"{self.policy.overlap}"
+            f"{self.policy.overlap}|{library.language}"
         )
 
     def _count(self, texts: Sequence[str]) -> list[int]:
@@ -402,7 +408,17 @@ class _Indexer:
             else:
                 self.report.added += 1
             work.append(
-                _page_work(file, root, page, self.policy, self._count, pairs, state, self.ns)
+                _page_work(
+                    file,
+                    root,
+                    page,
+                    self.policy,
+                    self._count,
+                    pairs,
+                    state,
+                    self.ns,
+                    self.library.language,
+                )
             )
         return work, seen
 

@@ -27,7 +27,7 @@ from heron.libraries.rerank import Reranker, load_reranker
 from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
-from heron.store.analysis import analyze, bm25, query_terms, readable
+from heron.store.analysis import analyze, bm25, query_terms, readable, record_language
 from heron.store.fusion import Fused, fuse_with_feedback
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
@@ -308,8 +308,10 @@ def pool(
     scores, ready for the reranker."""
     if not hits:
         return []
-    terms = query_terms(query)
-    texts = [analyze(h.text) for h in hits]
+    # Each hit in its own language, the query in each of theirs (heron.store.analysis).
+    languages = [record_language(h.metadata) for h in hits]
+    terms = query_terms(query, sorted(set(languages)))
+    texts = [analyze(h.text, code) for h, code in zip(hits, languages, strict=True)]
     vocabulary = set().union(*texts)
     alpha = 1 - (1 - alpha) * readable(sum(t in vocabulary for t in terms), len(terms))
     lexical = bm25(terms, texts).astype(np.float64)

@@ -85,6 +85,12 @@ class LibraryAdd(LibraryName):
     exclude: list[str] = Field(
         default=[], max_length=100, description="Skip pages matching these globs."
     )
+    language: str = Field(
+        default="auto",
+        max_length=16,
+        description="The pages' language for lexical search: auto (each page's own) or a "
+        "code (pt, es, en ...).",
+    )
 
 
 class OptionalLibrary(Params):
@@ -168,6 +174,7 @@ def register(registry: Registry, rt: Runtime) -> None:
             branch=p.branch,
             include=p.include,
             exclude=p.exclude,
+            language=p.language,
         )
         return library.to_dict()
 

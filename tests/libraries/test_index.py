@@ -170,3 +170,46 @@ def test_kill_9_during_indexing_then_a_clean_finish(
     assert pages_of(store) == {p.removesuffix(".md") for p in pages}
     again = index_library("lib", store, settings=settings)
     assert (again.unchanged, again.embedded) == (300, 0)
+
+
+PAGES_IN_THREE_LANGUAGES = {
+    "correio.md": "# Servidor de correio\n\nA configuração do servidor de correio fica em "
+    "/etc/postfix. Depois de alterar os ficheiros, reinicie o serviço para que as mudanças "
+    "sejam aplicadas.\n",
+    "copias.md": "# Copias de seguridad\n\nLas copias de seguridad se guardan cada noche en "
+    "el disco externo. Para restaurar un archivo, use la herramienta de recuperación.\n",
+    "mail.md": "# Mail server\n\nThe mail server's configuration lives in /etc/postfix. After "
+    "changing the files, restart the service so that the changes are applied.\n",
+}
+
+
+def test_each_page_is_analysed_in_the_language_it_is_written_in(
+    settings: Settings, store: SQLiteStore, tmp_path: Path
+) -> None:
+    root = tmp_path / "pages"
+    root.mkdir()
+    for name, text in PAGES_IN_THREE_LANGUAGES.items():
+        (root / name).write_text(text, encoding="utf-8")
+    add_library("lib", str(root), settings)
+    index_library("lib", store, settings=settings)
+    languages = {p: store.get("lib", f"{p}#0").metadata["language"] for p in pages_of(store)}
+    assert languages == {"correio": "pt", "copias": "es", "mail": "en"}
+    # "configurar" and "configuração" are one Portuguese term, "guardadas" and "guardan" one
+    # Spanish term: each question finds its page by the lexical side alone.
+    asked = {
+        "Como configurar o servidor de correio?": "correio",
+        "¿Dónde quedan guardadas las copias?": "copias",
+    }
+    for question, page in asked.items():
+        found = search(question, store, settings=settings, library="lib", mode="lexical")
+        assert found[0].page == page, question
+    # language=en: every page analysed as English, as every page was before: "configurar"
+    # is neither "configuração" nor "configuration" there (both "configur" in lib: the
+    # query is analysed as each page's language).
+    add_library("flat", str(root), settings, language="en")
+    assert index_library("flat", store, settings=settings).added == 3
+    assert {store.get("flat", f"{p}#0").metadata["language"] for p in languages} == {"en"}
+    lexical = {"settings": settings, "mode": "lexical"}
+    found = search("configurar", store, library="lib", **lexical)
+    assert [r.page for r in found] == ["correio", "mail"]
+    assert search("configurar", store, library="flat", **lexical) == []
