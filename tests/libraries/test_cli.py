@@ -146,3 +146,32 @@ def test_index_enrich_asks_once_then_never_again(
     (home / "models.yml").write_text("not: [valid")
     (plain,) = json.loads(heron("index", "--json").stdout)
     assert (plain["model_calls"], plain["questions"]) == (0, 3)
+
+
+def test_documents_are_cited_to_their_page_and_refusals_named(
+    home: Path, monkeypatch: pytest.MonkeyPatch, make_library: Callable[..., Path]
+) -> None:
+    from tests.libraries import documents
+    from tests.libraries.test_readers import MANUAL
+
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
+    root = make_library(
+        {
+            "manual.pdf": MANUAL,
+            "scan.pdf": documents.pdf([["Cover page"], None, None]),
+            "locked.pdf": documents.pdf([["secret plans"]], password="pw"),
+        }
+    )
+    heron("library", "add", "docs", str(root))
+    indexed = heron("index", "docs")
+    said = indexed.stdout + indexed.stderr
+    assert "skipped locked.pdf: cannot be read as PDF: encrypted" in said
+    assert "scanned scan.pdf: pages 2, 3 have no text layer" in said
+    found = heron("search", "run setup with sudo", "--library", "docs", "-k", "1").stdout
+    assert "(docs, manual) p. 2" in found and "manual.pdf#page=2" in found
+    status = heron("library", "status", "docs").stdout
+    assert "scanned manual.pdf: pages 3" in status and "scanned scan.pdf: pages 2, 3" in status
+    (result,) = json.loads(
+        heron("search", "run setup", "--library", "docs", "-k", "1", "--json").stdout
+    )
+    assert result["pages"] == [2, 2]
