@@ -46,6 +46,7 @@ from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta
 from heron.llm import metering
+from heron.llm.board import open_board
 from heron.llm.budgets import (
     Hold,
     Ledger,
@@ -142,6 +143,8 @@ class Broker(Resource):
         self.table = table
         self.settings = settings
         self.cooldowns = cooldowns
+        # Replicas of one PostgreSQL skip what any of them cooled (heron.llm.board).
+        cooldowns.use(open_board(settings))
         self._sleep = sleep
         self._providers: dict[tuple[str, str | None], Provider] = {}
         self.deployments = DEPLOYMENTS

@@ -20,6 +20,11 @@ Only failures that say something of the model count. A timeout the request cause
 calls ask for) is the broker's to keep from here, as is a request refused for itself (a
 4xx): one client's request never cools a model for the others.
 
+Replicas of one PostgreSQL share what cools (``heron.llm.board``, which a broker hands
+its process's record, ``use``): a model cooled on one is skipped by all until its
+cooldown ends, and then one probe is claimed among them; each keeps counting its own
+failures.
+
 A circuit-breaker library (pybreaker, circuitbreaker) was weighed: each counts consecutive
 failures with one fixed reset time per breaker, and neither takes a per-failure duration
 (``Retry-After``) or a failure window, so the few rules above are kept here instead.
@@ -37,6 +42,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from heron.llm.board import Board, Cooled
 from heron.llm.config import ModelSpec
 
 #: Seconds over which failures are counted against ``allowed_fails`` (LiteLLM's minute).
@@ -74,6 +80,11 @@ def _key(spec: ModelSpec) -> tuple[str, str, str, str]:
     return (spec.alias, spec.provider, spec.model, spec.base_url or "")
 
 
+def _name(spec: ModelSpec) -> str:
+    """``_key`` as one string, the board's key."""
+    return "\x1f".join(_key(spec))
+
+
 class Cooldowns:
     """Thread-safe: requests in every worker thread report here."""
 
@@ -81,23 +92,56 @@ class Cooldowns:
         self._clock = clock
         self._lock = threading.Lock()
         self._health: dict[tuple[str, str, str, str], Health] = {}
+        self._board: Board | None = None
+
+    def use(self, board: Board | None) -> None:
+        """Share what cools with the other replicas on ``board`` (``None``: this
+        process alone)."""
+        self._board = board
 
     def admit(self, spec: ModelSpec, *, deadline: float | None = None) -> Gate:
         """Whether a request may call ``spec`` now: ``ok``; ``probe`` (its cooldown is
-        over and this request makes the one attempt that tells; it must report back with
-        ``succeeded``, ``failed`` or ``release``, and counts as failed if it has not by
-        ``deadline`` seconds from now); ``cooling`` (skip it)."""
+        over and this request makes the one attempt that tells, among every replica with
+        a board; it must report back with ``succeeded``, ``failed`` or ``release``, and
+        counts as failed if it has not by ``deadline`` seconds from now); ``cooling``
+        (skip it)."""
         now = self._clock()
         with self._lock:
             health = self._health.get(_key(spec))
+            if health is not None and health.until:
+                health.lapse(now)
+                if now < health.until or health.probing:
+                    return "cooling"
+        board = self._board
+        if board is not None:
+            return self._shared(board, spec, deadline, now)
+        with self._lock:
             if health is None or not health.until:
                 return "ok"
-            health.lapse(now)
-            if now < health.until or health.probing:
-                return "cooling"
             health.probing = True
             health.probe_until = now + deadline if deadline else 0.0
             return "probe"
+
+    def _shared(self, board: Board, spec: ModelSpec, deadline: float | None, now: float) -> Gate:
+        """``admit`` past this process's own record: the board says whether another
+        replica cooled the model, and which replica probes it once its cooldown ends."""
+        name = _name(spec)
+        cooled = board.seen(name)
+        with self._lock:
+            health = self._health.get(_key(spec))
+            if cooled is None and (health is None or not health.until):
+                return "ok"
+        if cooled is None or time.time() >= cooled.until:
+            cooled = board.claim(name, deadline)
+        with self._lock:
+            health = self._health.setdefault(_key(spec), Health(spec.alias))
+            if cooled is None:  # this request probes (or no replica has it cooled now)
+                health.until = health.until or now
+                health.probing = True
+                health.probe_until = now + deadline if deadline else 0.0
+                return "probe"
+            _learn(health, cooled, now)
+            return "cooling"
 
     def remaining(self, spec: ModelSpec) -> tuple[float, bool]:
         """``(seconds until spec is tried again, cooled by a 429)``: while a probe is
@@ -112,7 +156,8 @@ class Cooldowns:
             return max(0.0, until - now), health.rate_limited
 
     def succeeded(self, spec: ModelSpec) -> bool:
-        """``spec`` answered: its cooldown and count are cleared. True if it was cooled."""
+        """``spec`` answered: its cooldown and count are cleared (every replica's, with
+        a board). True if it was cooled."""
         with self._lock:
             health = self._health.get(_key(spec))
             if health is None:
@@ -121,15 +166,20 @@ class Cooldowns:
             health.failures.clear()
             health.until, health.reason, health.probing = 0.0, "", False
             health.probe_until = 0.0
-            return was
+        if was and self._board is not None:
+            self._board.clear(_name(spec))
+        return was
 
     def release(self, spec: ModelSpec) -> None:
         """A probe that told nothing (the caller went away, a refusal of the request
         itself): the next request probes again."""
         with self._lock:
             health = self._health.get(_key(spec))
+            probing = health is not None and health.probing
             if health is not None:
                 health.probing, health.probe_until = False, 0.0
+        if probing and self._board is not None:
+            self._board.release(_name(spec))
 
     def failed(
         self,
@@ -159,7 +209,10 @@ class Cooldowns:
             health.until = now + health.length
             health.reason, health.rate_limited = reason, rate_limited
             health.cooldowns += 1
-            return True
+            length = health.length
+        if self._board is not None:
+            self._board.cool(_name(spec), spec.alias, length, reason, rate_limited)
+        return True
 
     def snapshot(self) -> list[dict[str, Any]]:
         """Every model reported on: ``alias``, ``cooling``, ``seconds_left``, ``until``
@@ -188,6 +241,20 @@ class Cooldowns:
         """Forget every record (a test's fresh start)."""
         with self._lock:
             self._health.clear()
+
+
+def _learn(health: Health, cooled: Cooled, now: float) -> None:
+    """Take another replica's cooldown (``cooled``, in Unix time) into ``health`` (in
+    this record's clock), so this process skips the model without asking again."""
+    left = cooled.until - time.time()
+    if cooled.probe_until is not None:  # another's probe: skip it until its deadline
+        left = max(left, cooled.probe_until - time.time())
+    if health.until < now + left:
+        health.cooldowns += 1
+    health.until = now + max(left, 0.0)
+    health.length, health.reason = cooled.length, cooled.reason
+    health.rate_limited = cooled.rate_limited
+    health.probing, health.probe_until = False, 0.0
 
 
 #: The process's one record.

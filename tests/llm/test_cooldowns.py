@@ -7,6 +7,7 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -14,7 +15,10 @@ from heron.llm import Broker, ChatRequest, CoolingDown, Message, NoModelAvailabl
 from heron.llm.broker import cooldowns_file
 from heron.llm.config import parse_table
 from heron.llm.cooldowns import Cooldowns
+from heron.settings import Settings
+from tests.llm.conftest import MODELS
 from tests.llm_servers import ChatServer
+from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 
 MakeBroker = Callable[..., Broker]
 HELLO = ChatRequest((Message("user", "hello there"),))
@@ -133,3 +137,49 @@ def test_a_cooldown_of_zero_turns_cooling_off(make_broker: MakeBroker, chat: Cha
     assert broker.complete(HELLO).model == "claude"
     assert broker.complete(HELLO).model == "claude"
     assert sent(chat, "gpt-test") == 2  # asked each time
+
+
+def test_replicas_share_a_cooldown_and_claim_one_probe(
+    chat: ChatServer,
+    home: Path,
+    pg_url: str,  # noqa: F811
+) -> None:
+    """Two replicas (two brokers, each with its own process record) on one PostgreSQL
+    (issue 47): the primary hangs on a; b's first request skips it at once; when the
+    cooldown ends, requests on both at the same moment probe it once; once the probe
+    answers, both use it again."""
+    chat.delay = 3.0
+    chat.fail("gpt-test", "slow", times=2)  # a's first request, and the one probe
+    settings = Settings(
+        database_url=pg_url,
+        llm_backoff=0.01,
+        llm_max_wait=0.3,
+        llm_timeout=TIMEOUT,
+        llm_cooldown=COOLDOWN,
+        llm_retries=2,
+    )
+    table = parse_table(MODELS.format(url=chat.url))
+    a, b = (Broker(table, settings, cooldowns=Cooldowns()) for _ in range(2))
+    first = timed(a)
+    assert first[0] == "claude" and first[1] >= TIMEOUT
+    cooled = time.monotonic()
+    model, took = timed(b)
+    assert model == "claude" and took < TIMEOUT / 2, took  # b never waited on it
+    assert sent(chat, "gpt-test") == 1
+
+    time.sleep(max(0.0, COOLDOWN - (time.monotonic() - cooled)) + 0.05)
+    answers: list[tuple[str, float]] = []
+    racing = [threading.Thread(target=lambda s=s: answers.append(timed(s))) for s in (a, b)]
+    for thread in racing:
+        thread.start()
+    for thread in racing:
+        thread.join()
+    assert [m for m, _ in answers] == ["claude", "claude"]
+    assert sent(chat, "gpt-test") == 2  # one probe among both replicas (it hung)
+
+    time.sleep(COOLDOWN + 1.1)  # past the second cooldown and b's cached read
+    assert timed(b)[0] == "gpt"  # the probe answers: the primary is back
+    assert timed(a)[0] == "gpt"
+    assert sent(chat, "gpt-test") in (3, 4)
+    a.close()
+    b.close()
