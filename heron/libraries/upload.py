@@ -51,6 +51,7 @@ and its records the same way.
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import unicodedata
@@ -60,9 +61,23 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from heron.core.files import PathRefused, create_file, folder, remove_regular, replace_file
+from heron.core.files import (
+    PathRefused,
+    create_file,
+    folder,
+    open_folder,
+    remove_regular,
+    replace_file,
+)
 from heron.errors import InputError, NotFound
-from heron.libraries.config import Caller, Library, elsewhere, get_library
+from heron.libraries.config import (
+    Caller,
+    Library,
+    add_library,
+    check_name,
+    elsewhere,
+    get_library,
+)
 from heron.libraries.index import LibraryIndexReport, Stages, index_library, page_id
 from heron.libraries.readers import Unreadable, format_of, read
 from heron.libraries.scan import SUFFIXES, matches
@@ -267,6 +282,45 @@ def writable_root(library: Library, settings: Settings, caller: Caller) -> Path:
                 f"library add-files {name} FILE..."
             )
     return root
+
+
+def new_library(name: str, settings: Settings) -> Library:
+    """A folder library made to add files to, as a team starts a knowledge base from the
+    page: the folder ``name`` made empty in the first of ``HERON_LIBRARY_ROOTS`` (the
+    folders the API may name), then added as ``library.add`` over the API adds one.
+    ``UploadRefused`` without a root to make it in; ``InputError`` for a folder of that
+    name already there (someone's: add it as it is with ``library.add``) or a name taken;
+    the folder made is removed again when the library cannot be added."""
+    check_name(name)
+    if not settings.library_roots:
+        raise UploadRefused(
+            "A new library's folder is made under HERON_LIBRARY_ROOTS, and none is set; set "
+            "it for the server (HERON_LIBRARY_ROOTS='[\"/srv/docs\"]'), or add an existing "
+            "folder with: heron library add NAME FOLDER"
+        )
+    root = Path(settings.library_roots[0]).expanduser().resolve()
+    try:
+        fd = open_folder(root, [])
+    except FileNotFoundError:
+        raise UploadRefused(
+            f"{root}, the first of HERON_LIBRARY_ROOTS, does not exist; make it, then try again."
+        ) from None
+    try:
+        try:
+            os.mkdir(name, 0o755, dir_fd=fd)
+        except FileExistsError:
+            raise InputError(
+                f"{root / name} exists already; add it as it is (library.add with that "
+                "folder), or choose another name."
+            ) from None
+        try:
+            return add_library(name, str(root / name), settings, caller="api")
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.rmdir(name, dir_fd=fd)  # empty: nothing but what was just made
+            raise
+    finally:
+        os.close(fd)
 
 
 def _check_bounds(files: Sequence[NewFile], settings: Settings) -> None:

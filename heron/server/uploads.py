@@ -1,6 +1,7 @@
 """Files added to a library over HTTP: ``POST /upload/{library}`` (multipart, what the
 web page's drag and drop sends) and the JSON-RPC methods ``library.add_files`` (each
-file's bytes in base64) and ``library.remove_file``. All three call
+file's bytes in base64), ``library.remove_file`` and ``library.create`` (an empty folder
+library made under ``HERON_LIBRARY_ROOTS`` to add files to). All of them call
 ``heron.libraries.upload``, which holds every rule (bounds, types by content, symlinks,
 which libraries take files); nothing is checked here that it does not check.
 
@@ -53,7 +54,14 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
 from heron.errors import HeronError, InputError
-from heron.libraries.upload import NewFile, Outcome, add_files, check_upload, remove_file
+from heron.libraries.upload import (
+    NewFile,
+    Outcome,
+    add_files,
+    check_upload,
+    new_library,
+    remove_file,
+)
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, message
 from heron.server.hooks import endpoint, no_lifespan
@@ -105,7 +113,17 @@ def decoded(files: list[FileParam]) -> list[NewFile]:
 
 
 def register(registry: Registry, rt: Runtime) -> None:
-    """``library.add_files`` and ``library.remove_file``: admin, in the caller's context."""
+    """``library.create``, ``library.add_files`` and ``library.remove_file``: admin, in
+    the caller's context."""
+
+    @registry.method(
+        "library.create",
+        LibraryName,
+        summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
+        reach="context",
+    )
+    def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
+        return new_library(p.name, rt.settings).to_dict()
 
     @registry.method(
         "library.add_files",

@@ -18,6 +18,7 @@ from heron.libraries.upload import (
     UploadRefused,
     add_files,
     content_error,
+    new_library,
     remove_file,
 )
 from heron.settings import Settings
@@ -263,3 +264,26 @@ def test_documents_are_read_before_they_are_written(
         "how often does the VPN password rotate", store, settings=settings, library="lib"
     )
     assert found[0].page == "vpn" and found[0].pages == (1, 1)
+
+
+def test_a_new_library_is_an_empty_folder_under_the_first_root(
+    settings: Settings, store: SQLiteStore, tmp_path: Path
+) -> None:
+    with pytest.raises(UploadRefused, match="none is set"):
+        new_library("team", settings)
+    rooted = settings.model_copy(update={"library_roots": [tmp_path / "roots"]})
+    with pytest.raises(UploadRefused, match="does not exist"):
+        new_library("team", rooted)
+    (tmp_path / "roots").mkdir()
+    made = new_library("team", rooted)
+    assert made.source == str(tmp_path / "roots" / "team") and not any(Path(made.source).iterdir())
+    assert add_files("team", [NewFile("vpn.md", VPN)], store, rooted, caller="api").files[0].ok
+    (tmp_path / "roots" / "taken").mkdir()  # someone's folder: never taken over
+    with pytest.raises(InputError, match="exists already"):
+        new_library("taken", rooted)
+    with pytest.raises(InputError, match="Invalid library name"):
+        new_library("../up", rooted)
+    add_library("listed", str(tmp_path / "roots" / "taken"), rooted)
+    with pytest.raises(InputError, match="Library 'listed' exists"):
+        new_library("listed", rooted)
+    assert not (tmp_path / "roots" / "listed").exists()  # the folder it made is gone again

@@ -197,3 +197,15 @@ def test_browsers_reach_it_from_heron_s_own_pages_only(server: Server) -> None:
     own = {"sec-fetch-site": "same-origin", "origin": server.url}
     reply = server.post("/upload/docs", files=files(("e.md", LUNCH)), headers=own)
     assert reply.status_code == 200, reply.text
+
+
+def test_a_new_folder_library_is_made_in_the_caller_s_context(server: Server) -> None:
+    made = server.rpc("library.create", {"name": "alpha-new"}, "alpha-admin")["result"]
+    assert made["source"] == str(server.tmp / "alpha-new")
+    reply = server.post("/upload/alpha-new", "alpha-admin", files=files(("n.md", LUNCH)))
+    assert reply.status_code == 200 and (server.tmp / "alpha-new" / "n.md").exists()
+    assert server.rpc("library.list", {}, "beta-admin")["result"] == []  # alpha's alone
+    again = server.rpc("library.create", {"name": "alpha-new"}, "beta-admin")["error"]
+    assert again["code"] == -32001 and "exists already" in again["message"]
+    refused = server.rpc("library.create", {"name": "x"}, "reader")["error"]
+    assert refused["code"] == -32010

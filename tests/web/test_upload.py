@@ -176,3 +176,21 @@ def test_behind_a_token_the_page_s_csrf_header_lets_it_add(
     page.locator("#upload-progress[data-state=done]").wait_for()
     assert lines(page) == [("true", "Added d.md")] and (locked.root / "team" / "d.md").exists()
     assert not [e for e in page.errors if "401" not in e], page.errors
+
+
+def test_a_library_made_on_the_page_takes_files(team: Heron, page: Any) -> None:
+    page.goto(f"{team.url}/libraries")
+    page.fill("#add-name", "fresh")
+    page.get_by_role("button", name="Add and index").click()
+    page.get_by_role("status").filter(has_text="Made fresh").wait_for()
+    page.locator("#upload-library option[value=fresh]").wait_for(state="attached")
+    page.select_option("#upload-library", "fresh")
+    page.set_input_files("#upload-files", [
+        {"name": "first.md", "mimeType": "text/markdown", "buffer": b"# First\n\nHello.\n"},
+    ])  # fmt: skip
+    page.get_by_role("button", name="Add files").click()
+    page.locator("#upload-progress[data-state=done]").wait_for()
+    assert lines(page) == [("true", "Added first.md")]
+    assert (team.root / "fresh" / "first.md").exists()
+    page.locator("#libs tbody th", has_text="fresh").wait_for()
+    assert page.errors == []

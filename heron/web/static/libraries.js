@@ -99,11 +99,15 @@
   $("add").addEventListener("submit", async (e) => {
     e.preventDefault();
     const name = $("add-name").value.trim();
+    const source = $("add-source").value.trim();
     await H.guard($("add-out"), t("libraries.add"), async () => {
-      await H.rpc("library.add", { name: name, source: $("add-source").value.trim() });
-      $("add-out").replaceChildren(el("p", { role: "status", text: t("libraries.added", { name: name }) }));
+      // No source: a new, empty folder library to add files to (upload.js).
+      if (source) await H.rpc("library.add", { name: name, source: source });
+      else await H.rpc("library.create", { name: name });
+      $("add-out").replaceChildren(el("p", { role: "status",
+        text: t(source ? "libraries.added" : "libraries.created", { name: name }) }));
       await load();
-      await reindex(name);
+      if (source) await reindex(name);
     });
   });
 

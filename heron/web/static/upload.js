@@ -68,7 +68,6 @@
       bar.max = 1; bar.value = state === "done" ? 1 : 0;
       label.textContent = text;
       document.dispatchEvent(new CustomEvent("heron:libraries-changed"));
-      libraries();
     };
     const take = () => {
       if (xhr.status !== 200) return;
@@ -167,5 +166,7 @@
     send($("upload-library").value, Array.from($("upload-files").files)).then(() => { $("upload-files").value = ""; });
   });
 
+  // The choice follows the list (a library added, removed, or its files changed).
+  new MutationObserver(() => libraries()).observe($("libs"), { childList: true });
   libraries();
 })();
