@@ -26,11 +26,14 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import math
 import secrets
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from http.cookies import SimpleCookie
+from typing import Any
 from urllib.parse import parse_qs, quote
 
 from starlette.requests import Request
@@ -38,9 +41,9 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
 from heron.errors import InputError
-from heron.server.limits import Limiter
 from heron.server.origins import STATIC
 from heron.server.runtime import Runtime
+from heron.server.windows import MemoryWindows, Windows, open_windows
 from heron.settings import Settings
 
 COOKIE = "heron_session"
@@ -119,20 +122,31 @@ class Sessions:
 
 class Throttle:
     """Wrong credentials per client: each answered after ``delay`` seconds; ``failures``
-    of them within ``window`` seconds and the client is refused until the window has room."""
+    of them within ``window`` seconds and the client is refused until the window has room.
+    Counted in this process, or across replicas on PostgreSQL (``heron.server.windows``:
+    a client refused by one replica is refused by all)."""
 
-    def __init__(self, failures: int, window: int, delay: float) -> None:
-        self.limiter = Limiter(failures, window)
+    def __init__(self, windows: Windows, failures: int, delay: float) -> None:
+        self.windows = windows
+        self.failures = failures
         self.delay = delay
 
-    def retry_after(self, client: str) -> int:
+    async def retry_after(self, client: str) -> int:
         """Seconds ``client`` must wait before it may try a credential again (0: now)."""
-        return self.limiter.retry_after(client)
+        now = time.time()
+        reset = await self._ask(self.windows.peek, f"signin:{client}", self.failures, now)
+        return 0 if reset is None else max(1, math.ceil(reset - now))
 
     async def failed(self, client: str) -> None:
         """Count a wrong credential of ``client``, then wait the delay."""
-        self.limiter.hit(client)
+        await self._ask(self.windows.hit, f"signin:{client}", self.failures, time.time())
         await asyncio.sleep(self.delay)
+
+    async def _ask(self, call: Callable[..., float | None], *args: Any) -> float | None:
+        # The database's windows are a round trip: off the event loop.
+        if isinstance(self.windows, MemoryWindows):
+            return call(*args)
+        return await asyncio.to_thread(call, *args)
 
 
 @dataclass
@@ -152,8 +166,8 @@ class Guard:
             secret,
             Sessions(secret or b"", settings.server_session_ttl),
             Throttle(
+                open_windows(settings, settings.server_auth_window),
                 settings.server_auth_failures,
-                settings.server_auth_window,
                 settings.server_auth_delay,
             ),
         )

@@ -113,7 +113,7 @@ class TokenMiddleware:
             return
         if scheme.lower() == b"bearer":
             client = auth.client_of(scope)
-            wait = self.guard.throttle.retry_after(client)
+            wait = await self.guard.throttle.retry_after(client)
             if wait:
                 await throttled(path, wait)(scope, receive, send)
                 return

@@ -4,7 +4,7 @@
 
 - ``hit(name, limit, now)``: count one request of key ``name`` if fewer than ``limit``
   were counted in the last ``window`` seconds (a moving window, exact at its edges), else
-  say when the oldest of them leaves it;
+  say when the oldest of them leaves it (``peek``: the same, counting nothing);
 - ``tokens(name, now)``: the key's tokens of the window ``now`` falls in (spent, and held
   by requests under way), changed inside the block under the key's lock, and kept.
 
@@ -13,7 +13,9 @@ library's moving window and a dict, nothing written anywhere, no slower. When
 ``HERON_DATABASE_URL`` is PostgreSQL, replicas behind a load balancer share one key, so
 ``DatabaseWindows`` counts in the database (``heron_key_hits``, ``heron_key_tokens``):
 otherwise a key allowed 5 requests a minute is allowed 5 per replica (LiteLLM's proxy
-documents the same of its workers without Redis). Each call is one transaction under the
+documents the same of its workers without Redis), and a client refused sign-ins on one
+replica tries again on the next (the credential throttle, ``heron.server.auth.Throttle``,
+counts its failures here too, as ``signin:ADDRESS``). Each call is one transaction under the
 key's advisory lock, so two replicas checking one key take turns. Token windows are
 aligned to the clock there (``floor(now / window)``), so every replica counts the same
 one; each replica writes its own row of a key (what it spent this window, what its
@@ -86,6 +88,10 @@ class Windows(Protocol):
         window has room again, as Unix time, if ``limit`` are counted in it."""
         ...
 
+    def peek(self, name: str, limit: int, now: float) -> float | None:
+        """``hit``'s answer, counting nothing."""
+        ...
+
     def tokens(self, name: str, now: float) -> AbstractContextManager[Tokens]:
         """Key ``name``'s tokens in the window of ``now``, under the key's lock; what the
         block changes of them is kept."""
@@ -108,6 +114,12 @@ class MemoryWindows:
     def hit(self, name: str, limit: int, now: float) -> float | None:
         item = RateLimitItemPerSecond(limit, int(self.window))
         if self._requests.hit(item, "rpm", name):
+            return None
+        return float(self._requests.get_window_stats(item, "rpm", name)[0])
+
+    def peek(self, name: str, limit: int, now: float) -> float | None:
+        item = RateLimitItemPerSecond(limit, int(self.window))
+        if self._requests.test(item, "rpm", name):
             return None
         return float(self._requests.get_window_stats(item, "rpm", name)[0])
 
@@ -140,6 +152,12 @@ class DatabaseWindows:
             yield db
 
     def hit(self, name: str, limit: int, now: float) -> float | None:
+        return self._hit(name, limit, now, count=True)
+
+    def peek(self, name: str, limit: int, now: float) -> float | None:
+        return self._hit(name, limit, now, count=False)
+
+    def _hit(self, name: str, limit: int, now: float, *, count: bool) -> float | None:
         with self._locked(name) as db:
             db.execute(
                 "DELETE FROM heron_key_hits WHERE name = %s AND at <= %s",
@@ -151,6 +169,8 @@ class DatabaseWindows:
             ).fetchone()
             if row["n"] >= limit:
                 return float(row["oldest"]) + self.window
+            if not count:
+                return None
             db.execute("INSERT INTO heron_key_hits (name, at) VALUES (%s, %s)", (name, now))
             return None
 
@@ -188,11 +208,10 @@ class DatabaseWindows:
         self.database.close()
 
 
-def open_windows(settings: Settings) -> Windows:
-    """The database's windows when ``HERON_DATABASE_URL`` is PostgreSQL, else this
-    process's."""
+def open_windows(settings: Settings, window: float | None = None) -> Windows:
+    """Windows of ``window`` seconds (default ``keys_window``): the database's when
+    ``HERON_DATABASE_URL`` is PostgreSQL, else this process's."""
+    seconds = settings.keys_window if window is None else window
     if settings.postgres_url:
-        return DatabaseWindows(
-            open_database(settings, WINDOWS), settings.keys_window, settings.replica
-        )
-    return MemoryWindows(settings.keys_window)
+        return DatabaseWindows(open_database(settings, WINDOWS), seconds, settings.replica)
+    return MemoryWindows(seconds)

@@ -174,7 +174,7 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         if not locked:
             return RedirectResponse("/", status_code=303)
         client = auth.client_of(request.scope)
-        wait = guard.throttle.retry_after(client)
+        wait = await guard.throttle.retry_after(client)
         if wait:
             page = html(request, "signin", 429, pane=None, next="/", error="signin.throttled")
             page.headers["retry-after"] = str(wait)

@@ -43,6 +43,10 @@ def test_a_limit_holds_across_replicas(replicas: Replicas) -> None:
     assert answers.count(None) == 5, answers
     assert all(now + 59 < reset <= now + 61 for reset in answers if reset is not None)
     assert sides[0].hit("other-key", 5, now) is None  # each key its own window
+    # peek answers as hit would, counting nothing (the credential throttle's question).
+    assert sides[1].peek("ci", 5, now + 1) is not None
+    assert [sides[0].peek("fresh", 1, now) for _ in range(3)] == [None] * 3
+    assert sides[1].hit("fresh", 1, now) is None and sides[0].peek("fresh", 1, now) is not None
 
 
 def test_tokens_held_and_spent_are_every_replicas(replicas: Replicas) -> None:
