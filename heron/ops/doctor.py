@@ -41,7 +41,13 @@ from heron.ops.doctor_checks import (
     check_store,
     check_tools,
 )
-from heron.ops.doctor_services import check_jobs, check_mcp, check_models, check_skills
+from heron.ops.doctor_services import (
+    check_jobs,
+    check_mcp,
+    check_models,
+    check_replicas,
+    check_skills,
+)
 from heron.redact import redact
 from heron.settings import Settings
 
@@ -62,6 +68,7 @@ CHECKS: dict[str, Callable[[Context], Check]] = {
     "models": check_models,
     "skills": check_skills,
     "jobs": check_jobs,
+    "replicas": check_replicas,
 }
 #: Checks another needs run first: the tool index covers the MCP servers' tools.
 NEEDS = {"tools": ("mcp",)}

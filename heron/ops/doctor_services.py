@@ -8,6 +8,8 @@ from __future__ import annotations
 import time
 from collections import Counter
 
+from heron.db.replicas import NOT_SHARED, open_registry
+from heron.errors import HeronError
 from heron.ops.doctor_checks import Check, Context, failed, passed, warned
 
 #: A queued job older than this, with nothing running it, means no runner is up.
@@ -161,3 +163,33 @@ def check_jobs(ctx: Context) -> Check:
     shown = ", ".join(f"{n} {s}" for s, n in sorted(states.items())) or "no jobs"
     runner = f"workspace {workspace}" if workspace else "no workspace (HERON_TOOLS_ROOT unset)"
     return passed("jobs", f"job store opens: {shown}; {runner}", **data)
+
+
+def check_replicas(ctx: Context) -> Check:
+    """On PostgreSQL: the database, the replicas live on it (their ``heron serve``
+    rows, ``heron.db.replicas``) with their versions, and what each keeps to itself."""
+    settings = ctx.settings
+    if not settings.postgres_url:
+        return Check("replicas", "skip", "one machine (SQLite): no other replica shares it")
+    try:
+        registry = open_registry(settings)
+        assert registry is not None
+        with registry:
+            live = registry.live()
+            where = registry.database.what
+    except HeronError as exc:
+        return failed("replicas", str(exc), "check HERON_DATABASE_URL and that PostgreSQL runs")
+    versions = sorted({r["version"] for r in live})
+    names = ", ".join(f"{r['name']} ({r['host']}, pid {r['pid']}, {r['version']})" for r in live)
+    data = {"database": where, "replicas": live, "versions": versions, "not_shared": NOT_SHARED}
+    said = f"{len(live)} live on {where}: {names or 'none serving'}; not shared: " + ", ".join(
+        NOT_SHARED
+    )
+    if len(versions) > 1:
+        return warned(
+            "replicas",
+            said,
+            f"upgrade every replica to one Heron version (now: {', '.join(versions)})",
+            **data,
+        )
+    return passed("replicas", said, **data)

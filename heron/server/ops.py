@@ -5,10 +5,15 @@ watchdog's checks as a status board); ``ops.reload`` is ``heron.server.reload``'
 
 from __future__ import annotations
 
+import asyncio
 import json
+import logging
 import os
+import secrets
 import time
 from collections import Counter
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +23,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
+from heron.db.replicas import BEAT, NOT_SHARED, Me, open_registry
 from heron.errors import ConfigError, HeronError
 from heron.libraries.library import statuses
 from heron.ops.doctor import CHECKS, doctor
@@ -25,7 +31,7 @@ from heron.ops.watchdog import history_path, latest_path, load_config, read_late
 from heron.ops.watchdog.heartbeats import record_beat
 from heron.ops.watchdog.state import iso
 from heron.server.contexts import runtime_of
-from heron.server.hooks import endpoint, no_lifespan
+from heron.server.hooks import endpoint
 from heron.server.keys import key_of
 from heron.server.metrics import CONTENT_TYPE, Gauges, Keep, view, watchdog_gauges
 from heron.server.reload import reloader
@@ -34,6 +40,8 @@ from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
 from heron.tenancy import namespaces_seen, sees_everything
+
+log = logging.getLogger("heron.server")
 
 
 def readiness(
@@ -71,7 +79,31 @@ def readiness(
         }
     checks["agent"] = {"ok": True, "opened": scoped.opened("agent")}
     checks["models"] = model_health(rt)
+    if everything:  # the deployment's hosts are the administrator's to see
+        checks["replicas"] = replicas_seen(rt)
     return checks
+
+
+def replicas_seen(rt: Runtime) -> dict[str, Any]:
+    """The database and the live replicas on it (this one among them), and what each
+    keeps to itself (``heron.db.replicas``). On SQLite: one machine, nothing shared."""
+    settings = rt.settings
+    if not settings.postgres_url:
+        return {"ok": True, "database": f"sqlite {settings.db_path}", "replicas": []}
+    registry = rt.shared("replicas", lambda: open_registry(settings))
+    assert registry is not None
+    try:
+        live = registry.live()
+    except HeronError as exc:
+        return {"ok": False, "database": registry.database.what, "error": str(exc)}
+    return {
+        "ok": True,
+        "database": registry.database.what,
+        "this": settings.replica,
+        "replicas": live,
+        "versions": sorted({r["version"] for r in live}),
+        "not_shared": NOT_SHARED,
+    }
 
 
 def model_health(rt: Runtime) -> dict[str, Any]:
@@ -334,4 +366,34 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     ]
 
 
-lifespan = no_lifespan
+@asynccontextmanager
+async def lifespan(rt: Runtime) -> AsyncIterator[None]:
+    """On PostgreSQL, this replica's row in the registry, written every ``BEAT`` seconds
+    while the server runs and deleted when it stops (``heron.db.replicas``)."""
+    settings = rt.settings
+    if not settings.postgres_url:
+        yield
+        return
+    registry = rt.shared("replicas", lambda: open_registry(settings))
+    assert registry is not None
+    me = Me(f"{settings.replica}:{os.getpid()}:{secrets.token_hex(3)}", settings.replica)
+    started = time.time()
+
+    async def beat() -> None:
+        while True:
+            try:
+                await run_in_threadpool(registry.beat, me, started)
+            except HeronError as exc:  # the database away a moment: the next beat
+                log.warning("replica row not written: %s", exc)
+            await asyncio.sleep(BEAT)
+
+    task = asyncio.create_task(beat())
+    try:
+        yield
+    finally:
+        task.cancel()
+        with suppress(asyncio.CancelledError):
+            await task
+        with suppress(HeronError):
+            await run_in_threadpool(registry.leave, me)
+        registry.close()

@@ -221,6 +221,29 @@ def test_a_keys_limit_is_counted_across_replicas(replicas: list[Replica]) -> Non
     assert codes.count(200) == 5 and codes.count(-32029) == 5, codes
 
 
+def test_doctor_and_ready_name_the_live_replicas(replicas: list[Replica]) -> None:
+    """heron doctor (a third process on the database) and /ready on either replica name
+    both live replicas with their version, the database, and what stays per replica."""
+    a, b = replicas
+    env = a.env | {"HERON_HOME": str(a.home.with_name("doctor"))}
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", "doctor", "--check", "replicas", "--json"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+    )
+    (check,) = [c for c in json.loads(done.stdout)["checks"] if c["name"] == "replicas"]
+    assert check["status"] == "ok", check
+    assert sorted(r["name"] for r in check["data"]["replicas"]) == ["replica-a", "replica-b"]
+    assert "library clones" in check["data"]["not_shared"]
+    assert "web page sign-ins" in check["detail"]
+    ready = httpx.get(b.url + "/ready", timeout=30).json()["checks"]["replicas"]
+    assert ready["this"] == "replica-b" and len(ready["versions"]) == 1
+    assert sorted(r["name"] for r in ready["replicas"]) == ["replica-a", "replica-b"]
+    assert ready["database"].endswith(a.env["HERON_DATABASE_URL"].rsplit("/", 1)[1])
+
+
 def test_a_killed_replicas_job_is_taken_over_by_the_other(replicas: list[Replica]) -> None:
     """SIGKILL the replica whose job runs a command: the other, which never ran it and
     shares no host name with it (the dead worker is judged by its heartbeat alone),
