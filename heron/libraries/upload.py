@@ -161,8 +161,8 @@ def _kind_of(data: bytes) -> str:
         return "a PDF"
     if data.startswith(b"PK\x03\x04"):
         return "a zip archive (an Office file?)"
-    if data[:4] in (b"\xd0\xcf\x11\xe0",):
-        return "an old Office (OLE) file"
+    if data.startswith(b"\xd0\xcf\x11\xe0"):
+        return "an old Office file (.doc, .ppt, .xls: save it as .docx, .pptx or .xlsx)"
     if b"\x00" in data[:8000]:
         return "binary data"
     try:

@@ -242,6 +242,8 @@ def test_content_decides_the_type() -> None:
     assert content_error(".csv", "name,city\nJoão,Lisboa\n".encode()) is None
     assert "not UTF-8 text" in (content_error(".txt", "João".encode("latin-1")) or "")
     assert "zip archive" in (content_error(".html", office("word/d.xml")) or "")
+    old = content_error(".docx", b"\xd0\xcf\x11\xe0\xa1\xb1\x1a\xe1" + b"\x00" * 64) or ""
+    assert "an old Office file (.doc, .ppt, .xls: save it as .docx" in old
 
 
 def test_documents_are_read_before_they_are_written(
