@@ -23,13 +23,22 @@ tool Heron routes, its retrieval, its agent and its actions.
 - **Prompts**: every skill, its instructions with the task the user gives.
 
 Served over streamable HTTP at ``/mcp`` by ``heron serve`` and over stdio by ``heron mcp``.
+
+**One endpoint per service** (``build_service_server``): ``/mcp/{server}`` serves the
+tools of one server of the request's context's ``mcp.json`` (an MCP server, or an
+OpenRPC service's methods, ``heron.tools.openrpc``) under their own names, as MetaMCP's
+per-namespace endpoints do: a client configured with ``http://heron/mcp/osis`` sees
+osis' tools and nothing else, through Heron's keys, Host and Origin rules and tool
+ceiling, the same as ``/mcp``. A name the context does not configure is a 404. Each
+request is its own session (stateless), so a session never moves between services.
 """
 
 from __future__ import annotations
 
 import json
 import logging
-from contextlib import AbstractAsyncContextManager
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote, unquote
@@ -55,6 +64,7 @@ from heron.redact import redact
 from heron.server.contexts import runtime_of
 from heron.server.keys import acting_as, check_call, key_of, keyring
 from heron.server.numbers import whole
+from heron.server.replies import openai_error
 from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
@@ -593,6 +603,127 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     )
 
 
+#: The route of one service's tools.
+SERVICE_PATH = "/mcp/{server}"
+
+
+def service_tools(rt: Runtime, name: str) -> dict[str, Tool]:
+    """The tools of ``rt``'s server ``name`` a client of the MCP door may run (within
+    ``mcp_tool_safety``), by the name the server gives them."""
+    box = rt.toolbox
+    originals = box.client.originals if box.client is not None else {}
+    most = ceiling(rt.settings, "mcp")
+    return {
+        originals.get((name, tool.name), tool.name): tool
+        for tool in box.registry.tools()
+        if tool.source == f"mcp:{name}" and within(tool.safety, most)
+    }
+
+
+def build_service_server(rt: Runtime) -> Server[Any]:
+    """The MCP server of ``/mcp/{server}``: each request lists and calls the tools of the
+    server its path names, in its context (the module)."""
+    ring = keyring(rt)
+
+    def service(ctx: Any) -> tuple[Runtime, str]:
+        request = ctx.request
+        return runtime_of(rt, request), str(request.path_params["server"])
+
+    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+        try:
+            check_call(ring, key_of(ctx.request), "tools")
+        except HeronError as exc:
+            raise _refused(exc) from None
+        scoped, name = service(ctx)
+        found = await run_in_threadpool(service_tools, scoped, name)
+        return types.ListToolsResult(
+            tools=[
+                types.Tool(
+                    name=original,
+                    description=tool.description,
+                    input_schema=tool.parameters,
+                    annotations=_annotations(original, tool.safety, open_world=True),
+                )
+                for original, tool in found.items()
+            ]
+        )
+
+    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+        scoped, name = service(ctx)
+        arguments = dict(params.arguments or {})
+        with acting_as(ring, key_of(ctx.request)):
+            try:
+                check_call(ring, key_of(ctx.request), "tools")
+                found = await run_in_threadpool(service_tools, scoped, name)
+                tool = found.get(params.name)
+                if tool is None:
+                    offered = ", ".join(found) or "none within HERON_MCP_TOOL_SAFETY"
+                    raise NotFound(f"No tool {params.name!r} on {name!r}. Tools: {offered}.")
+                check_tool(tool, scoped.settings, "mcp")  # the one ceiling, where it runs
+                check_arguments(tool, arguments)
+                registry = scoped.toolbox.registry
+                value = await run_in_threadpool(registry.call, tool.name, arguments)
+            except HeronError as exc:  # the model reads the message and can retry
+                return _result(str(exc), error=True)
+        if isinstance(value, dict) and isinstance(value.get("content"), list):
+            return types.CallToolResult.model_validate(value)  # the server's answer as given
+        return _result(value, tool=params.name)
+
+    return Server(
+        "heron-services",
+        version=__version__,
+        instructions="One service's tools, through Heron.",
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+def service_routes(rt: Runtime, server: Server[Any], *, max_body: int) -> list[BaseRoute]:
+    """``/mcp/{server}``: the SDK's stateless streamable-HTTP route, behind a 404 for a
+    server the request's context does not configure."""
+    from mcp.server.transport_security import TransportSecuritySettings
+    from starlette.routing import Route
+
+    security = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app(
+        streamable_http_path=SERVICE_PATH,
+        stateless_http=True,
+        transport_security=security,
+        max_request_body_size=max_body,
+    )
+    return [
+        Route(route.path, endpoint=_Configured(rt, route.endpoint), methods=route.methods)
+        for route in app.routes
+        if isinstance(route, Route)
+    ]
+
+
+class _Configured:
+    """An ASGI app (a class, so Starlette passes it the raw request) that answers 404 for
+    a server the request's context does not configure, else hands over to ``inner``."""
+
+    def __init__(self, rt: Runtime, inner: Any) -> None:
+        self.rt = rt
+        self.inner = inner
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        from starlette.requests import Request
+
+        scoped = runtime_of(self.rt, Request(scope))
+        name = str(scope["path_params"]["server"])
+        names = [s.name for s in await run_in_threadpool(lambda: scoped.mcp_servers)]
+        if name not in names:
+            reply = openai_error(
+                404,
+                f"No MCP server {name!r} in context {scoped.context!r}. Its servers: "
+                f"{', '.join(names) or 'none (mcp.json)'}; /mcp routes among them all.",
+                "not_found",
+            )
+            await reply(scope, receive, send)
+            return
+        await self.inner(scope, receive, send)
+
+
 def http_routes(server: Server[Any], *, max_body: int) -> list[BaseRoute]:
     """The ``/mcp`` route; the app must run ``server.session_manager.run()`` in its
     lifespan. Host and Origin are checked for every route, this one included, by
@@ -635,9 +766,20 @@ def register(registry: Registry, rt: Runtime) -> None:
     rt.shared("mcp:registry", lambda: registry)
 
 
+def services_of(rt: Runtime) -> Server[Any]:
+    """The server's one MCP server of ``/mcp/{server}``."""
+    return rt.shared("mcp:services", lambda: build_service_server(rt))
+
+
 def routes(rt: Runtime) -> list[BaseRoute]:
-    return http_routes(server_of(rt), max_body=rt.settings.server_max_body)
+    max_body = rt.settings.server_max_body
+    return [
+        *http_routes(server_of(rt), max_body=max_body),
+        *service_routes(rt, services_of(rt), max_body=max_body),
+    ]
 
 
-def lifespan(rt: Runtime) -> AbstractAsyncContextManager[None]:
-    return server_of(rt).session_manager.run()
+@asynccontextmanager
+async def lifespan(rt: Runtime) -> AsyncIterator[None]:
+    async with server_of(rt).session_manager.run(), services_of(rt).session_manager.run():
+        yield

@@ -11,7 +11,9 @@ Configuration is the ``mcp.json`` that Claude Desktop and Cursor read::
 transport: a GET event stream and POSTed messages) with ``"type": "sse"``. ``type`` is
 what Claude Code, VS Code and Cline write (``stdio``, ``http``/``streamable-http``/
 ``streamableHttp``, ``sse``); without it the transport follows from ``command``/``url``.
-``"disabled": true`` leaves a server out (checked, never started). Every string may use
+``"disabled": true`` leaves a server out (checked, never started). ``openrpc`` (a URL
+answering ``rpc.discover``, or a file, with ``url`` the endpoint) makes a JSON-RPC
+service's methods tools (``heron.tools.openrpc``). Every string may use
 ``${VAR}`` and ``${VAR:-default}``. ``timeout`` (seconds) bounds each whole operation on
 that server.
 
@@ -66,6 +68,7 @@ from heron.core.tools import MAX_DESCRIPTION, Tool, check_name, clean_text, pars
 from heron.errors import ConfigError
 from heron.redact import redact
 from heron.resource import Resource
+from heron.tools import openrpc
 from heron.tools.registry import ToolRegistry
 
 DEFAULT_TIMEOUT = 30.0
@@ -99,16 +102,25 @@ class ServerConfig:
     timeout: float = DEFAULT_TIMEOUT
     #: ``sse`` for a legacy HTTP+SSE server; otherwise what ``command``/``url`` imply.
     legacy_sse: bool = False
+    #: An OpenRPC document (a URL serving ``rpc.discover``, or a file): a JSON-RPC
+    #: service, not an MCP server (``heron.tools.openrpc``).
+    openrpc: str | None = None
 
     @property
     def transport(self) -> str:
+        if self.openrpc:
+            return "openrpc"
         if self.command:
             return "stdio"
         return "sse" if self.legacy_sse else "streamable-http"
 
     def describe(self) -> str:
         """The command line or URL, for messages: credentials in it are masked."""
-        text = " ".join([self.command or "", *self.args]) if self.command else str(self.url)
+        text = (
+            " ".join([self.command or "", *self.args])
+            if self.command
+            else str(self.url or self.openrpc)
+        )
         return redact(text)
 
 
@@ -181,6 +193,7 @@ class _ServerSpec(BaseModel):
     url: str | None = None
     headers: dict[str, str] = Field(default_factory=dict)
     timeout: float | None = Field(default=None, gt=0)
+    openrpc: str | None = None
 
 
 #: What each field must be, said as the fix.
@@ -194,6 +207,7 @@ _FIELD_FIX = {
     "timeout": 'a number of seconds above 0, e.g. "timeout": 30',
     "type": '"stdio", "http" (streamable HTTP) or "sse" (the legacy HTTP+SSE transport)',
     "disabled": 'true or false, e.g. "disabled": true',
+    "openrpc": "an OpenRPC document: a URL serving rpc.discover, or a file path",
 }
 _JSON_KINDS = {bool: "true/false", int: "a number", float: "a number", str: "a string",
                list: "a list", dict: "an object", type(None): "null"}  # fmt: skip
@@ -260,8 +274,11 @@ def parse_config(
         except ValidationError as exc:
             problems += [f"{where}: {p}" for p in _spec_problems(exc)]
             continue
-        if not (checked.command or checked.url):
-            problems.append(f"{where} needs 'command' (stdio) or 'url' (streamable HTTP)")
+        if not (checked.command or checked.url or checked.openrpc):
+            problems.append(
+                f"{where} needs 'command' (stdio), 'url' (streamable HTTP) or 'openrpc' (a "
+                "JSON-RPC service)"
+            )
             continue
         mismatch = _transport_mismatch(checked)
         if mismatch:
@@ -305,6 +322,7 @@ def _server_config(
         headers={k: expand(v, env) for k, v in spec.headers.items()},
         timeout=spec.timeout if spec.timeout is not None else timeout,
         legacy_sse=spec.type == "sse",
+        openrpc=ex(spec.openrpc),
     )
 
 
@@ -374,6 +392,8 @@ class MCPClient(Resource):
         self._portal_cm: AbstractContextManager[anyio.from_thread.BlockingPortal] | None = None
         self._portal: anyio.from_thread.BlockingPortal | None = None
         self._kept: dict[str, _Kept] = {}
+        #: Where each OpenRPC service's calls go, as its document said.
+        self._endpoints: dict[str, str] = {}
         self._group: anyio.abc.TaskGroup
         self._stop: anyio.Event
 
@@ -483,6 +503,8 @@ class MCPClient(Resource):
         """Run ``work(session)`` within the server's timeout, its failures as ``ServerError``."""
         try:
             with anyio.fail_after(config.timeout):
+                if config.openrpc:  # plain HTTP per call: no session to keep
+                    return await work(None)
                 if not self.keep:
                     async with self._session(config) as session:
                         return await work(session)
@@ -516,6 +538,26 @@ class MCPClient(Resource):
         config = self.server(name)
         notes: list[str] = []
 
+        async def described(_: Any) -> list[Tool]:
+            assert config.openrpc is not None
+            document, endpoint = await openrpc.discover(
+                config.openrpc, config.headers, config.timeout
+            )
+            url = (
+                config.url
+                or endpoint
+                or (config.openrpc if openrpc.is_url(config.openrpc) else None)
+            )
+            if url:
+                self._endpoints[name] = url
+            tools: dict[str, Tool] = {}
+            found = openrpc.definitions(document)
+            for definition in found[:MAX_TOOLS]:
+                self._accept(name, definition, tools, notes)
+            if len(found) > MAX_TOOLS:
+                notes.insert(0, f"described {len(found):,} methods; kept the first {MAX_TOOLS:,}")
+            return list(tools.values())
+
         async def work(session: Any) -> list[Tool]:
             tools: dict[str, Tool] = {}
             cursor, listed = None, 0
@@ -525,7 +567,8 @@ class MCPClient(Resource):
                 for tool in result.tools:
                     listed += 1
                     if len(tools) < MAX_TOOLS:
-                        self._accept(name, tool, tools, notes)
+                        data = tool.model_dump(mode="json", by_alias=True, exclude_none=True)
+                        self._accept(name, data, tools, notes)
                 cursor = result.next_cursor
                 if not cursor:
                     break
@@ -540,16 +583,21 @@ class MCPClient(Resource):
             return list(tools.values())
 
         try:
-            return await self._guarded(config, "list its tools", work)
+            return await self._guarded(
+                config, "list its tools", described if config.openrpc else work
+            )
         finally:
             if len(notes) > MAX_WARNINGS:  # ten thousand bad tools: not ten thousand lines
                 notes[MAX_WARNINGS:] = [f"... and {len(notes) - MAX_WARNINGS:,} more"]
             if warnings is not None:
                 warnings += notes
 
-    def _accept(self, server: str, listed: Any, tools: dict[str, Tool], notes: list[str]) -> None:
-        """Add one listed tool to ``tools`` under its qualified name, or say why not."""
-        data = listed.model_dump(mode="json", by_alias=True, exclude_none=True)
+    def _accept(
+        self, server: str, listed: dict[str, Any], tools: dict[str, Tool], notes: list[str]
+    ) -> None:
+        """Add one listed tool (its MCP definition) to ``tools`` under its qualified name,
+        or say why not."""
+        data = dict(listed)
         shown = clean_text(str(data.get("name", "")), 80)
         try:
             original = check_name(data.get("name"))
@@ -573,6 +621,20 @@ class MCPClient(Resource):
         from mcp.shared.exceptions import MCPError
 
         config = self.server(name)
+
+        async def posted(_: Any) -> dict[str, Any]:
+            url = self._endpoints.get(name)
+            if url is None:
+                raise ServerError(
+                    f"OpenRPC service {name!r} has no endpoint: give it 'url' in mcp.json "
+                    "(its document names no servers)."
+                )
+            return await openrpc.call(url, tool, arguments, config.headers, config.timeout)
+
+        if config.openrpc:
+            if name not in self._endpoints:  # its document names the endpoint
+                await self.alist_tools(name)
+            return await self._guarded(config, f"run {tool!r}", posted)
 
         async def work(session: Any) -> dict[str, Any]:
             try:
