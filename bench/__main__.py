@@ -7,8 +7,9 @@ heldout-skills (sets from public packages, never tuned on), realuse (three libra
 once, follow-ups, extractive answers), cooldown (a hung primary model with and without
 cooldowns), security (the worst requests of at most 64 KB), mcp-door (a client reaching
 150 tools through Heron alone), documents (three public manuals as PDF, HTML, Word and
-Markdown), languages (a Portuguese manual with and without per-language analysis),
-uploads (one file added beside a whole heron index; POST /upload end to end).
+Markdown), languages (a Portuguese manual with and without per-language analysis), replicas
+(200 mixed requests through one heron serve and two on one PostgreSQL; a replica killed
+mid-job), uploads (one file added beside a whole heron index; POST /upload end to end).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -45,6 +46,7 @@ from bench import (
     pgjobs,
     pgvector,
     realuse,
+    replicas,
     scifact,
     search_latency,
     security,
@@ -92,6 +94,7 @@ BENCHMARKS = {
     "mcp-door": mcp_door.run,
     "documents": documents.run,
     "languages": languages.run,
+    "replicas": replicas.run,
     "uploads": uploads.run,
 }
 

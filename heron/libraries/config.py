@@ -279,7 +279,9 @@ def check_name(name: str) -> str:
 def list_key(path: Path, settings: Settings) -> str:
     """The list at ``path`` in the catalogue: ``libraries.txt`` for the home's (one name
     on every replica, whatever each one's home), else the path heron.toml gives."""
-    return FILE_NAME if _same_list(path, settings.home / FILE_NAME) else str(path)
+    home_list = settings.home / FILE_NAME
+    # The usual case without resolving (a syscall per folder): it is read at every use.
+    return FILE_NAME if path == home_list or _same_list(path, home_list) else str(path)
 
 
 def _lines(path: Path, settings: Settings) -> list[str]:
