@@ -54,6 +54,7 @@ from heron.libraries.config import AUTO, Library, get_library, read_libraries
 from heron.libraries.enrich import QA, Enricher, page_questions
 from heron.libraries.parse import Page
 from heron.libraries.scan import PageFile, read_page, scan
+from heron.libraries.shipped import ShippedPages, read_shipped
 from heron.libraries.state import (
     forget_page,
     incomplete_note,
@@ -114,6 +115,7 @@ class LibraryIndexReport:
     removed: int = 0
     unchanged: int = 0
     embedded: int = 0  # texts that reached the model
+    shipped: int = 0  # records that came chunked and embedded with the library
     questions: int = 0
     model_calls: int = 0  # enricher calls
     stale_caches: int = 0  # pages whose Q&A cache is for another text, not regenerated
@@ -271,6 +273,7 @@ class _Indexer:
             store.embedder, settings.library_chunk_tokens, settings.library_chunk_overlap
         )
         self._counter: TokenCounter | None = None
+        self.shipped: ShippedPages | None = None  # what the library ships (.heron-vectors)
         self.pending: tuple[int, int] | None = None  # pages to write, to remove: once known
         self.written = 0  # pages written (records, then state) by this run
         self.fingerprint = (
@@ -292,6 +295,8 @@ class _Indexer:
             save_sync_error(self.store, self.ns, str(exc))
             return self.report
         self.report.revision = checkout.revision
+        embedder = self.store.embedder
+        self.shipped = read_shipped(checkout.root, embedder.model_id, embedder.dim)
         files, skipped = scan(
             checkout.root,
             self.settings.library_max_page_bytes,
@@ -407,6 +412,11 @@ class _Indexer:
                 self.report.changed += 1
             else:
                 self.report.added += 1
+            shipped = self.shipped and self.shipped.records(page.id, state, self.ns)
+            if shipped:  # chunked and embedded already, for this very state
+                self.report.shipped += len(shipped)
+                work.append(_Work(page, state, shipped, [None] * len(shipped)))
+                continue
             work.append(
                 _page_work(
                     file,
@@ -439,7 +449,8 @@ class _Indexer:
         if self.on_total:
             self.on_total(len(work))
         load = getattr(self.store.embedder, "prepare", None)  # a model made on first use
-        if work and load is not None:  # ... would hold the chunk bar at 0 while it loads
+        unembedded = any(r.vector is None for w in work for r in w.records)  # not shipped
+        if unembedded and load is not None:  # ... would hold the chunk bar at 0 while it loads
             self._stage("models", None)
             load()
         advance = self._stage("chunks", sum(len(w.records) for w in work))

@@ -15,6 +15,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
 from typing import Any, Literal
 
 import numpy as np
@@ -22,8 +23,10 @@ import numpy as np
 from heron.embed import embed_queries, splits_of
 from heron.errors import InputError, NotFound
 from heron.libraries.config import Library, read_libraries
+from heron.libraries.index import IndexBusy, index_library
 from heron.libraries.readers import format_of
 from heron.libraries.rerank import Reranker, load_reranker
+from heron.libraries.shipped import read_shipped
 from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
@@ -237,7 +240,25 @@ def scope_of(query: str, libraries: Sequence[Library]) -> list[str]:
 
 def _indexed(store: Store, settings: Settings) -> list[Library]:
     indexed = {info.name for info in store.namespaces()}
-    return [lib for lib in read_libraries(settings) if lib.name in indexed]
+    libraries = read_libraries(settings)
+    for lib in libraries:
+        if lib.builtin and lib.name not in indexed and _load_shipped(lib, store, settings):
+            indexed.add(lib.name)
+    return [lib for lib in libraries if lib.name in indexed]
+
+
+def _load_shipped(library: Library, store: Store, settings: Settings) -> bool:
+    """Index a built-in library that is not indexed yet, when it ships the vectors of the
+    store's embedder (``heron.libraries.shipped``): nothing is embedded, so a new home
+    answers about Heron from its docs at once. Whether it is indexed now."""
+    embedder = store.embedder
+    if read_shipped(Path(library.source), embedder.model_id, embedder.dim) is None:
+        return False
+    try:
+        report = index_library(library.name, store, settings=settings)
+    except IndexBusy:  # another process is indexing it: searched once it is done
+        return False
+    return report.error is None
 
 
 def _check_library(store: Store, library: str, settings: Settings) -> None:
