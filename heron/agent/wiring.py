@@ -39,8 +39,7 @@ from heron.agent.agent import Agent
 from heron.agent.answer import ToolUse
 from heron.agent.loop import SearchHook, ToolHook
 from heron.agent.sessions import open_sessions
-from heron.core.chat import ChatRequest, Message, Sampling
-from heron.core.contexts import DEFAULT
+from heron.core.chat import ChatRequest, Message, Sampling, ToolCall
 from heron.core.tools import Handler, Tool
 from heron.embed import Embedder, calibration_of, embed_queries
 from heron.interventions import Activity, Condition, Intervention, Interventions
@@ -186,10 +185,11 @@ def open_agent(
             toolbox = opened.enter_context(
                 contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
             )
-        delegates = settings.tools_root is not None and settings.context == DEFAULT
+        delegates = settings.tools_root is not None
         if delegates and "delegate_job" not in toolbox.registry:
-            # Jobs run in the workspace: with one, the model may hand long tasks to a job.
-            # Not yet in another context: a job records none, and runs in the server's.
+            # Jobs run in the workspace: with one, the model may hand long tasks to a job,
+            # in every context alike (the job records its context and runs in its
+            # workspace); whether a turn may call it is the tool ceiling's rule.
             if jobs is None:
                 jobs = open_jobs(settings)
                 opened.callback(jobs.close)

@@ -33,7 +33,7 @@ Promises every method keeps (each method's docstring adds its own):
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
 from heron.core.contexts import DEFAULT
@@ -85,11 +85,12 @@ class JobStore(Protocol):
         when given (none: every context's)."""
         ...
 
-    def claim(self, worker: str) -> Job | None:
+    def claim(self, worker: str, contexts: Collection[str] | None = None) -> Job | None:
         """The oldest ``queued`` job (``created_at``, then ``id``), now ``running`` under
         ``worker`` with ``started_at`` and ``heartbeat_at`` set and ``attempts`` one more,
         and its ``claimed`` event (payload: ``worker``, ``attempt``); ``None`` when nothing
-        is queued.
+        is queued. ``contexts``: only a job of one of these contexts (a runner claims only
+        the work it can do: a context without a workspace runs no job); ``None``: any.
 
         Atomic: however many threads, processes or servers claim at once, each job goes to
         one of them. On PostgreSQL claimers skip each other's locked rows

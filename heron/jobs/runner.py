@@ -62,7 +62,7 @@ from heron.core.workspace import MAX_OUTPUT, Workspace
 from heron.errors import ConfigError, HeronError
 from heron.jobs.errors import IllegalTransition
 from heron.jobs.model import Job
-from heron.jobs.service import Jobs, open_workspace
+from heron.jobs.service import Jobs, open_workspace, workspace_contexts
 from heron.jobs.steps import Plan, Step, plan
 from heron.jobs.summary import ChatBroker, facts, written
 from heron.jobs.verify import changes, quiet_environment, snapshot, verdicts
@@ -173,7 +173,10 @@ class JobRunner:
                     recovering = None
                 job = None
                 if len(running) < self.concurrency:
-                    job = await asyncio.to_thread(self.jobs.claim, self.worker)
+                    # Only the jobs it can run: one of a context without a workspace here
+                    # waits for a worker that has it (heron.toml is read anew: a reload).
+                    can = workspace_contexts(self.settings)
+                    job = await asyncio.to_thread(self.jobs.claim, self.worker, can)
                 if job is not None:
                     count += 1
                     task = asyncio.create_task(self.run_job(job))

@@ -14,10 +14,11 @@ import contextlib
 import copy
 import logging
 import threading
-from collections.abc import AsyncIterator, Callable, Iterable
+from collections.abc import AsyncIterator, Callable, Collection, Iterable
 from pathlib import Path
 from typing import Any
 
+from heron.core.contexts import DEFAULT
 from heron.core.workspace import Workspace
 from heron.db import database_path, open_database
 from heron.errors import ConfigError
@@ -50,6 +51,16 @@ def open_jobs(settings: Settings | None = None) -> Jobs:
     settings = settings or Settings()
     database = open_database(settings, JOBS)
     return Jobs(SQLJobStore(database, event_max_bytes=settings.jobs_event_max_bytes), settings)
+
+
+def workspace_contexts(settings: Settings) -> list[str]:
+    """The contexts whose jobs can run here: those with a workspace (the default
+    context's ``tools_root``, another's ``workspace`` in heron.toml), as ``settings`` (any
+    context's) say now. A runner claims only their jobs, so a server started without a
+    workspace leaves a job made elsewhere to a worker that has one."""
+    server = settings.in_context(DEFAULT)
+    found = [DEFAULT] if server.tools_root is not None else []
+    return found + sorted(name for name, spec in server.contexts.items() if spec.workspace)
 
 
 def open_workspace(settings: Settings) -> Workspace:
@@ -139,9 +150,10 @@ class Jobs(Resource):
             self._tell(self.store.get(job_id), event)
         return event
 
-    def claim(self, worker: str) -> Job | None:
-        """``store.claim``, then the watchers are told of its ``claimed`` event."""
-        job = self.store.claim(worker)
+    def claim(self, worker: str, contexts: Collection[str] | None = None) -> Job | None:
+        """``store.claim`` (a job of ``contexts`` only, when given), then the watchers are
+        told of its ``claimed`` event."""
+        job = self.store.claim(worker, contexts)
         if job is not None and self._watchers:
             events = self.store.events(job.id, after=0, limit=100_000)
             claimed = [e for e in events if e.kind == "claimed"]
@@ -241,6 +253,16 @@ class Jobs(Resource):
     def events(self, job_id: str, after: int = 0, limit: int = 1000) -> list[JobEvent]:
         self.get(job_id)
         return self.store.events(job_id, after, limit)
+
+    def failure(self, job: Job) -> str:
+        """Why ``job`` (of any context: the caller holds it) failed, from its last
+        ``failed`` event: the runner's ``error`` or recovery's ``reason``; a failed job
+        has no ``result``. ``""`` for a job that did not fail."""
+        if job.state != "failed":
+            return ""
+        events = self.store.events(job.id, 0, 100_000)
+        failed = [e.payload for e in events if e.kind == "failed"]
+        return str(failed[-1].get("error") or failed[-1].get("reason") or "") if failed else ""
 
     def confirm(self, job_id: str, by: str) -> Job:
         """Let a job waiting for confirmation act: it goes back to the queue, confirmed."""

@@ -32,7 +32,7 @@ import dataclasses
 import json
 import secrets
 import time
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from typing import Any, Protocol
 
 from heron.core.contexts import DEFAULT
@@ -136,7 +136,7 @@ _CREATE = (
 _CLAIM = (
     "UPDATE {p}jobs SET state = 'running', worker = ?, started_at = ?, updated_at = ?, "
     "heartbeat_at = ?, attempts = attempts + 1 WHERE id = (SELECT id FROM {p}jobs "
-    "WHERE state = 'queued' ORDER BY created_at, id LIMIT 1{skip_locked}) "
+    "WHERE state = 'queued'{{only}} ORDER BY created_at, id LIMIT 1{skip_locked}) "
     "AND state = 'queued' RETURNING {columns}"
 )
 _HEARTBEAT = "UPDATE {p}jobs SET heartbeat_at = ? WHERE id = ? AND worker = ?"
@@ -255,10 +255,16 @@ class SQLJobStore(DatabaseStore):
             rows = self._run(db, sql, (*args, limit)).fetchall()
         return [_job(row) for row in rows]
 
-    def claim(self, worker: str) -> Job | None:
+    def claim(self, worker: str, contexts: Collection[str] | None = None) -> Job | None:
+        if contexts is not None and not contexts:
+            return None  # a runner that can run no context's jobs claims none
+        names = sorted(contexts) if contexts is not None else []
+        only = f" AND context IN ({', '.join('?' * len(names))})" if names else ""
         now = time.time()
         with self._tx(write=True) as db:
-            row = self._run(db, _CLAIM, (worker, now, now, now)).fetchone()
+            row = self._run(
+                db, _CLAIM.replace("{{only}}", only), (worker, now, now, now, *names)
+            ).fetchone()
             if row is None:
                 return None
             job = _job(row)

@@ -450,8 +450,7 @@ def _tell_job(runtime: Runtime, job: Job) -> None:
     except HeronError as exc:
         log.warning("job %s: no card: %s", job.id, exc)
         return
-    result = job.result or {}
-    error = str(result.get("error") or result.get("summary") or "")
+    error = runtime.jobs.failure(job)  # a failed job keeps why in its event, not a result
     room = scoped.settings.interventions_room
     scoped.interventions.apply(job_changed(room, job.id, job.state, job.prompt, error=error))
 

@@ -13,10 +13,12 @@ from pathlib import Path
 import httpx
 
 from heron.agent import ToolUse
+from heron.server import create_app
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from tests.interventions.conftest import COLLISION
 from tests.jobs.conftest import Server, wait_for
+from tests.server.conftest import running
 
 CARD_KEYS = {
     "id", "kind", "key", "room", "severity", "text", "spoken", "audio_url", "actions",
@@ -162,6 +164,34 @@ def test_a_job_waiting_for_confirmation_becomes_a_card(serve: Callable[[], Serve
         assert events[1]["data"]["key"] == f"job_waiting:{job_id}"
     again = server.rpc("interventions.act", id=shown["id"], action=1, by="bob")
     assert again["error"]["code"] == -32001 and "is over" in again["error"]["message"]
+
+
+def test_a_failed_jobs_card_says_why_it_failed(configured: Path) -> None:
+    with running(create_app(Settings())) as (url, _):
+        failed_card(InProcess(url), configured)
+
+
+class InProcess(Server):
+    """A server of this process (``running``), called as ``Server`` calls one."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+
+def failed_card(server: Server, configured: Path) -> None:
+    # Parked first, so the workspace can go before it runs: then it fails.
+    job = server.result("jobs.create", prompt="what changed?", requires_confirmation=True)
+    job_id = job["id"]  # type: ignore[index]
+    wait_for(lambda: server.result("jobs.get", id=job_id)["state"] == "waiting_for_confirmation")  # type: ignore[index]
+    configured.rename(configured.with_name("moved"))
+    server.result("jobs.confirm", id=job_id, by="alice")
+
+    def card() -> list:
+        found = server.result("interventions.list", room="default")
+        return [c for c in found if c["kind"] == "job_failed"]  # type: ignore[union-attr]
+
+    (failed,) = wait_for(card, 30, "the failed job's card")  # type: ignore[misc]
+    assert "is not a directory" in failed["text"] and "no reason" not in failed["text"]
 
 
 def test_the_agents_tool_calls_become_collision_and_overlap_cards(home: Path) -> None:

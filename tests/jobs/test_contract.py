@@ -241,6 +241,18 @@ def test_claim_takes_the_oldest_queued_job_first(job_store: JobStore) -> None:
     assert [j.id if j else None for j in claimed] == [ids[0], *ids[2:], None]
 
 
+def test_claim_takes_only_a_job_of_the_contexts_named(job_store: JobStore) -> None:
+    ours = job_store.create("job", "", "read_only", False, context="geomind")
+    theirs = job_store.create("job", "", "read_only", False, context="ops")
+    assert job_store.claim("w", []) is None  # a runner that can run no context's jobs
+    claimed = job_store.claim("w", ["geomind", "default"])
+    assert claimed is not None and claimed.id == ours.id
+    assert job_store.claim("w", ["geomind"]) is None
+    assert job_store.get(theirs.id).state == "queued"
+    again = job_store.claim("w")
+    assert again is not None and again.id == theirs.id
+
+
 # -- what is written --------------------------------------------------------------------
 
 

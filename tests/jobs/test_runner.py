@@ -18,6 +18,7 @@ from heron.agent import job_runner
 from heron.errors import ConfigError
 from heron.jobs import JobInputError, JobRunner, Jobs, open_jobs, plan
 from heron.jobs.errors import IllegalTransition
+from heron.settings import Settings
 from tests.jobs.conftest import alive, git, wait_for
 from tests.llm_servers import KEY, ChatServer
 from tests.llm_servers import serve as serve_chat
@@ -455,6 +456,17 @@ def test_a_workspace_gone_before_the_job_runs_fails_it(jobs: Jobs, configured: P
     failed = jobs.get(job.id)
     assert failed.state == "failed"
     assert "is not a directory" in jobs.events(job.id)[-1].payload["error"]
+
+
+def test_a_runner_without_a_workspace_leaves_the_job_to_one_that_has_it(jobs: Jobs) -> None:
+    # The CLI (HERON_TOOLS_ROOT set) makes the job; a server started without a workspace
+    # must not claim it and fail it: it waits for a worker that can run it.
+    job = jobs.create("is main broken?")
+    bare = Jobs(jobs.store, Settings(tools_root=None))
+    assert asyncio.run(JobRunner(bare).run_until_idle()) == 0
+    assert jobs.get(job.id).state == "queued" and kinds(jobs, job.id) == ["created"]
+    run(jobs)
+    assert jobs.get(job.id).state == "completed"
 
 
 def test_confirm_cannot_requeue_a_running_job(jobs: Jobs) -> None:

@@ -148,6 +148,17 @@ def test_tools_act_in_the_context_workspace(door: Door) -> None:
     assert door.error("garden", "tools.call", read)["code"] != 0
 
 
+def test_every_context_with_a_workspace_delegates_jobs(door: Door) -> None:
+    # The agent of a context is made on its first chat; delegate_job is then its tool
+    # (the tool ceiling decides whether a turn may call it), as in the default context.
+    def tools(context: str | None) -> set[str]:
+        door.result(context, "agent.chat", {"message": ROSE_QUESTION, "answer": "extractive"})
+        return {t["name"] for t in door.result(context, "tools.list")["tools"]}
+
+    assert "delegate_job" in tools("kube") and "delegate_job" in tools("garden")
+    assert "delegate_job" not in tools(None)  # the default context here has no workspace
+
+
 def test_methods_not_yet_scoped_answer_in_the_default_context_only(door: Door) -> None:
     error = door.error("kube", "ops.board")
     assert error["code"] == -32601 and "default context" in error["message"]
