@@ -3,9 +3,10 @@
 Chosen over pypdf on Debian's own manuals (auto-multiple-choice.en.pdf, 101 pages): 0.13 s
 against 1.95 s, and words kept apart where pypdf ran them together ("Use in mathematics"
 against "Useinmathematics"); Apache-2.0/BSD, one wheel with PDFium inside, nothing to
-compile. The bookmarks (the PDF's outline) become headings at the top of the page they
-point to, so a hit carries its page and its section. A page with an image and no text is
-a scan: listed in ``Document.scanned`` (nothing of it is indexed without OCR).
+compile. The bookmarks (the PDF's outline) become headings on the line of their page
+that prints them (else at its top), so a hit carries its page and its section. A page
+with an image and no text is a scan: listed in ``Document.scanned`` (nothing of it is
+indexed without OCR).
 """
 
 from __future__ import annotations
