@@ -285,6 +285,12 @@ class Settings(BaseSettings):
     agent_tool_safety: Literal["read", "write", "execute"] = Field(
         default="read", description="Most harmful tool the agent may call unasked."
     )
+    agent_delegate: bool = Field(
+        default=False,
+        description="Let the agent hand tasks to background jobs (delegate_job) whatever "
+        "agent_tool_safety, without any other execute tool: a read_only job runs, one that "
+        "may write or deploy waits for a person; a named key's turns need its jobs scope.",
+    )
     agent_passages: int = Field(default=3, ge=1, description="Library passages in the prompt.")
     agent_max_tokens: int = Field(default=512, ge=1, description="Answer tokens per model call.")
 

@@ -85,7 +85,7 @@ from heron.agent.turn import Turn
 from heron.agent.words import Surface, nothing_found, say, speaks
 from heron.core.caller import Caller
 from heron.core.chat import ChatRequest, Message
-from heron.core.tools import Tool
+from heron.core.tools import Safety, Tool
 from heron.embed import calibration_of, embed_queries
 from heron.errors import InputError
 from heron.libraries import Reranker, Result
@@ -99,6 +99,7 @@ from heron.skills import SkillContext, SkillIndex
 from heron.store import Store
 from heron.tools import RoutedTool, Toolbox
 
+from heron.tools.ceiling import within
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
@@ -237,6 +238,14 @@ class Agent(Resource):
         if turn.history is None:
             return self.sessions.history(session_id), []
         history = list(turn.history)
+    def _ceiling(self, turn: Turn) -> Safety:
+        """The most harmful of Heron's tools ``turn`` may run (``Turn.tool_safety``)."""
+        return turn.tool_safety or self.settings.agent_tool_safety
+
+    def _delegates(self, turn: Turn) -> bool:
+        """Whether ``turn`` may delegate jobs beyond its ceiling (``Turn.delegate``)."""
+        return self.settings.agent_delegate if turn.delegate is None else turn.delegate
+
         if not turn.continues:
             return history, []
         last = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
@@ -319,6 +328,7 @@ class Agent(Resource):
             decision = triage(
                 turn.message,
                 found.results,
+                    delegate=self._delegates(turn),
                 routed,
                 names=self.retriever.names(),
                 vocabulary=self.retriever.vocabulary(),
@@ -424,7 +434,13 @@ class Agent(Resource):
             streaming=streaming,
             notes=record.notes,
             mode=grounded.mode,
-            caller=Caller(session_id=grounded.session_id, user=turn.user, room=turn.room or ""),
+            caller=Caller(
+                session_id=grounded.session_id,
+                user=turn.user,
+                room=turn.room or "",
+                # A turn that may not run programs hands on no job that writes unconfirmed.
+                confirm_risky=not within("execute", self._ceiling(turn)),
+            ),
         )
         if grounded.mode == "generative" or prompt.forced:
             yield from loop.run()

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
-from heron.core.tools import SAFETY_LEVELS, Safety, Tool
+from heron.core.tools import Safety, Tool
 from heron.llm import Broker
 from heron.settings import Settings
 from heron.tools import LOCAL_ONLY, RoutedTool, Toolbox, ToolRouter
+from heron.tools.ceiling import permits
 
 log = logging.getLogger("heron.agent")
 
@@ -66,11 +67,14 @@ class ToolOffer:
         *,
         safety: Safety | None = None,
         local: bool = True,
+        delegate: bool = False,
     ) -> list[RoutedTool]:
         """The tools to offer, best first: routed, callable here, no more harmful than
-        ``safety`` (default ``agent_tool_safety``); unless ``local`` (``Turn.local_tools``,
-        false for ``/v1``), none tagged ``local-only`` (``python_exec``), whatever the
-        safety allows. None for a model that cannot call tools."""
+        ``safety`` (default ``agent_tool_safety``) unless ``delegate`` lets a delegation
+        tool past it (``heron.tools.ceiling.permits``); unless ``local``
+        (``Turn.local_tools``, false for ``/v1``), none tagged ``local-only``
+        (``python_exec``), whatever the safety allows. None for a model that cannot call
+        tools."""
         caps = self.broker().capabilities(model)
         if not caps.tool_calling:
             return []
@@ -83,11 +87,11 @@ class ToolOffer:
                 profile=caps.name_profile, **routing_options(self.settings, tools, caps.max_tools)
             )
             self._routers = {key: router}
-        most = SAFETY_LEVELS.index(safety or self.settings.agent_tool_safety)
+        most = safety or self.settings.agent_tool_safety
         return [
             routed
             for routed in router.route(message, vector=vector).tools
             if registry.runnable(routed.tool.name)
-            and SAFETY_LEVELS.index(routed.tool.safety) <= most
+            and permits(routed.tool, most, delegate)
             and (local or LOCAL_ONLY not in routed.tool.tags)
         ]

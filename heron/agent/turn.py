@@ -65,6 +65,9 @@ class Turn:
       ``None``: ``interventions_room``, the room of what Heron raises itself.
     - ``tool_safety``: the most harmful of Heron's tools offered (``SAFETY_LEVELS``);
       ``None``: ``agent_tool_safety``. ``/v1`` passes ``openai_tool_safety``.
+    - ``delegate``: whether ``delegate_job`` is offered whatever ``tool_safety``
+      (``heron.tools.ceiling.delegates``: the door and the key decide); ``None``:
+      ``agent_delegate``. A server passes its door's answer.
     - ``local_tools``: whether Heron's ``local-only`` tools (``python_exec``) may be
       offered; ``/v1`` passes ``False``: a client's request never runs code here.
     - ``surface``: who reads the messages (``heron.agent.words``): ``"cli"`` (hints name
@@ -87,6 +90,7 @@ class Turn:
     user: str = ""
     room: str | None = None
     tool_safety: Safety | None = None
+    delegate: bool | None = None
     local_tools: bool = True
     surface: Surface = "cli"
 

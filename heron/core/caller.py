@@ -22,11 +22,15 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class Caller:
     """``session_id``: the agent's conversation; ``user``: who asks (``""``: nobody in
-    particular); ``room``: who shares the conversation (``""``: the default room)."""
+    particular); ``room``: who shares the conversation (``""``: the default room);
+    ``confirm_risky``: the turn may not run programs unasked (its tool ceiling is below
+    ``execute``; it delegates by the delegation permission alone), so a job it hands on
+    that may write waits for a person's confirmation."""
 
     session_id: str = ""
     user: str = ""
     room: str = ""
+    confirm_risky: bool = False
 
 
 _CALLER: ContextVar[Caller | None] = ContextVar("heron_caller", default=None)

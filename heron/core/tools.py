@@ -23,6 +23,7 @@ from heron.core.errors import ToolInputError
 
 __all__ = [
     "CUT",
+    "DELEGATION",
     "EMPTY_SCHEMA",
     "MAX_DESCRIPTION",
     "MAX_NAME",
@@ -47,6 +48,10 @@ __all__ = [
 #: ``execute`` runs programs. An agent may ask for confirmation above ``read``.
 Safety = Literal["read", "write", "execute"]
 SAFETY_LEVELS: tuple[Safety, ...] = ("read", "write", "execute")
+#: The tag of a tool that hands work to a person-gated background job (``delegate_job``):
+#: the delegation permission (``HERON_AGENT_DELEGATE``, ``heron.tools.ceiling``) offers it
+#: whatever the tool ceiling, without unlocking any other tool of its safety.
+DELEGATION = "delegation"
 EMPTY_SCHEMA: dict[str, Any] = {"type": "object", "properties": {}}
 
 # Definitions come from files and MCP servers Heron does not control: each part is bounded

@@ -11,7 +11,7 @@ from typing import Any
 
 from heron.core.caller import Caller, current_caller
 from heron.core.errors import ToolInputError
-from heron.core.tools import Tool, ToolSink
+from heron.core.tools import DELEGATION, Tool, ToolSink
 from heron.jobs.model import RISK_LEVELS
 from heron.jobs.service import Jobs
 
@@ -39,16 +39,18 @@ DELEGATE_JOB = Tool(
     # Not ``read``: the call writes a job to the job store, and the job then runs programs
     # in the workspace (git always, the test command when asked). Its risk level, the
     # command allowlist and the confirmation gate bound what it does, not that it runs:
-    # the agent offers it only where ``agent_tool_safety`` (``openai_tool_safety`` for
-    # /v1) is ``execute``.
+    # the agent offers it where ``agent_tool_safety`` (``openai_tool_safety`` for /v1) is
+    # ``execute``, or by the delegation permission alone (``DELEGATION``,
+    # ``HERON_AGENT_DELEGATE``), where every job that may write waits for a person.
     safety="execute",
-    tags=("jobs",),
+    tags=("jobs", DELEGATION),
 )
 
 
 def register_job_tools(registry: ToolSink, jobs: Jobs) -> list[Tool]:
     """Add ``delegate_job``. The model cannot waive confirmation: a ``deploy_allowed`` job
-    always waits for a person's ``heron jobs confirm``."""
+    always waits for a person's ``heron jobs confirm``, and so does a ``write`` one asked
+    in a turn that may not run programs itself (``Caller.confirm_risky``)."""
 
     def delegate(arguments: dict[str, Any]) -> dict[str, Any]:
         prompt = arguments.get("prompt")
@@ -57,11 +59,12 @@ def register_job_tools(registry: ToolSink, jobs: Jobs) -> list[Tool]:
         # The conversation it is delegated in (set by the agent around each call): the
         # job's events reach that session and its room, its creator is who asked.
         caller = current_caller() or Caller()
+        risk = str(arguments.get("risk_level") or "read_only")
         job = jobs.create(
             prompt,
             str(arguments.get("success_criteria") or ""),
-            str(arguments.get("risk_level") or "read_only"),
-            None,
+            risk,
+            True if caller.confirm_risky and risk != "read_only" else None,
             by=caller.user or "agent",
             session_id=caller.session_id,
             room=caller.room,

@@ -10,7 +10,6 @@ from pydantic import Field
 
 from heron.agent.turn import Turn
 from heron.agent.wiring import library_enricher
-from heron.core.tools import Safety
 from heron.jobs.service import MAX_SCOPE
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
@@ -19,8 +18,9 @@ from heron.server.hooks import no_lifespan, no_routes
 from heron.server.keys import current_key, spend
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
+from heron.settings import Settings
 from heron.tools.builtin import check_arguments
-from heron.tools.ceiling import ceiling, check_tool, entered_through
+from heron.tools.ceiling import Door, ceiling, check_tool, delegates, entered_through
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
 
 #: The scope of the methods that only read (``heron.keys.SCOPES``).
@@ -54,12 +54,17 @@ class ChatParams(Params):
         "request's fields, page what the web page offers.",
     )
 
-    def turn(self, tool_safety: Safety | None = None) -> Turn:
+    def turn(self, door: Door, settings: Settings) -> Turn:
         """The agent's turn: every field is one of ``Turn``'s, by the same name; hints
         name the request's fields (``surface="api"``), not the CLI's flags, or what the
-        page offers (``"page"``). ``tool_safety``: its door's ceiling
-        (``heron.tools.ceiling``); ``None``, the agent's."""
-        return Turn(**self.model_dump(), tool_safety=tool_safety)
+        page offers (``"page"``). Its tool ceiling and whether it may delegate are
+        ``door``'s for the request's key (``heron.tools.ceiling``)."""
+        key = current_key()
+        return Turn(
+            **self.model_dump(),
+            tool_safety=ceiling(settings, door, key),
+            delegate=delegates(settings, door, key),
+        )
 
 
 class SearchParams(Params):
@@ -141,7 +146,7 @@ def register(registry: Registry, rt: Runtime) -> None:
     def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
         # Asked through MCP (its ask), the turn is held to MCP's ceiling, not the agent's.
         door = entered_through("agent")
-        answer = rt.agent.ask(p.turn(ceiling(rt.settings, door, current_key())))  # heron ask
+        answer = rt.agent.ask(p.turn(door, rt.settings))  # heron ask
         spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
         return answer.to_dict()
 

@@ -392,6 +392,7 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
         tool_choice=choice,
         user=req.user or "",
         tool_safety=settings.openai_tool_safety,
+        delegate=False,  # the delegation permission is the agent door's (heron.tools.ceiling)
         local_tools=False,  # python_exec is never a /v1 client's to run
         surface="api",
     )

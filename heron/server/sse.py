@@ -401,7 +401,7 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
-    return rt.agent.stream(params.turn())
+    return rt.agent.stream(params.turn("agent", rt.settings))
 
 
 async def chat_resume(rt: Runtime, request: Request) -> Response:

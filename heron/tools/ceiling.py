@@ -26,6 +26,16 @@ The agent's turns carry their door's ceiling as ``Turn.tool_safety``: the agent 
 no tool above it and runs only what it offered (``heron.agent.execute``). A JSON-RPC
 method run for an MCP tool (``ask`` is ``agent.chat``) is told its door by ``through``,
 so its turn is held to the MCP ceiling, not the agent's.
+
+**Delegation** is a permission of its own (``delegates``): with ``agent_delegate``
+(``HERON_AGENT_DELEGATE``), the agent's turns (the ``agent`` door only: not ``/v1``, not
+MCP's ``ask``) are offered the tools tagged ``DELEGATION`` (``delegate_job``) whatever
+their ceiling, and nothing else of that safety: a team lets the agent hand a read-only
+check to a job without handing it ``run_command`` or ``python_exec``. A named key's turns
+delegate only when it holds ``jobs`` (the scope that lets it create jobs itself). A job so
+delegated that may write waits for a person (``heron.core.caller.Caller.confirm_risky``);
+a ``deploy_allowed`` one always does. ``Turn.delegate`` carries the door's answer, and
+``permits`` is the one test the agent offers tools by.
 """
 
 from __future__ import annotations
@@ -36,11 +46,13 @@ from contextvars import ContextVar
 from typing import Literal
 
 from heron.core.errors import ToolCallError
-from heron.core.tools import SAFETY_LEVELS, Safety, Tool
+from heron.core.tools import DELEGATION, SAFETY_LEVELS, Safety, Tool
 from heron.keys import ADMIN, Key
 from heron.settings import Settings
 
 Door = Literal["agent", "openai", "mcp", "rpc"]
+#: The key scope that lets a caller create jobs, and its agent turns delegate them.
+JOBS = "jobs"
 
 #: The setting each door's ceiling is, as the operator writes it.
 SETTING: dict[Door, str] = {
@@ -58,6 +70,19 @@ def within(safety: Safety, most: Safety) -> bool:
     """Whether a tool of ``safety`` is at most ``most``: ``within("write", "read")`` is
     false."""
     return SAFETY_LEVELS.index(safety) <= SAFETY_LEVELS.index(most)
+
+
+def delegates(settings: Settings, door: Door, key: Key | None = None) -> bool:
+    """Whether the agent's turns through ``door`` for a caller with ``key`` may delegate
+    jobs beyond their ceiling (the module's "Delegation"): the ``agent`` door, with
+    ``agent_delegate`` on, for no key or a key holding ``jobs``."""
+    return door == "agent" and settings.agent_delegate and (key is None or key.allows(JOBS))
+
+
+def permits(tool: Tool, most: Safety, delegate: bool) -> bool:
+    """Whether a turn whose ceiling is ``most`` and that may ``delegate`` (``delegates``)
+    may be offered and run ``tool``."""
+    return within(tool.safety, most) or (delegate and DELEGATION in tool.tags)
 
 
 def administers(key: Key | None) -> bool:
