@@ -76,6 +76,7 @@ from heron.agent.followup import last_reply
 from heron.agent.guard import Scaffold, repeats
 from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
 from heron.agent.prompt import lead_prompt, lead_written, system_prompt
+from heron.agent.recall import Recall, interleave
 from heron.agent.retrieval import EXTRACTIVE_PASSAGES, Found, Retriever
 from heron.agent.routing import ToolOffer
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
@@ -122,6 +123,7 @@ class Agent(Resource):
         tool_workers: int = TOOL_WORKERS,
         on_tool_use: ToolHook | None = None,
         on_search: SearchHook | None = None,
+        recall: Recall | None = None,
     ) -> None:
         """The parts are handed over open, and stay open when the agent closes (the
         ownership rule, ``heron.store.base``): ``resources`` holds what was opened for
@@ -132,8 +134,12 @@ class Agent(Resource):
         Observers, told with the turn's ``user`` (the actor) and never failing a turn (a
         ``HeronError`` they raise is logged): ``on_tool_use(actor, use)`` after each tool
         call the agent ran, ``on_search(actor, message)`` after each grounding search of
-        the libraries. A server passes its interventions' detectors here."""
+        the libraries. A server passes its interventions' detectors here.
+
+        ``recall(session_id)``: what joined a conversation besides its turns (the results
+        of the jobs it delegated, ``heron.agent.recall``), replayed with its history."""
         self.settings = settings
+        self.recall = recall
         self.store = store
         self.skills = skills
         self.toolbox = toolbox
@@ -240,6 +246,14 @@ class Agent(Resource):
         history = list(turn.history)
     def _ceiling(self, turn: Turn) -> Safety:
         """The most harmful of Heron's tools ``turn`` may run (``Turn.tool_safety``)."""
+    def _history(self, turn: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
+        """``(before, after)``: the messages before the grounded user message, and after
+        it (a continued turn's tool calls and results)."""
+        if turn.history is None:
+            exchanges = self.sessions.exchanges(session_id)
+            recalled = self.recall(session_id) if self.recall is not None else []
+            return interleave(exchanges, recalled), []
+        history = list(turn.history)
         return turn.tool_safety or self.settings.agent_tool_safety
 
     def _delegates(self, turn: Turn) -> bool:

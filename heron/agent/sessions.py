@@ -192,17 +192,25 @@ class Sessions(Resource):
         self, session_id: str, turns: int = HISTORY_TURNS, *, asker: Asker | None = None
     ) -> list[Message]:
         """The last ``turns`` exchanges as user and assistant messages, oldest first."""
+        exchanges = self.exchanges(session_id, turns, asker=asker)
+        return [message for _, pair in exchanges for message in pair]
+
+    def exchanges(
+        self, session_id: str, turns: int = HISTORY_TURNS, *, asker: Asker | None = None
+    ) -> list[tuple[float, tuple[Message, Message]]]:
+        """The last ``turns`` exchanges, oldest first: when each was saved, and its user
+        and assistant messages (``heron.agent.recall`` places what joined between them)."""
         with self._tx() as db:
             self._check(db, session_id, asker or current_asker())
             rows = db.execute(
-                "SELECT message, answer FROM {p}turns WHERE session_id = ?"
+                "SELECT message, answer, created FROM {p}turns WHERE session_id = ?"
                 " ORDER BY seq DESC LIMIT ?",
                 (session_id, turns),
             ).fetchall()
-        messages: list[Message] = []
-        for message, answer in reversed(rows):
-            messages += [Message("user", message), Message("assistant", answer)]
-        return messages
+        return [
+            (created, (Message("user", message), Message("assistant", answer)))
+            for message, answer, created in reversed(rows)
+        ]
 
     def create(self, asker: Asker | None = None) -> str:
         """A new, empty session of ``asker`` (its owner and door), for a client that

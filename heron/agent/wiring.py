@@ -29,6 +29,7 @@ nothing themselves.
 from __future__ import annotations
 
 import contextlib
+import json
 import re
 import time
 from collections.abc import Callable, Iterable
@@ -38,6 +39,7 @@ from typing import Any, TypeVar
 from heron.agent.agent import Agent
 from heron.agent.answer import ToolUse
 from heron.agent.loop import SearchHook, ToolHook
+from heron.agent.recall import Recall, Recalled
 from heron.agent.sessions import open_sessions
 from heron.core.chat import ChatRequest, Message, Sampling, ToolCall
 from heron.core.tools import Handler, Tool
@@ -50,7 +52,7 @@ from heron.interventions.detectors import (
     library_health,
     search_misses,
 )
-from heron.jobs import JobRunner, Jobs, open_jobs
+from heron.jobs import TERMINAL, Job, JobRunner, Jobs, open_jobs
 from heron.jobs.tool import register_job_tools
 from heron.libraries import load_reranker, read_libraries, search
 from heron.libraries.enrich import ModelEnricher
@@ -66,6 +68,10 @@ from heron.tools import Toolbox, open_toolbox
 T = TypeVar("T")
 #: Results a job's ``search_docs`` step keeps.
 JOB_SEARCH_TOP_K = 5
+#: Ended jobs of a conversation whose verdicts its history replays, newest.
+RECALLED_JOBS = 5
+#: Characters of a job's summary (or failure) replayed: a few sentences.
+RECALLED_CHARS = 1500
 #: Skill queries the scan reads, newest: enough for a request's last few searches.
 SCAN_QUERIES = 1000
 #: A Markdown heading, or a Python class or function: what a written file is about.
@@ -194,6 +200,7 @@ def open_agent(
                 jobs = open_jobs(settings)
                 opened.callback(jobs.close)
             add_job_tools(toolbox, jobs)
+        recall = job_results(jobs) if jobs is not None else None
         broker = Broker(table, settings) if table is not None else load_broker(settings)
         opened.enter_context(contextlib.closing(broker))
         sessions = opened.enter_context(
@@ -210,6 +217,44 @@ def open_agent(
         reranker=load_reranker(settings),
         resources=resources,
         tool_workers=settings.agent_tool_workers,
+        recall=recall,
+    )
+
+
+def job_results(jobs: Jobs, limit: int = RECALLED_JOBS) -> Recall:
+    """The agent's ``recall``: the verdicts of the last ``limit`` jobs a conversation
+    delegated that have ended, each as the ``delegate_job`` call's result (its state,
+    ``ok``, summary, the criteria's verdicts, why it failed), joined after the turn that
+    delegated it (``heron.agent.recall``). ``jobs`` is one context's: another's never
+    shows."""
+
+    def recall(session_id: str) -> list[Recalled]:
+        ended = jobs.list(sorted(TERMINAL), limit, session_id=session_id)
+        return [Recalled(job.created_at, job_messages(jobs, job)) for job in reversed(ended)]
+
+    return recall
+
+
+def job_messages(jobs: Jobs, job: Job) -> tuple[Message, Message]:
+    """The call that delegated ``job`` and its result as it ended: what the model reads."""
+    result = job.result or {}
+    verdict: dict[str, Any] = {"id": job.id, "state": job.state, "prompt": job.prompt}
+    if job.state == "completed":
+        verdict |= {
+            "ok": result.get("ok"),
+            "summary": str(result.get("summary") or "")[:RECALLED_CHARS],
+            "criteria": [
+                {k: c.get(k) for k in ("criterion", "ok", "why") if c.get(k) is not None}
+                for c in result.get("criteria") or []
+            ],
+        }
+    elif job.state == "failed":
+        verdict["error"] = jobs.failure(job)[:RECALLED_CHARS]
+    call = ToolCall(f"job_{job.id}", "delegate_job", {"prompt": job.prompt})
+    content = json.dumps(verdict, ensure_ascii=False)
+    return (
+        Message("assistant", "", tool_calls=(call,)),
+        Message("tool", content, tool_call_id=call.id, name="delegate_job"),
         on_tool_use=on_tool_use,
         on_search=on_search,
     )
