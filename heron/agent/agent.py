@@ -99,8 +99,8 @@ from heron.settings import Settings
 from heron.skills import SkillContext, SkillIndex
 from heron.store import Store
 from heron.tools import RoutedTool, Toolbox
-
 from heron.tools.ceiling import within
+
 MAX_MESSAGE_BYTES = 1 << 20
 #: Tokens of an extractive answer's lead line.
 LEAD_TOKENS = 48
@@ -238,14 +238,14 @@ class Agent(Resource):
             return "generative"  # only a model can call tools or follow a format
         return self.mode(turn.model)
 
-    def _history(self, turn: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
-        """``(before, after)``: the messages before the grounded user message, and after
-        it (a continued turn's tool calls and results)."""
-        if turn.history is None:
-            return self.sessions.history(session_id), []
-        history = list(turn.history)
     def _ceiling(self, turn: Turn) -> Safety:
         """The most harmful of Heron's tools ``turn`` may run (``Turn.tool_safety``)."""
+        return turn.tool_safety or self.settings.agent_tool_safety
+
+    def _delegates(self, turn: Turn) -> bool:
+        """Whether ``turn`` may delegate jobs beyond its ceiling (``Turn.delegate``)."""
+        return self.settings.agent_delegate if turn.delegate is None else turn.delegate
+
     def _history(self, turn: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
         """``(before, after)``: the messages before the grounded user message, and after
         it (a continued turn's tool calls and results)."""
@@ -254,12 +254,6 @@ class Agent(Resource):
             recalled = self.recall(session_id) if self.recall is not None else []
             return interleave(exchanges, recalled), []
         history = list(turn.history)
-        return turn.tool_safety or self.settings.agent_tool_safety
-
-    def _delegates(self, turn: Turn) -> bool:
-        """Whether ``turn`` may delegate jobs beyond its ceiling (``Turn.delegate``)."""
-        return self.settings.agent_delegate if turn.delegate is None else turn.delegate
-
         if not turn.continues:
             return history, []
         last = max((i for i, m in enumerate(history) if m.role == "user"), default=-1)
@@ -334,6 +328,7 @@ class Agent(Resource):
                     vector,
                     safety=turn.tool_safety,
                     local=turn.local_tools,
+                    delegate=self._delegates(turn),
                 )
         with record.clock("skills"):
             query = skill_query(self.skills, turn.message) if mode == "generative" else None
@@ -342,7 +337,6 @@ class Agent(Resource):
             decision = triage(
                 turn.message,
                 found.results,
-                    delegate=self._delegates(turn),
                 routed,
                 names=self.retriever.names(),
                 vocabulary=self.retriever.vocabulary(),
