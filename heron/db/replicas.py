@@ -63,8 +63,6 @@ NOT_SHARED: dict[str, str] = {
     "skills usage log": "per home: what the skills served here, for the operator of this host",
     "response cache": "in memory per process (heron.llm.cache): a miss calls the model",
     "model failure counts": "per replica; what they decide (a cooldown, its probe) is shared",
-    "web page sign-ins": "the cookie sessions of the page live in each replica's memory: pin a "
-    "browser to one replica (sticky sessions) or send the API token or a key",
     "metrics": "/metrics is each replica's own: scrape every replica",
     "keys' monthly usage": "shared, as of each replica's last write (HERON_KEYS_FLUSH seconds)",
 }

@@ -26,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import logging
 import math
 import secrets
 import threading
@@ -40,11 +41,14 @@ from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
-from heron.errors import InputError
+from heron.errors import HeronError, InputError
 from heron.server.origins import STATIC
 from heron.server.runtime import Runtime
+from heron.server.signins import RECHECK, SignIns, open_signins
 from heron.server.windows import MemoryWindows, Windows, open_windows
 from heron.settings import Settings
+
+log = logging.getLogger("heron.server")
 
 COOKIE = "heron_session"
 CSRF_HEADER = b"x-heron-csrf"
@@ -73,12 +77,17 @@ def client_of(scope: Scope) -> str:
 
 
 class Sessions:
-    """The signed-in browsers: each session's id hashed, with its expiry. Thread-safe."""
+    """The signed-in browsers: each session's id hashed, with its expiry. Thread-safe.
+    With ``shared`` (PostgreSQL), every replica's (``heron.server.signins``): a session
+    this replica does not know is looked up there, one it knows again every ``RECHECK``
+    seconds (a sign-out elsewhere)."""
 
-    def __init__(self, token: bytes, ttl: float) -> None:
+    def __init__(self, token: bytes, ttl: float, shared: SignIns | None = None) -> None:
         self._key = token
         self.ttl = ttl
         self._live: dict[str, float] = {}
+        self._checked: dict[str, float] = {}  # when the database last confirmed each
+        self._shared = shared
         self._lock = threading.Lock()
 
     def _sign(self, sid: str) -> str:
@@ -91,12 +100,16 @@ class Sessions:
     def new(self) -> str:
         """A new session; the cookie's value."""
         sid = secrets.token_urlsafe(32)
-        now = time.monotonic()
+        now, digest = time.monotonic(), self._hash(sid)
         with self._lock:
             self._live = {h: t for h, t in self._live.items() if t > now}
             while len(self._live) >= MAX_SESSIONS:
                 del self._live[min(self._live, key=self._live.__getitem__)]
-            self._live[self._hash(sid)] = now + self.ttl
+            self._checked = {h: t for h, t in self._checked.items() if h in self._live}
+            self._live[digest] = now + self.ttl
+            self._checked[digest] = now
+        if self._shared is not None:
+            self._shared.add(digest, time.time() + self.ttl)
         return f"{sid}.{self._sign(sid)}"
 
     def session_id(self, cookie: str | None) -> str | None:
@@ -105,15 +118,42 @@ class Sessions:
         sid, _, signature = (cookie or "").partition(".")
         if not sid or not hmac.compare_digest(signature.encode(), self._sign(sid).encode()):
             return None
+        now, digest = time.monotonic(), self._hash(sid)
         with self._lock:
-            expires = self._live.get(self._hash(sid))
-        return sid if expires is not None and expires > time.monotonic() else None
+            expires = self._live.get(digest)
+            checked = self._checked.get(digest, float("-inf"))
+        if self._shared is not None and now - checked >= RECHECK:
+            expires = self._recheck(self._shared, digest, now, expires)
+        return sid if expires is not None and expires > now else None
+
+    def _recheck(
+        self, shared: SignIns, digest: str, now: float, known: float | None
+    ) -> float | None:
+        """The session's expiry as the database has it now (in this record's clock); the
+        one known here while the database cannot be reached."""
+        try:
+            ends = shared.expires_at(digest)
+        except HeronError as exc:
+            log.warning("sign-in not checked with the database: %s", exc)
+            return known
+        with self._lock:
+            if ends is None:  # signed out elsewhere, or never signed in
+                self._live.pop(digest, None)
+                self._checked.pop(digest, None)
+                return None
+            expires = self._live[digest] = now + (ends - time.time())
+            self._checked[digest] = now
+            return expires
 
     def revoke(self, cookie: str | None) -> None:
         sid = self.session_id(cookie)
         if sid is not None:
+            digest = self._hash(sid)
             with self._lock:
-                self._live.pop(self._hash(sid), None)
+                self._live.pop(digest, None)
+                self._checked.pop(digest, None)
+            if self._shared is not None:
+                self._shared.remove(digest)
 
     def csrf(self, sid: str) -> str:
         """The CSRF value of session ``sid``."""
@@ -164,7 +204,11 @@ class Guard:
         secret = token.encode() if token else None
         return cls(
             secret,
-            Sessions(secret or b"", settings.server_session_ttl),
+            Sessions(
+                secret or b"",
+                settings.server_session_ttl,
+                open_signins(settings) if secret else None,  # no token: no sign-in
+            ),
             Throttle(
                 open_windows(settings, settings.server_auth_window),
                 settings.server_auth_failures,

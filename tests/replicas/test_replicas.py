@@ -237,7 +237,7 @@ def test_doctor_and_ready_name_the_live_replicas(replicas: list[Replica]) -> Non
     assert check["status"] == "ok", check
     assert sorted(r["name"] for r in check["data"]["replicas"]) == ["replica-a", "replica-b"]
     assert "library clones" in check["data"]["not_shared"]
-    assert "web page sign-ins" in check["detail"]
+    assert "response cache" in check["detail"]
     ready = httpx.get(b.url + "/ready", timeout=30).json()["checks"]["replicas"]
     assert ready["this"] == "replica-b" and len(ready["versions"]) == 1
     assert sorted(r["name"] for r in ready["replicas"]) == ["replica-a", "replica-b"]
