@@ -189,6 +189,12 @@ class Settings(BaseSettings):
     library_max_page_bytes: int = Field(
         default=4_000_000, ge=1, description="Larger pages are skipped with a warning."
     )
+    library_max_document_bytes: int = Field(
+        default=64_000_000,
+        ge=1,
+        description="Larger PDF, Word, PowerPoint and Excel files are skipped with a warning "
+        "(their size is mostly images; their text is read page by page).",
+    )
     library_candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
     library_reranker: str = Field(default="default", description="default, none, onnx or remote.")
     library_rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")

@@ -303,6 +303,7 @@ class _Indexer:
             self.library.include,
             self.library.exclude,
             self.library.collections,
+            self.settings.library_max_document_bytes,
         )
         if self.only is not None:  # the scan stats files; only these are read and parsed
             files = [f for f in files if f.id in self.only]
@@ -378,7 +379,11 @@ class _Indexer:
             self._advance(1)
             shown = file.path.relative_to(root).as_posix()  # as the scan names a skipped file
             try:
-                page, refused = read_page(file, self.settings.library_max_page_bytes)
+                page, refused = read_page(
+                    file,
+                    self.settings.library_max_page_bytes,
+                    self.settings.library_max_document_bytes,
+                )
             except OSError as exc:
                 self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
                 seen.add(file.id)  # a read error may pass: keep what is indexed meanwhile

@@ -20,7 +20,9 @@ from heron.libraries.config import (
     read_libraries,
     remove_library,
 )
+from heron.libraries.index import outdated_note
 from heron.libraries.readers import Format, Unreadable, format_of, read
+from heron.libraries.scan import size_limit
 from heron.libraries.state import incomplete_note, last_sync, library_state
 from heron.libraries.sync import checkout_dir, qa_fallback_dir
 from heron.programs import default_policy
@@ -53,6 +55,9 @@ class LibraryStatus:
     #: While an index run that started writing has not finished: what that means and
     #: how to finish (``incomplete_note``); ``None`` once one has.
     incomplete: str | None = None
+    #: While its last finished run was an earlier index version's: what that means and
+    #: how to re-index (``heron.libraries.index.outdated_note``); ``None`` otherwise.
+    outdated: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -79,6 +84,7 @@ def library_status(library: Library, store: Store) -> LibraryStatus:
         last_error=error,
         last_error_at=error_at,
         incomplete=incomplete_note(store, name),
+        outdated=outdated_note(store, name),
         skipped=list(state.last_index.get("skipped", [])),
         warnings=list(state.last_index.get("warnings", [])),
         scanned=list(state.last_index.get("scanned", [])),
@@ -155,15 +161,17 @@ class Original:
 
 def read_original(library: str, page: str, store: Store, settings: Settings) -> Original:
     """The file of ``page`` as bytes, read as the indexer reads it (from the last sync's
-    folder, one component at a time, no symlink followed, a regular file, at most
-    ``HERON_LIBRARY_MAX_PAGE_BYTES``): what ``/source/file`` serves so a PDF opens at
+    folder, one component at a time, no symlink followed, a regular file, at most its
+    limit, ``heron.libraries.scan.size_limit``): what ``/source/file`` serves so a PDF opens at
     its page. ``NotFound`` when the page or its file is gone."""
     meta = _indexed(library, page, store, settings)
     path = meta["path"]
     root = last_sync(store, library).get("root")
     parts = path.split("/")
     fmt = format_of(path)
-    limit = settings.library_max_page_bytes
+    limit, setting = size_limit(
+        path, settings.library_max_page_bytes, settings.library_max_document_bytes
+    )
     if root is None or fmt is None:
         raise _gone(library, page)
     try:
@@ -173,8 +181,8 @@ def read_original(library: str, page: str, store: Store, settings: Settings) -> 
         raise _gone(library, page) from None
     if len(data) > limit:
         raise NotFound(
-            f"The file of {library}/{page} is now over HERON_LIBRARY_MAX_PAGE_BYTES "
-            f"({limit} bytes); run: heron index {library}"
+            f"The file of {library}/{page} is now over {setting} ({limit} bytes); run: "
+            f"heron index {library}"
         )
     return Original(library, page, meta.get("title", ""), path, fmt, data)
 

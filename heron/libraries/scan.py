@@ -138,16 +138,30 @@ def _suffix(name: str) -> str | None:
     return next((s for s in SUFFIXES if lower.endswith(s) and len(lower) > len(s)), None)
 
 
+def size_limit(name: str, max_bytes: int, max_document_bytes: int | None) -> tuple[int, str]:
+    """The most bytes the file ``name`` may have to be read, and the setting that says so:
+    ``max_document_bytes`` (``HERON_LIBRARY_MAX_DOCUMENT_BYTES``) for a PDF, Word,
+    PowerPoint or Excel file, whose size is mostly images and packaging; ``max_bytes``
+    (``HERON_LIBRARY_MAX_PAGE_BYTES``) for a text page, or for every file when
+    ``max_document_bytes`` is ``None``."""
+    fmt = format_of(name)
+    if fmt is not None and fmt.packaged and max_document_bytes is not None:
+        return max_document_bytes, "HERON_LIBRARY_MAX_DOCUMENT_BYTES"
+    return max_bytes, "HERON_LIBRARY_MAX_PAGE_BYTES"
+
+
 def scan(
     root: Path,
     max_bytes: int,
     include: Sequence[str] = (),
     exclude: Sequence[str] = (),
     collections: str = COLLECTIONS,
+    max_document_bytes: int | None = None,
 ) -> tuple[list[PageFile], list[Skipped]]:
     """Pages under ``root`` sorted by id, and the files skipped with the reason why.
     A file outside ``include`` or inside ``exclude`` is not a page, and not reported.
-    ``collections``: the folder whose sub-folders are collections (module docstring)."""
+    ``collections``: the folder whose sub-folders are collections (module docstring).
+    A file over its limit (``size_limit``) is skipped, said why."""
     root = Path(root)
     real_root = root.resolve()
     pages: list[PageFile] = []
@@ -188,8 +202,9 @@ def scan(
                 Skipped(rel.as_posix(), f"{what}, not a regular file; only regular files are pages")
             )
             continue
-        if info.st_size > max_bytes:
-            skipped.append(Skipped(rel.as_posix(), _too_big(info.st_size, max_bytes)))
+        limit, setting = size_limit(path.name, max_bytes, max_document_bytes)
+        if info.st_size > limit:
+            skipped.append(Skipped(rel.as_posix(), _too_big(info.st_size, limit, setting)))
             continue
         owner[page_id] = rel.as_posix()
         collection = _collection(rel.parts, root, markers, prefix)
@@ -199,37 +214,41 @@ def scan(
     return pages, skipped
 
 
-def _too_big(size: int, max_bytes: int) -> str:
+def _too_big(size: int, limit: int, setting: str) -> str:
     return (
-        f"{size / 1e6:.1f} MB is over the {max_bytes / 1e6:.1f} MB page limit "
-        "(raise HERON_LIBRARY_MAX_PAGE_BYTES to index it)"
+        f"{size / 1e6:.1f} MB is over the {limit / 1e6:.1f} MB limit (raise {setting} to index it)"
     )
 
 
-def read_bytes(page: PageFile, max_bytes: int) -> tuple[bytes | None, str | None]:
-    """``(data, refused)``: ``None`` data, and why, for a file over ``max_bytes`` or one
-    that is no longer a regular file inside the library (swapped since the scan).
-    ``OSError`` when it cannot be read."""
+def read_bytes(
+    page: PageFile, max_bytes: int, max_document_bytes: int | None = None
+) -> tuple[bytes | None, str | None]:
+    """``(data, refused)``: ``None`` data, and why, for a file over its limit
+    (``size_limit``) or one that is no longer a regular file inside the library (swapped
+    since the scan). ``OSError`` when it cannot be read."""
     path = "/".join(page.target)
+    limit, setting = size_limit(page.path.name, max_bytes, max_document_bytes)
     try:
         with folder(page.root, page.target[:-1], path=path) as fd:
-            data, size = read_regular(fd, page.target[-1], path, max_bytes)
+            data, size = read_regular(fd, page.target[-1], path, limit)
     except PathRefused as exc:
         return None, (
             f"{exc}; not read: pages are regular files inside the library, reached without "
             "a symlink"
         )
-    if len(data) > max_bytes:
-        return None, _too_big(max(size, len(data)), max_bytes)
+    if len(data) > limit:
+        return None, _too_big(max(size, len(data)), limit, setting)
     return data, None
 
 
-def read_page(page: PageFile, max_bytes: int) -> tuple[Page | None, str | None]:
+def read_page(
+    page: PageFile, max_bytes: int, max_document_bytes: int | None = None
+) -> tuple[Page | None, str | None]:
     """``(page, refused)``: the file read through its format's reader, or ``None`` and
     why not (``read_bytes``'s reasons, or the reader's: encrypted, damaged, binary ...).
     What the reader warned of (bad UTF-8 ...) is in the page's ``warnings``. ``OSError``
     when the file cannot be read."""
-    data, refused = read_bytes(page, max_bytes)
+    data, refused = read_bytes(page, max_bytes, max_document_bytes)
     fmt = format_of(page.path.name)
     if data is None or fmt is None:
         return None, refused or "no reader for this file's suffix"

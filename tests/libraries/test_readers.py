@@ -11,15 +11,17 @@ from pathlib import Path
 
 import pytest
 
-from heron.libraries import add_library, index_library, search
-from heron.libraries.library import read_original, read_page, statuses
+from heron.libraries import add_library, index_library, library, search
+from heron.libraries.library import read_original, statuses
 from heron.libraries.parse import document_page
 from heron.libraries.readers import Document, Unreadable, format_of, read
 from heron.libraries.readers.base import TABLE_PART_CHARS
+from heron.libraries.scan import read_page, scan
 from heron.libraries.search import source_location
 from heron.settings import Settings
 from heron.store import SQLiteStore
 from tests.libraries import documents
+from tests.libraries.conftest import write_pages
 
 
 def read_as(name: str, data: bytes | str) -> Document:
@@ -245,7 +247,7 @@ def test_a_pdf_hit_cites_its_page_and_opens_there(
 def test_a_document_reads_back_as_its_markdown_and_its_original(
     documents_library: tuple[Path, dict], store: SQLiteStore, settings: Settings
 ) -> None:
-    text = read_page("docs", "manual", store, settings)
+    text = library.read_page("docs", "manual", store, settings)
     assert "## Setup" in text.text and text.path == "manual.pdf"
     original = read_original("docs", "manual", store, settings)
     assert original.data == MANUAL and original.format.name == "PDF"
@@ -279,3 +281,17 @@ def test_a_manual_answers_at_each_of_its_pages(
     )
     manual = [r.pages for r in found if r.page == "manual"]
     assert sorted(manual) == [(1, 1), (2, 2)]  # one result per page, each citing its own
+
+
+def test_a_document_has_its_own_size_limit(tmp_path: Path) -> None:
+    text = "# Notes\n\n" + "word " * len(MANUAL)  # a text page larger than the PDF
+    root = write_pages(tmp_path / "lib", {"manual.pdf": MANUAL, "notes.md": text})
+    pages, skipped = scan(root, len(MANUAL) - 1, max_document_bytes=len(MANUAL))
+    assert [p.id for p in pages] == ["manual"]  # over the page limit, within its own
+    assert [s.path for s in skipped] == ["notes.md"]
+    assert "HERON_LIBRARY_MAX_PAGE_BYTES" in skipped[0].reason
+    pages, skipped = scan(root, len(text), max_document_bytes=len(MANUAL) - 1)
+    assert [p.id for p in pages] == ["notes"]
+    assert "HERON_LIBRARY_MAX_DOCUMENT_BYTES" in skipped[0].reason
+    (manual,) = scan(root, 10**9)[0][:1]
+    assert read_page(manual, 10**9, max_document_bytes=100)[1] is not None  # grown since

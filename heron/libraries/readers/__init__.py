@@ -89,15 +89,18 @@ class Format:
     #: the file's), its ``page`` (``#page=N``, as PDF viewers read it), its heading's
     #: ``anchor`` (an HTML page's own ids), or only the file (``none``).
     place: Literal["lines", "page", "anchor", "none"] = "none"
+    #: A binary package whose size is mostly images and fonts (PDF, Office): limited by
+    #: ``HERON_LIBRARY_MAX_DOCUMENT_BYTES``, not by the text pages' limit.
+    packaged: bool = False
 
 
 FORMATS = (
     Format("Markdown", (".md", ".mdx", ".markdown"), _markdown, markdown=True, place="lines"),
-    Format("PDF", (".pdf",), _pdf, "docs", place="page"),
-    Format("Word", (".docx",), _word, "docs"),
+    Format("PDF", (".pdf",), _pdf, "docs", place="page", packaged=True),
+    Format("Word", (".docx",), _word, "docs", packaged=True),
     Format("HTML", (".html", ".htm", ".xhtml"), _html, "docs", place="anchor"),
-    Format("PowerPoint", (".pptx",), _slides, "docs"),
-    Format("Excel", (".xlsx",), _xlsx, "docs"),
+    Format("PowerPoint", (".pptx",), _slides, "docs", packaged=True),
+    Format("Excel", (".xlsx",), _xlsx, "docs", packaged=True),
     Format("CSV", (".csv",), _csv),
     Format("text", (".txt",), _plain, place="lines"),
 )
