@@ -168,6 +168,8 @@ def library_status(
             console.print(f"  [red]last error[/] {_when(s.last_error_at)}: {s.last_error}")
         if s.incomplete:
             console.print(f"  [yellow]incomplete[/]: {escape(s.incomplete)}")
+        if s.outdated:
+            console.print(f"  [yellow]outdated[/]: {escape(s.outdated)}")
         # Paths and reasons come from the library's files: printed as they are, no markup.
         for skipped in s.skipped:
             console.print(

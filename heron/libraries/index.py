@@ -36,7 +36,7 @@ import hashlib
 import json
 import time
 from collections import defaultdict
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -76,6 +76,12 @@ from heron.store.sql import embed_in_steps
 #: Bump when chunking or record layout changes: every page is then re-indexed. 4: each
 #: page's records carry the language they are analysed in (``language``), detected per page.
 INDEX_VERSION = "4"
+#: What ``INDEX_VERSION`` changed, in words: the note a library indexed by an earlier one
+#: carries until it is re-indexed (``outdated_note``).
+INDEX_CHANGE = (
+    "each page analysed for lexical search in its own language; an earlier index has "
+    "every page analysed as English, and is searched so"
+)
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)
 GROUP_PAGES = 128  # and at most this many pages, so the progress bar moves
@@ -128,6 +134,9 @@ class LibraryIndexReport:
     #: Documents with pages that hold an image and no text (scans: nothing of them is
     #: indexed), ``{"path", "page", "pages"}``.
     scanned: list[dict[str, Any]] = field(default_factory=list)
+    #: The index version this run wrote (``INDEX_VERSION``, read when the run starts),
+    #: kept with the last report.
+    version: str = field(default_factory=lambda: INDEX_VERSION)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -156,7 +165,36 @@ def _merged(
     merged["warnings"] = [
         w for w in last.get("warnings", []) if w.split(": ", 1)[0] not in only
     ] + report.warnings
+    if last:  # the other pages are as the last full run left them
+        merged["version"] = last.get("version")
     return merged
+
+
+def _earlier(last: Mapping[str, Any]) -> str | None:
+    """The index version of the last finished run ``last``, when it is not this Heron's
+    (``"3 or earlier"`` for a run before versions were kept); ``None`` when it is, or
+    before the first run."""
+    if not last or last.get("version") == INDEX_VERSION:
+        return None
+    return last.get("version") or "3 or earlier"
+
+
+def outdated_note(store: Store, name: str) -> str | None:
+    """What a search or a status of library ``name`` says while its last finished run was
+    an earlier index version's; ``None`` otherwise. Its pages are searched as that run
+    wrote them, not wrongly for their own analysis, until ``heron index`` re-indexes them.
+
+    >>> outdated_note(store, "k8s")                                     # doctest: +SKIP
+    "library 'k8s' was indexed by an earlier Heron (index version 3 or earlier; ..."
+    """
+    earlier = _earlier(last_index(store, name))
+    if earlier is None:
+        return None
+    return (
+        f"library {name!r} was indexed by an earlier Heron (index version {earlier}; this "
+        f"one writes {INDEX_VERSION}: {INDEX_CHANGE}); re-index it with: heron index {name} "
+        "(every page once; the vectors come from the embedding cache)"
+    )
 
 
 @contextmanager
@@ -310,6 +348,12 @@ class _Indexer:
             skipped = [s for s in skipped if page_id(s.path) in self.only]
         self.report.skipped = [asdict(s) for s in skipped]
         states = page_states(self.store, self.ns)
+        earlier = _earlier(last_index(self.store, self.ns)) if self.only is None else None
+        if states and earlier is not None:
+            self.report.warnings.append(
+                f"every page is re-indexed once: index version {INDEX_VERSION} "
+                f"({INDEX_CHANGE}) replaces version {earlier}"
+            )
         stored = self._stored_ids()
         self._advance = self._stage("pages", len(files))
         work, seen = self._changed(checkout.root, files, states)

@@ -20,6 +20,7 @@ from heron.libraries.config import (
     read_libraries,
     remove_library,
 )
+from heron.libraries.index import outdated_note
 from heron.libraries.readers import Format, Unreadable, format_of, read
 from heron.libraries.scan import size_limit
 from heron.libraries.state import incomplete_note, last_sync, library_state
@@ -54,6 +55,9 @@ class LibraryStatus:
     #: While an index run that started writing has not finished: what that means and
     #: how to finish (``incomplete_note``); ``None`` once one has.
     incomplete: str | None = None
+    #: While its last finished run was an earlier index version's: what that means and
+    #: how to re-index (``heron.libraries.index.outdated_note``); ``None`` otherwise.
+    outdated: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -80,6 +84,7 @@ def library_status(library: Library, store: Store) -> LibraryStatus:
         last_error=error,
         last_error_at=error_at,
         incomplete=incomplete_note(store, name),
+        outdated=outdated_note(store, name),
         skipped=list(state.last_index.get("skipped", [])),
         warnings=list(state.last_index.get("warnings", [])),
         scanned=list(state.last_index.get("scanned", [])),

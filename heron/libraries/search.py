@@ -23,7 +23,7 @@ import numpy as np
 from heron.embed import embed_queries, splits_of
 from heron.errors import InputError, NotFound
 from heron.libraries.config import Library, read_libraries
-from heron.libraries.index import IndexBusy, index_library
+from heron.libraries.index import IndexBusy, index_library, outdated_note
 from heron.libraries.readers import format_of
 from heron.libraries.rerank import Reranker, load_reranker
 from heron.libraries.shipped import read_shipped
@@ -71,7 +71,8 @@ class Result:
     via_question: str | None = None  # the indexed question that matched, if one did
     #: The same page in other libraries (equal ``content_hash``): citation and source.
     also_in: list[dict[str, str]] = field(default_factory=list)
-    #: Why the results of its library may fall short: its index is incomplete.
+    #: Why the results of its library may fall short: its index is incomplete, or an
+    #: earlier index version's.
     note: str | None = None
     #: The document's pages the chunk is on (a PDF's pages, a deck's slides); ``None``
     #: for a format without pages.
@@ -406,7 +407,7 @@ def search_many(
     for name in dict.fromkeys(n for scope in names for n in scope):
         asked = [i for i, scope in enumerate(names) if name in scope]
         syncs[name] = last_sync(store, name)
-        notes[name] = incomplete_note(store, name)
+        notes[name] = incomplete_note(store, name) or outdated_note(store, name)
         per_query = store.search_many(
             name,
             [queries[i] for i in asked],

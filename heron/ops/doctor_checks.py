@@ -346,6 +346,7 @@ def check_libraries(ctx: Context) -> Check:
             "last_sync": status.last_sync,
             "last_error": status.last_error,
             "incomplete": status.incomplete,
+            "outdated": status.outdated,
             "scanned": status.scanned,
         }
         rows[library.name] = row
@@ -359,6 +360,9 @@ def check_libraries(ctx: Context) -> Check:
             continue
         if status.incomplete:  # searchable, but a stopped run left pages out
             problems.append(status.incomplete)
+            fixes.append(f"heron index {library.name}")
+        if status.outdated:  # searchable as an earlier Heron indexed it
+            problems.append(status.outdated)
             fixes.append(f"heron index {library.name}")
         if status.last_error and (status.last_error_at or 0) > (status.last_sync or 0):
             problems.append(f"{library.name}: last sync failed: {status.last_error}")

@@ -11,8 +11,10 @@ from pathlib import Path
 import pytest
 
 from heron.libraries import add_library, index_library, remove_library, search
+from heron.libraries import index as index_module
 from heron.libraries.config import get_library
-from heron.libraries.index import IndexBusy, LibraryRemoved, _exclusive
+from heron.libraries.index import IndexBusy, LibraryRemoved, _exclusive, outdated_note
+from heron.libraries.library import library_status
 from heron.libraries.state import page_states
 from heron.libraries.sync import checkout_dir
 from heron.settings import Settings
@@ -213,3 +215,24 @@ def test_each_page_is_analysed_in_the_language_it_is_written_in(
     found = search("configurar", store, library="lib", **lexical)
     assert [r.page for r in found] == ["correio", "mail"]
     assert search("configurar", store, library="flat", **lexical) == []
+
+
+def test_an_index_of_an_earlier_version_says_so_until_it_is_re_indexed(
+    settings: Settings,
+    store: SQLiteStore,
+    make_library: Callable[..., Path],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    add_library("lib", str(make_library()), settings)
+    with monkeypatch.context() as earlier:
+        earlier.setattr(index_module, "INDEX_VERSION", "3")
+        assert index_library("lib", store, settings=settings).version == "3"
+    note = outdated_note(store, "lib")
+    assert note is not None and "index version 3;" in note and "heron index lib" in note
+    assert library_status(get_library("lib", settings), store).outdated == note
+    assert search("password", store, settings=settings)[0].note == note
+    report = index_library("lib", store, settings=settings)
+    assert (report.changed, report.version) == (3, index_module.INDEX_VERSION)
+    assert any(w.startswith("every page is re-indexed once") for w in report.warnings)
+    assert outdated_note(store, "lib") is None
+    assert search("password", store, settings=settings)[0].note is None
