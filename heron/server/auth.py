@@ -87,6 +87,7 @@ class Sessions:
         self.ttl = ttl
         self._live: dict[str, float] = {}
         self._checked: dict[str, float] = {}  # when the database last confirmed each
+        self._keys: dict[str, str | None] = {}  # the named key each was signed in with
         self._shared = shared
         self._lock = threading.Lock()
 
@@ -97,8 +98,9 @@ class Sessions:
     def _hash(sid: str) -> str:
         return hashlib.sha256(sid.encode()).hexdigest()
 
-    def new(self) -> str:
-        """A new session; the cookie's value."""
+    def new(self, key: str | None = None) -> str:
+        """A new session, of the named key ``key`` (``None``: of the server's token); the
+        cookie's value."""
         sid = secrets.token_urlsafe(32)
         now, digest = time.monotonic(), self._hash(sid)
         with self._lock:
@@ -106,10 +108,12 @@ class Sessions:
             while len(self._live) >= MAX_SESSIONS:
                 del self._live[min(self._live, key=self._live.__getitem__)]
             self._checked = {h: t for h, t in self._checked.items() if h in self._live}
+            self._keys = {h: k for h, k in self._keys.items() if h in self._live}
             self._live[digest] = now + self.ttl
             self._checked[digest] = now
+            self._keys[digest] = key
         if self._shared is not None:
-            self._shared.add(digest, time.time() + self.ttl)
+            self._shared.add(digest, time.time() + self.ttl, key)
         return f"{sid}.{self._sign(sid)}"
 
     def session_id(self, cookie: str | None) -> str | None:
@@ -132,18 +136,24 @@ class Sessions:
         """The session's expiry as the database has it now (in this record's clock); the
         one known here while the database cannot be reached."""
         try:
-            ends = shared.expires_at(digest)
+            found = shared.find(digest)
         except HeronError as exc:
             log.warning("sign-in not checked with the database: %s", exc)
             return known
         with self._lock:
-            if ends is None:  # signed out elsewhere, or never signed in
+            if found is None:  # signed out elsewhere, or never signed in
                 self._live.pop(digest, None)
                 self._checked.pop(digest, None)
                 return None
+            ends, self._keys[digest] = found
             expires = self._live[digest] = now + (ends - time.time())
             self._checked[digest] = now
             return expires
+
+    def key_of(self, sid: str) -> str | None:
+        """The named key live session ``sid`` was signed in with (``None``: the token)."""
+        with self._lock:
+            return self._keys.get(self._hash(sid))
 
     def revoke(self, cookie: str | None) -> None:
         sid = self.session_id(cookie)
@@ -152,6 +162,7 @@ class Sessions:
             with self._lock:
                 self._live.pop(digest, None)
                 self._checked.pop(digest, None)
+                self._keys.pop(digest, None)
             if self._shared is not None:
                 self._shared.remove(digest)
 
@@ -230,14 +241,18 @@ class Guard:
         return self.sessions.session_id(cookie_of(scope))
 
     def cookie_authorized(self, scope: Scope) -> bool:
-        """A live session's cookie, and for an unsafe method its CSRF header."""
+        """A live session's cookie, and for an unsafe method its CSRF header. The named
+        key the session was signed in with, if any, goes on the request's state
+        (``signed_in``): ``heron.server.keys.KeyMiddleware`` acts as that key."""
         sid = self.session_of(scope)
         if sid is None:
             return False
-        if scope["method"] in SAFE_METHODS:
-            return True
-        header = dict(scope["headers"]).get(CSRF_HEADER, b"")
-        return hmac.compare_digest(header, self.sessions.csrf(sid).encode())
+        if scope["method"] not in SAFE_METHODS:
+            header = dict(scope["headers"]).get(CSRF_HEADER, b"")
+            if not hmac.compare_digest(header, self.sessions.csrf(sid).encode()):
+                return False
+        scope.setdefault("state", {})["signed_in"] = self.sessions.key_of(sid)
+        return True
 
     def page_csrf(self, scope: Scope) -> str:
         """The CSRF value a page rendered for this request carries ("" with no session)."""

@@ -66,6 +66,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heron.errors import NotFound
 from heron.keys import (
     ADMIN,
     PREFIX,
@@ -372,6 +373,21 @@ class Keyring:
             )
         return key
 
+    def signed_in(self, name: str) -> Key:
+        """The live key named ``name`` a page was signed in with. Raises ``LookupError``
+        with the 401's message when it was revoked (or removed) since."""
+        try:
+            key = self.store.get(name)
+        except NotFound:
+            key = None
+        if key is None or key.revoked:
+            self.revoked(name)
+            raise LookupError(
+                f"The API key {name!r} this page was signed in with was revoked; sign in "
+                "again with a live key (heron keys create) or the server's token."
+            )
+        return key
+
     def admit(self, key: Key, *, metered: bool) -> None:
         """Count one request of ``key``, or raise ``OverLimit`` (counting nothing) when
         it is over its requests, or, for a request that spends tokens, has no token left
@@ -661,9 +677,14 @@ class KeyMiddleware:
         path = scope["path"]
         given = _bearer(scope)
         key: Key | None = API_TOKEN if self.token else None
-        if given is not None:
+        # A page signed in with a person's own key (heron.server.auth) acts as that key.
+        person = scope.get("state", {}).get("signed_in") if given is None else None
+        if given is not None or person is not None:
             try:
-                key = await run_in_threadpool(self.ring.identify, given)
+                if given is not None:
+                    key = await run_in_threadpool(self.ring.identify, given)
+                else:
+                    key = await run_in_threadpool(self.ring.signed_in, person)
             except LookupError as exc:
                 reply = for_path(
                     path,

@@ -32,6 +32,8 @@ CREATE TABLE {p}signins (
 );
 CREATE INDEX {p}signins_expiry ON {p}signins (expires_at);
 """,
+        # The named key a person signed in with (NULL: the server's token).
+        "ALTER TABLE {p}signins ADD COLUMN key text;",
     ),
     rebuild="",
     reopen="heron.server.signins.open_signins(settings)",
@@ -45,22 +47,23 @@ class SignIns:
     def __init__(self, database: Database) -> None:
         self.database = database
 
-    def add(self, digest: str, expires_at: float) -> None:
+    def add(self, digest: str, expires_at: float, key: str | None) -> None:
         with self.database.connection(write=True) as db:
             db.execute("DELETE FROM heron_signins WHERE expires_at < %s", (time.time(),))
             db.execute(
-                "INSERT INTO heron_signins (hash, expires_at) VALUES (%s, %s) "
+                "INSERT INTO heron_signins (hash, expires_at, key) VALUES (%s, %s, %s) "
                 "ON CONFLICT (hash) DO UPDATE SET expires_at = excluded.expires_at",
-                (digest, expires_at),
+                (digest, expires_at, key),
             )
 
-    def expires_at(self, digest: str) -> float | None:
-        """When the session ``digest`` ends (Unix time); ``None`` if it is not live."""
+    def find(self, digest: str) -> tuple[float, str | None] | None:
+        """When the session ``digest`` ends (Unix time) and the key it was signed in with;
+        ``None`` if it is not live."""
         with self.database.connection() as db:
             row = db.execute(
-                "SELECT expires_at FROM heron_signins WHERE hash = %s", (digest,)
+                "SELECT expires_at, key FROM heron_signins WHERE hash = %s", (digest,)
             ).fetchone()
-        return None if row is None else float(row["expires_at"])
+        return None if row is None else (float(row["expires_at"]), row["key"])
 
     def remove(self, digest: str) -> None:
         with self.database.connection(write=True) as db:

@@ -12,6 +12,7 @@ cited page (``#page=N``).
 from __future__ import annotations
 
 import hashlib
+from contextlib import suppress
 from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
@@ -24,10 +25,12 @@ from starlette.routing import BaseRoute, Route
 
 from heron.core.contexts import DEFAULT
 from heron.errors import InputError
+from heron.keys import PREFIX
 from heron.libraries import read_libraries
 from heron.server import auth
 from heron.server.contexts import PAGE_PARAM, runtime_of
 from heron.server.hooks import no_lifespan, no_methods
+from heron.server.keys import keyring
 from heron.server.runtime import Runtime
 from heron.web import i18n, source
 
@@ -139,7 +142,10 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     def pane(p: Pane) -> Route:
         async def page(request: Request) -> Response:
             csrf = guard.page_csrf(request.scope)
-            return html(request, p.name, pane=p, csrf=csrf, signed_in=locked)
+            # The room the chat's conversations are shared in: its cards and jobs show
+            # in the conversation (the context's interventions_room).
+            room = runtime_of(rt, request).settings.interventions_room
+            return html(request, p.name, pane=p, csrf=csrf, signed_in=locked, room=room)
 
         return Route(p.path, page, methods=["GET"], name=p.name)
 
@@ -184,10 +190,15 @@ def routes(rt: Runtime) -> list[BaseRoute]:
         except InputError:
             return html(request, "signin", 400, pane=None, next="/", error="signin.bad_form")
         to = auth.local_next(fields.get("next"))
-        if not guard.token_ok(fields.get("token", "")):
+        given = fields.get("token", "").strip()
+        person = None
+        if given.startswith(PREFIX):  # a person's own key: the page then acts as that key
+            with suppress(LookupError):
+                person = (await run_in_threadpool(keyring(rt).identify, given)).name
+        if person is None and not guard.token_ok(given):
             await guard.throttle.failed(client)
             return html(request, "signin", 401, pane=None, next=to, error="signin.wrong")
-        return auth.signed_in(guard.sessions.new(), request.url.scheme == "https", to)
+        return auth.signed_in(guard.sessions.new(person), request.url.scheme == "https", to)
 
     async def signout(request: Request) -> Response:
         guard.sessions.revoke(auth.cookie_of(request.scope))

@@ -71,3 +71,43 @@ def test_the_cookie_alone_authorises_no_post(locked: Heron) -> None:
         assert other.get("/v1/models").status_code == 401
     bearer = httpx.post(f"{locked.url}/rpc", json=RPC, headers={"authorization": f"Bearer {TOKEN}"})
     assert bearer.status_code == 200  # API clients are unchanged
+
+
+def rpc(client: httpx.Client, method: str, **headers: str) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": {}}
+    return client.post("/rpc", json=body, headers=headers).json()
+
+
+def test_a_person_signs_in_with_their_own_key(locked: Heron) -> None:
+    """Sign-in per person (issue 47): a named key in the form signs the page in as that
+    key: its scopes and its usage, not the token's; revoked, its page is signed out."""
+    admin = {"authorization": f"Bearer {TOKEN}"}
+    made = httpx.post(
+        f"{locked.url}/rpc",
+        json={
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "keys.create",
+            "params": {"name": "ana-page", "scopes": ["read", "chat"]},
+        },
+        headers=admin,
+    ).json()["result"]
+    with httpx.Client(base_url=locked.url) as client:
+        wrong = client.post("/signin", data={"token": made["token"][:-2] + "xx", "next": "/"})
+        assert wrong.status_code == 401 and "nor a live key" in wrong.text
+        signin = client.post("/signin", data={"token": made["token"], "next": "/"})
+        assert signin.status_code == 303
+        csrf = client.get("/").text.split('name="heron-csrf" content="')[1].split('"')[0]
+        assert "result" in rpc(client, "library.list", **{"x-heron-csrf": csrf})
+        refused = rpc(client, "keys.list", **{"x-heron-csrf": csrf})
+        assert refused["error"]["code"] == -32010 and "ana-page" in refused["error"]["message"]
+        usage = httpx.post(f"{locked.url}/rpc", json=RPC | {"method": "keys.usage"}, headers=admin)
+        (mine,) = [u for u in usage.json()["result"] if u["name"] == "ana-page"]
+        assert mine["requests"] >= 2  # the page's calls are hers
+        httpx.post(
+            f"{locked.url}/rpc",
+            json=RPC | {"method": "keys.revoke", "params": {"name": "ana-page"}},
+            headers=admin,
+        )
+        gone = client.post("/rpc", json=RPC, headers={"x-heron-csrf": csrf})
+        assert gone.status_code == 401 and "signed in with was revoked" in gone.text
