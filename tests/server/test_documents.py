@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from heron.agent.answer import Citation
 from heron.libraries import add_library, index_library
 from heron.store import open_store
 from heron.web.source import SANDBOX
@@ -87,3 +88,10 @@ def test_the_original_is_served_by_its_format(served: Served, docs: Path) -> Non
     assert word.headers["content-disposition"].startswith("attachment; filename*=UTF-8''guide.docx")
     assert outside.status_code == 404 and "root:" not in outside.text
     assert unknown.status_code == 404
+
+
+def test_an_answers_citation_of_a_pdf_carries_its_pages(served: Served, docs: Path) -> None:
+    # What /v1 answers, agent.chat and MCP's ask put in their citations.
+    cited = Citation.from_result(search_setup(served)).to_dict()
+    assert cited["pages"] == [2, 2]
+    assert cited["url_or_path"] == f"{docs.resolve()}/manual.pdf#page=2"
