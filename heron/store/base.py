@@ -44,7 +44,9 @@ class Record:
     """What a caller stores: ``text`` is embedded and indexed, ``metadata`` is JSON.
 
     ``metadata["title"]``, when present, is indexed as its own lexical field.
-    ``vector`` may be given to skip the embedder (it must match the namespace's model).
+    ``metadata["language"]`` (``"pt"``, ``"es"``, ``"pt-BR"`` ...) is the language title
+    and text are analysed in (``heron.store.analysis.record_language``; English without
+    it). ``vector`` may be given to skip the embedder (it must match the namespace's model).
     """
 
     id: str
@@ -193,8 +195,9 @@ class Store(Protocol):
         same records twice embeds nothing the second time. A record's ``vector``, when
         given, is used instead of embedding its text (scaled to unit length).
         ``metadata["title"]``, when present, is indexed as its own lexical field, weighted
-        4 against the text's 1. Within one batch a repeated id counts once: the last
-        record of that id wins.
+        4 against the text's 1; both are analysed in ``metadata["language"]``, and a query
+        in every language the namespace holds (``heron.store.analysis``). Within one batch
+        a repeated id counts once: the last record of that id wins.
 
         ``progress(n)`` says ``n`` more records are done, so a bar can move while a
         batch embeds: it is called as records of the batch are embedded, in steps (the
