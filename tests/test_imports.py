@@ -58,6 +58,7 @@ FOUNDATION = {
     "resource",
     "keys",
     "language",
+    "discovery",
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),

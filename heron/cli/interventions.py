@@ -3,7 +3,8 @@ see and reset what the learning loop changed, and prune by the retention rule.
 
 Text from the store (a notice's words, a room's name) is printed with its control
 characters escaped (an escape character shows as ``\\x1b``), so no data can drive the
-terminal."""
+terminal. The interventions' service and the settings are imported when a command runs
+(the rule in ``heron.cli``'s docstring)."""
 
 from __future__ import annotations
 
@@ -12,15 +13,20 @@ import json
 import re
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json
 from heron.errors import InputError
-from heron.interventions import SEVERITIES, Intervention, Interventions, open_interventions
-from heron.settings import Settings
+
+if TYPE_CHECKING:
+    from heron.interventions import Intervention, Interventions
+
+#: ``heron.interventions.SEVERITIES``, written out so that --help need not import the
+#: interventions (tests/cli/test_startup.py checks they agree).
+SEVERITIES = ("info", "warning", "critical")
 
 interventions_app = typer.Typer(
     help="Notices for detected conditions: cards, messages, voice; never nagging.",
@@ -42,6 +48,9 @@ def _safe(text: str) -> str:
 
 @contextmanager
 def _opened() -> Iterator[Interventions]:
+    from heron.interventions import open_interventions
+    from heron.settings import Settings
+
     with open_interventions(Settings()) as service:  # closing waits for messages being sent
         yield service
 

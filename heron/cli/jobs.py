@@ -1,19 +1,26 @@
-"""``heron jobs``: create, list, show, watch, confirm, deny and abort jobs, and run workers."""
+"""``heron jobs``: create, list, show, watch, confirm, deny and abort jobs, and run workers.
+
+The job store and the runner are imported when a command runs (the rule in
+``heron.cli``'s docstring)."""
 
 from __future__ import annotations
 
-import asyncio
 import getpass
 import signal
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
 
-from heron.agent import job_runner
 from heron.cli.output import console, print_json
-from heron.jobs import RISK_LEVELS, STATES, Job, JobEvent, open_jobs
-from heron.tenancy import namespaces_seen
+
+if TYPE_CHECKING:
+    from heron.jobs import Job, JobEvent
+
+#: ``heron.jobs.RISK_LEVELS`` and ``STATES``, written out so that --help need not import
+#: the job store (tests/cli/test_startup.py checks they agree).
+RISK_LEVELS = ("read_only", "write", "deploy_allowed")
+STATES = ("queued", "running", "waiting_for_confirmation", "completed", "aborted", "failed")
 
 jobs_app = typer.Typer(
     help="Delegated work: background jobs that check the workspace, step by step.",
@@ -59,6 +66,8 @@ def _event_line(event: JobEvent) -> str:
 
 
 def _act(action: str, job_id: str, by: str | None, as_json: bool) -> None:
+    from heron.jobs import open_jobs
+
     jobs = open_jobs()
     with jobs:
         job = getattr(jobs, action)(job_id, by or getpass.getuser())
@@ -89,6 +98,8 @@ def create(
 
     Example: heron jobs create "is main broken?" --success-criteria "tests pass"
     """
+    from heron.jobs import open_jobs
+
     jobs = open_jobs()
     with jobs:
         job = jobs.create(
@@ -122,6 +133,8 @@ def list_(
 
     Example: heron jobs list --state running --room team --json
     """
+    from heron.jobs import open_jobs
+
     jobs = open_jobs()
     with jobs:
         found = jobs.list(state or [], limit, session_id=session, room=room)  # type: ignore[arg-type]
@@ -140,6 +153,8 @@ def show(job_id: JobId, as_json: JsonFlag = False) -> None:
 
     Example: heron jobs show 9f3c2a1b4d5e6f70 --json
     """
+    from heron.jobs import open_jobs
+
     jobs = open_jobs()
     with jobs:
         job, events = jobs.get(job_id), jobs.events(job_id)
@@ -161,6 +176,9 @@ def watch(
 
     Example: heron jobs watch 9f3c2a1b4d5e6f70 --json
     """
+    import asyncio  # here: a twentieth of a second no other command pays
+
+    from heron.jobs import open_jobs
 
     async def follow() -> None:
         async for event in jobs.follow(job_id, after):
@@ -222,6 +240,12 @@ def run(
 
     Example: heron jobs run --until-idle
     """
+    import asyncio  # here: a twentieth of a second no other command pays
+
+    from heron.agent import job_runner
+    from heron.jobs import open_jobs
+    from heron.tenancy import namespaces_seen
+
     jobs = open_jobs()
     # Every context's jobs, each run in its own context (its workspace, its libraries).
     runner = job_runner(jobs, concurrency=concurrency, runner_for=job_runner, seen=namespaces_seen)

@@ -1,41 +1,29 @@
-"""``heron library``, ``heron index`` and ``heron search``: documentation libraries."""
+"""``heron library``, ``heron index`` and ``heron search``: documentation libraries.
+
+Each command imports the settings, the store and the libraries when it runs (the rule in
+``heron.cli``'s docstring): ``heron search --help`` loads none of them.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import datetime as dt
-from typing import Annotated, Any, NoReturn
+from typing import TYPE_CHECKING, Annotated, Any, NoReturn
 
 import typer
 from rich.markup import escape
 
-from heron.agent.wiring import library_enricher
-from heron.cli.output import (
-    QueriesOption,
-    console,
-    errors,
-    print_batch,
-    print_json,
-    progress_bar,
-    query_batch,
-)
-from heron.libraries import (
-    MODES,
-    LibraryIndexReport,
-    add_library,
-    index_library,
-    read_libraries,
-    scopes,
-    search_many,
-)
-from heron.libraries.index import IndexInterrupted
-from heron.libraries.library import forget_library, statuses
-from heron.libraries.state import incomplete_note
-from heron.llm import load_broker
-from heron.settings import Settings
-from heron.store import open_store
+from heron.cli import remote
+from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
+
+if TYPE_CHECKING:
+    from heron.libraries import LibraryIndexReport
+    from heron.libraries.index import IndexInterrupted
 
 library_app = typer.Typer(help="Configure documentation libraries.", no_args_is_help=True)
+#: ``heron.libraries.MODES``, written out so that --help need not import the libraries
+#: (tests/cli/test_startup.py checks they agree).
+SEARCH_MODES = ("full", "hybrid", "dense", "lexical")
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 
 
@@ -89,6 +77,9 @@ def library_add(
     Example: heron library add kubernetes https://github.com/kubernetes/website.git
     --include 'content/en/docs/**'
     """
+    from heron.libraries import add_library
+    from heron.settings import Settings
+
     library = add_library(
         name,
         source,
@@ -120,6 +111,10 @@ def library_remove(
 
     Example: heron library remove kubernetes
     """
+    from heron.libraries.library import forget_library
+    from heron.settings import Settings
+    from heron.store import open_store
+
     settings = Settings()
     library = forget_library(name, open_store(settings), settings)
     if as_json:
@@ -134,6 +129,9 @@ def library_list(as_json: JsonFlag = False) -> None:
 
     Example: heron library list --json
     """
+    from heron.libraries import read_libraries
+    from heron.settings import Settings
+
     libraries = read_libraries(Settings())
     if as_json:
         print_json([x.to_dict() for x in libraries])
@@ -154,6 +152,10 @@ def library_status(
 
     Example: heron library status kubernetes
     """
+    from heron.libraries.library import statuses
+    from heron.settings import Settings
+    from heron.store import open_store
+
     settings = Settings()
     found = statuses(open_store(settings), settings, name)
     if as_json:
@@ -207,6 +209,14 @@ def index(
 
     Example: heron index kubernetes --enrich
     """
+    from heron.agent.wiring import library_enricher
+    from heron.cli.progress import progress_bar
+    from heron.libraries import index_library, read_libraries
+    from heron.libraries.index import IndexInterrupted
+    from heron.llm import load_broker
+    from heron.settings import Settings
+    from heron.store import open_store
+
     settings = Settings()
     store = open_store(settings)
     configured = read_libraries(settings)
@@ -296,7 +306,7 @@ def search(
     ] = None,
     collection: Annotated[str | None, typer.Option(help="Only this collection.")] = None,
     top_k: Annotated[int, typer.Option("--top-k", "-k", help="Pages per query.")] = 10,
-    mode: Annotated[str, typer.Option(help=f"One of: {', '.join(MODES)}.")] = "full",
+    mode: Annotated[str, typer.Option(help=f"One of: {', '.join(SEARCH_MODES)}.")] = "full",
     as_json: JsonFlag = False,
 ) -> None:
     """Find the pages and sections that answer a question, with citations.
@@ -304,40 +314,49 @@ def search(
     Example: heron search "why do my service ports keep changing" --library kubernetes -k 3
     """
     batch = query_batch(query, queries)
-    settings = Settings()
-    store = open_store(settings)
-    results = search_many(
-        [text for _, text in batch],
-        store,
-        library=library,
-        collection=collection,
-        top_k=top_k,
-        mode=mode,  # checked by search_many against MODES
-        settings=settings,
-    )
+    asked = {
+        "queries": [text for _, text in batch],
+        "library": library,
+        "collection": collection,
+        "top_k": top_k,
+        "mode": mode,  # checked by search_many against MODES
+    }
+    report = remote.call("search", "search.batch", asked)
+    if report is None:  # no server of this home, or it failed: searched here
+        report = _search_here(asked)
     if queries is not None:
-        print_batch(batch, ([{"id": r.chunk, **r.to_dict()} for r in found] for found in results))
+        rows = ([{"id": r["chunk"], **r} for r in found] for found in report["results"])
+        print_batch(batch, rows)
         return
-    found = results[0]
+    found = report["results"][0]
     if as_json:
-        print_json([r.to_dict() for r in found])
+        print_json(found)
         return
     if not found:
         console.print("no results")
     for rank, r in enumerate(found, 1):
-        where = f" > {r.heading}" if r.heading else ""
-        at = f" {page_label(list(r.pages))}" if r.pages else ""
-        console.print(f"{rank:>3}. [bold]{r.title}[/]{where}  {r.citation}{at}  {r.score:.3f}")
-        console.print(f"     {r.snippet}", markup=False, highlight=False)
-        console.print(f"     {r.source}", style="dim", markup=False, highlight=False)
-        for copy in r.also_in:  # the same page in another library
+        where = f" > {r['heading']}" if r["heading"] else ""
+        at = f" {page_label(r['pages'])}" if r.get("pages") else ""
+        console.print(
+            f"{rank:>3}. [bold]{r['title']}[/]{where}  {r['citation']}{at}  {r['score']:.3f}"
+        )
+        console.print(f"     {r['snippet']}", markup=False, highlight=False)
+        console.print(f"     {r['source']}", style="dim", markup=False, highlight=False)
+        for copy in r["also_in"]:  # the same page in another library
             console.print(f"     also {copy['citation']}", style="dim", markup=False)
-    searched = scopes([batch[0][1]], store, settings, library)[0]
-    console.print(f"searched {', '.join(searched)}", style="dim", markup=False)
-    for name in searched:  # each result carries it too (Result.note); said once here
-        note = incomplete_note(store, name)
-        if note:
-            errors.print(f"warning: {note}", markup=False, highlight=False)
+    console.print(f"searched {', '.join(report['searched'])}", style="dim", markup=False)
+    for note in report["notes"]:  # each result carries its own too (Result.note): said once here
+        errors.print(f"warning: {note}", markup=False, highlight=False)
+
+
+def _search_here(asked: dict[str, Any]) -> dict[str, Any]:
+    """What the server's ``search.batch`` answers (``heron.server.local``), computed here."""
+    from heron.libraries.batch import search_report
+    from heron.settings import Settings
+    from heron.store import open_store
+
+    settings = Settings()
+    return search_report(asked.pop("queries"), open_store(settings), settings=settings, **asked)
 
 
 def register_libraries(app: typer.Typer) -> None:

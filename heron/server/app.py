@@ -35,6 +35,7 @@ from heron.server import (
     interventions,
     jobs,
     keys,
+    local,
     mcp,
     methods,
     openai,
@@ -69,6 +70,7 @@ log = logging.getLogger("heron.server")
 #: finish first, then the reloader, the interventions' watchers, the job workers, MCP.
 FEATURES: tuple[Feature, ...] = (
     methods,
+    local,
     keys,
     conversations,
     explain,
@@ -307,12 +309,15 @@ def serve(
         log_level=log_level,
     )
     server = uvicorn.Server(config)
+    # heron search and heron ask in a shell of this home send their work here.
+    announced = local.announce(runtime, host=host, port=config.port, uds=uds)
     if uds is None:
-        server.run()
+        with announced:
+            server.run()
         return
     # The socket file stays after shutdown (uvicorn ends by re-raising the signal that
     # stopped it); the next start finds nobody listening there and replaces it.
     sock = unix_socket(Path(uds), uds_mode)
     log.info("listening on unix socket %s (mode %s)", uds, oct(uds_mode)[2:])
-    with sock:
+    with sock, announced:
         server.run(sockets=[sock])

@@ -29,8 +29,11 @@ from heron.server.replies import for_path
 log = logging.getLogger("heron.server.access")
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-#: Paths reachable without the token: liveness probes carry no secrets.
-OPEN_PATHS = frozenset({"/health"})
+#: Where a command proves a server is its home's (``heron.server.local``).
+HELLO = "/local/hello"
+#: Paths reachable without the token: liveness probes carry no secrets, nor does the
+#: hello (an HMAC under a secret used for nothing else).
+OPEN_PATHS = frozenset({"/health", HELLO})
 #: How a named API key's token starts (``heron.keys``), as the headers carry it.
 KEY_PREFIX = PREFIX.encode()
 #: The metrics' route of a request no route took (refused before routing, or a 404).

@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 from rich.progress import Progress
 
-from heron.cli.output import BarTracker, LineTracker, bar_columns
+from heron.cli.progress import BarTracker, LineTracker, bar_columns
 from heron.embed import MiniLMEmbedder
 from heron.errors import NotFound
 from heron.libraries import add_library, index_library

@@ -156,6 +156,7 @@ def test_json_with_a_utf8_charset_is_json(edge: str) -> None:
 # Every route, and routes that do not exist yet (the web UI at /): one middleware guards all.
 ROUTES = [
     ("GET", "/health", None),
+    ("GET", "/local/hello?nonce=0123456789abcdef", None),
     ("GET", "/ready", None),
     ("GET", "/metrics", None),
     ("GET", "/v1/models", None),
@@ -217,9 +218,10 @@ def test_a_foreign_origin_is_refused_on_every_route(
     assert not (workspace / "rebound.txt").exists()
 
 
-#: What anyone may fetch without the token: the liveness probe, and what signing in needs.
-OPEN = {("GET", "/health"), ("GET", "/signin"), ("POST", "/signin"), ("POST", "/signout"),
-        ("GET", "/static/heron.js")}  # fmt: skip
+#: What anyone may fetch without the token: the liveness probe, a server's proof of its
+#: home (heron.server.local), and what signing in needs.
+OPEN = {("GET", "/health"), ("GET", "/local/hello?nonce=0123456789abcdef"), ("GET", "/signin"),
+        ("POST", "/signin"), ("POST", "/signout"), ("GET", "/static/heron.js")}  # fmt: skip
 #: The web page's panes (and the source view their passages link to): without the token
 #: they send the browser to the sign-in form.
 PAGES = {"/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/operations",
