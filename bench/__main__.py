@@ -5,7 +5,9 @@ agent-routing, answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, m
 interventions, interventions-storm, web, ops, heldout-tools, heldout-libraries,
 heldout-skills (sets from public packages, never tuned on), realuse (three libraries at
 once, follow-ups, extractive answers), cooldown (a hung primary model with and without
-cooldowns), security (the worst requests of at most 64 KB), mcp-door (a client reaching
+cooldowns), broker (one model's deployments under each routing strategy, the
+response cache, a budget in money under parallel calls), security (the worst requests
+of at most 64 KB), mcp-door (a client reaching
 150 tools through Heron alone), documents (three public manuals as PDF, HTML, Word and
 Markdown), languages (a Portuguese manual with and without per-language analysis), replicas
 (200 mixed requests through one heron serve and two on one PostgreSQL; a replica killed
@@ -23,6 +25,7 @@ from bench import (
     agent,
     agent_routing,
     answers,
+    broker,
     cache_calls,
     cooldown,
     documents,
@@ -91,6 +94,7 @@ BENCHMARKS = {
     "people": people.run,
     "security": security.run,
     "cooldown": cooldown.run,
+    "broker": broker.run,
     "mcp-door": mcp_door.run,
     "documents": documents.run,
     "languages": languages.run,

@@ -350,7 +350,7 @@ class Broker(Resource):
                 while attempt < tries:
                     started, yielded = time.monotonic(), False
                     first: float | None = None  # when its answer began: its latency
-                    sending = False
+                    sending, sent_at = False, started
                     asked: ChatRequest | None = None
                     sent: list[str] = []  # the text handed on, charged if no usage comes
                     done: Completion | None = None
@@ -366,7 +366,7 @@ class Broker(Resource):
                             self.ledger, payer, asked, spec, answer_bound(asked, spec)
                         )
                         provider = self._provider(spec)
-                        sending = True
+                        sending, sent_at = True, time.monotonic()  # latency: from here
                         self.deployments.started(spec)
                         events = (
                             provider.stream(asked, timeout=timeout)
@@ -442,7 +442,7 @@ class Broker(Resource):
                         # client that left mid-stream (the generator closed at a yield).
                         used = spent(spec, asked, sent, done) if asked is not None else (0, 0)
                         if sending:
-                            latency = None if first is None else first - started
+                            latency = None if first is None else first - sent_at
                             self.deployments.ended(spec, latency, sum(used))
                         if tab is not None and asked is not None:
                             tab.spent(*used)

@@ -11,9 +11,11 @@ are LiteLLM's router's:
 - ``simple-shuffle``: a random order, each deployment drawn in proportion to its
   ``weight``, else its ``rpm``, else its ``tpm``, else evenly;
 - ``least-busy``: fewest calls under way first (ties shuffled);
-- ``latency-based-routing``: lowest mean latency of its last ``LATENCY_SAMPLES`` answers
-  first (time to the first token for a stream); one not measured yet counts as 0, so it
-  is tried and measured;
+- ``latency-based-routing``: lowest median latency of its last ``LATENCY_SAMPLES``
+  answers first (time to the first token for a stream; LiteLLM takes the mean, but one
+  answer slowed by a busy moment would then keep a fast deployment last for ten); one
+  not measured yet counts as 0, so it is tried and measured, and one call in ``EXPLORE``
+  goes to another deployment first, so that one measured slow is measured again;
 - ``usage-based-routing`` (and ``-v2``): fewest tokens this minute first.
 
 A deployment with ``rpm`` or ``tpm`` that has reached it this minute is skipped, as a
@@ -24,6 +26,7 @@ The state is the process's (``DEPLOYMENTS``), shared by every broker in it.
 from __future__ import annotations
 
 import random
+import statistics
 import threading
 import time
 from collections import Counter, deque
@@ -34,6 +37,8 @@ from heron.llm.config import ModelSpec
 
 #: Answers a deployment's latency is the mean of.
 LATENCY_SAMPLES = 10
+#: One call in this many tries a random deployment first under latency-based routing.
+EXPLORE = 10
 #: The window of ``rpm`` and ``tpm``, in seconds.
 MINUTE = 60.0
 
@@ -69,7 +74,11 @@ class Deployments:
             if strategy == "least-busy":
                 return self._sorted(members, lambda s: self._busy[_key(s)])
             if strategy == "latency-based-routing":
-                return self._sorted(members, self._mean_latency)
+                ordered = self._sorted(members, self._latency_of)
+                if len(ordered) > 1 and self._rng.randrange(EXPLORE) == 0:
+                    other = ordered.pop(self._rng.randrange(1, len(ordered)))
+                    ordered.insert(0, other)
+                return ordered
             if strategy.startswith("usage-based-routing"):
                 return self._sorted(members, lambda s: self._minute(s).tokens)
             return self._weighted(members)
@@ -89,9 +98,9 @@ class Deployments:
         keys = {s.alias: self._rng.random() ** (1.0 / weight(s)) for s in members}
         return sorted(members, key=lambda s: keys[s.alias], reverse=True)
 
-    def _mean_latency(self, spec: ModelSpec) -> float:
+    def _latency_of(self, spec: ModelSpec) -> float:
         samples = self._latency.get(_key(spec))
-        return sum(samples) / len(samples) if samples else 0.0
+        return statistics.median(samples) if samples else 0.0
 
     def _minute(self, spec: ModelSpec) -> _Minute:
         now = self._clock()
@@ -140,7 +149,7 @@ class Deployments:
                     {
                         "alias": key[0],
                         "busy": self._busy[key],
-                        "latency": round(sum(samples) / len(samples), 4) if samples else None,
+                        "latency": round(statistics.median(samples), 4) if samples else None,
                         "requests_this_minute": minute.requests if minute else 0,
                         "tokens_this_minute": minute.tokens if minute else 0,
                     }
