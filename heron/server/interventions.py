@@ -443,7 +443,7 @@ async def _watch_jobs(runtime: Runtime) -> None:
 
 
 def _tell_job(runtime: Runtime, job: Job) -> None:
-    """Raise or resolve ``job``'s card in its context's room; a job of a context heron.toml
+    """Raise or resolve ``job``'s card in its room (of its context); a job of a context heron.toml
     no longer defines has none to go to."""
     try:
         scoped = runtime.within(job.context)
@@ -451,7 +451,9 @@ def _tell_job(runtime: Runtime, job: Job) -> None:
         log.warning("job %s: no card: %s", job.id, exc)
         return
     error = runtime.jobs.failure(job)  # a failed job keeps why in its event, not a result
-    room = scoped.settings.interventions_room
+    # In the room of the conversation that delegated it (or of its jobs.create), where the
+    # people who asked are: the page's chat shows the room's cards in the conversation.
+    room = job.room or scoped.settings.interventions_room
     scoped.interventions.apply(job_changed(room, job.id, job.state, job.prompt, error=error))
 
 

@@ -2,7 +2,10 @@
 // drop), shown as the server's sanitised HTML once whole; inline [n] markers and a
 // sources list that open the passage beside the answer; copy, regenerate, stop; the
 // conversations of sessions.* in a sidebar (those made on this page by the person signed
-// in), the current one remembered by this browser.
+// in), the current one remembered by this browser. The conversation's room (?room=R, else
+// the context's interventions room) is sent with each question, and the cards raised in
+// it while the page is open are items of the conversation; a critical card's voice plays
+// once, after the person's first gesture (as browsers require), unless they muted it.
 "use strict";
 (function () {
   const H = window.Heron, { $, t, el } = H;
@@ -192,7 +195,7 @@
     view.answer.append(el("span", { class: "muted thinking", text: t("chat.answering") }), text);
     const payload = { message: question,
       model: $("model").value || undefined, library: $("library").value || undefined,
-      answer: $("mode").value || undefined, surface: "page" };
+      answer: $("mode").value || undefined, surface: "page", room: room || undefined };
     let streamId = null, lastId = null, done = false;
     const events = (resume) => resume
       ? H.stream("/chat/stream/" + encodeURIComponent(streamId), null, controller.signal, lastId)
@@ -308,6 +311,72 @@
       waiting ? el("div", { class: "actions" }, decide("confirm"), decide("deny")) : null));
   }
 
+  // -- the room's cards ----------------------------------------------------------------
+  // Cards raised in the conversation's room from the moment the page opened, live from
+  // GET /interventions/stream?room=R (after the room's latest card then): each an item of
+  // the log, with its buttons; the Interventions pane keeps the room's whole history.
+  const given = new URLSearchParams(location.search).get("room");
+  const room = (given || document.querySelector(".talk").dataset.room || "").trim();
+  const cardView = H.cards(log, () => "web", (node) => {
+    log.append(el("li", { class: "turn card-item", "aria-live": "polite" }, node));
+    $("empty").hidden = true;
+    node.scrollIntoView({ block: "nearest" });
+  });
+
+  // Voice: a critical card's audio plays once (the ids heard are kept), after the first
+  // click or key press on the page, never while this browser's person muted it.
+  const MUTED = "heron.voice.muted", HEARD = "heron.voice.heard";
+  const pending = [];
+  let gestured = false;
+  const muted = () => localStorage.getItem(MUTED) === "1";
+  const heard = () => JSON.parse(localStorage.getItem(HEARD) || "[]");
+
+  function play(node) {
+    const audio = node.querySelector("audio");
+    node.dataset.voice = "playing";
+    audio.play().then(() => { node.dataset.voice = "played"; }, () => { node.dataset.voice = "blocked"; });
+  }
+
+  function speak(card, node) {
+    if (card.severity !== "critical" || !node.querySelector("audio") || card.resolved_at) return;
+    if (muted()) { node.dataset.voice = "muted"; return; }
+    const ids = heard();
+    if (ids.includes(card.id)) return;
+    localStorage.setItem(HEARD, JSON.stringify([...ids, card.id].slice(-200)));
+    if (gestured) play(node); else { node.dataset.voice = "waiting"; pending.push(node); }
+  }
+
+  function gesture() {
+    if (gestured) return;
+    gestured = true;
+    for (const node of pending.splice(0)) if (!muted()) play(node);
+  }
+  document.addEventListener("pointerdown", gesture, { capture: true });
+  document.addEventListener("keydown", gesture, { capture: true });
+
+  function showVoice() {
+    const button = $("voice");
+    button.setAttribute("aria-pressed", String(muted()));
+    button.textContent = t(muted() ? "chat.voice_unmute" : "chat.voice_mute");
+  }
+  $("voice").addEventListener("click", () => {
+    localStorage.setItem(MUTED, muted() ? "0" : "1");
+    if (muted()) for (const audio of log.querySelectorAll("audio")) audio.pause();
+    showVoice();
+  });
+  showVoice();
+
+  async function followCards() {
+    if (!room) return;
+    const [latest] = await H.rpc("interventions.list", { room: room, limit: 1 }).catch(() => []);
+    const after = latest ? latest.id : 0;
+    H.live(`/interventions/stream?room=${encodeURIComponent(room)}&after=${after}`, (ev) => {
+      if (ev.event === "outcome" || ev.event === "resolved") { cardView.change(ev.event, ev.data); return; }
+      if (ev.event !== "intervention") return;
+      speak(ev.data, cardView.render(ev.data));
+    }, (state) => { document.querySelector(".talk").dataset.cards = state; });
+  }
+
   function followJobs(id) {
     if (jobsFeed) jobsFeed.close();
     jobsFeed = null;
@@ -421,6 +490,7 @@
   // A link's conversation opens as asked; the one this browser remembers only when it is
   // in the sidebar: it may be another person's, who used this browser before.
   const linked = new URLSearchParams(location.search).get("session");
+  followCards();
   Promise.all([options(), conversations()]).then(() => {
     const given = linked || sessionId();
     const known = given && $("conv-list").querySelector(`a[data-id="${CSS.escape(given)}"]`);

@@ -323,6 +323,89 @@
     });
   }
 
+  // -- intervention cards: the Interventions pane's and the chat's ---------------------
+  // cards(container, by, place): render(card) shows a card (accept, dismiss, its own
+  // buttons through interventions.act as by()), or replaces the one with its id;
+  // change(event, data) shows an outcome or an end told by the stream. place(node) puts
+  // a new card in the page (the pane: newest first; the chat: in the conversation).
+  const ICONS = { info: "ℹ", warning: "⚠", critical: "✖" };
+
+  function sameOrigin(url) {
+    try { return new URL(url, location.href).origin === location.origin; } catch (e) { return false; }
+  }
+
+  function cards(container, by, place) {
+    const byId = (id) => container.querySelector(`article.card[data-id="${CSS.escape(String(id))}"]`);
+
+    // Ended one way or another: the actions go, the card says why.
+    function settle(node, text, outcome) {
+      node.classList.add("done");
+      if (outcome) node.dataset.outcome = outcome;
+      node.dataset.state = outcome ? "decided" : "resolved";
+      const actions = node.querySelector(".card-actions");
+      if (actions) actions.remove();
+      node.querySelector(".card-out").textContent = text;
+    }
+
+    function decided(node, value, who) {
+      settle(node, t("interventions.decided." + value, { by: who || t("interventions.someone") }), value);
+    }
+
+    async function outcome(card, node, value) {
+      const who = by();
+      await guard(node.querySelector(".card-out"), t("interventions.outcome"), async () => {
+        await rpc("interventions.outcome", { id: card.id, outcome: value, by: who });
+        decided(node, value, who);
+      });
+    }
+
+    function render(card) {
+      const severity = ICONS[card.severity] ? card.severity : "info";
+      const out = el("p", { class: "card-out", role: "status" });
+      const audio = card.audio_url && sameOrigin(card.audio_url);
+      // A spoken card shows what it says (its transcript), whether or not it is heard.
+      const said = card.spoken && (audio || card.spoken !== card.text);
+      const node = el("article", { class: `card sev-${severity}`, "data-id": card.id, "data-state": "active",
+        "aria-labelledby": `card-${card.id}` },
+        el("h2", { id: `card-${card.id}`, class: "card-title" },
+          el("span", { class: "sev-icon", "aria-hidden": "true", text: ICONS[severity] }),
+          el("span", { class: "sev-name", text: t("interventions.severity." + severity) }),
+          el("span", { class: "card-kind", text: card.kind })),
+        el("p", { class: "card-text", text: card.text }),
+        said ? el("p", { class: "muted card-transcript", text: t("interventions.spoken", { text: card.spoken }) }) : null,
+        el("p", { class: "meta", text: `${card.room} · ${when(card.created_at)}` +
+          (card.seen_before ? " · " + t("interventions.seen_before", { n: card.seen_before }) : "") }),
+        audio ? el("audio", { controls: true, preload: "none", src: new URL(card.audio_url, location.href).href, "aria-label": t("interventions.audio") }) : null,
+        el("div", { class: "row card-actions" },
+          el("button", { type: "button", text: t("interventions.accept"), onclick: () => outcome(card, node, "accept") }),
+          el("button", { type: "button", class: "plain", text: t("interventions.dismiss"), onclick: () => outcome(card, node, "dismiss") }),
+          (card.actions || []).map((a, i) => el("button", { type: "button", class: "plain", text: a.label,
+            onclick: () => guard(out, a.label, async () => {
+              const done = await rpc("interventions.act", { id: card.id, action: i, by: by() });
+              const now = done.intervention;
+              if (now.resolved_at) settle(node, t("interventions.action_done", { label: a.label }));
+              else if (now.outcome) decided(node, now.outcome, now.outcome_by);
+              else out.textContent = t("interventions.action_done", { label: a.label });
+            }) }))),
+        out);
+      const old = byId(card.id);
+      if (old) old.replaceWith(node); else place(node);
+      if (card.outcome) decided(node, card.outcome, card.outcome_by);
+      else if (card.resolved_at) settle(node, t("interventions.resolved"));
+      return node;
+    }
+
+    // Another tab or client decided, or the condition went away: the card says so.
+    function change(event, data) {
+      const node = byId(data.id);
+      if (!node) return;
+      if (event === "outcome" && data.outcome) decided(node, data.outcome, data.outcome_by);
+      if (event === "resolved" && !node.dataset.outcome) settle(node, t("interventions.resolved"));
+    }
+
+    return { render, change };
+  }
+
   window.Heron = { $, t, rpc, pagesLabel, stream, live, el, table, num, when, empty, note, fail, guard, methods,
-    showPassage, closePassage, isWebUrl, copy };
+    showPassage, closePassage, isWebUrl, copy, cards };
 })();
