@@ -187,6 +187,7 @@ class Sessions(Resource):
     def __init__(self, database: Database, context: str = DEFAULT) -> None:
         self.context = context
         self._db = database
+        self._rendered = Rendered(database.dialect)
 
     def history(
         self, session_id: str, turns: int = HISTORY_TURNS, *, asker: Asker | None = None
@@ -388,19 +389,32 @@ class Sessions(Resource):
     @contextmanager
     def _tx(self, write: bool = False) -> Iterator[_Connection]:
         with self._db.connection(write) as db:
-            yield _Connection(db, self._db.dialect)
+            yield _Connection(db, self._rendered)
 
     def close(self) -> None:
         self._db.close()
 
 
-@dataclass(frozen=True)
+@dataclass(slots=True)
 class _Connection:
     """A connection that takes this module's SQL: ``?`` and ``{p}`` in the dialect's
-    words (``heron.db.dialect``)."""
+    words (``heron.db.dialect``), rendered once per statement (``Rendered``)."""
 
     db: Any
-    dialect: Dialect
+    rendered: Rendered
 
     def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
-        return self.db.execute(self.dialect.sql(sql), args)
+        return self.db.execute(self.rendered[sql], args)
+
+
+class Rendered(dict[str, str]):
+    """Each statement in a dialect's words, rendered on first use: a dict lookup per
+    statement after that, so SQLite's sessions pay nothing for the notation."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        super().__init__()
+        self.dialect = dialect
+
+    def __missing__(self, sql: str) -> str:
+        self[sql] = self.dialect.sql(sql)
+        return self[sql]
