@@ -139,7 +139,7 @@ class ModelSpec:
     #: deployment budget); past it the alias is skipped like a cooling one.
     max_budget: float | None = None
     budget_duration: str | None = None
-    #: A pool's deployments (other aliases; ``provider`` is ``pool``), tried in the order
+    #: A pool's deployments (other aliases; its provider is its first one's), tried in the order
     #: of ``routing_strategy`` (``heron.llm.routing``).
     deployments: tuple[str, ...] = ()
     routing_strategy: str | None = None
@@ -389,7 +389,7 @@ def _list_lines(root: yaml.Node | None) -> list[int]:
 
 def _join_pools(models: dict[str, ModelSpec], where: str) -> None:
     """Check each pool's deployments and give it the first one's capabilities (what a
-    caller of the pool may send), in place."""
+    caller of the pool may send), provider and model, in place."""
     for alias, spec in list(models.items()):
         if not spec.deployments:
             continue
@@ -403,7 +403,11 @@ def _join_pools(models: dict[str, ModelSpec], where: str) -> None:
                     f"{', '.join(a for a, s in models.items() if not s.deployments)}."
                 )
         first = models[spec.deployments[0]]
-        models[alias] = replace(spec, capabilities=first.capabilities, model=first.model)
+        # Its first deployment's provider and model too, for what callers tell by them
+        # (a local model's penalties, a provider without JSON mode).
+        models[alias] = replace(
+            spec, capabilities=first.capabilities, model=first.model, provider=first.provider
+        )
 
 
 def _pool(alias: str, entry: Mapping[str, Any], at: str) -> ModelSpec:

@@ -180,7 +180,7 @@ def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
         "https://api.openai.com/v1",
         "OPENAI_API_KEY",
     )
-    assert (pool.provider, pool.deployments) == ("pool", ("gpt-4o#1", "gpt-4o#2"))
+    assert (pool.provider, pool.deployments) == ("openai", ("gpt-4o#1", "gpt-4o#2"))
     assert table.strategy(pool) == "simple-shuffle"  # router_settings.routing_strategy
     assert (gpt.rpm, router.rpm) == (480, None)  # per deployment: its weight in a shuffle
     assert (claude.provider, claude.model, claude.max_output_tokens) == (
