@@ -331,8 +331,11 @@ class Agent(Resource):
                     delegate=self._delegates(turn),
                 )
         with record.clock("skills"):
-            query = skill_query(self.skills, turn.message) if mode == "generative" else None
-            skills = query if query is not None and fits(query, thresholds.skill) else None
+            # Every turn's message is a skill query (the hit rate's), extractive ones too;
+            # only a generated answer has a prompt for the skills that fit.
+            query = skill_query(self.skills, turn.message)
+            fitting = query is not None and fits(query, thresholds.skill)
+            skills = query if fitting and mode == "generative" else None
         with record.clock("prompt"):
             decision = triage(
                 turn.message,

@@ -1,9 +1,11 @@
 """The skills a turn used, told to the skills' usage log (``heron skills usage``).
 
-A turn's skill query (``skill_query``: ``SkillIndex.context_for``, logged) joins the
-prompt when its best skill ``fits``; after the answer, ``record_skill_use`` reports each
-skill the model read (``read_skill``) and each prompted one the answer names, so the log
-fills with no report by hand. The log is a measure: it never fails an answer.
+Every turn's message is a skill query (``skill_query``: ``SkillIndex.context_for``,
+logged), extractive answers' too; it joins a generated answer's prompt when its best
+skill ``fits``. After the answer, ``record_skill_use`` reports each skill the model read
+(``read_skill``) and each prompted one the answer names; skills prompted and none of
+them used is a miss. So the log fills with no report by hand. The log is a measure: it
+never fails an answer.
 """
 
 from __future__ import annotations
@@ -45,7 +47,7 @@ def record_skill_use(
     """Tell the skills' usage log which skills served the turn that asked ``message``:
     each one the model read (``read_skill`` among the tool ``uses``) and each ``prompted``
     one that the answer's ``text`` names, against the turn's skill ``query`` (made now,
-    when the turn made none, for a skill read in an extractive answer)."""
+    when the turn made none); skills ``prompted`` and none used, a miss."""
     read = [
         use.arguments["name"]
         for use in uses
@@ -53,14 +55,16 @@ def record_skill_use(
     ]
     named = [hit.name for hit in prompted if _names(text, hit.name)]
     used = list(dict.fromkeys([*read, *named]))
-    if not used:
-        return
+    if not used and not prompted:
+        return  # nothing offered, nothing used: no outcome
     context = query or skill_query(skills, message)
     if context is None or context.query_id is None:  # no skills, or an index with no log
         return
     try:
         for name in used:
             skills.record_use(context.query_id, name)
+        if not used:  # offered in the prompt, followed by none of them
+            skills.record_miss(context.query_id)
     except HeronError as exc:  # the log is a measure: it never fails an answer
         log.warning("skill use not recorded: %s", exc)
 

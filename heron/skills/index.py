@@ -202,6 +202,10 @@ class SkillIndex(Resource):
         ``context_for``); returns its rank among the skills returned, ``None`` if absent."""
         return self._log().record_use(query_id, name)
 
+    def record_miss(self, query_id: int) -> None:
+        """Report that query ``query_id``'s skills were offered and none was used."""
+        self._log().record_miss(query_id)
+
     def stats(self) -> list[KindStats]:
         """Hit rates per kind of query (vague, concrete); zeros before the first query."""
         if self._usage is None and self.usage_path is not None and not self.usage_path.exists():

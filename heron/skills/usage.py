@@ -10,11 +10,19 @@ the share where the skill used was among those returned (``hit@k``) and the shar
 it was the first (``hit@1``).
 
 A query is *vague* or *concrete* by a simple rule (``query_kind``): concrete when it holds
-at least two specific terms, or one term with a digit or a ``.``, ``/`` or ``:`` in it
-(a version, a file, a domain, a time); a specific term is an analysed term that is not in
-``GENERIC_WORDS``, the words any request uses ("create", "make", "new", "help", "thing",
-"skill", "file", "app"...). "create a new skill" is vague; "publish a blog post" is
-concrete.
+at least two specific words, or one word with a digit or a ``.``, ``/`` or ``:`` in it
+(a version, a file, a domain, a time); a specific word is one that is neither a stopword
+of English, Portuguese or Spanish nor, stemmed as each of them, one of ``GENERIC``'s words
+of that language, the words any request uses ("create", "make", "new", "help", "thing",
+"skill", "file", "app"...; "criar", "nova", "ajuda"...; "crear", "nueva", "ayuda"...).
+A short request's language cannot be told reliably, so a word generic in any of the three
+is generic. "create a new skill" and "criar skill nova" are vague; "publish a blog post"
+and "publicar um post no blog" are concrete.
+
+A query's outcome is a *use* (``record_use``: the skill used and its rank among those
+returned, ``None`` when it was not returned) or a *miss* (``record_miss``: skills were
+offered and none was used, a use row with no name and no rank). ``stats`` counts a query
+with either as reported; a hit is a use of a skill it returned.
 """
 
 from __future__ import annotations
@@ -31,14 +39,14 @@ from heron.db import Schema, SQLiteDatabase
 from heron.errors import NotFound
 from heron.redact import redact
 from heron.resource import Resource
-from heron.store.analysis import analyze
+from heron.store.analysis import analyze, stopwords
 
 QueryKind = Literal["vague", "concrete"]
 QUERY_KINDS: tuple[QueryKind, ...] = ("vague", "concrete")
 
-GENERIC_WORDS = frozenset(
-    analyze(
-        """
+#: The words any request uses, per language: a query of them alone is vague.
+_GENERIC_TEXT = {
+    "en": """
         me my mine we our us you your its this these those some any all every whole own one
         from up out about over off than so too
         other another can could would should shall may might must please just also really
@@ -48,9 +56,34 @@ GENERIC_WORDS = frozenset(
         go see look show find check fix improve change update add remove thing something
         anything everything stuff way kind sort lot bit skill tool task project file code app
         team
-        """
-    )
-)
+        """,
+    "pt": """
+        criar crie cria criando fazer faça faz fazendo novo nova novos novas ajuda ajudar ajude
+        preciso precisa quero queria querer usar usando ver mostrar mostre encontrar achar
+        verificar checar corrigir melhorar mudar alterar atualizar adicionar remover coisa
+        coisas algo algum alguma tudo jeito tipo ferramenta tarefa projeto arquivo código
+        aplicativo app equipe time habilidade melhor bom boa simples rápido fácil como qual
+        quando onde quem favor pode poderia deve começar trabalhar rodar executar olhar
+        construir escrever pegar dar deixar colocar manter tentar outro outra mais muito meu
+        minha nosso nossa skill
+        """,
+    "es": """
+        crear cree crea creando hacer haga hace haciendo nuevo nueva nuevos nuevas ayuda ayudar
+        ayude necesito necesita quiero quería querer usar usando ver mostrar muestre encontrar
+        buscar verificar revisar arreglar corregir mejorar cambiar actualizar agregar añadir
+        quitar eliminar cosa cosas algo algún alguna todo manera tipo herramienta tarea
+        proyecto archivo código aplicación app equipo habilidad mejor bueno buena simple rápido
+        fácil cómo cuál cuándo dónde quién favor puede podría debe empezar trabajar ejecutar
+        mirar construir escribir obtener dar dejar poner mantener intentar otro otra más muy
+        mi nuestro nuestra skill
+        """,
+}
+GENERIC: dict[str, frozenset[str]] = {
+    code: frozenset(analyze(text, code)) for code, text in _GENERIC_TEXT.items()
+}
+#: What no request is specific by: English's, Portuguese's and Spanish's stopwords.
+_DROPPED = stopwords("pt")
+_WORD = re.compile(r"\w+")
 _MARKED = re.compile(r"\S*(?:\d|\w[./:]\w)\S*")
 
 #: History, not index: it outlives a re-index with another model and stays on the machine
@@ -86,11 +119,21 @@ def query_kind(query: str) -> QueryKind:
 
     >>> query_kind("create a new skill"), query_kind("publish a blog post")
     ('vague', 'concrete')
+    >>> query_kind("criar skill nova"), query_kind("crear una skill nueva")
+    ('vague', 'vague')
     """
     if _MARKED.search(query):
         return "concrete"
-    specific = set(analyze(query)) - GENERIC_WORDS
+    words = {w for w in _WORD.findall(query.lower()) if w not in _DROPPED}
+    specific = {w for w in words if not any(_generic(w, code) for code in GENERIC)}
     return "concrete" if len(specific) >= 2 else "vague"
+
+
+def _generic(word: str, code: str) -> bool:
+    """Whether ``word``, analysed as language ``code``, is one of its generic words (or
+    a stopword there: nothing left)."""
+    terms = analyze(word, code)
+    return not terms or terms[0] in GENERIC[code]
 
 
 @dataclass(frozen=True)
@@ -162,6 +205,15 @@ class UsageLog(Resource):
                 (query_id, time.time(), name, rank),
             )
         return rank
+
+    def record_miss(self, query_id: int) -> None:
+        """Log that query ``query_id`` offered skills and none was used: an outcome, and
+        not a hit (a use row with no name and no rank)."""
+        with self._log.connection() as db:
+            db.execute(
+                "INSERT INTO uses (query_id, at, name, rank) VALUES (?, ?, '', NULL)",
+                (query_id, time.time()),
+            )
 
     def recent(self, limit: int = 1000) -> list[tuple[str, list[str]]]:
         """The last ``limit`` queries, oldest first: each query and the names it returned."""

@@ -127,4 +127,12 @@ def test_a_skill_in_the_prompt_is_used_when_the_answer_follows_it(
     assert _stats(skilled)["concrete"] == (1, 1, 1)
     _replies(monkeypatch, ("Kubernetes keeps old ReplicaSets around.", []), "")
     skilled.ask(Turn(ROLLBACK))
-    assert _stats(skilled)["concrete"] == (2, 1, 1)  # queried, not used: no outcome
+    assert _stats(skilled)["concrete"] == (2, 2, 1)  # offered, not used: a miss
+
+
+def test_an_extractive_answer_s_question_is_a_skill_query_too(skilled: Agent) -> None:
+    answer = skilled.ask(Turn(ROLLBACK, answer="extractive"))
+    assert answer.mode == "extractive" and answer.skills == []  # no prompt to offer them in
+    assert _stats(skilled)["concrete"] == (1, 0, 0)  # logged; nothing offered, no outcome
+    skilled.ask(Turn("criar skill nova", answer="extractive"))
+    assert _stats(skilled)["vague"] == (1, 0, 0)  # Portuguese's generic words too

@@ -24,6 +24,12 @@ from heron.store import SQLiteStore
         ("upgrade to v2.1", "concrete"),  # a version is specific on its own
         ("open report.pdf", "concrete"),
         ("", "vague"),
+        ("criar skill nova", "vague"),  # the seed's own example
+        ("me ajuda a fazer uma ferramenta nova", "vague"),
+        ("publicar um post no blog", "concrete"),
+        ("configurar a VPN da empresa", "concrete"),
+        ("crear una skill nueva", "vague"),
+        ("publicar una entrada en el blog", "concrete"),
     ],
 )
 def test_query_kind(query: str, kind: str) -> None:
@@ -76,4 +82,16 @@ def test_the_log_is_shared_safely_between_threads(tmp_path) -> None:
         ids = list(pool.map(lambda i: log.record_query(f"publish post {i}", ["blog"]), range(40)))
     assert len(set(ids)) == 40
     assert sum(s.queries for s in log.stats()) == 40
+    log.close()
+
+
+def test_a_skill_offered_and_not_used_is_a_miss(tmp_path: Path) -> None:
+    log = UsageLog(tmp_path / "skills.db")
+    missed = log.record_query("publish a blog post", ["blog-post", "newsletter"])
+    hit = log.record_query("publish the newsletter today", ["newsletter"])
+    log.record_miss(missed)
+    log.record_use(hit, "newsletter")
+    (concrete,) = [s for s in log.stats() if s.kind == "concrete"]
+    assert (concrete.queries, concrete.reported, concrete.hits, concrete.top) == (2, 2, 1, 1)
+    assert concrete.hit_rate == 0.5
     log.close()
