@@ -1,23 +1,25 @@
-"""Languages: a Portuguese manual searched with and without per-language analysis (issue 46).
+"""Languages: a manual in Portuguese and Spanish, with and without per-language analysis (issue 46).
 
 **Source.** The Debian Reference (debian-reference 2.100, GPL-2+, Osamu Aoki and its
-translators) as Debian ships it in Brazilian Portuguese (``debian-reference-pt-br``) and in
-English (``debian-reference-en``), fetched with ``apt-get download`` (``bench.packages``).
+translators) as Debian ships it in Brazilian Portuguese (``debian-reference-pt-br``),
+Spanish (``debian-reference-es``) and English (``debian-reference-en``), fetched with
+``apt-get download`` (``bench.packages``).
 Each package has the whole manual as plain text; its numbered sections (``9.8.10.
 Recuperar ficheiros apagados mas ainda abertos``) become one Markdown page each,
 ``chNN/<number>.md`` under ``ROOT / <language> / "library"``: the sections of
-``MIN_BODY`` characters or more in Portuguese (422 of 435), the same numbers in English
-(both translations number the same sections). The translation is real and partial, as
-translations are: about a quarter of the sections are still English (chapter 4 on
-authentication, most of chapter 7), so the Portuguese library is a library of two
-languages.
+``MIN_BODY`` characters or more in Portuguese (422 of 435), the same numbers in Spanish
+and English (the translations number the same sections). The translations are real and
+partial, as translations are: about a quarter of the Portuguese sections are still
+English (chapter 4 on authentication, most of chapter 7), so each translated library is
+a library of two languages.
 
 **Questions** (``bench/data/debian_reference_questions.jsonl``): 44 written by hand from
 reading the Portuguese sections, before any search was run over them, never tuned on,
-each in Portuguese (``pt``) and in English (``en``), with its gold ``section``; and the 29
-Debian Reference questions of ``python -m bench documents`` (``bench/data/documents.jsonl``,
-English, written by another session) in Portuguese (``bench/data/documents_pt.jsonl``,
-translated by hand), their gold the section whose English text holds the row's
+each in Portuguese (``pt``), Spanish (``es``) and English (``en``), with its gold
+``section``; and the 29 Debian Reference questions of ``python -m bench documents``
+(``bench/data/documents.jsonl``, English, written by another session) in Portuguese and
+Spanish (``bench/data/documents_pt_es.jsonl``, translated by hand), their gold the
+section whose English text holds the row's
 ``evidence`` (a question whose evidence is in no page, or in two, is left out). A hit is
 the gold section among the first 1 or 5 results.
 
@@ -29,6 +31,7 @@ index of the same Portuguese text embeds nothing):
   auto``, the default);
 - ``pt as English``: the same pages with ``language=en``, every page analysed as English:
   how every library was analysed before per-language analysis;
+- ``es`` and ``es as English``: the same for the Spanish pages and questions;
 - ``en``: the English pages and the English questions, for reference.
 
 Reported per run: Hit@1 and Hit@5 of full search (the default) and of the lexical side
@@ -72,19 +75,22 @@ VERSION = "2.100"
 ROOT = WORK / "languages"
 QUESTIONS = Path(__file__).parent / "data" / "debian_reference_questions.jsonl"
 DOCUMENTS = Path(__file__).parent / "data" / "documents.jsonl"
-DOCUMENTS_PT = Path(__file__).parent / "data" / "documents_pt.jsonl"
+TRANSLATED = Path(__file__).parent / "data" / "documents_pt_es.jsonl"
 #: A section becomes a page when its Portuguese text has at least this many characters
 #: (a heading over sub-sections alone is no page; the shortest gold section has 124).
 MIN_BODY = 100
 #: Each translation's package and the line its first chapter starts with.
 TRANSLATIONS = {
     "pt": ("debian-reference-pt-br", "pt-br", "Capítulo 1. "),
+    "es": ("debian-reference-es", "es", "Capítulo 1. "),
     "en": ("debian-reference-en", "en", "Chapter 1. "),
 }
 #: Run name -> (library folder's language, the library's ``language=``, questions' language).
 RUNS = {
     "pt": ("pt", AUTO, "pt"),
     "pt as English": ("pt", "en", "pt"),
+    "es": ("es", AUTO, "es"),
+    "es as English": ("es", "en", "es"),
     "en": ("en", AUTO, "en"),
 }
 _HEADING = re.compile(r"^(\d+(?:\.\d+)+)\. (.+)$")
@@ -146,10 +152,11 @@ def pages() -> list[str]:
 
 
 def documents_gold(numbers: Sequence[str]) -> list[dict[str, str]]:
-    """The documents bench's Debian Reference questions in English and Portuguese, each
-    with the section whose English text holds its ``evidence`` (whitespace aside)."""
+    """The documents bench's Debian Reference questions in English, Portuguese and
+    Spanish, each with the section whose English text holds its ``evidence`` (whitespace
+    aside)."""
     english = {n: re.sub(r"\s+", " ", body) for n, (_, body) in sections("en").items()}
-    translated = {row["en"]: row["pt"] for row in read_jsonl(DOCUMENTS_PT) if "en" in row}
+    translated = {row["en"]: row for row in read_jsonl(TRANSLATED) if "en" in row}
     rows = []
     for row in read_jsonl(DOCUMENTS):
         if row.get("manual") != "debian-reference":
@@ -158,10 +165,10 @@ def documents_gold(numbers: Sequence[str]) -> list[dict[str, str]]:
         found = [n for n in numbers if evidence in english[n]]
         if len(found) != 1:  # in a section too short to be a page, or said twice
             continue
-        pt = translated.get(row["question"])
-        if pt is None:
-            raise SystemExit(f"{row['question']!r} has no Portuguese in {DOCUMENTS_PT.name}")
-        rows.append({"section": found[0], "en": row["question"], "pt": pt})
+        other = translated.get(row["question"])
+        if other is None:
+            raise SystemExit(f"{row['question']!r} is not translated in {TRANSLATED.name}")
+        rows.append({**other, "section": found[0]})
     return rows
 
 
@@ -250,13 +257,13 @@ def run() -> str:
     store = sqlite_store(settings.db_path, load_embedder(settings))
     built = {run: indexed(run, store, settings, numbers) for run in RUNS}
     index_rows = [
-        (run, len(numbers), b.get("pt", 0), b.get("en", 0), b["written"], b["seconds"])
+        (run, len(numbers), *(b.get(code, 0) for code in TRANSLATIONS), b["written"], b["seconds"])
         for run, b in built.items()
     ]
     out = table(
         f"Languages: the Debian Reference, {len(numbers)} sections as pages "
         f"(embedding profile {settings.embedder_profile})",
-        ["run", "pages", "read as pt", "read as en", "pages written", "index s"],
+        ["run", "pages", *(f"read as {code}" for code in TRANSLATIONS), "written", "index s"],
         index_rows,
     )
     analysis_rows = query_analysis(store, built["pt"]["name"], sets)
