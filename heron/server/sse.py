@@ -200,8 +200,11 @@ class StreamHub:
         copy = None
         try:
             if self.relay is not None:
-                await run_in_threadpool(self.relay.start, stream.id, stream.owner)
-                copy = asyncio.create_task(self._copy(self.relay, stream))
+                try:
+                    await run_in_threadpool(self.relay.start, stream.id, stream.owner)
+                    copy = asyncio.create_task(self._copy(self.relay, stream))
+                except HeronError as exc:  # the answer goes on here; other replicas miss it
+                    log.warning("chat stream %s not copied to the database: %s", stream.id, exc)
             await self._answer(rt, events, stream, sent)
         finally:
             if tab is not None:
