@@ -33,8 +33,9 @@ import json
 import re
 import time
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 from heron.agent.agent import Agent
 from heron.agent.answer import ToolUse
@@ -338,6 +339,22 @@ def headings(content: str, limit: int = 12) -> list[str]:
     return [h for h in found if h][:limit]
 
 
+#: Rooms whose activity the observers keep at once, the most recently reported.
+ROOMS = 200
+
+
+@dataclass(frozen=True)
+class ActivityReport:
+    """One thing a person did: ``kind`` ``edit``, ``release`` (with ``path`` and, for an
+    edit, its ``headings``) or ``read``, ``search`` (with ``text``). Bounded and redacted
+    by whoever takes it from a client (``heron.server.people``)."""
+
+    kind: Literal["edit", "release", "read", "search"]
+    path: str = ""
+    text: str = ""
+    headings: tuple[str, ...] = ()
+
+
 class Observers:
     """The agent's observers (``open_agent(on_tool_use=..., on_search=...)``) for one
     room's interventions: who works on what (``heron.interventions.Activity``, topics
@@ -348,12 +365,41 @@ class Observers:
         self, settings: Settings, embedder: Embedder, interventions: Callable[[], Interventions]
     ) -> None:
         self.interventions = interventions
-        self.activity = Activity(
-            embedder.embed,
-            embed_query=lambda texts: embed_queries(embedder, texts),
-            threshold=lambda text: calibration_of(embedder, text).overlap,
-            room=settings.interventions_room,
-        )
+        self.embedder = embedder
+        self._rooms: dict[str, Activity] = {}
+        self.activity = self.of(settings.interventions_room)
+
+    def of(self, room: str) -> Activity:
+        """The activity of ``room`` (the agent's is ``interventions_room``'s), made on
+        first use; at most ``ROOMS`` rooms are kept, the least recently reported go."""
+        found = self._rooms.pop(room, None)
+        if found is None:
+            embedder = self.embedder
+            found = Activity(
+                embedder.embed,
+                embed_query=lambda texts: embed_queries(embedder, texts),
+                threshold=lambda text: calibration_of(embedder, text).overlap,
+                room=room,
+            )
+        self._rooms[room] = found
+        while len(self._rooms) > ROOMS:
+            del self._rooms[next(iter(self._rooms))]
+        return found
+
+    def report(self, room: str, person: str, report: ActivityReport) -> list[Intervention]:
+        """What a person reports doing outside Heron (an editor plugin, a browser
+        extension; ``people.activity``): ``edit`` a file (its headings, when known),
+        ``release`` it (committed, pushed, closed), ``read`` or ``search`` something (its
+        title or words). Collisions and research overlaps follow as for the agent's own
+        tools, in ``room``."""
+        activity = self.of(room)
+        if report.kind == "edit":
+            seen = activity.observe_write(person, report.path, list(report.headings))
+        elif report.kind == "release":
+            seen = activity.observe_release(person, report.path)
+        else:  # read or search: what the person is looking into
+            seen = activity.observe_search(person, report.text)
+        return self.interventions().apply(seen)
 
     def tool_use(self, actor: str, use: ToolUse) -> list[Intervention]:
         """What one of the agent's tool calls means for the room: a ``write_file`` that

@@ -49,6 +49,7 @@ from heron.interventions.model import (
     Intervention,
     KindStats,
     Learned,
+    Member,
     Outcome,
     PolicyChange,
     Pruned,
@@ -159,6 +160,18 @@ class InterventionStore(Protocol):
     ) -> list[Intervention]:
         """The delivered interventions of ``room`` (of ``context``) with ``id > after``,
         oldest first: what a stream resuming after ``after`` replays."""
+        ...
+
+    def join(self, member: Member, *, context: str = DEFAULT) -> Member:
+        """Put ``member`` in its room's roster (in place of that person's entry there)."""
+        ...
+
+    def leave(self, room: str, person: str, *, context: str = DEFAULT) -> bool:
+        """Take ``person`` out of ``room``'s roster; whether they were in it."""
+        ...
+
+    def roster(self, room: str, *, context: str = DEFAULT) -> list[Member]:
+        """The people of ``room``, by name."""
         ...
 
     def stats(self, *, context: str | None = None) -> list[KindStats]:

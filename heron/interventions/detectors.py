@@ -197,6 +197,10 @@ class _Edit:
     at: float
 
 
+#: Holds and searches an ``Activity`` keeps at most, the newest.
+MAX_SEEN = 1000
+
+
 class Activity:
     """Who writes or holds which file and who searches what, per room; thread-safe.
 
@@ -235,8 +239,13 @@ class Activity:
 
     def _forget(self, now: float) -> None:
         old = now - self.window
-        self._edits = {k: e for k, e in self._edits.items() if e.at >= old}
-        self._searches = [s for s in self._searches if s[3] >= old]
+        # Bounded by age and by count: a flood of reports (the activity API) keeps the
+        # newest ``MAX_SEEN`` holds and searches.
+        kept = sorted(
+            ((k, e) for k, e in self._edits.items() if e.at >= old), key=lambda i: i[1].at
+        )
+        self._edits = dict(kept[-MAX_SEEN:])
+        self._searches = [s for s in self._searches if s[3] >= old][-MAX_SEEN:]
 
     def observe_write(
         self, actor: str, path: str, headings: Sequence[str] = (), *, state: str = "uncommitted"

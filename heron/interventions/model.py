@@ -178,6 +178,27 @@ class Intervention:
 
 
 @dataclass(frozen=True)
+class Member:
+    """One person in a room's roster: where a ping to them goes (``channel``: ``page``,
+    the room's cards, or an apprise URL, kept as given to send to and shown by its
+    private form, ``shown``) and since when."""
+
+    room: str
+    person: str
+    channel: str
+    shown: str
+    joined_at: float
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "room": self.room,
+            "person": self.person,
+            "channel": self.shown,
+            "joined_at": self.joined_at,
+        }
+
+
+@dataclass(frozen=True)
 class Learned:
     """Where the learning loop has put one kind in one room: its ``step`` down from the
     policy, and the outcomes given since its last change (what the next one is decided

@@ -40,12 +40,14 @@ from heron.errors import InputError, NotFound
 from heron.interventions.base import InterventionStore
 from heron.interventions.learn import Learning
 from heron.interventions.model import (
+    MAX_NAME,
     OUTCOMES,
     Condition,
     Delivery,
     Intervention,
     KindStats,
     Learned,
+    Member,
     PolicyChange,
     Pruned,
     Resolution,
@@ -72,6 +74,8 @@ log = logging.getLogger("heron.interventions")
 
 #: Where the server serves the audio files (``heron.server.interventions``).
 AUDIO_URL = "/interventions/audio/"
+#: The channel of a person whose pings are the room's cards alone (the page shows them).
+PAGE = "page"
 
 #: ``listener(event, intervention)``: ``"intervention"`` (a card went out), ``"resolved"``,
 #: ``"outcome"``.
@@ -215,7 +219,7 @@ class Interventions(Resource):
             )
         return self._raise(c)
 
-    def _raise(self, condition: Condition) -> Intervention:
+    def _raise(self, condition: Condition, to: Channels | None = None) -> Intervention:
         c = condition.checked()
         # Only the declared facts are kept, and a token in one stays out of the store;
         # whoever saw it, it is raised in this context's room.
@@ -236,17 +240,49 @@ class Interventions(Resource):
             intervention = self._speak(intervention)
         self._emit("intervention", intervention)
         self.store.deliver(intervention.id, Delivery("card", f"room:{c.room}", True))
-        if "message" in channels and self.channels:
-            self._send_later(intervention)
+        targets = self.channels if to is None else to
+        if "message" in channels and targets:
+            self._send_later(intervention, targets)
         return self.store.get(intervention.id)
 
     def ping(self, room: str, sender: str, teammate: str, about: str) -> Intervention:
         """A research-overlap card's ``ping_teammate`` action: ``sender`` asks
-        ``teammate`` to sync up on ``about``, as a ``ping`` card (and message) in
-        ``room``, once per pair and subject while it is active."""
-        facts = {"sender": sender, "teammate": teammate, "about": about}
-        key = f"ping:{sender}:{teammate}:{about}"
-        return self._raise(Condition("ping", key, room, "info", facts, sender))
+        ``teammate`` to sync up on ``about``, as a ``ping`` card in ``room`` and a message
+        to the teammate's own channel from the room's roster (``join``) and no one else's
+        (not the alert channels): none for ``page`` (the card is it). Once per pair and
+        subject while it is active. ``NotFound`` for a teammate not in the roster."""
+        found = {m.person: m for m in self.roster(room)}
+        member = found.get(teammate.strip())
+        if member is None:
+            names = ", ".join(found) or "nobody yet"
+            raise NotFound(
+                f"{teammate!r} is not in room {room!r}'s roster ({names}): add them with "
+                "people.join (room, person, channel) before pinging them."
+            )
+        to = Channels([]) if member.channel == PAGE else Channels.parse([member.channel])
+        facts = {"sender": sender, "teammate": member.person, "about": about}
+        key = f"ping:{sender}:{member.person}:{about}"
+        return self._raise(Condition("ping", key, room, "info", facts, sender), to)
+
+    # -- people -------------------------------------------------------------------------
+
+    def join(self, room: str, person: str, channel: str = PAGE) -> Member:
+        """Put ``person`` in ``room``'s roster with the channel a ping to them goes to:
+        ``page`` (the room's cards) or one apprise URL (``json://host/hook``,
+        ``ntfy://topic``...; ``ConfigError`` for one apprise does not know)."""
+        room, person, channel = room.strip(), person.strip(), channel.strip() or PAGE
+        for what, value in (("room", room), ("person", person)):
+            if not value or len(value) > MAX_NAME:
+                raise InputError(f"A {what} is 1 to {MAX_NAME} characters, not {value[:40]!r}.")
+        shown = PAGE if channel == PAGE else Channels.parse([channel]).channels[0].name
+        member = Member(room, person, channel, shown, time.time())
+        return self.store.join(member, context=self.context)
+
+    def leave(self, room: str, person: str) -> bool:
+        return self.store.leave(room.strip(), person.strip(), context=self.context)
+
+    def roster(self, room: str) -> list[Member]:
+        return self.store.roster(room.strip(), context=self.context)
 
     def resolve(self, room: str, key: str) -> Intervention:
         """End the active condition ``key`` in ``room``; ``NotFound`` names an unknown room
@@ -369,8 +405,8 @@ class Interventions(Resource):
         self.store.deliver(intervention.id, Delivery("voice", path.name, True), audio_url=url)
         return replace(intervention, audio_url=url)
 
-    def _send_later(self, intervention: Intervention) -> None:
-        future = self._senders.submit(self._message, intervention)
+    def _send_later(self, intervention: Intervention, channels: Channels) -> None:
+        future = self._senders.submit(self._message, intervention, channels)
         with self._lock:
             self._pending.add(future)
         future.add_done_callback(self._done)
@@ -381,9 +417,9 @@ class Interventions(Resource):
         if future.exception() is not None:
             log.error("sending an intervention failed", exc_info=future.exception())
 
-    def _message(self, intervention: Intervention) -> None:
+    def _message(self, intervention: Intervention, channels: Channels) -> None:
         title = f"Heron: {intervention.kind} in {intervention.room}"
-        for sent in self.channels.send(title, intervention.text, severity=intervention.severity):
+        for sent in channels.send(title, intervention.text, severity=intervention.severity):
             self.store.deliver(
                 intervention.id,
                 Delivery("message", sent.channel, sent.ok, sent.attempts, sent.error),

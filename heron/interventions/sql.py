@@ -43,6 +43,7 @@ from heron.interventions.model import (
     Intervention,
     KindStats,
     Learned,
+    Member,
     Outcome,
     PolicyChange,
     Pruned,
@@ -219,6 +220,19 @@ DROP INDEX {p}intervention_policy_changes_by_room;
 CREATE INDEX {new}{p}intervention_policy_changes_by_room
     ON {p}intervention_policy_changes (context, room, id);
 """,
+        # People (issue 49): a room's roster, each person with the channel a ping to
+        # them goes to.
+        """
+CREATE TABLE {new}{p}intervention_people (
+    context text NOT NULL,
+    room text NOT NULL,
+    person text NOT NULL,
+    channel text NOT NULL,
+    shown text NOT NULL,
+    joined_at {real} NOT NULL,
+    PRIMARY KEY (context, room, person)
+){keyed};
+""",
     ),
     rebuild=(
         "a new, empty intervention store starts on the next use (the history stays in the "
@@ -253,6 +267,15 @@ _INSERT = (
     "INSERT INTO {p}interventions (kind, key, room, severity, facts, actor, status, text, "
     "spoken, actions, seen_before, created_at, step, context) "
     "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING {columns}"
+)
+_DROP_MEMBER = "DELETE FROM {p}intervention_people WHERE context = ? AND room = ? AND person = ?"
+_JOIN = (
+    "INSERT INTO {p}intervention_people (context, room, person, channel, shown, joined_at) "
+    "VALUES (?, ?, ?, ?, ?, ?)"
+)
+_ROSTER = (
+    "SELECT room, person, channel, shown, joined_at FROM {p}intervention_people "
+    "WHERE context = ? AND room = ? ORDER BY person"
 )
 #: ``{where}``: `` AND context = ?`` for one context's, or nothing for all.
 _STATS = """
@@ -728,6 +751,36 @@ class SQLInterventionStore(DatabaseStore):
         sql = "SELECT {columns} FROM {p}interventions WHERE id IN (" + marks + ") ORDER BY id"
         with self._tx() as db:
             return [_intervention(row) for row in self._run(db, sql, tuple(ids)).fetchall()]
+
+    # -- people -------------------------------------------------------------------------
+
+    def join(self, member: Member, *, context: str = DEFAULT) -> Member:
+        with self._tx(write=True) as db:
+            self._run(db, _DROP_MEMBER, (context, member.room, member.person))
+            self._run(
+                db,
+                _JOIN,
+                (
+                    context,
+                    member.room,
+                    member.person,
+                    member.channel,
+                    member.shown,
+                    member.joined_at,
+                ),
+            )
+        return member
+
+    def leave(self, room: str, person: str, *, context: str = DEFAULT) -> bool:
+        with self._tx(write=True) as db:
+            return bool(self._run(db, _DROP_MEMBER, (context, room, person)).rowcount)
+
+    def roster(self, room: str, *, context: str = DEFAULT) -> list[Member]:
+        with self._tx() as db:
+            rows = self._run(db, _ROSTER, (context, room)).fetchall()
+        return [
+            Member(r["room"], r["person"], r["channel"], r["shown"], r["joined_at"]) for r in rows
+        ]
 
     def stats(self, *, context: str | None = None) -> list[KindStats]:
         where, args = ("", ()) if context is None else (" AND context = ?", (context,))

@@ -52,15 +52,18 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from heron.agent.wiring import Scan
+from heron.agent.wiring import ActivityReport, Scan
 from heron.errors import HeronError, InputError, NotFound
 from heron.interventions import Intervention, Interventions, Resolution, job_changed
 from heron.interventions.model import MAX_NAME, Severity
-from heron.interventions.service import AUDIO_URL, audio_folder
+from heron.interventions.service import AUDIO_URL, PAGE, audio_folder
 from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.jobs import Job
+from heron.keys import ADMIN, Forbidden
+from heron.redact import redact
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, message
+from heron.server.keys import current_key
 from heron.server.numbers import RecordId, whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
@@ -72,6 +75,10 @@ log = logging.getLogger("heron.server")
 POLL = 1.0
 #: The most open cards one stream keeps looking at for changes (the newest).
 WATCHED = 1000
+#: The longest path, text and heading an activity report keeps.
+MAX_PATH = 500
+MAX_TEXT = 2000
+MAX_HEADING = 200
 #: The kinds whose card stands for a job waiting, by the fact naming the job.
 JOB_CARDS = {"job_waiting": "job_id"}
 
@@ -106,6 +113,35 @@ class PingParams(Params):
     teammate: str = Field(min_length=1, max_length=MAX_NAME, description="Whom to ping.")
     about: str = Field(min_length=1, max_length=MAX_NAME, description="The file or topic.")
     by: str = Field(min_length=1, max_length=MAX_NAME, description="Who pings.")
+
+
+class MemberParams(Params):
+    room: str = Field(min_length=1, max_length=MAX_NAME)
+    person: str = Field(min_length=1, max_length=MAX_NAME, description="Who: their name.")
+
+
+class JoinParams(MemberParams):
+    channel: str = Field(
+        default=PAGE,
+        max_length=2000,
+        description="Where a ping to them goes: page (the room's cards), or an apprise URL "
+        "(json://host/hook, ntfy://topic, slack://...): the administrator's to set.",
+    )
+
+
+class RosterParams(Params):
+    room: str = Field(min_length=1, max_length=MAX_NAME)
+
+
+class ActivityParams(MemberParams):
+    kind: Literal["edit", "release", "read", "search"] = Field(
+        description="edit or release a file (path), read or search something (text)."
+    )
+    path: str = Field(default="", max_length=MAX_PATH, description="The file, for edit/release.")
+    text: str = Field(default="", max_length=MAX_TEXT, description="What is read or searched.")
+    headings: list[str] = Field(
+        default_factory=list, max_length=20, description="The file's headings, for an edit."
+    )
 
 
 class ResetParams(Params):
@@ -189,6 +225,48 @@ def register(registry: Registry, runtime: Runtime) -> None:
     def ping(p: PingParams, rt: Runtime) -> dict[str, Any]:
         return rt.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
 
+    @method("people.join", JoinParams, summary="Put a person in a room's roster.", scope="chat")
+    def join(p: JoinParams, rt: Runtime) -> dict[str, Any]:
+        _as(p.person, channel=p.channel)
+        return rt.interventions.join(p.room, p.person, p.channel).to_dict()
+
+    @method(
+        "people.leave", MemberParams, summary="Take a person out of a room's roster.", scope="chat"
+    )
+    def leave(p: MemberParams, rt: Runtime) -> dict[str, Any]:
+        _as(p.person)
+        return {
+            "room": p.room,
+            "person": p.person,
+            "left": rt.interventions.leave(p.room, p.person),
+        }
+
+    @method("people.list", RosterParams, summary="A room's roster.", scope="read")
+    def roster(p: RosterParams, rt: Runtime) -> list[dict[str, Any]]:
+        return [m.to_dict() for m in rt.interventions.roster(p.room)]
+
+    @method(
+        "people.activity",
+        ActivityParams,
+        summary="What a person edits or reads outside Heron: feeds the collision and "
+        "research-overlap cards of the room.",
+        scope="chat",
+    )
+    def activity(p: ActivityParams, rt: Runtime) -> list[dict[str, Any]]:
+        _as(p.person)
+        if p.kind in ("edit", "release") and not p.path.strip():
+            raise InputError(f"An {p.kind} names the file: give path.")
+        if p.kind in ("read", "search") and not p.text.strip():
+            raise InputError(f"A {p.kind} says what: give text (a title, the words searched).")
+        report = ActivityReport(
+            p.kind,
+            path=redact(p.path.strip()),
+            text=redact(p.text.strip()),
+            headings=tuple(redact(h)[:MAX_HEADING] for h in p.headings),
+        )
+        raised = rt.observers.report(p.room, p.person, report)
+        return [i.to_dict() for i in raised]
+
     @method(
         "interventions.act",
         ActParams,
@@ -222,6 +300,17 @@ def register(registry: Registry, runtime: Runtime) -> None:
                 await run_in_threadpool(service.outcome, item.id, "accept", p.by)
         done = await run_in_threadpool(service.get, item.id)
         return {"intervention": done.to_dict(), "result": result}
+
+
+def _as(person: str, *, channel: str = PAGE) -> None:
+    """A key without ``admin`` acts for its own person alone (its name), and gives no
+    channel but the page: a URL is one the server will send to, the administrator's to
+    set. ``Forbidden`` otherwise; no key (the administrator) may act for anyone."""
+    key = current_key()
+    if key is None or key.allows(ADMIN):
+        return
+    if person.strip() != key.name or channel.strip() not in ("", PAGE):
+        raise Forbidden(key.name, ADMIN)
 
 
 def _card(item: Intervention) -> ServerSentEvent:

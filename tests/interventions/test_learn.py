@@ -8,6 +8,9 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
+import pytest
+
+from heron.errors import NotFound
 from heron.interventions import Intervention, Interventions
 from heron.notify import Channels
 from tests.interventions.conftest import COLLISION
@@ -111,6 +114,9 @@ def test_the_research_overlap_card_offers_to_ping_the_teammate(service: Interven
         "interventions.ping_teammate",
         {"teammate": "bob", "about": "livekit.py"},
     )
+    with pytest.raises(NotFound, match="not in room 'team'"):
+        service.ping("team", "alice", "bob", "livekit.py")  # nobody to deliver it to yet
+    service.join("team", "bob")  # the page: the card is the ping
     sent = service.ping("team", "alice", "bob", "livekit.py")
     assert (sent.kind, sent.status, sent.text) == (
         "ping",

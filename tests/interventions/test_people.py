@@ -1,0 +1,98 @@
+"""People (issue 49) through a real server (uvicorn on loopback): a room's roster, an
+activity report (what a person edits or reads outside Heron) that becomes a research
+overlap card, and the card's Ping delivered to the named teammate's own channel (a real
+loopback webhook, through apprise) and to no one else's: not another teammate's, not the
+server's alert channels. A teammate on the page gets the card alone; one not in the
+roster is refused, naming the fix."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import httpx
+import pytest
+
+from heron.server import create_app
+from heron.settings import Settings
+from tests.interventions.test_service import Recorder, listener  # noqa: F401 (the webhook)
+from tests.server.conftest import running
+
+ROOM = "voice-team"
+
+
+@pytest.fixture
+def server(home: Path, listener: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:  # noqa: F811
+    monkeypatch.setenv("HERON_INTERVENTIONS_ALERT_URLS", json.dumps([f"json://{listener}/alerts"]))
+    monkeypatch.setenv("HERON_INTERVENTIONS_COOLDOWN", "0")
+    with running(create_app(Settings())) as (url, _):
+        yield url
+
+
+def rpc(url: str, method: str, **params: object) -> dict:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return httpx.post(f"{url}/rpc", json=body, timeout=60).json()
+
+
+def result(url: str, method: str, **params: object) -> object:
+    answer = rpc(url, method, **params)
+    assert "result" in answer, answer
+    return answer["result"]
+
+
+def test_a_ping_reaches_the_named_teammates_channel_and_no_one_elses(
+    server: str,
+    listener: str,  # noqa: F811
+) -> None:
+    result(server, "people.join", room=ROOM, person="bob", channel=f"json://{listener}/bob")
+    result(server, "people.join", room=ROOM, person="carol", channel=f"json://{listener}/carol")
+    result(server, "people.join", room=ROOM, person="dave")  # the page: the card alone
+    roster = result(server, "people.list", room=ROOM)
+    assert [(m["person"], m["channel"]) for m in roster] == [  # type: ignore[union-attr]
+        ("bob", f"json://{listener}/bob"),
+        ("carol", f"json://{listener}/carol"),
+        ("dave", "page"),
+    ]
+    # alice edits a file in her editor; bob reads about its topic in his browser.
+    edit = {"path": "backend/voice/livekit.py", "headings": ["LiveKit room"]}
+    assert result(server, "people.activity", room=ROOM, person="alice", kind="edit", **edit) == []
+    read = {"text": "Joining a LiveKit room from a voice agent"}
+    (card,) = result(server, "people.activity", room=ROOM, person="bob", kind="read", **read)  # type: ignore[misc]
+    assert card["kind"] == "research_overlap" and card["room"] == ROOM, card
+    assert card["actions"][0]["label"] == "Ping bob"
+    # alice clicks Ping on the card: bob's webhook, and only it, gets the message.
+    done = result(server, "interventions.act", id=card["id"], action=0, by="alice")
+    ping = done["result"]  # type: ignore[index]
+    assert ping["kind"] == "ping" and ping["room"] == ROOM
+    deadline = time.monotonic() + 30
+    while not Recorder.received and time.monotonic() < deadline:
+        time.sleep(0.05)
+    (hook,) = Recorder.received
+    assert hook["path"] == "/bob" and "alice asks bob to sync up" in hook["body"]["message"]
+    stored = result(server, "interventions.list", room=ROOM)
+    (sent,) = [i for i in stored if i["id"] == ping["id"]]  # type: ignore[union-attr]
+    messages = [d for d in sent["deliveries"] if d["channel"] == "message"]
+    assert [d["ok"] for d in messages] == [True]
+    # dave is on the page: the card is his ping, and no webhook hears of it.
+    to_dave = result(server, "interventions.ping_teammate", room=ROOM, teammate="dave",
+                     about="livekit.py", by="alice")  # fmt: skip
+    assert to_dave["kind"] == "ping" and to_dave["status"] == "delivered"  # type: ignore[index]
+    time.sleep(0.5)  # a message would have gone within this on loopback
+    assert [r["path"] for r in Recorder.received] == ["/bob"]
+    # Someone not in the roster is not pinged through any channel.
+    error = rpc(
+        server, "interventions.ping_teammate", room=ROOM, teammate="erin", about="x", by="a"
+    )
+    assert error["error"]["code"] == -32004 and "people.join" in error["error"]["message"]
+    assert [r["path"] for r in Recorder.received] == ["/bob"]
+
+
+def test_an_activity_report_is_bounded_and_checked(server: str) -> None:
+    error = rpc(server, "people.activity", room=ROOM, person="alice", kind="edit")
+    assert error["error"]["code"] == -32001 and "path" in error["error"]["message"]
+    long = rpc(server, "people.activity", room=ROOM, person="a", kind="read", text="x" * 3000)
+    assert long["error"]["code"] == -32602  # over 2,000 characters: refused, not cut
+    bad = rpc(server, "people.join", room=ROOM, person="bob", channel="nope://x")
+    assert bad["error"]["code"] != 0 and "apprise" in bad["error"]["message"]
