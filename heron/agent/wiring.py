@@ -204,9 +204,7 @@ def open_agent(
         recall = job_results(jobs) if jobs is not None else None
         broker = Broker(table, settings) if table is not None else load_broker(settings)
         opened.enter_context(contextlib.closing(broker))
-        sessions = opened.enter_context(
-            contextlib.closing(open_sessions(settings))
-        )
+        sessions = opened.enter_context(contextlib.closing(open_sessions(settings)))
         resources = opened.pop_all()
     return Agent(
         settings,
@@ -218,6 +216,8 @@ def open_agent(
         reranker=load_reranker(settings),
         resources=resources,
         tool_workers=settings.agent_tool_workers,
+        on_tool_use=on_tool_use,
+        on_search=on_search,
         recall=recall,
     )
 
@@ -256,8 +256,6 @@ def job_messages(jobs: Jobs, job: Job) -> tuple[Message, Message]:
     return (
         Message("assistant", "", tool_calls=(call,)),
         Message("tool", content, tool_call_id=call.id, name="delegate_job"),
-        on_tool_use=on_tool_use,
-        on_search=on_search,
     )
 
 
