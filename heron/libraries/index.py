@@ -312,6 +312,8 @@ class _Indexer:
         )
         self._counter: TokenCounter | None = None
         self.shipped: ShippedPages | None = None  # what the library ships (.heron-vectors)
+        #: Write only if every changed page ships its records (``index_library``).
+        self.shipped_only = False
         self.pending: tuple[int, int] | None = None  # pages to write, to remove: once known
         self.written = 0  # pages written (records, then state) by this run
         self.fingerprint = (
@@ -357,6 +359,13 @@ class _Indexer:
         stored = self._stored_ids()
         self._advance = self._stage("pages", len(files))
         work, seen = self._changed(checkout.root, files, states)
+        unshipped = sum(any(r.vector is None for r in w.records) for w in work)
+        if self.shipped_only and unshipped:
+            self.report.error = (
+                f"{unshipped} pages of {self.ns} changed since their records were shipped; "
+                f"nothing written. Index it with: heron index {self.ns}"
+            )
+            return self.report
         gone = (set(states) | set(stored)) - seen
         if self.only is not None:
             gone &= self.only
@@ -575,6 +584,7 @@ def index_library(
     stages: Stages | None = None,
     only: Collection[str] | None = None,
     wait: bool = False,
+    shipped_only: bool = False,
 ) -> LibraryIndexReport:
     """Sync and index one library. ``progress(n)`` is called as ``n`` more changed pages
     are written; ``on_total(n)`` once with the number of changed pages. ``stages(name,
@@ -597,7 +607,9 @@ def index_library(
     removed, ``heron.libraries.upload``): the rest of the library is neither read nor
     parsed, and what the last run said of it is kept; such a run does not make complete
     a library that a stopped run left incomplete. ``wait``: for an indexer already
-    running on the library to finish, rather than ``IndexBusy``.
+    running on the library to finish, rather than ``IndexBusy``. ``shipped_only``: write
+    only if every changed page ships its records (``heron.libraries.shipped``), so that
+    nothing is embedded; else nothing is written and ``error`` says so.
     """
     library = get_library(name, settings)
     check_store(store)  # a run over a damaged file must not end in a report of success
@@ -609,6 +621,7 @@ def index_library(
         wanted = library.enrich if enrich is None else enrich
         asker = enricher if wanted else None
         indexer = _Indexer(library, store, settings, asker, progress, on_total, stages, pages)
+        indexer.shipped_only = shipped_only
         try:
             report = indexer.run()
         except KeyboardInterrupt:

@@ -249,14 +249,14 @@ def _indexed(store: Store, settings: Settings) -> list[Library]:
 
 
 def _load_shipped(library: Library, store: Store, settings: Settings) -> bool:
-    """Index a built-in library that is not indexed yet, when it ships the vectors of the
-    store's embedder (``heron.libraries.shipped``): nothing is embedded, so a new home
-    answers about Heron from its docs at once. Whether it is indexed now."""
+    """Index a built-in library that is not indexed yet, when it ships its pages for the
+    store's embedder, every one current (``heron.libraries.shipped``): nothing is embedded,
+    so a new home answers about Heron from its docs at once. Whether it is indexed now."""
     embedder = store.embedder
     if read_shipped(Path(library.source), embedder.model_id, embedder.dim) is None:
         return False
     try:
-        report = index_library(library.name, store, settings=settings)
+        report = index_library(library.name, store, settings=settings, shipped_only=True)
     except IndexBusy:  # another process is indexing it: searched once it is done
         return False
     return report.error is None

@@ -67,6 +67,19 @@ def test_a_changed_page_is_embedded_and_the_others_are_not(
     assert report.shipped == report.records - 1
 
 
+def test_shipped_only_writes_nothing_when_a_page_changed(
+    shipped_library: Path, settings: Settings, store: SQLiteStore
+) -> None:
+    """What a new home's first search does with the built-in library: load it when every
+    page ships, else leave it for ``heron index`` (no model run behind a search)."""
+    page = shipped_library / "tasks" / "rollback.md"
+    page.write_text(page.read_text() + "\nkubectl rollout history lists the revisions.\n")
+    report = index_library("lib", store, settings=settings, shipped_only=True)
+    assert report.error is not None and "1 pages of lib changed" in report.error
+    assert "heron index lib" in report.error
+    assert "lib" not in {info.name for info in store.namespaces()}
+
+
 @pytest.mark.parametrize("damage", ["hash", "model", "file"])
 def test_a_file_that_does_not_match_is_ignored(
     damage: str, shipped_library: Path, settings: Settings, store: SQLiteStore
