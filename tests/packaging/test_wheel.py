@@ -168,3 +168,43 @@ def test_the_web_extra_installs_what_fetch_url_imports(wheel: Path, tmp_path: Pa
     home = {**env, "HERON_HOME": str(tmp_path / "home")}
     out = run(python, "-c", code, env=home)
     assert "The VPN password rotates every 90 days." in out and "Home | Help" not in out
+
+
+def test_the_docs_extra_installs_what_the_readers_import(wheel: Path, tmp_path: Path) -> None:
+    """``heron[docs]`` in a fresh venv reads a PDF, a Word file, a deck, a workbook and
+    an HTML page (made here by their own writers) into the Markdown Heron chunks."""
+    from tests.libraries import documents  # the writers are this venv's, not the new one's
+
+    files = tmp_path / "files"
+    files.mkdir()
+    made = {
+        "manual.pdf": documents.pdf([["Install first."], ["2.1 Setup", "Run setup with sudo."]],
+                                    outline=[("Setup", 2, 0)]),
+        "guide.docx": documents.word(),
+        "review.pptx": documents.slides(),
+        "servers.xlsx": documents.workbook(),
+        "backups.html": documents.HTML.encode(),
+    }  # fmt: skip
+    for name, data in made.items():
+        (files / name).write_bytes(data)
+    venv = tmp_path / "venv"
+    python = venv / "bin" / "python"
+    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    env = {**os.environ, "PATH": str(venv / "bin")}
+    constraints = ROOT / "constraints.txt"
+    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
+    run(*pip, f"heron[docs] @ {wheel.as_uri()}", env=env)
+    code = (
+        "import sys, pathlib, heron.extras\n"
+        "from heron.libraries.readers import format_of, read\n"
+        "assert heron.extras.installed('docs')\n"
+        "for path in sorted(pathlib.Path(sys.argv[1]).iterdir()):\n"
+        "    doc = read(path.read_bytes(), format_of(path.name))\n"
+        "    print(path.name, doc.pages[-1] if doc.pages else '-', *doc.lines, sep='\\n')\n"
+    )
+    home = {**env, "HERON_HOME": str(tmp_path / "home")}
+    out = run(python, "-c", code, files, env=home).splitlines()
+    assert out[out.index("manual.pdf") + 1] == "2"  # its last line is on page 2
+    for line in ("# Setup", "## Who to ask", "## Revenue", "| web-0 | backend | eu-west |",
+                 "## Restoring a snapshot {#restore}"):  # fmt: skip
+        assert line in out, line
