@@ -11,7 +11,8 @@ of at most 64 KB), mcp-door (a client reaching
 150 tools through Heron alone), documents (three public manuals as PDF, HTML, Word and
 Markdown), languages (a Portuguese manual with and without per-language analysis), replicas
 (200 mixed requests through one heron serve and two on one PostgreSQL; a replica killed
-mid-job), uploads (one file added beside a whole heron index; POST /upload end to end).
+mid-job), uploads (one file added beside a whole heron index; POST /upload end to end),
+speed (commands from the shell with and without a running heron serve).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """
@@ -55,6 +56,7 @@ from bench import (
     security,
     server,
     skills,
+    speed,
     tools,
     uploads,
     vector_index,
@@ -100,6 +102,7 @@ BENCHMARKS = {
     "languages": languages.run,
     "replicas": replicas.run,
     "uploads": uploads.run,
+    "speed": speed.run,
 }
 
 

@@ -356,7 +356,8 @@ def _search_here(asked: dict[str, Any]) -> dict[str, Any]:
     from heron.store import open_store
 
     settings = Settings()
-    return search_report(asked.pop("queries"), open_store(settings), settings=settings, **asked)
+    options = {name: value for name, value in asked.items() if name != "queries"}
+    return search_report(asked["queries"], open_store(settings), settings=settings, **options)
 
 
 def register_libraries(app: typer.Typer) -> None:

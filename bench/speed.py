@@ -1,0 +1,180 @@
+"""Speed a person feels (issue 48): ``python -m bench speed``.
+
+**Commands from the shell.** Each row of ``COMMANDS`` is the real ``heron`` run in a
+subprocess, as a person types it, ``REPEATS`` times after one unmeasured run (the
+files it reads are then in the page cache, as on a machine in use): the median wall
+time without a server, then with ``heron serve`` running on the same home, side by
+side in one run. ``heron search`` and ``heron ask`` go through the server when it is
+there (``heron.cli.remote``; the bench checks ``paths.json`` says so); ``--version``
+and ``--help`` never use it (the same figure twice, as a check of the noise).
+
+Setup: a fresh HERON_HOME, the embedding profile HERON_EMBEDDER names (unset: the
+default, as a person has it), Heron's built-in docs off and
+a library of ``PAGES`` of Heron's own docs pages, indexed before the timings.
+
+With ``HERON_BENCH_BASELINE=/path/to/an/older/tree`` (e.g. ``git archive`` of a commit
+unpacked there) every command is also timed with that tree's ``heron`` (its folder
+first on ``PYTHONPATH``), in the same run: the "before" column.
+
+``SECTIONS`` lists what the benchmark prints, one table each: more rows of the same
+issue (the embedders' speed) are a section added there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+
+from bench.common import table
+
+REPO = Path(__file__).resolve().parents[1]
+#: Runs measured per command and path (after one that is not).
+REPEATS = 5
+#: Heron's docs pages in the library searched.
+PAGES = 8
+QUESTION = "How does Heron pick the tools it offers?"
+
+
+@dataclass(frozen=True)
+class Command:
+    """One command as typed in a shell, and the issue's target for it."""
+
+    label: str
+    argv: tuple[str, ...]
+    target: str
+    #: The command whose path ``paths.json`` records ("search", "ask"), if any.
+    records: str | None = None
+
+
+START, SEARCH, ASK = "<= 0.3 s", "<= 1 s with a server", "<= 2 s with a server"
+COMMANDS = (
+    Command("heron --version", ("--version",), START),
+    Command("heron --help", ("--help",), START),
+    Command("heron search --help", ("search", "--help"), START),
+    Command("heron search QUESTION", ("search", QUESTION, "-k", "3"), SEARCH, "search"),
+    Command("heron search QUESTION --json", ("search", QUESTION, "--json"), SEARCH, "search"),
+    Command("heron ask QUESTION", ("ask", QUESTION), ASK, "ask"),
+)
+
+
+def _heron(env: dict[str, str], *argv: str, tree: Path | None = None) -> float:
+    """Seconds one ``heron ARGV`` takes from the shell (``python -m heron``)."""
+    environ = {**os.environ, **env}
+    if tree is not None:
+        environ["PYTHONPATH"] = f"{tree}{os.pathsep}{environ.get('PYTHONPATH', '')}"
+    started = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "heron", *argv],
+        env=environ,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    seconds = time.perf_counter() - started
+    if done.returncode != 0:
+        raise RuntimeError(f"heron {' '.join(argv)} failed: {done.stderr[-2000:]}")
+    return seconds
+
+
+def _median(env: dict[str, str], command: Command, tree: Path | None = None) -> float:
+    _heron(env, *command.argv, tree=tree)  # warm the page cache; not counted
+    return statistics.median(_heron(env, *command.argv, tree=tree) for _ in range(REPEATS))
+
+
+def _path_taken(home: Path, command: Command) -> str:
+    if command.records is None:
+        return "-"
+    return json.loads((home / "paths.json").read_text())[command.records]["path"]
+
+
+def _home(root: Path) -> dict[str, str]:
+    """A fresh home with ``PAGES`` of Heron's docs as the library ``heron-docs``."""
+    docs = root / "docs"
+    docs.mkdir()
+    for page in sorted((REPO / "docs").glob("*.md"))[:PAGES]:
+        shutil.copy(page, docs / page.name)
+    env = {"HERON_HOME": str(root / "home"), "HERON_LIBRARY_DEFAULT_DOCS": "false"}
+    _heron(env, "library", "add", "heron-docs", str(docs))
+    _heron(env, "index", "heron-docs")
+    return env
+
+
+def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    server = subprocess.Popen(
+        [sys.executable, "-m", "heron", "serve", "--port", str(port)],
+        env={**os.environ, **env},
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        if server.poll() is not None:
+            raise RuntimeError(f"heron serve ended: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
+                return server, url
+        except httpx.TransportError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError("heron serve did not become ready")
+
+
+def commands() -> str:
+    """The table of ``COMMANDS``: median seconds without and with a server."""
+    baseline = os.environ.get("HERON_BENCH_BASELINE")
+    before = Path(baseline).resolve() if baseline else None
+    with tempfile.TemporaryDirectory(prefix="heron-speed-") as tmp:
+        root = Path(tmp)
+        env = _home(root)
+        home = Path(env["HERON_HOME"])
+        old = {c: _median(env, c, before) for c in COMMANDS} if before else {}
+        alone = {}
+        for command in COMMANDS:
+            alone[command] = _median(env, command)
+            assert _path_taken(home, command) in ("-", "in-process")
+        server, _ = _serve(env, root / "serve.log")
+        try:
+            served = {}
+            paths = {}
+            for command in COMMANDS:
+                served[command] = _median(env, command)
+                paths[command] = _path_taken(home, command)
+        finally:
+            server.terminate()
+            server.wait(60)
+    header = ["command", "no server (s)", "heron serve running (s)", "path taken", "target"]
+    if before:
+        header.insert(1, "before (s)")
+    rows = []
+    for c in COMMANDS:
+        row: list[object] = [c.label, alone[c], served[c], paths[c], c.target]
+        if before:
+            row.insert(1, old[c])
+        rows.append(row)
+    profile = os.environ.get("HERON_EMBEDDER", "default")
+    title = f"Commands from the shell (median of {REPEATS}; {PAGES} docs pages, {profile} profile)"
+    return table(title, header, rows)
+
+
+#: What ``python -m bench speed`` prints, one table each.
+SECTIONS: tuple[Callable[[], str], ...] = (commands,)
+
+
+def run() -> str:
+    return "\n".join(section() for section in SECTIONS)
