@@ -14,6 +14,17 @@
    Target: <= 2 s.
 4. **Stats.** 10,000 interventions stored (5 kinds, guard and cooldown suppressions,
    outcomes), then ``stats()`` 50 times: p50 and max. Target: <= 100 ms.
+5. **Raised -> card on screen** (issue 49). The same kind of server, with a workspace;
+   the chat page open in headless Chromium on ``/?room=screen``; 50 conditions raised one
+   at a time, each timed from just before its ``interventions.raise`` (epoch ms) to the
+   moment a MutationObserver in the page saw its card in the conversation (epoch ms on
+   the same machine's clock). Target: p95 <= 250 ms.
+6. **Job end -> conversation.** 10 read-only jobs made in one conversation
+   (``jobs.create`` with its ``session_id``), run by the server; each timed from its
+   ``finished_at`` to the arrival of its completed state on the conversation's
+   ``/jobs/stream?session=S``; then what the next turn pays to replay the verdicts
+   (``heron.agent.wiring.job_results`` on that conversation: 5 jobs, 50 reads). Targets:
+   p95 <= 1,000 ms (one poll of another process's writes, at most); replay <= 20 ms.
 """
 
 from __future__ import annotations
@@ -22,12 +33,15 @@ import json
 import os
 import signal
 import statistics
+import subprocess
 import tempfile
 import threading
 import time
 from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
+from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 import httpx
 import numpy as np
@@ -47,6 +61,19 @@ from heron.interventions import (
 )
 
 CARDS = 300
+SCREEN_CARDS = 50
+JOBS = 10
+CHROMIUM = "/usr/bin/chromium"
+#: Notes, in the page, when each card joins the conversation (epoch ms by card id).
+OBSERVE = """() => {
+  window.seen = {};
+  new MutationObserver(() => {
+    for (const card of document.querySelectorAll("#log article.card")) {
+      const id = card.dataset.id;
+      if (!(id in window.seen)) window.seen[id] = performance.timeOrigin + performance.now();
+    }
+  }).observe(document.getElementById("log"), { childList: true, subtree: true });
+}"""
 STORM = 1000
 THREADS = 20
 STATS_ROWS = 10_000
@@ -97,6 +124,117 @@ def _latency(home: Path) -> tuple[float, float]:
         proc.wait(60)
     ms = np.array(samples) * 1000
     return float(np.percentile(ms, 50)), float(np.percentile(ms, 99))
+
+
+def _git(root: Path, *args: str) -> None:
+    subprocess.run(
+        ["git", "-c", "user.name=b", "-c", "user.email=b@example.com", *args],
+        cwd=root, check=True, capture_output=True,
+    )  # fmt: skip
+
+
+def _workspace(root: Path) -> Path:
+    repo = root / "repo"
+    repo.mkdir(parents=True)
+    (repo / "app.py").write_text("print('hi')\n")
+    _git(repo, "init", "-q", "-b", "main")
+    _git(repo, "add", "app.py")
+    _git(repo, "commit", "-q", "-m", "init")
+    return repo
+
+
+def _rpc(http: httpx.Client, url: str, method: str, **params: object) -> Any:
+    body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return http.post(f"{url}/rpc", json=body).json()["result"]
+
+
+def _screen(url: str) -> tuple[float, float]:
+    """Raised -> card in the chat page's conversation, p50 and p95 in ms."""
+    from playwright.sync_api import sync_playwright
+
+    samples = []
+    with sync_playwright() as pw, httpx.Client(timeout=30) as http:
+        browser = pw.chromium.launch(executable_path=CHROMIUM)
+        page = browser.new_page()
+        page.goto(f"{url}/?room=screen")
+        page.locator(".talk[data-cards=open]").wait_for(timeout=60_000)
+        page.evaluate(OBSERVE)
+        for n in range(SCREEN_CARDS):
+            start = time.time() * 1000
+            raised = _rpc(http, url, "interventions.raise", kind="notice", key=f"s{n}",
+                          room="screen", facts={"message": f"card {n}"})  # fmt: skip
+            shown = None
+            while shown is None and time.time() * 1000 - start < 5000:
+                shown = page.evaluate(f"window.seen[{raised['id']}] || null")
+            samples.append((shown or float("inf")) - start)
+        browser.close()
+    return float(np.percentile(samples, 50)), float(np.percentile(samples, 95))
+
+
+def _job_ends(url: str, home: Path) -> tuple[float, float, float]:
+    """Job end -> the conversation's job stream, p50 and p95 in ms; the replay of the
+    conversation's verdicts into a turn's history, median ms."""
+    from heron.agent.wiring import job_results
+    from heron.jobs import open_jobs
+    from heron.settings import Settings
+
+    session = f"bench{os.getpid()}"
+    arrived: dict[str, float] = {}
+
+    def follow() -> None:
+        with httpx.stream("GET", f"{url}/jobs/stream?session={session}", timeout=120) as r:
+            for line in r.iter_lines():
+                if line.startswith("data: "):
+                    job = json.loads(line[6:])["job"]
+                    if job["state"] == "completed" and job["id"] not in arrived:
+                        arrived[job["id"]] = time.time()
+                        if len(arrived) >= JOBS:
+                            return
+
+    client = threading.Thread(target=follow, daemon=True)
+    client.start()
+    with httpx.Client(timeout=30) as http:
+        made = [
+            _rpc(http, url, "jobs.create", prompt="what changed?", session_id=session)["id"]
+            for _ in range(JOBS)
+        ]
+        client.join(120)
+        finished = {j: _rpc(http, url, "jobs.get", id=j)["finished_at"] for j in made}
+    ms = [
+        (arrived[j] - datetime.fromisoformat(finished[j]).timestamp()) * 1000
+        for j in made
+        if j in arrived
+    ]
+    if len(ms) < JOBS:
+        ms += [float("inf")] * (JOBS - len(ms))
+    jobs = open_jobs(Settings(home=home))
+    try:
+        recall = job_results(jobs)
+        times = []
+        for _ in range(50):
+            start = time.perf_counter()
+            recall(session)
+            times.append((time.perf_counter() - start) * 1000)
+    finally:
+        jobs.close()
+    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95)), statistics.median(times)
+
+
+def _conversation(home: Path) -> tuple[float, float, float, float, float]:
+    repo = _workspace(home.parent)
+    proc, url = start_server(
+        {
+            "HERON_HOME": str(home),
+            "HERON_INTERVENTIONS_COOLDOWN": "0",
+            "HERON_TOOLS_ROOT": str(repo),
+            "HERON_TOOLS_COMMANDS": json.dumps(["git"]),
+        }
+    )
+    try:
+        return (*_screen(url), *_job_ends(url, home))
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(60)
 
 
 def _words(seen: int) -> Rendered:
@@ -153,6 +291,13 @@ def run() -> str:
         p50, p99 = _latency(root / "home")
         rows.append(("raised -> card on SSE, p50", f"{p50:.1f} ms", "<= 50 ms"))
         rows.append(("raised -> card on SSE, p99", f"{p99:.1f} ms", "<= 200 ms"))
+        s50, s95, j50, j95, replay = _conversation(root / "conversation" / "home")
+        rows.append(("raised -> card in the chat page, p50", f"{s50:.1f} ms", ""))
+        rows.append(("raised -> card in the chat page, p95", f"{s95:.1f} ms", "<= 250 ms"))
+        rows.append(("job end -> its conversation's stream, p50", f"{j50:.0f} ms", ""))
+        rows.append(("job end -> its conversation's stream, p95", f"{j95:.0f} ms", "<= 1000 ms"))
+        rows.append(("verdicts replayed into a turn (5 jobs), median", f"{replay:.2f} ms",
+                     "<= 20 ms"))  # fmt: skip
 
         pg = postgres_url(f"interventions_{os.getpid()}")
         backends = {
