@@ -18,6 +18,8 @@ cuts it short with ``finish_reason: "length"``; the stream's usage chunk comes o
 ``ChatServer.latency`` delays every answer of a model (a slower deployment);
 ``ChatServer.keys`` are the OpenAI keys accepted (others: 401) and ``limited_keys`` those
 rate limited (429 with ``retry-after``, as OpenAI limits per key).
+``/v1/audio/speech`` answers ``SPOKEN`` and the text; ``/v1/audio/transcriptions``
+answers ``{"text": "heard N bytes"}``.
 """
 
 from __future__ import annotations
@@ -32,6 +34,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 KEY = "sk-test-0123456789abcdef"
+#: What the replay's /v1/audio/speech answers, before the text it was asked to speak.
+SPOKEN = b"RIFF\x24\x00\x00\x00WAVEfmt "
 #: models.yml with one OpenAI-compatible model, the replay server at ``url`` (``.format``).
 ONE_MODEL = """default: gpt
 models:
@@ -405,6 +409,35 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
             self.end_headers()
             self.wfile.write(data)
 
+        def _audio(self, raw: bytes) -> None:
+            """OpenAI's /v1/audio/speech (JSON in, audio out) and /v1/audio/transcriptions
+            (multipart in, ``{"text"}`` out), each with its key checked."""
+            sent = (self.headers.get("Authorization") or "").removeprefix("Bearer ")
+            server.requests.append({"path": self.path, "headers": dict(self.headers), "body": raw})
+            if sent not in server.keys:
+                self._json(401, {"error": {"message": "Incorrect API key provided",
+                                           "type": "invalid_request_error"}})  # fmt: skip
+                return
+            if self.path == "/v1/audio/speech":
+                body = json.loads(raw)
+                missing = [k for k in ("model", "input", "voice") if not body.get(k)]
+                if missing:
+                    self._json(400, {"error": {"message": f"Missing {missing[0]}",
+                                               "type": "invalid_request_error"}})  # fmt: skip
+                    return
+                audio = SPOKEN + body["input"].encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "audio/wav")
+                self.send_header("Content-Length", str(len(audio)))
+                self.end_headers()
+                self.wfile.write(audio)
+                return
+            if b'name="file"' not in raw or b'name="model"' not in raw:
+                self._json(400, {"error": {"message": "file and model are required",
+                                           "type": "invalid_request_error"}})  # fmt: skip
+                return
+            self._json(200, {"text": f"heard {len(raw)} bytes"})
+
         def _sse(self, events: Iterator[dict[str, Any]], openai: bool, cut: bool) -> None:
             self.send_response(200)
             self.send_header("Content-Type", "text/event-stream")
@@ -421,7 +454,11 @@ def _handler(server: ChatServer) -> type[BaseHTTPRequestHandler]:
                 self.wfile.write(b"data: [DONE]\n\n")
 
         def do_POST(self) -> None:
-            body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            raw = self.rfile.read(int(self.headers["Content-Length"]))
+            if self.path.startswith("/v1/audio/"):
+                self._audio(raw)
+                return
+            body = json.loads(raw)
             server.requests.append({"path": self.path, "headers": dict(self.headers), "body": body})
             openai = self.path == "/v1/chat/completions"
             if not openai and self.path != "/v1/messages":

@@ -6,7 +6,9 @@ Two backends, one method (``render(text, name) -> Path``), both writing into one
 
 - ``EspeakVoice``: a local program, espeak-ng (Debian's ``espeak-ng``). The text goes on
   its standard input, never on its command line, so no text can become an option; it
-  runs in the minimal program environment (``heron.programs``) with a timeout.
+  runs in the minimal program environment (``heron.programs.output_of``) with a timeout.
+- ``SpeakingVoice``: any ``speak(text)`` giving WAV audio; ``heron serve`` passes the
+  broker's (``/v1/audio/speech``, ``heron.llm.speech``).
 - ``SpeechVoice``: any OpenAI-compatible ``POST {base}/v1/audio/speech`` (a broker, a
   local TTS server), asked for ``wav``.
 
@@ -22,20 +24,16 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
-import subprocess
-import tempfile
-import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import BinaryIO, Protocol
+from typing import Protocol
 
 import httpx
 
 from heron.errors import HeronError
 from heron.private import private_dir
-from heron.programs import program_environment
+from heron.programs.output import output_of
 from heron.redact import redact
 
 #: What an audio file may be called: what ``audio_name`` makes, and all the server serves.
@@ -87,11 +85,6 @@ def _write(folder: Path, name: str, chunks: Iterable[bytes], what: str) -> Path:
     return target
 
 
-def _read(stream: BinaryIO) -> Iterable[bytes]:
-    while chunk := stream.read(CHUNK):
-        yield chunk
-
-
 def prune_audio(folder: Path, keep: int, *, max_age: float) -> int:
     """Remove the folder's audio files older than ``max_age`` seconds, and all but the
     newest ``keep``; returns how many went. Only files named as ``audio_name`` makes."""
@@ -110,7 +103,9 @@ def prune_audio(folder: Path, keep: int, *, max_age: float) -> int:
 
 
 class EspeakVoice:
-    """espeak-ng (or a program taking its options: ``--stdin``, ``--stdout``)."""
+    """espeak-ng (or a program taking its options: ``--stdin``, ``--stdout``), run by
+    ``heron.programs.output_of``: read as it is written and killed past the timeout, so
+    neither a long text nor a program that never stops can fill the memory or the disk."""
 
     def __init__(self, folder: Path, program: str = "espeak-ng", *, timeout: float = 10.0) -> None:
         self.folder = folder
@@ -118,65 +113,39 @@ class EspeakVoice:
         self.timeout = timeout
 
     def render(self, text: str, name: str) -> Path:
-        found = shutil.which(self.program)
-        if found is None:
-            raise VoiceError(
-                f"The text-to-speech program {self.program!r} is not installed: install it "
-                "(apt-get install espeak-ng), set HERON_INTERVENTIONS_TTS_PROGRAM to one that "
-                "is, or HERON_INTERVENTIONS_TTS_URL to a speech server."
-            )
-        # Read as it is written, and killed past the timeout, so neither a long text nor
-        # a program that never stops can fill the memory or the disk.
-        with tempfile.TemporaryFile() as errors:
-            try:
-                process = subprocess.Popen(
-                    [found, "--stdin", "--stdout"],
-                    stdin=subprocess.PIPE,
-                    stdout=subprocess.PIPE,
-                    stderr=errors,
-                    env=program_environment(),
-                )
-            except OSError as exc:
-                raise VoiceError(f"{self.program} could not be run: {exc.strerror}.") from exc
-            timed_out = threading.Event()
+        return SpeakingVoice(self.folder, self._spoken, self.program).render(text, name)
 
-            def stop() -> None:
-                timed_out.set()
-                process.kill()
+    def _spoken(self, text: str) -> Iterable[bytes]:
+        return output_of(
+            self.program,
+            ["--stdin", "--stdout"],
+            text.encode("utf-8"),
+            timeout=self.timeout,
+            missing=": install it (apt-get install espeak-ng), set "
+            "HERON_INTERVENTIONS_TTS_PROGRAM to one that is, or HERON_INTERVENTIONS_TTS_URL "
+            "to a speech server",
+            doing="speak",
+        )
 
-            timer = threading.Timer(self.timeout, stop)
-            timer.start()
-            try:
-                assert process.stdin is not None and process.stdout is not None
-                try:
-                    process.stdin.write(text.encode("utf-8"))
-                    process.stdin.close()
-                except BrokenPipeError:  # it stopped before reading: its exit says why
-                    pass
-                path = _write(self.folder, name, _checked(_read(process.stdout)), self.program)
-            except VoiceError:
-                process.kill()
-                code = process.wait()
-                if timed_out.is_set():
-                    raise VoiceError(
-                        f"{self.program} took over {self.timeout:g} s to speak."
-                    ) from None
-                if code > 0:
-                    raise self._failed(code, errors) from None
-                raise
-            finally:
-                timer.cancel()
-                process.stdout.close()  # type: ignore[union-attr]
-            code = process.wait()
-            if code != 0:
-                path.unlink(missing_ok=True)
-                raise self._failed(code, errors)
-            return path
 
-    def _failed(self, code: int | None, errors: BinaryIO) -> VoiceError:
-        errors.seek(0)
-        error = redact(errors.read(4096).decode("utf-8", "replace").strip()[:300])
-        return VoiceError(f"{self.program} failed (exit {code}): {error}")
+class SpeakingVoice:
+    """Whatever ``speak(text)`` yields (WAV audio in chunks), written to the folder: how
+    ``heron serve``'s cards speak through the broker's speech model
+    (``heron.llm.speech``), which this package does not import. Its failures (a
+    ``HeronError``) are the voice's ``VoiceError``."""
+
+    def __init__(self, folder: Path, speak: Callable[[str], Iterable[bytes]], what: str) -> None:
+        self.folder = folder
+        self.speak = speak
+        self.what = what
+
+    def render(self, text: str, name: str) -> Path:
+        try:
+            return _write(self.folder, name, _checked(self.speak(text)), self.what)
+        except VoiceError:
+            raise
+        except HeronError as exc:
+            raise VoiceError(str(exc)) from None
 
 
 def _checked(chunks: Iterable[bytes]) -> Iterable[bytes]:

@@ -45,7 +45,8 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion, Done, Message, StreamEvent, TextDelta
-from heron.llm import metering
+from heron.errors import ConfigError
+from heron.llm import metering, speech
 from heron.llm.board import open_board
 from heron.llm.budgets import (
     Hold,
@@ -293,7 +294,81 @@ class Broker(Resource):
         the one asked for)."""
         check(request)
         chain = self.table.chain(model) if fallbacks else [self.table.spec(model)]
+        if chain[0].mode != "chat":
+            raise ConfigError(
+                f"The model {chain[0].alias!r} is a speech model ({chain[0].mode}); chat with "
+                f"one of: {', '.join(a for a, s in self.table.models.items() if s.mode == 'chat')}."
+            )
+        chain = [s for s in chain if s.mode == "chat"]
         return self._deployed(allowed_chain(payer, chain))
+
+    def speak(
+        self,
+        text: str,
+        *,
+        model: str | None = None,
+        voice: str | None = None,
+        response_format: str = "wav",
+        timeout: float | None = None,
+    ) -> Iterator[bytes]:
+        """``text`` spoken (``heron.llm.speech``): ``model``, else the table's first speech
+        model, else espeak-ng; its audio in chunks. The caller's model rules apply."""
+        spec = self._audio(model, speech.SPEECH)
+        return speech.speak(
+            spec,
+            self._key_for(spec),
+            text,
+            voice=voice,
+            response_format=response_format,
+            timeout=timeout or self.limits.timeout,
+        )
+
+    def transcribe(
+        self,
+        audio: bytes,
+        filename: str,
+        content_type: str = "application/octet-stream",
+        *,
+        model: str | None = None,
+        language: str | None = None,
+        timeout: float | None = None,
+    ) -> dict[str, object]:
+        """``audio`` as text: ``model``, else the table's first transcription model."""
+        spec = self._audio(model, speech.TRANSCRIPTION)
+        return speech.transcribe(
+            spec,
+            self._key_for(spec),
+            audio,
+            filename,
+            content_type,
+            language=language,
+            timeout=timeout or self.limits.timeout,
+        )
+
+    def _audio(self, model: str | None, mode: str) -> ModelSpec:
+        """The speech model of ``mode`` asked for, or the table's first, as the caller
+        may call it."""
+        found = [s for s in self.table.models.values() if s.mode == mode]
+        if model is not None:
+            spec = self.table.spec(model)
+            if spec.mode != mode:
+                raise ConfigError(
+                    f"The model {spec.alias!r} is not a {mode} model; ask for one of: "
+                    f"{', '.join(s.alias for s in found) or 'none configured'}."
+                )
+        elif found:
+            spec = found[0]
+        elif mode == speech.SPEECH:
+            spec = replace(speech.LOCAL_SPEECH, model=self.settings.interventions_tts_program)
+        else:
+            raise ConfigError(
+                "No transcription model: add to models.yml an alias with mode: "
+                "audio_transcription and provider: openai (an OpenAI-compatible "
+                "/audio/transcriptions, e.g. model: whisper-1)."
+            )
+        tab = metering.current()
+        allowed_chain(payer_of(self.settings, tab.key if tab is not None else None), [spec])
+        return spec
 
     def _deployed(self, chain: list[ModelSpec]) -> list[ModelSpec]:
         """``chain`` with each pool replaced by its deployments, in the order of its
@@ -583,6 +658,15 @@ class Broker(Resource):
             )
 
     def _provider(self, spec: ModelSpec) -> Provider:
+        key = self._key_for(spec)
+        with self._lock:
+            cached = (spec.alias, key)
+            if cached not in self._providers:
+                self._providers[cached] = _provider_for(spec, key)
+            return self._providers[cached]
+
+    def _key_for(self, spec: ModelSpec) -> str | None:
+        """The key ``spec``'s calls send now (the process's turn among its keys)."""
         key = None
         if spec.key_envs:
             keys = self._keys(spec)
@@ -596,11 +680,7 @@ class Broker(Resource):
             with _TURNS_LOCK:
                 turn = _TURNS.get((spec.alias, spec.base_url or ""), 0)
             key = keys[turn % len(keys)]
-        with self._lock:
-            cached = (spec.alias, key)
-            if cached not in self._providers:
-                self._providers[cached] = _provider_for(spec, key)
-            return self._providers[cached]
+        return key
 
     def close(self) -> None:
         with self._lock:

@@ -96,7 +96,12 @@ PROVIDER_DEFAULTS: dict[str, tuple[Capabilities, str | None, str | None]] = {
     # SmolLM2 was trained on 8k tokens; a few tools' schemas already fill a good part.
     # It loops when it writes a grounded answer itself: its answers are extractive.
     "local": (Capabilities(True, 16, "strict", 8192, "extractive"), None, None),
+    # espeak-ng on this machine: a speech model only (mode: audio_speech).
+    "espeak": (Capabilities(False, 0, "strict", 8192, "extractive"), None, None),
 }
+#: What an alias serves: chat (the default), text to speech, speech to text (LiteLLM's
+#: ``model_info.mode`` values).
+MODES = ("chat", "audio_speech", "audio_transcription")
 _SPEC_KEYS = {
     "provider",
     "model",
@@ -109,6 +114,8 @@ _SPEC_KEYS = {
     "rpm",
     "tpm",
     "weight",
+    "mode",
+    "voice",
     *MONEY_KEYS,
 }
 #: The keys of a pool (an alias with ``deployments``).
@@ -149,6 +156,10 @@ class ModelSpec:
     weight: float | None = None
     #: Every variable holding a key, ``api_key_env`` first: rotated on 401 and 429.
     key_envs: tuple[str, ...] = ()
+    #: ``chat``, or a speech model (``audio_speech``, ``audio_transcription``;
+    #: ``heron.llm.speech``), with its default ``voice``.
+    mode: str = "chat"
+    voice: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -171,6 +182,8 @@ class ModelSpec:
             "tpm": self.tpm,
             "weight": self.weight,
             "api_key_envs": list(self.key_envs),
+            "mode": self.mode,
+            "voice": self.voice,
             **self.capabilities.to_dict(),
         }
 
@@ -350,7 +363,8 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
                     f"{where}: model {spec.alias!r} falls back to {name!r}, which is not "
                     f"defined. Choose from: {', '.join(models)}."
                 )
-    default = str(data.get("default") or next(iter(models)))
+    chat = [alias for alias, spec in models.items() if spec.mode == "chat"]
+    default = str(data.get("default") or chat[0])
     if default not in models:
         raise ConfigError(
             f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
@@ -484,7 +498,7 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
             raise ConfigError(f"{at}: {name} must be a list of model names, got {names!r}.")
         lists[name] = tuple(names)
-    model = entry.get("model") or (BUNDLED_MODEL if provider == "local" else None)
+    model = entry.get("model") or {"local": BUNDLED_MODEL, "espeak": "espeak-ng"}.get(provider)
     if not model:
         raise ConfigError(f"{at}: 'model:' is required (the provider's model name).")
     for name, kind in (("tool_calling", bool), ("name_profile", str)):
@@ -521,6 +535,21 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     ):
         raise ConfigError(f"{at}: weight must be a number above 0, got {weight!r}.")
     envs = key_envs if entry.get("api_key_env") else ((key_env,) if key_env else ())
+    mode = entry.get("mode", "chat")
+    if mode not in MODES:
+        raise ConfigError(f"{at}: mode must be one of {', '.join(MODES)}, got {mode!r}.")
+    if (provider == "espeak" and mode != "audio_speech") or (
+        mode == "audio_transcription" and provider != "openai"
+    ):
+        raise ConfigError(
+            f"{at}: provider {provider} cannot serve mode {mode}: espeak speaks "
+            "(audio_speech) only, and transcription needs provider: openai."
+        )
+    if mode != "chat" and provider == "local":
+        raise ConfigError(f"{at}: the local model is a chat model; speech needs espeak or openai.")
+    voice = entry.get("voice")
+    if voice is not None and not isinstance(voice, str):
+        raise ConfigError(f"{at}: voice must be a voice's name, got {voice!r}.")
     return ModelSpec(
         alias=alias,
         provider=provider,
@@ -536,6 +565,8 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         tpm=entry.get("tpm"),
         weight=None if weight is None else float(weight),
         key_envs=envs,
+        mode=mode,
+        voice=voice,
         **money,
     )
 

@@ -87,6 +87,33 @@ class HTTPModel(Resource):
                         self.alias, f"the stream carried {data[:120]!r}, which is not JSON."
                     ) from None
 
+    def audio(self, payload: dict[str, Any], timeout: float) -> Iterator[bytes]:
+        """The answer's body in chunks as it arrives (``/audio/speech``)."""
+        with (
+            self._translated(timeout),
+            self.client.stream("POST", self.url, json=payload, timeout=timeout) as response,
+        ):
+            if response.status_code >= 400:
+                response.read()
+                self._check(response)
+            yield from response.iter_bytes(64 * 1024)
+
+    def post_form(
+        self, data: dict[str, str], files: dict[str, tuple[str, bytes, str]], timeout: float
+    ) -> dict[str, Any]:
+        """A multipart POST (``/audio/transcriptions``); its JSON answer."""
+        with self._translated(timeout):
+            response = self.client.post(self.url, data=data, files=files, timeout=timeout)
+        self._check(response)
+        try:
+            body = response.json()
+        except ValueError:
+            shown = response.text[:120]
+            raise ProviderDown(self.alias, f"{self.url} answered {shown!r}, not JSON.") from None
+        if not isinstance(body, dict):
+            raise ProviderDown(self.alias, f"{self.url} answered JSON that is not an object.")
+        return body
+
     @contextmanager
     def _translated(self, timeout: float) -> Iterator[None]:
         try:

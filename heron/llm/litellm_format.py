@@ -206,6 +206,8 @@ def _entry(entry: Any, at: str) -> tuple[str, dict[str, Any], list[str]]:
             heron[INFO_KEYS[key]] = value
         elif key in MONEY_KEYS:
             heron[key] = value
+        elif key == "mode" and value in ("audio_speech", "audio_transcription"):
+            heron["mode"] = value  # LiteLLM's other modes (chat, completion...) are chat
     heron.update({key: params[key] for key in MONEY_KEYS if key in params})
     if "max_tokens" in params:
         heron["max_output_tokens"] = params["max_tokens"]

@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from heron.errors import ConfigError
 from heron.server import (
+    audio,
     conversations,
     embeddings,
     explain,
@@ -77,6 +78,7 @@ FEATURES: tuple[Feature, ...] = (
     ops,
     openai,
     embeddings,
+    audio,
     mcp,
     jobs,
     interventions,

@@ -32,7 +32,7 @@ UPLOADS = "/upload/"
 UPLOAD_FRAMING = 1024 * 1024
 #: ``POST`` to these may carry another body: exact paths, and prefixes ending in ``/``.
 #: A new route is JSON-only unless it is listed here (refusing is the safe default).
-NOT_JSON_ROUTES = ("/signin", "/signout", "/mcp", "/mcp/", UPLOADS)
+NOT_JSON_ROUTES = ("/signin", "/signout", "/mcp", "/mcp/", UPLOADS, "/v1/audio/transcriptions")
 
 
 def takes_json(method: str, path: str) -> bool:

@@ -122,6 +122,7 @@ ROUTES: tuple[Rule, ...] = (
     _rule("/v1/chat/completions", "chat", metered=True),
     _rule("/chat/stream(/[^/]+)?", "chat", metered=True),
     _rule("/v1/embeddings", "read", metered=True),
+    _rule("/v1/audio/speech|/v1/audio/transcriptions", "chat", "POST"),
     _rule("/v1/models(/.*)?", "read"),
     _rule("/jobs/stream|/jobs/[^/]+/events/stream", "jobs"),
     _rule("/interventions/[0-9]+/outcome", "chat", "POST"),

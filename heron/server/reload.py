@@ -120,6 +120,12 @@ class Reloader(Resource):
         table = load_table(self.rt.settings)
         for rt in self.rt.contexts():  # what /v1/models, models.list and a new agent read
             rt.replace("models.yml", table)
+        for rt in self.rt.contexts() if apply else []:  # each context's speech broker
+            if rt.opened("speech"):
+                speaking = Broker(table, rt.settings)
+                speaking.observer = rt.metrics.observe_broker
+                self._retired.append(rt.speech)
+                rt.replace("speech", speaking)
         for rt in self.rt.contexts() if apply else []:  # each context's agent, if open
             if rt.opened("agent"):
                 agent = rt.agent

@@ -45,7 +45,7 @@ if TYPE_CHECKING:
     from heron.agent.wiring import Observers
     from heron.interventions import Interventions
     from heron.jobs import Jobs
-    from heron.llm import RoutingTable
+    from heron.llm import Broker, RoutingTable
     from heron.skills import SkillIndex
     from heron.tools import ServerConfig, Toolbox, ToolRouter
 
@@ -55,7 +55,9 @@ T = TypeVar("T")
 #: "mcp.json" only when the context has skill directories or an mcp.json of its own
 #: (``_own``); "jobs" and "interventions"
 #: are views of the server's stores.
-PER_CONTEXT = frozenset({"skills", "toolbox", "agent", "jobs", "interventions", "observers"})
+PER_CONTEXT = frozenset(
+    {"skills", "toolbox", "agent", "jobs", "interventions", "observers", "speech"}
+)
 
 
 def mcp_path(settings: Settings) -> Path:
@@ -251,6 +253,19 @@ class Runtime(Resource):
         return self.shared("agent", open_)
 
     @property
+    def speech(self) -> Broker:
+        """A broker of this context for speech (``/v1/audio/*``, the cards' voice): the
+        models table in force, without the agent the chat broker comes with."""
+        from heron.llm import Broker
+
+        def open_() -> Broker:
+            broker = Broker(self.models, self.settings)
+            broker.observer = self.metrics.observe_broker
+            return broker
+
+        return self.shared("speech", open_)
+
+    @property
     def observers(self) -> Observers:
         """The agent's observers, for the room's interventions (opened on first card)."""
         from heron.agent.wiring import Observers
@@ -274,12 +289,26 @@ class Runtime(Resource):
     @property
     def interventions(self) -> Interventions:
         """The interventions and rooms of this context, on the one store."""
-        from heron.interventions import open_interventions
-
         server = self._server
         if server is not None:
             return self.shared("interventions", lambda: server.interventions.within(self.settings))
-        return self.shared("interventions", lambda: open_interventions(self.settings))
+        return self.shared("interventions", self._open_interventions)
+
+    def _open_interventions(self) -> Interventions:
+        """The interventions, their critical cards spoken by the broker's speech model
+        (``/v1/audio/speech``'s) unless HERON_INTERVENTIONS_TTS_URL names a server."""
+        from heron.interventions import open_interventions
+        from heron.interventions.service import audio_folder
+        from heron.interventions.voice import SpeakingVoice
+
+        if self.settings.interventions_tts_url:
+            return open_interventions(self.settings)
+        voice = SpeakingVoice(
+            audio_folder(self.settings),
+            lambda text: self.speech.speak(text, response_format="wav"),
+            "the speech model",
+        )
+        return open_interventions(self.settings, voice=voice)
 
     def router(self, **options: Any) -> ToolRouter:
         """``toolbox.router(**options)``, built once per distinct options: building one
