@@ -31,18 +31,16 @@ import json
 import re
 import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
 from heron.core.chat import Message
 from heron.core.contexts import DEFAULT
-from heron.db import Database, Dialect, EngineSchemas, Schema, SQLiteDatabase, open_database
+from heron.db import Database, DatabaseStore, EngineSchemas, Schema, SQLiteDatabase, open_database
 from heron.errors import InputError, NotFound
 from heron.redact import redact, redact_value
-from heron.resource import Resource
 from heron.settings import Settings
 
 #: ``{new}`` (``IF NOT EXISTS``) adopts a file written before its schema was numbered,
@@ -173,7 +171,7 @@ def open_sessions(settings: Settings) -> Sessions:
     return Sessions(sessions_file(settings.home / "agent.db"), settings.context)
 
 
-class Sessions(Resource):
+class Sessions(DatabaseStore):
     """The sessions of one context on a database (``open_sessions``), safe to share
     between threads; every use of it raises a damaged, read-only or locked file, or an
     unreachable server, as one ``StoreError`` naming it and the fix (``heron.db``).
@@ -185,9 +183,8 @@ class Sessions(Resource):
     whichever replica answers."""
 
     def __init__(self, database: Database, context: str = DEFAULT) -> None:
+        super().__init__(database)
         self.context = context
-        self._db = database
-        self._rendered = Rendered(database.dialect)
 
     def history(
         self, session_id: str, turns: int = HISTORY_TURNS, *, asker: Asker | None = None
@@ -201,7 +198,7 @@ class Sessions(Resource):
     ) -> list[tuple[float, tuple[Message, Message]]]:
         """The last ``turns`` exchanges, oldest first: when each was saved, and its user
         and assistant messages (``heron.agent.recall`` places what joined between them)."""
-        with self._tx() as db:
+        with self.statements() as db:
             self._check(db, session_id, asker or current_asker())
             rows = db.execute(
                 "SELECT message, answer, created FROM {p}turns WHERE session_id = ?"
@@ -220,7 +217,7 @@ class Sessions(Resource):
         older than ``EMPTY_TTL`` go in the same transaction."""
         asker = asker or current_asker()
         session_id, now = new_session_id(), time.time()
-        with self._tx(write=True) as db:
+        with self.statements(write=True) as db:
             db.execute(
                 "DELETE FROM {p}sessions WHERE context = ? AND owner = ? AND created < ?"
                 " AND NOT EXISTS (SELECT 1 FROM {p}turns WHERE session_id = {p}sessions.id)",
@@ -247,7 +244,7 @@ class Sessions(Resource):
         asker = asker or current_asker()
         now = time.time()
         message, record = redact(message), redact_value(record)
-        with self._tx(write=True) as db:
+        with self.statements(write=True) as db:
             self._check(db, session_id, asker)
             db.execute(
                 "INSERT INTO {p}sessions (id, created, updated, context, owner, door)"
@@ -275,7 +272,7 @@ class Sessions(Resource):
     def turns(self, session_id: str, *, asker: Asker | None = None) -> list[dict[str, Any]]:
         """Every stored turn of a session, oldest first: ``{"seq", "message", "answer"}``
         with the answer as ``Answer.to_dict()`` gave it."""
-        with self._tx() as db:
+        with self.statements() as db:
             self._check(db, session_id, asker or current_asker())
             rows = db.execute(
                 "SELECT seq, message, record FROM {p}turns WHERE session_id = ? ORDER BY seq",
@@ -307,7 +304,7 @@ class Sessions(Resource):
         if door is not None:
             where.append("s.door = ?")
             args.append(door)
-        with self._tx() as db:
+        with self.statements() as db:
             rows = db.execute(
                 "SELECT s.id, s.created, s.updated, s.owner, s.door, t.title,"
                 " (SELECT message FROM {p}turns WHERE session_id = s.id ORDER BY seq LIMIT 1),"
@@ -326,7 +323,7 @@ class Sessions(Resource):
 
     def rename(self, session_id: str, title: str, *, asker: Asker | None = None) -> None:
         """Give a session a title (``""``: back to its first question)."""
-        with self._tx(write=True) as db:
+        with self.statements(write=True) as db:
             if not self._visible(db, session_id, asker or current_asker()):
                 raise NotFound(f"No session {session_id!r}; sessions.list names them.")
             if title.strip():
@@ -340,7 +337,7 @@ class Sessions(Resource):
 
     def delete(self, session_id: str, *, asker: Asker | None = None) -> bool:
         """Forget a session and its turns; ``False`` when the asker has none by that id."""
-        with self._tx(write=True) as db:
+        with self.statements(write=True) as db:
             if not self._visible(db, session_id, asker or current_asker()):
                 return False
             db.execute("DELETE FROM {p}sessions WHERE id = ?", (session_id,))
@@ -352,7 +349,7 @@ class Sessions(Resource):
         """Add ``extra``'s keys, redacted, to the record of the session's latest turn
         whose answer is ``answer``: what its stream knew and the answer does not say
         (the generated text a fallback replaced)."""
-        with self._tx(write=True) as db:
+        with self.statements(write=True) as db:
             self._check(db, session_id, asker or current_asker())
             row = db.execute(
                 "SELECT seq, record FROM {p}turns WHERE session_id = ? AND answer = ? "
@@ -385,36 +382,3 @@ class Sessions(Resource):
             row[0] != self.context or not (asker.admin or row[1] == asker.owner)
         ):
             raise NotFound(f"No session {session_id!r}; sessions.list names them.")
-
-    @contextmanager
-    def _tx(self, write: bool = False) -> Iterator[_Connection]:
-        with self._db.connection(write) as db:
-            yield _Connection(db, self._rendered)
-
-    def close(self) -> None:
-        self._db.close()
-
-
-@dataclass(slots=True)
-class _Connection:
-    """A connection that takes this module's SQL: ``?`` and ``{p}`` in the dialect's
-    words (``heron.db.dialect``), rendered once per statement (``Rendered``)."""
-
-    db: Any
-    rendered: Rendered
-
-    def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
-        return self.db.execute(self.rendered[sql], args)
-
-
-class Rendered(dict[str, str]):
-    """Each statement in a dialect's words, rendered on first use: a dict lookup per
-    statement after that, so SQLite's sessions pay nothing for the notation."""
-
-    def __init__(self, dialect: Dialect) -> None:
-        super().__init__()
-        self.dialect = dialect
-
-    def __missing__(self, sql: str) -> str:
-        self[sql] = self.dialect.sql(sql)
-        return self[sql]

@@ -22,8 +22,10 @@ from heron.db.base import (
     DatabaseStore,
     EngineSchemas,
     PostgresOptions,
+    Rendered,
     Schema,
     SQLiteOptions,
+    Statements,
 )
 from heron.db.dialect import POSTGRES, SQLITE, Dialect
 from heron.db.sqlite import SQLiteDatabase, SQLiteFile, migrate
@@ -37,10 +39,12 @@ __all__ = [
     "Dialect",
     "EngineSchemas",
     "PostgresOptions",
+    "Rendered",
     "SQLiteDatabase",
     "SQLiteFile",
     "SQLiteOptions",
     "Schema",
+    "Statements",
     "database_path",
     "migrate",
     "open_database",

@@ -18,7 +18,8 @@ managers (``with open_database(settings, JOBS) as db:``).
 
 from __future__ import annotations
 
-from contextlib import AbstractContextManager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from typing import Any, Protocol, TypedDict
 
@@ -122,12 +123,45 @@ class DatabaseStore(Resource):
     def __init__(self, database: Database) -> None:
         self.database = database
         self.dialect = database.dialect
+        self._rendered = Rendered(database.dialect)
 
     def _tx(self, *, write: bool = False) -> AbstractContextManager[Any]:
         return self.database.connection(write)
 
+    @contextmanager
+    def statements(self, *, write: bool = False) -> Iterator[Statements]:
+        """One transaction whose statements are written in the notation (``Statements``)."""
+        with self.database.connection(write) as db:
+            yield Statements(db, self._rendered)
+
     def close(self) -> None:
         self.database.close()
+
+
+class Rendered(dict[str, str]):
+    """Each statement of a store in its database's words (``Dialect.sql``: ``?`` and
+    ``{p}``), rendered on first use: a dict lookup a statement after that, so a store
+    written once for both backends costs SQLite nothing."""
+
+    def __init__(self, dialect: Dialect) -> None:
+        super().__init__()
+        self.dialect = dialect
+
+    def __missing__(self, sql: str) -> str:
+        self[sql] = self.dialect.sql(sql)
+        return self[sql]
+
+
+@dataclass(slots=True)
+class Statements:
+    """A connection of ``Database.connection`` that takes a store's SQL in the notation
+    (``Rendered``): ``with store.statements() as db: db.execute("... {p}t WHERE a = ?")``."""
+
+    db: Any
+    rendered: Rendered
+
+    def execute(self, sql: str, args: tuple[Any, ...] | list[Any] = ()) -> Any:
+        return self.db.execute(self.rendered[sql], args)
 
 
 def closed_error(what: str, schema: Schema) -> StoreError:

@@ -58,8 +58,8 @@ NOT_SHARED: dict[str, str] = {
     "when it indexes it; searches need none (the records are in the database)",
     "model files": "HERON_MODELS_DIR on each host: weights are read from local disk",
     "embedding cache": "a cache of vectors by text, per home: a miss is recomputed, never wrong",
-    "tool index and its learned examples": "tools.db per home: built from each replica's own "
-    "MCP servers, which may differ",
+    "MCP servers": "each home's mcp.json starts its own: give every replica the same one (the "
+    "tools' learned examples are shared)",
     "skills usage log": "per home: what the skills served here, for the operator of this host",
     "response cache": "in memory per process (heron.llm.cache): a miss calls the model",
     "model failure counts": "per replica; what they decide (a cooldown, its probe) is shared",

@@ -30,10 +30,9 @@ from heron.tools.builtin import optional_tools, register_builtins
 from heron.tools.mcp_client import MCPClient, ServerStatus, load_config
 from heron.tools.registry import ToolRegistry, load_imported
 from heron.tools.router import ToolRouter
-from heron.tools.usage import ToolUsage
+from heron.tools.usage import ToolUsage, open_tool_usage
 
 MCP_CONFIG = "mcp.json"
-USAGE_FILE = "tools.db"
 
 
 @dataclass
@@ -84,7 +83,8 @@ def open_toolbox(
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:
     what the caller opened for this toolbox, closed by ``Toolbox.close`` (and at once if
     this fails). ``learn``: give tools the requests they served before as examples
-    (``ToolUsage`` in ``$HERON_HOME/tools.db``, the settings' context's alone) and
+    (``ToolUsage`` in ``$HERON_HOME/tools.db``, or PostgreSQL's for every replica, the
+    settings' context's alone) and
     record new ones there through ``Toolbox.learn``."""
     resources = resources if resources is not None else contextlib.ExitStack()
     try:  # what was opened is closed when a later step fails
@@ -114,9 +114,7 @@ def open_toolbox(
             statuses = client.discover(registry)
         usage = None
         if learn:
-            usage = resources.enter_context(
-                contextlib.closing(ToolUsage(settings.home / USAGE_FILE, context=settings.context))
-            )
+            usage = resources.enter_context(contextlib.closing(open_tool_usage(settings)))
             registry.teach(usage.examples())
     except BaseException:
         resources.close()

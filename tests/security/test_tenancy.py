@@ -36,7 +36,7 @@ from heron.libraries.library import forget_library
 from heron.server import create_app
 from heron.settings import Settings
 from heron.store import open_store
-from heron.tools.usage import ToolUsage
+from heron.tools.usage import ToolUsage, usage_file
 from tests.libraries.conftest import write_pages
 from tests.security.served import make_repo
 from tests.server.conftest import heron_env, running
@@ -203,7 +203,8 @@ def test_tool_examples_stay_in_the_context_that_asked(tenants: Tenants) -> None:
     # gamma's toolbox opens after alpha asked: it learns no request of alpha's.
     listed = t.result("gamma-reader", "tools.list")
     assert asked not in json.dumps(listed)
-    assert asked in ToolUsage(t.home / "tools.db", context="alpha").examples()["list_files"]
+    learned = ToolUsage(usage_file(t.home / "tools.db"), context="alpha").examples()
+    assert asked in learned["list_files"]
 
 
 def test_a_card_s_audio_is_served_only_in_its_context(tenants: Tenants) -> None:
