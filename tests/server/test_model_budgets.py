@@ -8,6 +8,7 @@ budget, a model over its own budget gives way to its fallback, and the spend is 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -22,6 +23,7 @@ from heron.llm.payload import estimate_tokens
 from heron.server import create_app
 from heron.settings import Settings
 from tests.llm_servers import KEY, ChatServer, serve
+from tests.run_heron import run_heron
 from tests.server.conftest import Served, running
 
 #: $0.001 a token in, $0.002 out.
@@ -192,3 +194,24 @@ def test_spend_per_key_context_and_model_is_reported(served: Served, chat: ChatS
     rows = served.rpc("keys.spend")["result"]
     kinds = {(r["kind"], r["name"]) for r in rows if r["model"] == "gpt-mini"}
     assert {("key", "reporter"), ("context", "default"), ("model", "gpt-mini")} <= kinds
+
+
+def test_the_cli_makes_keys_with_models_and_budgets_and_shows_spend(
+    served: Served, chat: ChatServer
+) -> None:
+    made = json.loads(
+        run_heron(
+            "keys", "create", "cli-team", "--scope", "chat", "--models", "gpt-*,capped",
+            "--max-budget", "2.5", "--budget-duration", "1mo", "--no-cache", "--json",
+        ).stdout
+    )  # fmt: skip
+    assert (made["models"], made["max_budget"], made["budget_duration"], made["no_cache"]) == (
+        ["gpt-*", "capped"], 2.5, "1mo", True,
+    )  # fmt: skip
+    ask(sdk(served, made["token"]), "raw/gpt-mini")
+    rows = json.loads(run_heron("keys", "spend", "--json").stdout)
+    assert {"kind": "key", "name": "cli-team", "model": "gpt-mini", "spend": round(COST, 6)} in rows
+    refused = run_heron(
+        "keys", "create", "bad", "--scope", "chat", "--budget-duration", "3w", ok=False
+    )
+    assert refused.returncode != 0 and "Invalid budget duration '3w'" in refused.stderr
