@@ -21,6 +21,7 @@ import httpx
 import psycopg
 import pytest
 
+from heron.jobs.runner import HEARTBEAT
 from heron.settings import Settings
 from tests.jobs.conftest import alive, free_port, git, wait_for
 from tests.postgres import database_url, pg_server  # noqa: F401 (the session's server)
@@ -277,7 +278,8 @@ def test_a_killed_replicas_job_is_taken_over_by_the_other(replicas: list[Replica
     assert f"its worker {worker} sent no heartbeat for over {VISIBILITY} s" in reason, reason
     assert "not retried: it runs a command that may write" in reason, reason
     assert last["payload"]["by"].startswith(survivor.name + ":")
-    assert VISIBILITY - 1 < took < 30, took
+    # Silent since its last beat (up to HEARTBEAT s before the kill) for the timeout.
+    assert VISIBILITY - HEARTBEAT - 0.5 < took < 30, took
     wait_for(lambda: state(queued) == "completed", 30, "the survivor to run the next job")
     os.killpg(pid, signal.SIGKILL)  # the dead replica's command: a container's end kills it
     wait_for(lambda: not alive(pid), 10, "the dead replica's command to end")
