@@ -42,7 +42,9 @@ import os
 import stat
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, suppress
+from dataclasses import dataclass
 from pathlib import Path
+from queue import SimpleQueue
 from typing import Any, Literal
 
 from pydantic import Field
@@ -300,6 +302,55 @@ def register(registry: Registry, runtime: Runtime) -> None:
                 await run_in_threadpool(service.outcome, item.id, "accept", p.by)
         done = await run_in_threadpool(service.get, item.id)
         return {"intervention": done.to_dict(), "result": result}
+
+
+@dataclass(frozen=True)
+class Card:
+    """A card raised in a conversation's room while its turn was answered: the
+    ``intervention`` event of ``/chat/stream`` (its ``audio_url`` with it)."""
+
+    card: dict[str, Any]
+
+
+class Raised:
+    """The cards delivered in ``room`` (of ``service``'s context) from now until
+    ``close()``, kept as they come from whichever thread raised them."""
+
+    def __init__(self, service: Interventions, room: str) -> None:
+        self._found: SimpleQueue[Intervention] = SimpleQueue()
+
+        def listener(event: str, item: Intervention) -> None:
+            if event == "intervention" and item.room == room and item.context == service.context:
+                self._found.put(item)
+
+        self.close = service.subscribe(listener)
+
+    def drain(self) -> list[dict[str, Any]]:
+        """The cards raised since the last drain, as their events' data."""
+        cards = []
+        while not self._found.empty():
+            cards.append(self._found.get().card())
+        return cards
+
+    def __enter__(self) -> Raised:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+def with_cards(events: Iterator[Any], raised: Raised) -> Iterator[Any]:
+    """``events`` (an agent's stream) with a ``Card`` before each event for each card
+    ``raised`` meanwhile (a research overlap the turn's search found, a job of the
+    conversation waiting), and after the last; ``raised`` is closed at the end. Opened
+    before the stream starts: its first event (the grounding search) is made at once."""
+    with raised:
+        for event in events:
+            for card in raised.drain():
+                yield Card(card)
+            yield event
+        for card in raised.drain():
+            yield Card(card)
 
 
 def _as(person: str, *, channel: str = PAGE) -> None:

@@ -15,6 +15,7 @@ from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
 from heron.server.hooks import no_lifespan, no_routes
+from heron.server.interventions import Raised
 from heron.server.keys import current_key, spend
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
@@ -146,9 +147,12 @@ def register(registry: Registry, rt: Runtime) -> None:
     def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
         # Asked through MCP (its ask), the turn is held to MCP's ceiling, not the agent's.
         door = entered_through("agent")
-        answer = rt.agent.ask(p.turn(door, rt.settings))  # heron ask
+        room = p.room or rt.settings.interventions_room
+        with Raised(rt.interventions, room) as raised:
+            answer = rt.agent.ask(p.turn(door, rt.settings))  # heron ask
         spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
-        return answer.to_dict()
+        # The cards raised in the conversation's room during the turn, audio_url and all.
+        return answer.to_dict() | {"interventions": raised.drain()}
 
     @method(
         "search.query",

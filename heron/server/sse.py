@@ -1,7 +1,9 @@
 """``POST /chat/stream``: a chat answer as Server-Sent Events that a client can resume.
 
 Events, in order: ``stream`` (its id), ``token`` per piece of text, ``tool`` per tool
-use, ``citations``, then ``final`` (the whole answer, with its ``html`` and, when a
+use, ``intervention`` per card delivered in the conversation's room meanwhile (its
+``room``, else ``interventions_room``: ``heron.server.interventions.Raised``),
+``citations``, then ``final`` (the whole answer, with its ``html`` and, when a
 fallback replaced the model's text, that text as ``generated``) or ``error``. Each carries the id
 ``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
 client that drops the connection reconnects with ``Last-Event-ID: <stream>:<n>`` (to
@@ -48,6 +50,7 @@ from heron.llm.payload import estimate_tokens
 from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.hooks import endpoint, no_methods
+from heron.server.interventions import Card, Raised, with_cards
 from heron.server.keys import CALLER, Caller, Tab, key_of, over_limit, spend
 from heron.server.methods import ChatParams
 from heron.server.numbers import whole
@@ -72,6 +75,8 @@ def event_data(event: Any) -> tuple[str, dict[str, Any]]:
         return "citations", {"citations": [c.to_dict() for c in event.citations]}
     if isinstance(event, Final):
         return "final", event.answer.to_dict()
+    if isinstance(event, Card):  # raised in the conversation's room during the answer
+        return "intervention", event.card
     if isinstance(event, ClientToolCalls):  # only when a caller offered its own tools
         calls = [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in event.calls]
         return "tool_calls", {"tool_calls": calls}
@@ -404,7 +409,14 @@ async def chat_stream(rt: Runtime, request: Request) -> Response:
 def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
-    return rt.agent.stream(params.turn("agent", rt.settings))
+    # Listening from before the agent starts: its grounding search may raise a card.
+    raised = Raised(rt.interventions, params.room or rt.settings.interventions_room)
+    try:
+        events = rt.agent.stream(params.turn("agent", rt.settings))
+    except BaseException:
+        raised.close()
+        raise
+    return with_cards(events, raised)
 
 
 async def chat_resume(rt: Runtime, request: Request) -> Response:

@@ -15,9 +15,12 @@ from pathlib import Path
 import httpx
 import pytest
 
+from heron.libraries import add_library, index_library
 from heron.server import create_app
 from heron.settings import Settings
+from heron.store import open_store
 from tests.interventions.test_service import Recorder, listener  # noqa: F401 (the webhook)
+from tests.libraries.conftest import PAGES, write_pages
 from tests.server.conftest import running
 
 ROOM = "voice-team"
@@ -27,7 +30,12 @@ ROOM = "voice-team"
 def server(home: Path, listener: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:  # noqa: F811
     monkeypatch.setenv("HERON_INTERVENTIONS_ALERT_URLS", json.dumps([f"json://{listener}/alerts"]))
     monkeypatch.setenv("HERON_INTERVENTIONS_COOLDOWN", "0")
-    with running(create_app(Settings())) as (url, _):
+    monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
+    settings = Settings()
+    add_library("tiny", str(write_pages(home / "tiny", PAGES)), settings)
+    with open_store(settings) as store:
+        assert index_library("tiny", store, settings=settings).error is None
+    with running(create_app(settings)) as (url, _):
         yield url
 
 
@@ -96,3 +104,30 @@ def test_an_activity_report_is_bounded_and_checked(server: str) -> None:
     assert long["error"]["code"] == -32602  # over 2,000 characters: refused, not cut
     bad = rpc(server, "people.join", room=ROOM, person="bob", channel="nope://x")
     assert bad["error"]["code"] != 0 and "apprise" in bad["error"]["message"]
+
+
+def test_a_card_raised_during_a_turn_is_in_its_stream_and_its_answer(server: str) -> None:
+    # alice edits the Pods page; bob's and carol's questions about it overlap her work.
+    edit = {"path": "concepts/pods.md", "headings": ["Pods", "Pod lifecycle"]}
+    result(server, "people.activity", room="default", person="alice", kind="edit", **edit)
+    asked = {"message": "Pods: the Pod lifecycle", "answer": "extractive"}
+    events, fields = [], {}
+    body = asked | {"user": "bob", "room": "default"}
+    with httpx.stream("POST", f"{server}/chat/stream", json=body, timeout=60) as reply:
+        for line in reply.iter_lines():
+            if line:
+                key, _, value = line.partition(": ")
+                fields[key] = value
+                continue
+            if fields.get("event"):
+                events.append((fields["event"], json.loads(fields["data"])))
+                if fields["event"] in ("final", "error"):
+                    break
+            fields = {}
+    cards = [data for name, data in events if name == "intervention"]
+    assert [c["kind"] for c in cards] == ["research_overlap"], events
+    assert cards[0]["room"] == "default" and "audio_url" in cards[0]
+    assert [name for name, _ in events].index("intervention") < len(events) - 1  # before final
+    answer = result(server, "agent.chat", **asked, user="carol")
+    (card,) = answer["interventions"]  # type: ignore[index]
+    assert card["kind"] == "research_overlap" and "carol" in card["text"]
