@@ -195,6 +195,17 @@ class Settings(BaseSettings):
         description="Larger PDF, Word, PowerPoint and Excel files are skipped with a warning "
         "(their size is mostly images; their text is read page by page).",
     )
+    library_ocr: bool = Field(
+        default=False,
+        description="Read scanned PDF pages (an image, no text) with Debian's tesseract "
+        "(apt-get install tesseract-ocr); off, they are reported and left unread.",
+    )
+    library_ocr_languages: str = Field(
+        default="eng",
+        pattern=r"^[a-z_]+(\+[a-z_]+)*$",
+        description="Tesseract's languages for OCR, e.g. eng+por (each needs its "
+        "tesseract-ocr-LANG package).",
+    )
     library_candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
     library_reranker: str = Field(default="default", description="default, none, onnx or remote.")
     library_rerank_model: Path | None = Field(default=None, description="ONNX cross-encoder file.")

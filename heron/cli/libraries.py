@@ -188,8 +188,8 @@ def _scanned(scan: dict[str, Any]) -> str:
     pages = ", ".join(map(str, scan["pages"]))
     return (
         f"scanned {scan['path']}: pages {pages} have no text layer (an image only), so "
-        "nothing on them is searchable; add a copy with text (export it again, or OCR it: "
-        "ocrmypdf in.pdf out.pdf)"
+        "nothing on them is searchable; read them with HERON_LIBRARY_OCR=true (Debian's "
+        "tesseract), or add a copy with text"
     )
 
 

@@ -436,6 +436,7 @@ class _Indexer:
                     file,
                     self.settings.library_max_page_bytes,
                     self.settings.library_max_document_bytes,
+                    self.settings.library_ocr_languages if self.settings.library_ocr else None,
                 )
             except OSError as exc:
                 self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})

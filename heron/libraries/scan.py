@@ -242,18 +242,22 @@ def read_bytes(
 
 
 def read_page(
-    page: PageFile, max_bytes: int, max_document_bytes: int | None = None
+    page: PageFile,
+    max_bytes: int,
+    max_document_bytes: int | None = None,
+    ocr: str | None = None,
 ) -> tuple[Page | None, str | None]:
     """``(page, refused)``: the file read through its format's reader, or ``None`` and
     why not (``read_bytes``'s reasons, or the reader's: encrypted, damaged, binary ...).
-    What the reader warned of (bad UTF-8 ...) is in the page's ``warnings``. ``OSError``
-    when the file cannot be read."""
+    What the reader warned of (bad UTF-8 ...) is in the page's ``warnings``. ``ocr``:
+    tesseract's languages for a PDF's scanned pages (``heron.libraries.readers.read``).
+    ``OSError`` when the file cannot be read."""
     data, refused = read_bytes(page, max_bytes, max_document_bytes)
     fmt = format_of(page.path.name)
     if data is None or fmt is None:
         return None, refused or "no reader for this file's suffix"
     try:
-        doc = read(data, fmt)
+        doc = read(data, fmt, ocr)
     except Unreadable as exc:
         return None, f"cannot be read as {fmt.name}: {exc}"
     if fmt.markdown:

@@ -390,8 +390,8 @@ def check_libraries(ctx: Context) -> Check:
         return warned(
             "libraries",
             "pages with no text layer (scanned), not searchable: " + "; ".join(scans),
-            "replace them with a PDF that has text (export it again, or run OCR on it: "
-            "ocrmypdf in.pdf out.pdf), then heron index",
+            "read them with HERON_LIBRARY_OCR=true (apt-get install tesseract-ocr), or replace "
+            "them with a PDF that has text, then heron index",
             libraries=rows,
         )
     return passed("libraries", f"{names}: indexed, searchable, cited", libraries=rows)

@@ -16,12 +16,36 @@ import docx
 import openpyxl
 import pptx
 import pypdf
+from PIL import Image, ImageDraw, ImageFont
 from pptx.util import Inches
 
+#: A page that is an image: ``(width, height, gray pixels)``, one byte a pixel.
+Scan = tuple[int, int, bytes]
 
-def _pdf_objects(pages: Sequence[Sequence[str] | None]) -> bytes:
-    """A PDF of ``pages``: each a list of text lines, or ``None`` for a page holding one
-    image and no text (a scan)."""
+
+def scan_of(text: str) -> Scan:
+    """``text`` drawn large and black on white, as a scanner would give it (Pillow draws
+    it: it comes with python-pptx)."""
+    picture = Image.new("L", (1700, 400), 255)
+    font = ImageFont.load_default(size=64)
+    ImageDraw.Draw(picture).text((80, 150), text, fill=0, font=font)
+    return picture.width, picture.height, picture.tobytes()
+
+
+def _image(width: int, height: int, pixels: bytes) -> bytes:
+    data = zlib.compress(pixels)
+    return (
+        b"<< /Type /XObject /Subtype /Image /Width %d /Height %d /ColorSpace /DeviceGray "
+        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
+        % (width, height, len(data))
+        + data
+        + b"\nendstream"
+    )
+
+
+def _pdf_objects(pages: Sequence[Sequence[str] | Scan | None]) -> bytes:
+    """A PDF of ``pages``: each a list of text lines, ``None`` for a page holding one
+    grey image and no text (a scan of nothing), or a ``Scan`` (a scan of it)."""
     objects: list[bytes] = []
 
     def add(body: bytes) -> int:
@@ -31,17 +55,14 @@ def _pdf_objects(pages: Sequence[Sequence[str] | None]) -> bytes:
     catalog = add(b"")  # filled in below, once the page tree's number is known
     tree = add(b"")
     font = add(b"<< /Type /Font /Subtype /Type1 /BaseFont /Helvetica >>")
-    pixels = zlib.compress(bytes([128]) * 64 * 64)
-    image = add(
-        b"<< /Type /XObject /Subtype /Image /Width 64 /Height 64 /ColorSpace /DeviceGray "
-        b"/BitsPerComponent 8 /Filter /FlateDecode /Length %d >>\nstream\n"
-        % len(pixels)
-        + pixels
-        + b"\nendstream"
-    )
+    grey = add(_image(64, 64, bytes([128]) * 64 * 64))
     kids = []
     for lines in pages:
-        if lines is None:
+        image = grey
+        if isinstance(lines, tuple):  # a scanned text: its own image, the page's width
+            image = add(_image(*lines))
+            content = b"q 540 0 0 %d 36 400 cm /Im1 Do Q" % (540 * lines[1] // lines[0])
+        elif lines is None:
             content = b"q 400 0 0 500 100 150 cm /Im1 Do Q"
         else:
             ops = [b"BT /F1 12 Tf 72 720 Td 16 TL"]
@@ -77,7 +98,7 @@ def _pdf_objects(pages: Sequence[Sequence[str] | None]) -> bytes:
 
 
 def pdf(
-    pages: Sequence[Sequence[str] | None],
+    pages: Sequence[Sequence[str] | Scan | None],
     outline: Sequence[tuple[str, int, int]] = (),
     title: str = "",
     password: str | None = None,

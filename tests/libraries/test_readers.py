@@ -5,6 +5,7 @@ refused by name while the rest is indexed."""
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -14,12 +15,13 @@ import pytest
 from heron.libraries import add_library, index_library, library, search
 from heron.libraries.library import read_original, statuses
 from heron.libraries.parse import document_page
-from heron.libraries.readers import Document, Unreadable, format_of, read
+from heron.libraries.readers import Document, Unreadable, format_of, ocr, read
 from heron.libraries.readers.base import TABLE_PART_CHARS
 from heron.libraries.scan import read_page, scan
 from heron.libraries.search import source_location
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from tests.ci import missing
 from tests.libraries import documents
 from tests.libraries.conftest import write_pages
 
@@ -295,3 +297,32 @@ def test_a_document_has_its_own_size_limit(tmp_path: Path) -> None:
     assert "HERON_LIBRARY_MAX_DOCUMENT_BYTES" in skipped[0].reason
     (manual,) = scan(root, 10**9)[0][:1]
     assert read_page(manual, 10**9, max_document_bytes=100)[1] is not None  # grown since
+
+
+def test_scanned_pages_are_read_by_tesseract_when_ocr_is_on(
+    documents_library: tuple[Path, dict],
+    store: SQLiteStore,
+    settings: Settings,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    if shutil.which(ocr.TESSERACT) is None:
+        missing("tesseract is not installed", "run scripts/setup (apt-get install tesseract-ocr)")
+    scanned = documents.pdf([["Cover page"], documents.scan_of("The vault opens at nine"), None])
+    doc = read_as("audit.pdf", scanned)
+    assert doc.scanned == [2, 3]  # OCR off: reported, not read
+    fmt = format_of("audit.pdf")
+    assert fmt is not None
+    doc = read(scanned, fmt, ocr="eng")
+    assert ("The vault opens at nine", 2) in zip(doc.lines, doc.pages, strict=True)
+    assert doc.scanned == [3]  # a grey square: nothing to read
+    assert "pages 2 read by OCR (tesseract)" in doc.warnings
+    root, _ = documents_library
+    (root / "audit.pdf").write_bytes(scanned)
+    on = settings.model_copy(update={"library_ocr": True})
+    report = index_library("docs", store, settings=on)
+    assert {"path": "audit.pdf", "page": "audit", "pages": [3]} in report.scanned
+    (hit,) = search("when does the vault open", store, settings=on, library="docs", top_k=1)
+    assert hit.page == "audit" and hit.pages == (1, 2)  # one small chunk: cover and page 2
+    monkeypatch.setattr(ocr, "TESSERACT", "no-such-tesseract")  # as where it is missing
+    doc = read(scanned, fmt, ocr="eng")
+    assert doc.scanned == [2, 3] and "apt-get install tesseract-ocr" in doc.warnings[0]

@@ -97,7 +97,7 @@ def test_scanned_pages_are_named_by_the_libraries_check(heron_home: Path, tmp_pa
         store.close()
     (check,) = report.checks
     assert report.ok and check.status == "warn"
-    assert "scans/audit.pdf pages 2, 3" in check.detail and "ocrmypdf" in check.fix
+    assert "scans/audit.pdf pages 2, 3" in check.detail and "HERON_LIBRARY_OCR=true" in check.fix
 
 
 def test_mcp_servers_are_reached_with_tool_counts_and_a_dead_one_fails(

@@ -68,6 +68,12 @@ def _xlsx() -> Reader:
     return read_xlsx
 
 
+def _ocr() -> Callable[[bytes, Document, str], Document]:
+    from heron.libraries.readers.ocr import recognise
+
+    return recognise
+
+
 def _csv() -> Reader:
     from heron.libraries.readers.delimited import read as read_csv
 
@@ -124,11 +130,14 @@ def _reader(fmt: Format) -> Reader:
         raise Unreadable(f"{fmt.name} files: {missing(fmt.extra)}") from exc
 
 
-def read(data: bytes, fmt: Format) -> Document:
-    """The file's bytes as a ``Document``; ``Unreadable`` says why they cannot be."""
+def read(data: bytes, fmt: Format, ocr: str | None = None) -> Document:
+    """The file's bytes as a ``Document``; ``Unreadable`` says why they cannot be.
+    ``ocr``: tesseract's languages (``eng``) to read a PDF's scanned pages with
+    (``heron.libraries.readers.ocr``); ``None``, they stay unread, listed in ``scanned``."""
     reader = _reader(fmt)
     try:
-        return reader(data)
+        doc = reader(data)
+        return _ocr()(data, doc, ocr) if ocr and doc.scanned else doc
     except Unreadable:
         raise
     except Exception as exc:  # a parser's error on one file, said as such
