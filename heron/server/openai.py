@@ -86,6 +86,7 @@ from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.keys import OverLimit
 from heron.llm.broker import count_tokens
+from heron.llm.budgets import patterns_allow, payer_of
 from heron.llm.payload import (
     NEUTRAL,
     PASSED_FIELDS,
@@ -98,7 +99,7 @@ from heron.server.contexts import runtime_of
 from heron.server.events import event_stream, in_thread, message
 from heron.server.gone import gone, unless_gone
 from heron.server.hooks import endpoint, no_lifespan, no_methods
-from heron.server.keys import over_limit, reserve, spend
+from heron.server.keys import current_key, over_limit, reserve, spend
 from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
 from heron.server.runtime import Runtime
 from heron.server.strictjson import StrictJSONResponse
@@ -796,17 +797,27 @@ def _model(alias: str, provider: str) -> dict[str, Any]:
 
 
 async def models(rt: Runtime, request: Request) -> Response:
-    """``GET /v1/models`` (every alias) and ``GET /v1/models/{model}`` (one)."""
+    """``GET /v1/models`` (every alias the caller may call) and ``GET /v1/models/{model}``
+    (one): a key's or context's model rules (``heron.llm.budgets``) leave the others out,
+    as they would refuse them."""
     try:  # the last good table (heron.server.reload), not the file as it is now
         table = await run_in_threadpool(lambda: rt.models)
     except HeronError as exc:
         return heron_error(exc)
     wanted = request.path_params.get("model")
-    # Each alias twice: grounded by Heron, and the model alone (raw/ALIAS).
+    payer = payer_of(runtime_of(rt, request).settings, current_key())
+    allowed = {
+        alias: spec
+        for alias, spec in table.models.items()
+        if all(patterns_allow(spec, patterns) for _, patterns in payer.rules)
+    }
+    # Each chat alias twice: grounded by Heron, and the model alone (raw/ALIAS); a speech
+    # model once (/v1/audio/*).
     listed = {
-        name: spec.provider
+        prefix + alias: spec.provider
         for prefix in ("", RAW_PREFIX)
-        for name, spec in ((prefix + alias, spec) for alias, spec in table.models.items())
+        for alias, spec in allowed.items()
+        if not prefix or spec.mode == "chat"
     }
     if wanted is None:
         data = [_model(name, provider) for name, provider in listed.items()]

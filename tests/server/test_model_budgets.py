@@ -106,6 +106,8 @@ def test_a_key_calls_only_its_models_and_its_fallbacks_stay_inside(
     assert (
         "the key 'team-a' may not call the model 'other'; it may call: gpt*" in (error["message"])
     )
+    listed = [m.id for m in client.models.list()]  # only what it may call
+    assert listed == ["gpt", "gpt-mini", "raw/gpt", "raw/gpt-mini"]
     chat.fail("gpt-test", 500)  # gpt fails; its fallback, other, is not the key's
     with pytest.raises(openai.InternalServerError):
         ask(client, "raw/gpt")
