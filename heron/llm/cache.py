@@ -17,7 +17,8 @@ cache besides.
 
 A caller opts out per request with ``Cache-Control: no-cache`` (do not answer from the
 cache) or ``no-store`` (do not keep this answer), the HTTP header ``heron.server.keys``
-reads into ``CONTROL``, and per key with ``heron keys create --no-cache`` (neither).
+reads into ``CONTROL``, or LiteLLM's body field ``"cache": {"no-cache": true}`` on
+``/v1/chat/completions``, and per key with ``heron keys create --no-cache`` (neither).
 A hit costs no money and no provider call; ``heron_model_cache_hits_total``,
 ``heron_model_cache_misses_total`` and ``heron_cache_saved_dollars_total`` count them.
 
@@ -39,6 +40,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from heron.core.chat import ChatRequest, Completion
+from heron.errors import InputError
 
 #: LiteLLM's defaults for a local cache.
 DEFAULT_TTL = 600.0
@@ -58,6 +60,21 @@ class CacheControl:
         """From a ``Cache-Control`` request header: ``no-cache`` and ``no-store``."""
         words = {w.strip().lower() for w in (value or "").split(",")}
         return cls(read="no-cache" not in words, write="no-store" not in words)
+
+    def with_body(self, value: Any) -> CacheControl:
+        """This control and a request body's ``cache`` field, LiteLLM's per-request form
+        (``{"no-cache": true, "no-store": true}``); ``InputError`` for another shape."""
+        if not isinstance(value, dict) or not all(
+            k in ("no-cache", "no-store") and isinstance(v, bool) for k, v in value.items()
+        ):
+            raise InputError(
+                'cache must be an object of booleans: {"no-cache": true} (do not answer '
+                'from the cache), {"no-store": true} (do not keep the answer).'
+            )
+        return CacheControl(
+            read=self.read and not value.get("no-cache", False),
+            write=self.write and not value.get("no-store", False),
+        )
 
 
 #: What a request says nothing about: answer it from the cache, keep its answer.

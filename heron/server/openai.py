@@ -87,6 +87,7 @@ from heron.errors import HeronError, InputError
 from heron.keys import OverLimit
 from heron.llm.broker import count_tokens
 from heron.llm.budgets import patterns_allow, payer_of
+from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.payload import (
     NEUTRAL,
     PASSED_FIELDS,
@@ -754,6 +755,12 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
     req = await read_body(request, CompletionRequest)
     if isinstance(req, Response):
         return req
+    wanted = (req.model_extra or {}).get("cache")
+    if wanted is not None:  # LiteLLM's per-request cache control, beside Cache-Control
+        try:
+            CACHE_CONTROL.set(CACHE_CONTROL.get().with_body(wanted))
+        except InputError as exc:
+            return invalid(str(exc), "cache")
     if req.model.startswith(RAW_PREFIX):
         return await raw_completions(rt, req)
     try:

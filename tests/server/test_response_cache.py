@@ -110,10 +110,14 @@ def test_cache_control_and_a_no_cache_key_opt_out(served: Served, chat: ChatServ
     ask(sdk(served, **{"Cache-Control": "no-store"}), "not kept")
     ask(sdk(served), "not kept")
     assert calls(chat) == 4  # the first answer was not kept
+    ask(sdk(served), "opt out", extra_body={"cache": {"no-cache": True}})  # LiteLLM's field
+    assert calls(chat) == 5
+    with pytest.raises(openai.BadRequestError, match="cache must be an object of booleans"):
+        ask(sdk(served), "opt out", extra_body={"cache": "off"})
     bypass = sdk(served, key(served, "fresh", no_cache=True))
     ask(bypass, "opt out")
     ask(bypass, "opt out")
-    assert calls(chat) == 6
+    assert calls(chat) == 7
 
 
 def test_answers_never_cross_contexts_or_model_rules(served: Served, chat: ChatServer) -> None:
