@@ -266,11 +266,18 @@ class Interventions(Resource):
 
     # -- people -------------------------------------------------------------------------
 
-    def join(self, room: str, person: str, channel: str = PAGE) -> Member:
+    def join(self, room: str, person: str, channel: str | None = None) -> Member:
         """Put ``person`` in ``room``'s roster with the channel a ping to them goes to:
         ``page`` (the room's cards) or one apprise URL (``json://host/hook``,
-        ``ntfy://topic``...; ``ConfigError`` for one apprise does not know)."""
-        room, person, channel = room.strip(), person.strip(), channel.strip() or PAGE
+        ``ntfy://topic``...; ``ConfigError`` for one apprise does not know); ``None``:
+        the one they have in the room (a sign-in keeps it), else ``page``."""
+        room, person = room.strip(), person.strip()
+        if channel is None:
+            had = [m for m in self.roster(room) if m.person == person]
+            if had:
+                return had[0]
+            channel = PAGE
+        channel = channel.strip() or PAGE
         for what, value in (("room", room), ("person", person)):
             if not value or len(value) > MAX_NAME:
                 raise InputError(f"A {what} is 1 to {MAX_NAME} characters, not {value[:40]!r}.")

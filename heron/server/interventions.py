@@ -123,11 +123,12 @@ class MemberParams(Params):
 
 
 class JoinParams(MemberParams):
-    channel: str = Field(
-        default=PAGE,
+    channel: str | None = Field(
+        default=None,
         max_length=2000,
         description="Where a ping to them goes: page (the room's cards), or an apprise URL "
-        "(json://host/hook, ntfy://topic, slack://...): the administrator's to set.",
+        "(json://host/hook, ntfy://topic, slack://...): the administrator's to set. "
+        "Default: the one they have in the room, else page.",
     )
 
 
@@ -229,7 +230,7 @@ def register(registry: Registry, runtime: Runtime) -> None:
 
     @method("people.join", JoinParams, summary="Put a person in a room's roster.", scope="chat")
     def join(p: JoinParams, rt: Runtime) -> dict[str, Any]:
-        _as(p.person, channel=p.channel)
+        _as(p.person, channel=p.channel or PAGE)
         return rt.interventions.join(p.room, p.person, p.channel).to_dict()
 
     @method(

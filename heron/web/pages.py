@@ -30,7 +30,7 @@ from heron.libraries import read_libraries
 from heron.server import auth
 from heron.server.contexts import PAGE_PARAM, runtime_of
 from heron.server.hooks import no_lifespan, no_methods
-from heron.server.keys import keyring
+from heron.server.keys import current_key, keyring
 from heron.server.runtime import Runtime
 from heron.web import i18n, source
 
@@ -145,7 +145,12 @@ def routes(rt: Runtime) -> list[BaseRoute]:
             # The room the chat's conversations are shared in: its cards and jobs show
             # in the conversation (the context's interventions_room).
             room = runtime_of(rt, request).settings.interventions_room
-            return html(request, p.name, pane=p, csrf=csrf, signed_in=locked, room=room)
+            # A person signed in with a named key joins the room's roster from the page.
+            key = current_key()
+            person = key.name if key is not None else ""
+            return html(
+                request, p.name, pane=p, csrf=csrf, signed_in=locked, room=room, person=person
+            )
 
         return Route(p.path, page, methods=["GET"], name=p.name)
 

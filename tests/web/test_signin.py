@@ -111,3 +111,38 @@ def test_a_person_signs_in_with_their_own_key(locked: Heron) -> None:
         )
         gone = client.post("/rpc", json=RPC, headers={"x-heron-csrf": csrf})
         assert gone.status_code == 401 and "signed in with was revoked" in gone.text
+
+
+def test_a_person_signed_in_on_the_chat_joins_its_rooms_roster(locked: Heron, page) -> None:  # type: ignore[no-untyped-def]
+    """People (issue 49): the chat page signed in with a named key puts its person in the
+    conversation's room roster (on the page channel), keeping a channel already set."""
+    admin = {"authorization": f"Bearer {TOKEN}"}
+
+    def call(method: str, **params: object) -> dict:
+        body = {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+        return httpx.post(f"{locked.url}/rpc", json=body, headers=admin).json()
+
+    made = call("keys.create", name="bo-chat", scopes=["read", "chat"])["result"]
+    call("people.join", room="ops-chat", person="cy", channel="json://127.0.0.1:9/cy")
+    page.goto(locked.url + "/signin")
+    page.fill("#token", made["token"])
+    page.keyboard.press("Enter")
+    page.wait_for_url(f"{locked.url}/")
+    page.goto(locked.url + "/?room=ops-chat")
+    page.locator(".talk[data-cards=open]").wait_for()
+    roster = call("people.list", room="ops-chat")["result"]
+    assert [(m["person"], m["channel"]) for m in roster] == [
+        ("bo-chat", "page"),
+        ("cy", "json://127.0.0.1:9/cy"),
+    ]
+    # As herself, the key may join and leave; as another, or with a URL, it may not.
+    page_csrf = page.locator('meta[name="heron-csrf"]').get_attribute("content")
+    for params in ({"person": "cy"}, {"person": "bo-chat", "channel": "json://127.0.0.1:9/x"}):
+        refused = page.request.post(
+            f"{locked.url}/rpc",
+            data={"jsonrpc": "2.0", "id": 1, "method": "people.join",
+                  "params": {"room": "ops-chat", **params}},
+            headers={"x-heron-csrf": page_csrf or ""},
+        ).json()  # fmt: skip
+        assert refused["error"]["code"] == -32010, refused
+    assert not [e for e in page.errors if "401" not in e], page.errors

@@ -368,6 +368,9 @@
 
   async function followCards() {
     if (!room) return;
+    // Signed in with a key of one's own: in the room's roster (a channel set for one is kept).
+    const person = document.querySelector(".talk").dataset.person;
+    if (person) await H.rpc("people.join", { room: room, person: person }).catch(() => null);
     const [latest] = await H.rpc("interventions.list", { room: room, limit: 1 }).catch(() => []);
     const after = latest ? latest.id : 0;
     H.live(`/interventions/stream?room=${encodeURIComponent(room)}&after=${after}`, (ev) => {
