@@ -157,7 +157,7 @@ def _merged(
     last: dict[str, Any], report: LibraryIndexReport, only: frozenset[str]
 ) -> dict[str, Any]:
     """The report a run over the pages ``only`` leaves: its own, with what the last run
-    said of the library's other pages (skipped files, warnings) kept."""
+    said of the library's other pages (skipped files, warnings, scanned pages) kept."""
     merged = report.to_dict()
     merged["skipped"] = [
         s for s in last.get("skipped", []) if page_id(s["path"]) not in only
@@ -165,6 +165,9 @@ def _merged(
     merged["warnings"] = [
         w for w in last.get("warnings", []) if w.split(": ", 1)[0] not in only
     ] + report.warnings
+    merged["scanned"] = [
+        s for s in last.get("scanned", []) if s["page"] not in only
+    ] + report.scanned
     if last:  # the other pages are as the last full run left them
         merged["version"] = last.get("version")
     return merged

@@ -326,3 +326,13 @@ def test_scanned_pages_are_read_by_tesseract_when_ocr_is_on(
     monkeypatch.setattr(ocr, "TESSERACT", "no-such-tesseract")  # as where it is missing
     doc = read(scanned, fmt, ocr="eng")
     assert doc.scanned == [2, 3] and "apt-get install tesseract-ocr" in doc.warnings[0]
+
+
+def test_a_run_over_some_files_keeps_the_others_scanned_pages(
+    documents_library: tuple[Path, dict], store: SQLiteStore, settings: Settings
+) -> None:
+    root, first = documents_library
+    (root / "faq.md").write_text("# FAQ\n\nThe canteen opens at noon.\n")
+    index_library("docs", store, settings=settings, only=["faq"])  # as an upload does
+    (status,) = statuses(store, settings, "docs")
+    assert status.scanned == first["scanned"]
