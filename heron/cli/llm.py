@@ -59,6 +59,8 @@ def list_(as_json: JsonFlag = False) -> None:
     rows = [
         {
             **spec.to_dict(),
+            # A pool's strategy as in force: its own, else the file's, else the default.
+            "routing_strategy": broker.table.strategy(spec) if spec.deployments else None,
             "default": spec.alias == broker.table.default,
             "key_set": bool(os.environ.get(spec.api_key_env)) if spec.api_key_env else None,
             "cooldown": cooling.get(spec.alias),
@@ -91,7 +93,12 @@ def list_(as_json: JsonFlag = False) -> None:
         grid.add_row(
             row["alias"] + (" *" if row["default"] else ""),
             row["provider"],
-            escape(row["model"]),
+            # A pool: its deployments and strategy; a speech model: its mode.
+            escape(
+                f"pool of {', '.join(row['deployments'])} ({row['routing_strategy']})"
+                if row["deployments"]
+                else row["model"] + (f" ({row['mode']})" if row["mode"] != "chat" else "")
+            ),
             key,
             f"{row['max_tools'] or 'any'}" if row["tool_calling"] else "no",
             row["name_profile"],

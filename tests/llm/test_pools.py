@@ -5,6 +5,7 @@ on 401 and 429."""
 
 from __future__ import annotations
 
+import json
 import random
 from collections import Counter
 from pathlib import Path
@@ -18,6 +19,7 @@ from heron.llm.errors import CoolingDown
 from heron.llm.routing import Deployments
 from heron.settings import Settings
 from tests.llm_servers import KEY, ChatServer
+from tests.run_heron import run_heron
 
 DEPLOYMENT = """  {alias}:
     provider: openai
@@ -120,3 +122,26 @@ def test_several_keys_turn_on_429_and_401(
     made.complete(PING)  # the next call starts on the key that answered
     assert chat.requests[-1]["headers"]["Authorization"] == f"Bearer {KEY}"
     assert len(chat.requests) == 5
+
+
+def test_models_list_shows_a_pool_and_its_strategy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "models.yml").write_text(
+        "model_list:\n"
+        + "".join(
+            f"  - model_name: fast\n    litellm_params: {{model: openai/{m}, rpm: {r}}}\n"
+            for m, r in (("gpt-4o-mini", 100), ("gpt-4.1-mini", 300))
+        )
+        + "router_settings: {routing_strategy: least-busy}\n"
+    )
+    monkeypatch.setenv("HERON_HOME", str(tmp_path))
+    monkeypatch.delenv("HERON_MODELS_FILE", raising=False)
+    listed = json.loads(run_heron("models", "list", "--json").stdout)["models"]
+    rows = {r["alias"]: r for r in listed}
+    assert rows["fast"]["deployments"] == ["fast#1", "fast#2"]
+    assert rows["fast"]["routing_strategy"] == "least-busy"
+    assert rows["fast#2"]["rpm"] == 300
+    assert rows["fast#2"]["input_cost_per_token"] == pytest.approx(0.4e-6)  # the shipped price
+    shown = run_heron("models", "list").stdout
+    assert "pool of fast#1, fast#2 (least-busy)" in " ".join(shown.split())
