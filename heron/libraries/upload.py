@@ -19,7 +19,9 @@ a library another context's list shares.
 **Bounds.** At most ``HERON_LIBRARY_UPLOAD_MAX_FILES`` files and
 ``HERON_LIBRARY_UPLOAD_MAX_BYTES`` bytes at once (past either the whole request is
 refused, nothing written), each file at most ``HERON_LIBRARY_UPLOAD_MAX_FILE_BYTES``
-and ``HERON_LIBRARY_MAX_PAGE_BYTES`` (a larger page would never be indexed).
+and the indexer's limit for its kind (``file_limit``: a text page's
+``HERON_LIBRARY_MAX_PAGE_BYTES``, a PDF's or Office file's
+``HERON_LIBRARY_MAX_DOCUMENT_BYTES``; a larger one would never be indexed).
 
 **Type by content, not by name** (``content_error``). A file's name must end in one of
 ``heron.libraries.scan.SUFFIXES`` (as it is when the upload runs: the pages the indexer
@@ -80,7 +82,7 @@ from heron.libraries.config import (
 )
 from heron.libraries.index import LibraryIndexReport, Stages, index_library, page_id
 from heron.libraries.readers import Unreadable, format_of, read
-from heron.libraries.scan import SUFFIXES, matches
+from heron.libraries.scan import SUFFIXES, matches, size_limit
 from heron.settings import Settings
 from heron.store import Store
 
@@ -340,11 +342,17 @@ def _check_bounds(files: Sequence[NewFile], settings: Settings) -> None:
         )
 
 
-def file_limit(settings: Settings) -> tuple[int, str]:
-    """The largest file that may be added, and the setting that says so."""
-    upload, page = settings.library_upload_max_file_bytes, settings.library_max_page_bytes
-    if page < upload:
-        return page, "HERON_LIBRARY_MAX_PAGE_BYTES"
+def file_limit(settings: Settings, name: str) -> tuple[int, str]:
+    """The largest file ``name`` that may be added, and the setting that says so: the
+    upload's limit, or the indexer's for its kind where that is lower (a text page's
+    ``HERON_LIBRARY_MAX_PAGE_BYTES``, a PDF's or an Office file's
+    ``HERON_LIBRARY_MAX_DOCUMENT_BYTES``: ``heron.libraries.scan.size_limit``)."""
+    upload = settings.library_upload_max_file_bytes
+    indexed, setting = size_limit(
+        name, settings.library_max_page_bytes, settings.library_max_document_bytes
+    )
+    if indexed < upload:
+        return indexed, setting
     return upload, "HERON_LIBRARY_UPLOAD_MAX_FILE_BYTES"
 
 
@@ -364,7 +372,7 @@ def _checked(
         kinds = ", ".join(SUFFIXES)
         return f"{name}: Heron indexes {kinds} files; this one's name ends otherwise."
     name = name[: -len(suffix)] + suffix  # Report.PDF is read as a .pdf: stored as one
-    limit, setting = file_limit(settings)
+    limit, setting = file_limit(settings, name)
     if len(given.data) > limit:
         return (
             f"{name}: {len(given.data):,} bytes is over the {limit:,}-byte limit ({setting}); "

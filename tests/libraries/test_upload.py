@@ -289,3 +289,17 @@ def test_a_new_library_is_an_empty_folder_under_the_first_root(
     with pytest.raises(InputError, match="Library 'listed' exists"):
         new_library("listed", rooted)
     assert not (tmp_path / "roots" / "listed").exists()  # the folder it made is gone again
+
+
+def test_a_pdf_is_bounded_by_the_document_limit_a_page_by_the_page_limit(
+    store: SQLiteStore, lib: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.libraries.test_readers import MANUAL
+
+    monkeypatch.setenv("HERON_LIBRARY_MAX_PAGE_BYTES", str(len(MANUAL) - 1))
+    bounded = Settings()
+    page = NewFile("notes.md", b"# Notes\n" + b"word " * len(MANUAL))
+    report = add_files("lib", [NewFile("manual.pdf", MANUAL), page], store, bounded)
+    assert report.files[0].ok  # over the page limit, well within a document's
+    assert "(HERON_LIBRARY_MAX_PAGE_BYTES)" in (report.files[1].error or "")
+    assert (lib / "manual.pdf").read_bytes() == MANUAL and not (lib / "notes.md").exists()
