@@ -132,9 +132,10 @@ class Agent(Resource):
         joined by ``close()``.
 
         Observers, told with the turn's ``user`` (the actor) and never failing a turn (a
-        ``HeronError`` they raise is logged): ``on_tool_use(actor, use)`` after each tool
-        call the agent ran, ``on_search(actor, message)`` after each grounding search of
-        the libraries. A server passes its interventions' detectors here.
+        ``HeronError`` they raise is logged): ``on_tool_use(actor, use, room)`` after each
+        tool call the agent ran, ``on_search(actor, message, room)`` after each grounding
+        search of the libraries, with the conversation's room (``""``: the default). A
+        server passes its interventions' detectors here.
 
         ``recall(session_id)``: what joined a conversation besides its turns (the results
         of the jobs it delegated, ``heron.agent.recall``), replayed with its history."""
@@ -316,7 +317,7 @@ class Agent(Resource):
                 model=turn.model,
             )
             if found.grounding.libraries:
-                tell(self.on_search, turn.user, turn.message)
+                tell(self.on_search, turn.user, turn.message, turn.room or "")
         with record.clock("routing"):
             # A client that sends tools gets its own offered, none of Heron's: the client
             # decides what may happen, and Heron's would run here, unasked by it.

@@ -56,19 +56,20 @@ FALLBACKS = ("degenerate", "echoed_prompt")
 
 log = logging.getLogger("heron.agent")
 
-#: ``on_tool_use(actor, use)``: told of each tool call the loop ran (``Agent``).
-ToolHook = Callable[[str, ToolUse], None]
-#: ``on_search(actor, query)``: told of each grounding search of the libraries (``Agent``).
-SearchHook = Callable[[str, str], None]
+#: ``on_tool_use(actor, use, room)``: told of each tool call the loop ran (``Agent``), with
+#: the conversation's room (``Turn.room``; ``""``: the default room).
+ToolHook = Callable[[str, ToolUse, str], None]
+#: ``on_search(actor, query, room)``: told of each grounding search of the libraries.
+SearchHook = Callable[[str, str, str], None]
 
 
-def tell(hook: Callable[[str, T], None] | None, actor: str, what: T) -> None:
-    """``hook(actor, what)`` when there is a hook: an observer (the interventions'
+def tell(hook: Callable[[str, T, str], None] | None, actor: str, what: T, room: str) -> None:
+    """``hook(actor, what, room)`` when there is a hook: an observer (the interventions'
     detectors) that fails is logged and never fails the answer."""
     if hook is None:
         return
     try:
-        hook(actor, what)
+        hook(actor, what, room)
     except HeronError as exc:
         log.warning("an observer of the agent failed: %s", exc)
 
@@ -378,7 +379,7 @@ class Loop:
             ]
             for use in shown:
                 self.tools.append(use)
-                tell(self.on_tool_use, self.req.user, use)
+                tell(self.on_tool_use, self.req.user, use, self.req.room or "")
                 yield ToolUsed(use)
             if self.extractive:
                 return  # the tools' results are the answer (``Agent._extract``)

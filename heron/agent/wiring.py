@@ -354,8 +354,9 @@ class ActivityReport:
 
 
 class Observers:
-    """The agent's observers (``open_agent(on_tool_use=..., on_search=...)``) for one
-    room's interventions: who works on what (``heron.interventions.Activity``, topics
+    """The agent's observers (``open_agent(on_tool_use=..., on_search=...)``) for each
+    conversation's room's interventions (``interventions_room`` when a turn names none,
+    ``of(room)`` for the others): who works on what (``heron.interventions.Activity``, topics
     embedded with ``embedder``), and the cards that follows. ``interventions`` is called
     on the first observation that raises something (the service opens on first use)."""
 
@@ -399,9 +400,10 @@ class Observers:
             seen = activity.observe_search(person, report.text)
         return self.interventions().apply(seen)
 
-    def tool_use(self, actor: str, use: ToolUse) -> list[Intervention]:
-        """What one of the agent's tool calls means for the room: a ``write_file`` that
-        succeeded is ``observe_write`` (a collision when another actor holds the file), a
+    def tool_use(self, actor: str, use: ToolUse, room: str = "") -> list[Intervention]:
+        """What one of the agent's tool calls means for the conversation's ``room``
+        (``""``: ``interventions_room``): a ``write_file`` that succeeded is
+        ``observe_write`` (a collision when another actor holds the file), a
         ``search_docs`` is ``search`` (a research overlap); with the caller's actor (the
         API's ``user``)."""
         arguments = use.arguments
@@ -410,20 +412,23 @@ class Observers:
         if use.name == "write_file" and isinstance(arguments.get("path"), str):
             content = arguments.get("content")
             tops = headings(content) if isinstance(content, str) else []
-            seen = self.activity.observe_write(actor, arguments["path"], tops)
+            seen = self._room(room).observe_write(actor, arguments["path"], tops)
         elif use.name == "search_docs" and isinstance(arguments.get("query"), str):
-            return self.search(actor, arguments["query"])
+            return self.search(actor, arguments["query"], room)
         else:
             return []
         return self.interventions().apply(seen)
 
-    def search(self, actor: str, query: str) -> list[Intervention]:
+    def search(self, actor: str, query: str, room: str = "") -> list[Intervention]:
         """A search of the libraries by ``actor`` (the agent's grounding search, or its
         ``search_docs`` tool): a research overlap when it is close to the topic of a file
-        another actor edits."""
+        another actor edits, in the conversation's ``room``."""
         if not actor or not query.strip():
             return []
-        return self.interventions().apply(self.activity.observe_search(actor, query))
+        return self.interventions().apply(self._room(room).observe_search(actor, query))
+
+    def _room(self, room: str) -> Activity:
+        return self.of(room) if room else self.activity
 
 
 class Scan:

@@ -241,8 +241,8 @@ class Runtime(Resource):
                 toolbox=self.toolbox,
                 jobs=self.jobs if delegates else None,
                 # Who writes and searches what: collisions and research overlaps.
-                on_tool_use=lambda actor, use: self.observers.tool_use(actor, use),
-                on_search=lambda actor, query: self.observers.search(actor, query),
+                on_tool_use=lambda actor, use, room: self.observers.tool_use(actor, use, room),
+                on_search=lambda actor, query, room: self.observers.search(actor, query, room),
                 table=self.models,  # the last good one: a bad edit must not stop chat
             )
             agent.broker.observer = self.metrics.observe_broker  # retries and fallbacks

@@ -29,13 +29,15 @@ def test_observers_are_told_the_user_and_a_failing_one_never_fails_the_answer(
     models.write_text(MODELS.format(url=chat.url))
     told: list[tuple[str, str]] = []
 
-    def on_tool_use(actor: str, use: ToolUse) -> None:
+    def on_tool_use(actor: str, use: ToolUse, room: str) -> None:
         told.append((actor, use.name))
         raise StoreError("the interventions database is locked")
 
     settings = Settings(models_file=models, tools_root=workspace, llm_retries=0)
     agent = open_agent(
-        settings, on_tool_use=on_tool_use, on_search=lambda actor, q: told.append((actor, q))
+        settings,
+        on_tool_use=on_tool_use,
+        on_search=lambda actor, q, room: told.append((actor, q)),
     )
     try:
         index_library("garden", agent.store, settings=settings)

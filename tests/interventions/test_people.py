@@ -109,10 +109,10 @@ def test_an_activity_report_is_bounded_and_checked(server: str) -> None:
 def test_a_card_raised_during_a_turn_is_in_its_stream_and_its_answer(server: str) -> None:
     # alice edits the Pods page; bob's and carol's questions about it overlap her work.
     edit = {"path": "concepts/pods.md", "headings": ["Pods", "Pod lifecycle"]}
-    result(server, "people.activity", room="default", person="alice", kind="edit", **edit)
+    result(server, "people.activity", room="pods-team", person="alice", kind="edit", **edit)
     asked = {"message": "Pods: the Pod lifecycle", "answer": "extractive"}
     events, fields = [], {}
-    body = asked | {"user": "bob", "room": "default"}
+    body = asked | {"user": "bob", "room": "pods-team"}  # the conversation's room
     with httpx.stream("POST", f"{server}/chat/stream", json=body, timeout=60) as reply:
         for line in reply.iter_lines():
             if line:
@@ -126,8 +126,12 @@ def test_a_card_raised_during_a_turn_is_in_its_stream_and_its_answer(server: str
             fields = {}
     cards = [data for name, data in events if name == "intervention"]
     assert [c["kind"] for c in cards] == ["research_overlap"], events
-    assert cards[0]["room"] == "default" and "audio_url" in cards[0]
+    assert cards[0]["room"] == "pods-team" and "audio_url" in cards[0]
     assert [name for name, _ in events].index("intervention") < len(events) - 1  # before final
-    answer = result(server, "agent.chat", **asked, user="carol")
+    answer = result(server, "agent.chat", **asked, user="carol", room="pods-team")
     (card,) = answer["interventions"]  # type: ignore[index]
     assert card["kind"] == "research_overlap" and "carol" in card["text"]
+    # The room's own history has both; the default room, neither.
+    kinds = [i["kind"] for i in result(server, "interventions.list", room="pods-team")]  # type: ignore[union-attr]
+    assert kinds.count("research_overlap") == 2
+    assert result(server, "interventions.list", room="default") == []
