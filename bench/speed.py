@@ -1,12 +1,14 @@
 """Speed a person feels (issue 48): ``python -m bench speed``.
 
 **Commands from the shell.** Each row of ``COMMANDS`` is the real ``heron`` run in a
-subprocess, as a person types it, ``REPEATS`` times after one unmeasured run (the
-files it reads are then in the page cache, as on a machine in use): the median wall
-time without a server, then with ``heron serve`` running on the same home, side by
-side in one run. ``heron search`` and ``heron ask`` go through the server when it is
-there (``heron.cli.remote``; the bench checks ``paths.json`` says so); ``--version``
-and ``--help`` never use it (the same figure twice, as a check of the noise).
+subprocess, as a person types it, ``REPEATS`` rounds after one unmeasured round (the
+files it reads are then in the page cache, as on a machine in use), each round every
+command each way in turn: in-process and through ``heron serve`` running on the same
+home, side by side in one run (median wall time). ``heron search`` and ``heron ask``
+go through the server when they may (``heron.cli.remote``; the table shows the path
+``paths.json`` recorded); the in-process column has a variable that is no setting in
+its environment, so the command does not take the server (``ASIDE``). ``--version`` and
+``--help`` never use it (the same figure twice, as a check of the noise).
 
 Setup: a fresh HERON_HOME, the embedding profile HERON_EMBEDDER names (unset: the
 default, as a person has it), Heron's built-in docs off and
@@ -45,6 +47,15 @@ REPEATS = 5
 #: Heron's docs pages in the library searched.
 PAGES = 8
 QUESTION = "How does Heron pick the tools it offers?"
+#: A variable that is no setting: the command's environment is then not the server's,
+#: so it runs in-process beside the running server (``heron.discovery.fingerprint``).
+ASIDE = {"HERON_BENCH_ASIDE": "1"}
+#: The ways each command is timed: the extra environment, and the tree it runs from
+#: (``None``: this checkout).
+WAYS: dict[str, tuple[dict[str, str], Path | None]] = {
+    "in-process (s)": (ASIDE, None),
+    "through heron serve (s)": ({}, None),
+}
 
 
 @dataclass(frozen=True)
@@ -77,6 +88,7 @@ def _heron(env: dict[str, str], *argv: str, tree: Path | None = None) -> float:
     started = time.perf_counter()
     done = subprocess.run(
         [sys.executable, "-m", "heron", *argv],
+        cwd=Path(env["HERON_HOME"]).parent,  # not the checkout: python -m puts it first
         env=environ,
         capture_output=True,
         text=True,
@@ -86,11 +98,6 @@ def _heron(env: dict[str, str], *argv: str, tree: Path | None = None) -> float:
     if done.returncode != 0:
         raise RuntimeError(f"heron {' '.join(argv)} failed: {done.stderr[-2000:]}")
     return seconds
-
-
-def _median(env: dict[str, str], command: Command, tree: Path | None = None) -> float:
-    _heron(env, *command.argv, tree=tree)  # warm the page cache; not counted
-    return statistics.median(_heron(env, *command.argv, tree=tree) for _ in range(REPEATS))
 
 
 def _path_taken(home: Path, command: Command) -> str:
@@ -136,37 +143,42 @@ def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str
 
 
 def commands() -> str:
-    """The table of ``COMMANDS``: median seconds without and with a server."""
+    """The table of ``COMMANDS``: median seconds of each way, with the path taken."""
     baseline = os.environ.get("HERON_BENCH_BASELINE")
-    before = Path(baseline).resolve() if baseline else None
+    ways = dict(WAYS)
+    if baseline:
+        ways = {"before (s)": (ASIDE, Path(baseline).resolve()), **ways}
     with tempfile.TemporaryDirectory(prefix="heron-speed-") as tmp:
         root = Path(tmp)
         env = _home(root)
         home = Path(env["HERON_HOME"])
-        old = {c: _median(env, c, before) for c in COMMANDS} if before else {}
-        alone = {}
-        for command in COMMANDS:
-            alone[command] = _median(env, command)
-            assert _path_taken(home, command) in ("-", "in-process")
         server, _ = _serve(env, root / "serve.log")
+        seconds: dict[tuple[Command, str], list[float]] = {}
+        paths: dict[tuple[Command, str], str] = {}
         try:
-            served = {}
-            paths = {}
-            for command in COMMANDS:
-                served[command] = _median(env, command)
-                paths[command] = _path_taken(home, command)
+            # Round by round, each command each way in turn: the machine's load, which
+            # drifts over minutes, weighs on every column alike. Round 0 is not counted.
+            for round_ in range(REPEATS + 1):
+                for command in COMMANDS:
+                    for way, (extra, tree) in ways.items():
+                        took = _heron({**env, **extra}, *command.argv, tree=tree)
+                        if round_:
+                            seconds.setdefault((command, way), []).append(took)
+                        if way in WAYS:  # an older tree records no path
+                            paths[command, way] = _path_taken(home, command)
         finally:
             server.terminate()
             server.wait(60)
-    header = ["command", "no server (s)", "heron serve running (s)", "path taken", "target"]
-    if before:
-        header.insert(1, "before (s)")
-    rows = []
-    for c in COMMANDS:
-        row: list[object] = [c.label, alone[c], served[c], paths[c], c.target]
-        if before:
-            row.insert(1, old[c])
-        rows.append(row)
+    header = ["command", *ways, "path taken", "target"]
+    rows = [
+        [
+            c.label,
+            *(statistics.median(seconds[c, way]) for way in ways),
+            " / ".join(dict.fromkeys(paths[c, way] for way in WAYS)),
+            c.target,
+        ]
+        for c in COMMANDS
+    ]
     profile = os.environ.get("HERON_EMBEDDER", "default")
     title = f"Commands from the shell (median of {REPEATS}; {PAGES} docs pages, {profile} profile)"
     return table(title, header, rows)
