@@ -82,7 +82,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]
 
 def test_search_through_the_server_prints_what_it_prints_alone(served: dict[str, str]) -> None:
     home = Path(served["HERON_HOME"])
-    for args in (["-k", "2"], ["-k", "2", "--json"], ["--mode", "lexical", "--json"]):
+    for args in (["-k", "2"], ["--mode", "lexical", "--json"]):
         through = heron(served, "search", QUESTION, *args)
         assert last_path(home, "search")["path"] == "server"
         alone = heron({**served, **ASIDE}, "search", QUESTION, *args)
