@@ -51,7 +51,7 @@ def call(command: str, method: str, params: dict[str, Any]) -> Any | None:
     except discovery.Unusable as why:
         _record(home, command, IN_PROCESS, str(why))
         return None
-    _record(home, command, SERVER, announced.url, announced.uds)
+    _record(home, command, SERVER, announced.uds or announced.url)
     return result
 
 
@@ -99,14 +99,13 @@ def _call(
     return data["result"]
 
 
-def _record(home: Path, command: str, path: str, why: str, uds: str | None = None) -> None:
+def _record(home: Path, command: str, path: str, why: str) -> None:
     """Keep ``command``'s path for ``heron info``; a home not made yet keeps nothing
     (the in-process run makes it)."""
     if not home.is_dir():
         return
     paths = last_paths(home)
-    where = f"{why} (unix socket {uds})" if uds else why
-    paths[command] = {"path": path, "why": where, "at": time.time()}
+    paths[command] = {"path": path, "why": why, "at": time.time()}
     data = json.dumps(paths, indent=1).encode()
     tmp = home / f".{PATHS}.{secrets.token_hex(4)}.heron-tmp"
     # Created afresh (a name planted there is refused, never written through), then
@@ -143,7 +142,8 @@ def paths_seen() -> dict[str, Any]:
         announced = discovery.read(home)
         if announced.fingerprint != discovery.fingerprint():
             raise discovery.Unusable("the server was started with other HERON_* settings")
-        server = f"{announced.url} (pid {announced.pid}) takes heron search and heron ask"
+        where = f"unix socket {announced.uds}" if announced.uds else announced.url
+        server = f"{where} (pid {announced.pid}) takes heron search and heron ask"
     except discovery.Unusable as why:
         server = f"none usable ({why}): heron search and heron ask run in-process"
     return {"server": server, "last": last_paths(home)}
