@@ -164,7 +164,7 @@ def test_replicas_share_a_cooldown_and_claim_one_probe(
     assert first[0] == "claude" and first[1] >= TIMEOUT
     cooled = time.monotonic()
     model, took = timed(b)
-    assert model == "claude" and took < TIMEOUT / 2, took  # b never waited on it
+    assert model == "claude" and took < TIMEOUT, took  # b never waited the timeout
     assert sent(chat, "gpt-test") == 1
 
     time.sleep(max(0.0, COOLDOWN - (time.monotonic() - cooled)) + 0.05)
