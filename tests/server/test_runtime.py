@@ -26,7 +26,7 @@ class Opened:
         self.embedders: list[Embedder] = []
         self.closed_embedders = 0
         self.pools = 0
-        self.migrations = 0
+        self.migrations: list[str] = []  # each migrated component's table
         self._spy(monkeypatch)
 
     def _spy(self, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,9 +55,9 @@ class Opened:
             self.pools += kwargs["name"] == "heron-store"
             return real_pool(*args, **kwargs)
 
-        def migrate(*args: Any, **kwargs: Any) -> Any:
-            self.migrations += 1
-            return real_migrate(*args, **kwargs)
+        def migrate(conn: Any, migrations: Any, table: str) -> Any:
+            self.migrations.append(table)
+            return real_migrate(conn, migrations, table)
 
         monkeypatch.setattr(SQLStore, "__init__", init)
         monkeypatch.setattr(heron.store, "load_embedder", load)
@@ -101,7 +101,10 @@ def test_on_postgres_the_runtime_opens_one_pool_and_migrates_once(
     runtime = Runtime(Settings())
     open_everything(runtime)
     assert isinstance(runtime.store, heron.store.postgres.PostgresStore)
-    assert (opened.stores, opened.pools, opened.migrations) == (1, 1, 1)
+    assert (opened.stores, opened.pools) == (1, 1)
+    # Each component on the database (store, sessions, tools, cooldowns ...) migrated once.
+    assert "heron_migrations" in opened.migrations
+    assert len(opened.migrations) == len(set(opened.migrations)), opened.migrations
     assert len(opened.embedders) == 1
     runtime.close()
     assert opened.closed_embedders == 1
