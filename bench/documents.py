@@ -164,7 +164,9 @@ def gold() -> list[dict]:
     pdf_pages: dict[str, list[str]] = {}
     for manual, (pdf, _, _) in MANUALS.items():
         doc = pdfium.PdfDocument(pdf)
-        pdf_pages[manual] = [letters(doc[i].get_textpage().get_text_range()) for i in range(len(doc))]
+        pdf_pages[manual] = [
+            letters(doc[i].get_textpage().get_text_range()) for i in range(len(doc))
+        ]
         doc.close()
     questions = read_jsonl(QUESTIONS)
     for q in questions:
@@ -226,7 +228,7 @@ def indexed(fmt: str, folder: Path) -> tuple[object, Settings, dict]:
     return store, settings, figures
 
 
-def hit(fmt: str, result, q: dict, slack: int = 0) -> bool:  # noqa: ANN001 - a Result
+def hit(fmt: str, result, q: dict, slack: int = 0) -> bool:
     """Whether ``result`` answers ``q``: its gold page; in pdf, a result of the gold manual
     whose cited pages hold the gold page (or are ``slack`` pages from it)."""
     if fmt != "pdf":

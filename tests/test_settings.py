@@ -108,7 +108,10 @@ def test_an_unknown_heron_toml_key_is_an_error_naming_the_closest_setting(
     assert message.startswith(
         f"{config}: unknown setting(s) skills_dir (did you mean skills_dirs?)."
     )
-    assert "the settings are: agent_delegate, agent_docs_threshold," in message and "tools_root" in message
+    assert (
+        "the settings are: agent_delegate, agent_docs_threshold," in message
+        and "tools_root" in message
+    )
     config.write_text('colour = "red"\n[server]\nport = 1\n')
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) colour, server \(did you mean"):
         Settings()

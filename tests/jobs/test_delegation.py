@@ -37,9 +37,9 @@ def repo(root: Path) -> Path:
 @pytest.fixture
 def server(
     configured: Path,
-    chat: ChatServer,
+    chat: ChatServer,  # noqa: F811 (the fixture imported above)
     tmp_path: Path,
-    monkeypatch: pytest.MonkeyPatch,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
 ) -> Iterator[str]:
     models = tmp_path / "models.yml"
     models.write_text(ONE_MODEL.format(url=chat.url))

@@ -171,9 +171,7 @@ def test_a_litellm_config_reads_unchanged(tmp_path: Path) -> None:
         LOCAL_ALIAS,
     ]
     assert table.default == "gpt-4o"
-    pool, gpt, router, claude, llama, vllm, mini = (
-        table.spec(a) for a in list(table.models)[:7]
-    )
+    pool, gpt, router, claude, llama, vllm, mini = (table.spec(a) for a in list(table.models)[:7])
     assert (gpt.provider, gpt.model, gpt.base_url, gpt.api_key_env) == (
         "openai",
         "gpt-4o",
