@@ -1,7 +1,7 @@
 """``python -m bench [NAME ...]``: run benchmarks and write their tables to .bench/results.md.
 
-Names: scifact, embed, cache, vectors, latency, skills, tools, libraries, enrich, agent,
-agent-routing, answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual,
+Names: scifact, embed, embed-speed, cache, vectors, latency, skills, tools, libraries, enrich,
+agent, agent-routing, answers, jobs, server, parity, pgvector, pgjobs, e5, e5-fusion, multilingual,
 interventions, interventions-storm, web, ops, heldout-tools, heldout-libraries,
 heldout-skills (sets from public packages, never tuned on), realuse (three libraries at
 once, follow-ups, extractive answers), cooldown (a hung primary model with and without
@@ -32,6 +32,7 @@ from bench import (
     documents,
     e5,
     e5_fusion,
+    embed_speed,
     embed_throughput,
     enrich,
     heldout_libraries,
@@ -67,6 +68,7 @@ from bench.common import WORK, machine
 BENCHMARKS = {
     "scifact": scifact.run,
     "embed": embed_throughput.run,
+    "embed-speed": embed_speed.run,
     "cache": cache_calls.run,
     "vectors": vector_index.run,
     "latency": search_latency.run,

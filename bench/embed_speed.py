@@ -6,7 +6,12 @@
    graph one text at a time (now) and in batches of 8, e5, and the default profile
    (both models) with each MiniLM. Also the lowest cosine of the rebuilt graph's vectors to
    the shipped graph's.
-2. ``quality``: the whole Kubernetes library embedded by both MiniLM graphs (vectors in the
+2. ``indexing``: the first ``INDEX_PAGES`` Kubernetes pages indexed in a fresh home (no
+   embedding cache) under minilm and the default profile, each with the MiniLM graph
+   before and now.
+3. ``first_answer``: ``heron ask "What is Heron?"`` from the shell in a new home, per
+   profile: seconds, and whether it cites Heron's docs (loaded from their shipped vectors).
+4. ``quality``: the whole Kubernetes library embedded by both MiniLM graphs (vectors in the
    bench's embedding cache, so a rerun is quick), page Hit@1/Hit@5 of dense search on the
    dev questions, precise and vague.
 
@@ -16,7 +21,13 @@ the int8 graph's gain comes from VNNI/AMX integer kernels.
 
 from __future__ import annotations
 
+import json
+import os
+import shutil
 import statistics
+import subprocess
+import sys
+import tempfile
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -26,12 +37,16 @@ import numpy as np
 from bench.common import SHARED, WORK, read_jsonl, table
 from heron.embed import CachedEmbedder, Embedder, MiniLMEmbedder, MultilingualEmbedder
 from heron.embed.e5_onnx import ONNX_MODEL_ID, E5OnnxEmbedder, ensure_graph
+from heron.libraries import add_library, index_library
 from heron.libraries.chunk import chunk_page, policy_for, token_counter
+from heron.libraries.config import DEFAULT_DOCS_NAME
 from heron.libraries.scan import read_page, scan
 from heron.settings import Settings
+from heron.store import open_store
 
 K8S = SHARED / "data" / "docs" / "kubernetes"
 CHUNKS = 500
+INDEX_PAGES = 200
 ROUNDS = 3
 #: The CPU features the integer kernels use, as /proc/cpuinfo names them.
 FLAGS = ("avx2", "avx512f", "avx512_vnni", "avx_vnni", "amx_int8", "asimddp", "i8mm")
@@ -182,8 +197,85 @@ def quality() -> str:
     )
 
 
+def k8s_pages(folder: Path, n: int = INDEX_PAGES) -> Path:
+    """A folder library of the first ``n`` Kubernetes pages (sorted paths), made once."""
+    root = K8S / "library"
+    if not folder.is_dir():
+        for path in sorted(root.rglob("*.md"))[:n]:
+            target = folder / path.relative_to(root)
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(path, target)
+    return folder
+
+
+def indexing(n: int = INDEX_PAGES) -> str:
+    """The same ``n`` Kubernetes pages indexed in a fresh home (no embedding cache) under
+    minilm and the default profile, each with the MiniLM graph before and now."""
+    settings = Settings()
+    makers = configurations(settings)
+    pages = k8s_pages(WORK / "embed_speed" / f"k8s-{n}", n)
+    rows = []
+    base = 0.0
+    for name in (
+        "MiniLM shipped graph, batches of 8 (before)",
+        "MiniLM int8 graph, one text at a time (now)",
+        "default profile, MiniLM shipped + e5 (before)",
+        "default profile, MiniLM int8 + e5 (now)",
+    ):
+        with tempfile.TemporaryDirectory() as tmp:
+            home = Settings(home=Path(tmp), library_default_docs=False, embed_cache=False)
+            add_library("k8s", str(pages), home)
+            with makers[name]() as embedder, open_store(home, embedder) as store:
+                start = time.perf_counter()
+                report = index_library("k8s", store, settings=home)
+                seconds = time.perf_counter() - start
+        base = base or seconds
+        rows.append(
+            (name, report.records, f"{seconds:.0f}", report.records / seconds, seconds / base)
+        )
+    return table(
+        f"Indexing the first {n} Kubernetes pages in a fresh home, no embedding cache "
+        f"(CPU flags: {cpu_flags()})",
+        ["embedder", "chunks", "seconds", "chunks/s", "time vs MiniLM before"],
+        rows,
+    )
+
+
+def first_answer(question: str = "What is Heron?") -> str:
+    """``heron ask`` in a new home (its built-in library not indexed), from the shell, per
+    profile: seconds to the answer and whether it cites Heron's docs."""
+    rows = []
+    for profile in ("minilm", "multilingual"):
+        with tempfile.TemporaryDirectory() as tmp:
+            env = {
+                **os.environ,
+                "HERON_HOME": tmp,
+                "HERON_EMBEDDER": profile,
+                "HERON_MODELS_DIR": str(Settings().models_dir),
+            }
+            env.pop("HERON_CONFIG", None)
+            start = time.perf_counter()
+            done = subprocess.run(
+                [sys.executable, "-m", "heron", "ask", question, "--json"],
+                env=env,
+                capture_output=True,
+                text=True,
+            )
+            seconds = time.perf_counter() - start
+        try:
+            cited = [c["library"] for c in json.loads(done.stdout)["citations"]]
+        except (ValueError, KeyError):
+            cited = [f"failed: {done.stderr.strip()[-200:]}"]
+        rows.append((profile, f"{seconds:.1f}", DEFAULT_DOCS_NAME in cited, ", ".join(cited)))
+    return table(
+        f'A new home\'s first answer: heron ask "{question}" from the shell',
+        ["profile", "seconds", "cites Heron's docs", "libraries cited"],
+        rows,
+    )
+
+
 def run() -> str:
-    return throughput() + "\n" + quality()
+    return throughput() + "\n" + indexing() + "\n" + first_answer() + "\n" + quality()
 
 
 if __name__ == "__main__":
