@@ -38,6 +38,7 @@ def test_ask_json_has_the_answer_and_its_grounding(
         "heading": data["citations"][0]["heading"],
         "url_or_path": str(garden / "garden" / "watering.md"),
         "line_range": data["citations"][0]["line_range"],
+        "pages": None,  # a PDF's or a deck's pages (issue 46): a Markdown page has none
     }
     again = run_heron(
         "ask",
@@ -72,11 +73,17 @@ def test_ask_says_which_model_answered_and_how(garden: Path) -> None:
     ) in words
 
 
-def test_ask_on_an_empty_home_says_grounding_found_nothing(home: Path) -> None:
-    done = run_heron("ask", "What is a Pod?")
-    words = " ".join(done.stdout.split())
-    assert words.startswith("No library is indexed yet, so I have nothing to quote.")
-    assert "heron library add NAME PATH && heron index NAME" in words
+def test_ask_on_an_empty_home_quotes_only_heron_s_own_docs_and_says_how_close(
+    home: Path,
+) -> None:
+    # A new home knows Heron's docs (shipped with their vectors, issue 48) and nothing
+    # else: a question they do not answer is refused, or quoted with the caveat.
+    done = run_heron("ask", "What is a Pod?", "--json")
+    data = json.loads(done.stdout)
+    assert {c["library"] for c in data["citations"]} <= {"heron"}
+    assert data["answer"].startswith("I found nothing about this in heron") or (
+        "These are the closest passages I found" in data["answer"]
+    )
 
 
 def test_ask_refuses_an_empty_message_or_an_unknown_mode_with_a_clear_error(home: Path) -> None:

@@ -320,7 +320,7 @@ MALFORMED = [
     ({"command": "x", "timeout": -1}, "'timeout' is a number (-1); 'timeout' must be a number"),
     ({"url": 5}, "'url' is a number (5); 'url' must be a URL string"),
     ({"url": "http://x", "headers": "x"}, "'headers' is a string (\"x\")"),
-    ({}, "needs 'command' (stdio) or 'url'"),
+    ({}, "needs 'command' (stdio), 'url'"),
     (5, "MCP server 'crm' is a number (5); write an object"),
 ]
 

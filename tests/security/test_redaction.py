@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from heron.agent import Sessions
+from heron.agent.sessions import sessions_file
 from heron.core.workspace import MAX_OUTPUT
 from heron.jobs import JobRunner, open_jobs
 from heron.redact import MASK, RedactingFilter, redact, redact_then_cut, redact_value
@@ -243,7 +244,7 @@ def test_a_password_in_a_chat_is_not_kept_in_the_session_store(tmp_path: Path) -
 
 def test_sessions_redact_message_answer_and_tool_results(tmp_path: Path) -> None:
     path = tmp_path / "agent.db"
-    sessions = Sessions(path)
+    sessions = Sessions(sessions_file(path))
     record = {
         "answer": f"echo: password: {PASSPHRASE}",
         "tools": [{"name": "run_command", "result": {"stdout": PEM[:400]}, "error": None}],
