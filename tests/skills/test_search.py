@@ -119,27 +119,33 @@ def shared_skills(store: SQLiteStore) -> SkillIndex:
 
 
 @pytest.mark.parametrize(
-    ("query", "dense_first", "heron_first"),
+    ("query", "dense_first", "heron_first", "rank"),
     [
         # dense prefers the skill named after a word of the query; the words fix it
-        ("give my slides a theme", "googleslides-automation", "theme-factory"),
+        ("give my slides a theme", "googleslides-automation", "theme-factory", 1),
+        # The words lift the analyzer from dense's third to second; first under the fp32
+        # MiniLM graph, it is 0.018 short of zoominfo under the int8 one (issue 48: the
+        # one concrete query docs/benchmarks.md "Skills" records lost at @1).
         (
             "find filler words in my zoom meeting transcript",
             "zoominfo-automation",
             "meeting-insights-analyzer",
+            2,
         ),
     ],
 )
 def test_word_rerank_fixes_what_dense_misses(
-    shared_skills: SkillIndex, query: str, dense_first: str, heron_first: str
+    shared_skills: SkillIndex, query: str, dense_first: str, heron_first: str, rank: int
 ) -> None:
-    dense = shared_skills.store.search("skills", query, mode="dense", top_k=1)
+    dense = shared_skills.store.search("skills", query, mode="dense", top_k=3)
     assert dense[0].id == dense_first
     found = shared_skills.search(query, top_k=3)
-    assert found[0].name == heron_first
-    assert found[0].description and "SKILL.md" not in found[0].description
+    assert [h.name for h in found].index(heron_first) + 1 == rank
+    assert [r.id for r in dense].index(heron_first) + 1 > rank  # the words lifted it
+    hit = found[rank - 1]
+    assert hit.description and "SKILL.md" not in hit.description
     fields = {"name", "description", "path", "tags", "dense_score", "lexical_score", "score"}
-    assert fields <= set(found[0].to_dict())
+    assert fields <= set(hit.to_dict())
 
 
 def test_context_for_cuts_and_logs(shared_skills: SkillIndex, tmp_path: Path) -> None:
