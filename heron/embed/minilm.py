@@ -54,7 +54,6 @@ def build_graph(out: Path, source: Path) -> Path:
     last, so a reader never takes half a file for the graph.
     """
     import onnxruntime as ort
-    from onnxruntime.quantization import QuantType, quantize_dynamic  # needs onnx (core)
 
     out.parent.mkdir(parents=True, exist_ok=True)
     with tempfile.TemporaryDirectory(dir=out.parent) as tmp:
@@ -66,19 +65,7 @@ def build_graph(out: Path, source: Path) -> Path:
         options.optimized_model_filepath = str(folded)
         try:
             ort.InferenceSession(str(source), options, providers=["CPUExecutionProvider"])
-            root = logging.getLogger()  # the quantiser advises pre-processing on the root
-            root.addFilter(_no_preprocess_advice)
-            try:
-                # Per output channel, as the e5 graph: one scale per matrix loses more.
-                quantize_dynamic(
-                    str(folded),
-                    str(int8),
-                    weight_type=QuantType.QInt8,
-                    op_types_to_quantize=["MatMul"],
-                    per_channel=True,
-                )
-            finally:
-                root.removeFilter(_no_preprocess_advice)
+            quantize_int8(folded, int8)
         except Exception as exc:  # onnxruntime and onnx raise their own untyped errors
             raise ModelError(
                 f"Cannot build the embedding graph from {source}: {exc}. {assets.REINSTALL}"
@@ -93,6 +80,26 @@ def build_graph(out: Path, source: Path) -> Path:
 def _no_preprocess_advice(record: logging.LogRecord) -> bool:
     # Shape inference first ("pre-processing") changes nothing measurable for this graph.
     return "pre-processing before quantization" not in record.getMessage()
+
+
+def quantize_int8(source: Path, out: Path) -> None:
+    """``source``'s MatMul weights quantised to int8 by onnxruntime's dynamic quantiser,
+    written to ``out``: MiniLM's graph and e5's. Per output channel: one scale per matrix
+    kept e5's cosine to its engine at 0.98, per channel at 0.995 (SciFact abstracts)."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic  # needs onnx (core)
+
+    root = logging.getLogger()  # the quantiser advises pre-processing on the root logger
+    root.addFilter(_no_preprocess_advice)
+    try:
+        quantize_dynamic(
+            str(source),
+            str(out),
+            weight_type=QuantType.QInt8,
+            op_types_to_quantize=["MatMul"],
+            per_channel=True,
+        )
+    finally:
+        root.removeFilter(_no_preprocess_advice)
 
 
 def ensure_graph(models_dir: Path) -> Path:

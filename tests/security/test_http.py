@@ -411,8 +411,9 @@ def test_a_chunked_body_is_cut_off_at_the_limit(served: Served, path: str) -> No
     head, _, body = reply.partition(b"\r\n\r\n")
     assert head.startswith(b"HTTP/1.1 413"), reply[:300]
     assert b"HERON_SERVER_MAX_BODY" in body and json.loads(body)
-    # It answered before the body ended and hung up instead of reading on.
-    assert sent < 16 * MIB
+    # It answered before the body ended and hung up instead of reading on (what the
+    # client had sent by then depends on the machine's load: 18 MiB once under CI).
+    assert sent < 32 * MIB
     assert httpx.get(f"{served.url}/health").status_code == 200
 
 
