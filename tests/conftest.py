@@ -11,6 +11,7 @@ import pytest
 from heron.embed import Embedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import SQLiteStore, open_store
+from tests.llm_servers import KEY, ChatServer, serve
 
 SHARED = Path(os.environ.get("HERON_SHARED") or Path(__file__).parents[1] / ".." / "shared")
 
@@ -67,3 +68,14 @@ def fresh_cooldowns() -> Iterator[None]:
 
     COOLDOWNS.reset()
     yield
+
+
+@pytest.fixture(scope="module")
+def replay() -> Iterator[ChatServer]:
+    """A module's replay server of the paid providers' wire formats (tests.llm_servers),
+    with the key variables its models.yml names set while it runs."""
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("TEST_OPENAI_KEY", KEY)
+        mp.setenv("TEST_ANTHROPIC_KEY", KEY)
+        with serve() as server:
+            yield server

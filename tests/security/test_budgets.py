@@ -25,7 +25,7 @@ from heron.keys import open_keys
 from heron.server import create_app
 from heron.server.rpc import RATE_LIMITED
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import Served, build_home, heron_env, running
 
 MODELS = """default: gpt
@@ -46,14 +46,6 @@ HELLO = [{"role": "user", "content": "hello there"}]
 QUESTION = "How do I roll back a Deployment?"
 #: A long answer, word by word: with ``ChatServer.pace`` a stream that lasts.
 LONG = " ".join(f"step{i} revision{i * 7} kubectl{i * 3}" for i in range(70))
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        with serve() as server:
-            yield server
 
 
 @pytest.fixture(scope="module")

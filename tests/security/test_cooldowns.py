@@ -19,7 +19,7 @@ from heron.llm.config import ModelSpec
 from heron.llm.cooldowns import Cooldowns
 from heron.server import create_app
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import Served, heron_env, running
 
 #: One alias per test: a model's cooldown is the whole process's.
@@ -43,14 +43,6 @@ models:
 """
 HELLO = [{"role": "user", "content": "hello there"}]
 COOLDOWN = 3.0
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        with serve() as server:
-            yield server
 
 
 @pytest.fixture(scope="module")

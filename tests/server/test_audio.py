@@ -6,7 +6,6 @@ configured; the model rules of a key; a critical intervention spoken by the brok
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from pathlib import Path
 
 import openai
@@ -17,7 +16,7 @@ from heron.keys import open_keys
 from heron.server import create_app
 from heron.settings import Settings
 from tests.ci import missing
-from tests.llm_servers import KEY, SPOKEN, ChatServer, serve
+from tests.llm_servers import KEY, SPOKEN, ChatServer
 from tests.server.conftest import Served, running
 
 MODELS = """default: gpt
@@ -45,13 +44,6 @@ models:
     base_url: {url}/v1
     api_key_env: TEST_OPENAI_KEY
 """
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp, serve() as server:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        yield server
 
 
 @pytest.fixture(scope="module")

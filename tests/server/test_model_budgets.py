@@ -22,7 +22,7 @@ from heron.keys import open_keys
 from heron.llm.payload import estimate_tokens
 from heron.server import create_app
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.run_heron import run_heron
 from tests.server.conftest import Served, running
 
@@ -47,13 +47,6 @@ HELLO = [{"role": "user", "content": "hello there"}]
 #: of it with max_tokens 5 costs when the provider counts as much: what it holds.
 PROMPT = estimate_tokens(ChatRequest((Message("user", "hello there"),)))
 COST = PROMPT * 0.001 + 5 * 0.002
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp, serve() as server:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        yield server
 
 
 @pytest.fixture(scope="module")

@@ -23,7 +23,7 @@ from heron.agent.prompt import RULES
 from heron.server import create_app
 from heron.settings import Settings
 from tests import llm_servers
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import WEATHER, Served, running
 
 MODELS = """
@@ -44,15 +44,6 @@ models:
 """
 QUESTION = "How do I roll back a Deployment to its previous revision?"
 FORCE_WEATHER = {"type": "function", "function": {"name": "get_weather"}}
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        mp.setenv("TEST_ANTHROPIC_KEY", KEY)
-        with serve() as server:
-            yield server
 
 
 @pytest.fixture(scope="module")

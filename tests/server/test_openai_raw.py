@@ -17,7 +17,7 @@ import pytest
 
 from heron.server import create_app
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import Served, running
 
 MODELS = """
@@ -56,15 +56,6 @@ WEATHER = {
         },
     },
 }
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        mp.setenv("TEST_ANTHROPIC_KEY", KEY)
-        with serve() as server:
-            yield server
 
 
 @pytest.fixture(scope="module")

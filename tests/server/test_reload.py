@@ -7,17 +7,15 @@ from __future__ import annotations
 import json
 import signal
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import pytest
 
 from heron.server import create_app
 from heron.settings import Settings
 from tests.jobs.conftest import wait_for
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import free_socket, heron_env, running, start_heron, wait_healthy
 
 MCP_SCRIPT = Path(__file__).parents[1] / "tools" / "test_mcp_client.py"
@@ -31,13 +29,6 @@ MODEL = """  {alias}:
 
 def models_yml(url: str, *aliases: str) -> str:
     return "models:\n" + "".join(MODEL.format(alias=a, url=url) for a in aliases)
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp, serve() as server:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        yield server
 
 
 def chat(client: httpx.Client, model: str) -> httpx.Response:

@@ -6,7 +6,6 @@ model rules; hits, misses and what they saved are in ``/metrics``."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ from heron.keys import open_keys
 from heron.llm.cache import CacheControl, ResponseCache
 from heron.server import create_app
 from heron.settings import Settings
-from tests.llm_servers import KEY, ChatServer, serve
+from tests.llm_servers import ChatServer
 from tests.server.conftest import Served, running
 
 MODELS = """default: gpt
@@ -34,13 +33,6 @@ litellm_settings:
   cache: true
   cache_params: {{type: local, ttl: 600}}
 """
-
-
-@pytest.fixture(scope="module")
-def replay() -> Iterator[ChatServer]:
-    with pytest.MonkeyPatch.context() as mp, serve() as server:
-        mp.setenv("TEST_OPENAI_KEY", KEY)
-        yield server
 
 
 @pytest.fixture(scope="module")
