@@ -6,11 +6,15 @@ import json
 import math
 import os
 import platform
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+import httpx
 import numpy as np
 
 SHARED = Path(
@@ -71,3 +75,26 @@ def ndcg_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
     dcg = sum(1 / math.log2(i + 2) for i, doc in enumerate(ranked[:10]) if doc in relevant)
     ideal = sum(1 / math.log2(i + 2) for i in range(min(len(relevant), 10)))
     return dcg / ideal if ideal else 0.0
+
+
+def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+    """``heron serve`` with ``env`` on a free loopback port, its stderr in ``log``, once it
+    answers ``/health``: the process and its URL."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "heron", "serve", "--port", str(port), "--log-level", "warning"],
+        env=env,
+        stderr=open(log, "wb"),  # noqa: SIM115 -- the server owns it
+    )
+    url = f"http://127.0.0.1:{port}"
+    for _ in range(1200):
+        if proc.poll() is not None:
+            raise RuntimeError(f"heron serve exited; see {log}")
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return proc, url
+        except httpx.TransportError:
+            time.sleep(0.1)
+    raise RuntimeError("heron serve did not start in 2 minutes")

@@ -23,9 +23,7 @@ from __future__ import annotations
 import os
 import shutil
 import signal
-import socket
 import subprocess
-import sys
 import tempfile
 import time
 from collections import Counter
@@ -37,7 +35,7 @@ import httpx
 import numpy as np
 import psycopg
 
-from bench.common import WORK, table
+from bench.common import WORK, serve, table
 from bench.jobs import _repo
 from bench.parity import postgres_url
 from heron.settings import Settings
@@ -70,27 +68,6 @@ CLIENTS = 8
 #: The default HERON_JOBS_VISIBILITY_TIMEOUT, which the takeover runs at.
 VISIBILITY = Settings.model_fields["jobs_visibility_timeout"].default
 SEARCHES, CONVERSATIONS, JOBS = 100, 30, 40
-
-
-def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "heron", "serve", "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stderr=open(log, "wb"),  # noqa: SIM115 -- the server owns it
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(1200):
-        if proc.poll() is not None:
-            raise RuntimeError(f"heron serve exited; see {log}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("heron serve did not start in 2 minutes")
 
 
 def _rpc(url: str, method: str, **params: Any) -> tuple[Any, float]:
@@ -234,7 +211,7 @@ def run() -> str:
 
         def start(name: str) -> tuple[subprocess.Popen[bytes], str]:
             env = base | {"HERON_HOME": f"{tmp}/{name}", "HERON_REPLICA": name}
-            return _serve(env, out / f"{name}.log")
+            return serve(env, out / f"{name}.log")
 
         servers = [start("replica-a")]
         try:

@@ -12,16 +12,14 @@ from __future__ import annotations
 
 import asyncio
 import os
-import socket
 import subprocess
-import sys
 import time
 
 import httpx
 import numpy as np
 
 from bench import libraries as books
-from bench.common import WORK, read_jsonl, table
+from bench.common import WORK, read_jsonl, serve, table
 
 CLIENTS = 50
 SECONDS = 30.0
@@ -33,9 +31,6 @@ MAX_TOKENS = 32
 def start_server(extra: dict[str, str] | None = None) -> tuple[subprocess.Popen[bytes], str]:
     """``heron serve`` on a free loopback port, on the ``bench libraries`` index unless
     ``extra`` (environment variables) says otherwise."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
     (WORK / "server").mkdir(parents=True, exist_ok=True)
     env = os.environ | {
         "HERON_HOME": str(books.ROOT / "home"),
@@ -45,22 +40,7 @@ def start_server(extra: dict[str, str] | None = None) -> tuple[subprocess.Popen[
         "HERON_EMBED_CACHE": "false",  # every query embedded, as unique queries would be
         **(extra or {}),
     }
-    log = open(WORK / "server" / f"server-{port}.log", "wb")  # noqa: SIM115 -- the server owns it
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "heron", "serve", "--port", str(port), "--log-level", "warning"],
-        env=env,
-        stderr=log,
-    )
-    url = f"http://127.0.0.1:{port}"
-    for _ in range(1200):
-        if proc.poll() is not None:
-            raise RuntimeError(f"heron serve exited; see {log.name}")
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return proc, url
-        except httpx.TransportError:
-            time.sleep(0.1)
-    raise RuntimeError("heron serve did not start in 2 minutes")
+    return serve(env, WORK / "server" / f"server-{time.time_ns()}.log")
 
 
 async def search_load(
