@@ -215,8 +215,7 @@ class Retriever:
         if len(asked.split()) < LISTED_WORDS:
             return results
         listed = [
-            asked in " ".join(_WORD.findall(passage_body(self.passage(r)).lower()))
-            for r in results
+            asked in " ".join(_WORD.findall(passage_body(self.passage(r)).lower())) for r in results
         ]
         if all(listed) or not any(listed):
             return results
