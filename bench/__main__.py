@@ -12,7 +12,8 @@ of at most 64 KB), mcp-door (a client reaching
 Markdown), languages (a Portuguese manual with and without per-language analysis), replicas
 (200 mixed requests through one heron serve and two on one PostgreSQL; a replica killed
 mid-job), uploads (one file added beside a whole heron index; POST /upload end to end),
-speed (commands from the shell with and without a running heron serve).
+speed (commands from the shell with and without a running heron serve, a new home's first
+answer about Heron, 200 Kubernetes pages indexed under minilm and the default profile).
 No name runs them all (several hours on 2 cores: the 1M-record graphs of SQLite and pgvector, the
 Kubernetes index and the local model's answers dominate).
 """

@@ -18,8 +18,11 @@ With ``HERON_BENCH_BASELINE=/path/to/an/older/tree`` (e.g. ``git archive`` of a 
 unpacked there) every command is also timed with that tree's ``heron`` (its folder
 first on ``PYTHONPATH``), in the same run: the "before" column.
 
-``SECTIONS`` lists what the benchmark prints, one table each: more rows of the same
-issue (the embedders' speed) are a section added there.
+``SECTIONS`` lists what the benchmark prints, one table each, in one run: the commands
+above, then ``bench.embed_speed``'s tables of the same issue (called, not copied): a new
+home's first answer about Heron per profile, and the same ``INDEX_PAGES`` Kubernetes pages
+indexed under ``minilm`` and the default profile, each with MiniLM's graph before and now
+(about 20 minutes on 2 loaded cores: ``HERON_BENCH_SPEED_INDEX=0`` leaves that table out).
 """
 
 from __future__ import annotations
@@ -39,6 +42,7 @@ from pathlib import Path
 
 import httpx
 
+from bench import embed_speed
 from bench.common import table
 
 REPO = Path(__file__).resolve().parents[1]
@@ -185,8 +189,13 @@ def commands() -> str:
 
 
 #: What ``python -m bench speed`` prints, one table each.
-SECTIONS: tuple[Callable[[], str], ...] = (commands,)
+SECTIONS: tuple[Callable[[], str], ...] = (
+    commands,
+    embed_speed.first_answer,
+    embed_speed.indexing,
+)
 
 
 def run() -> str:
-    return "\n".join(section() for section in SECTIONS)
+    index = os.environ.get("HERON_BENCH_SPEED_INDEX") != "0"
+    return "\n".join(s() for s in SECTIONS if index or s is not embed_speed.indexing)
