@@ -20,8 +20,9 @@ language it is read in, ``heron.store.analysis.page_language``; a code, ``pt``, 
 ``collections/guide/intro.md`` is in the collection ``guide``; see
 ``heron.libraries.scan``).
 
-Heron's own ``docs/`` folder is the library ``heron`` unless ``libraries.txt`` names
-another library ``heron`` or ``HERON_LIBRARY_DEFAULT_DOCS=false``.
+Heron's own docs (a checkout's ``docs/``, an installed wheel's ``heron/_docs``:
+``heron_docs``) are the library ``heron`` unless ``libraries.txt`` names another library
+``heron`` or ``HERON_LIBRARY_DEFAULT_DOCS=false``.
 
 **Sources are checked** (``check_source``) before they are written. For everyone: a
 source never starts with ``-`` (git would read it as an option), a git URL uses
@@ -257,9 +258,22 @@ def _check_editable(settings: Settings) -> None:
 
 
 def heron_docs() -> Path | None:
-    """The repository's ``docs/`` next to the ``heron`` package, if this is a checkout."""
-    docs = Path(__file__).resolve().parents[2] / "docs"
-    return docs if docs.is_dir() else None
+    """Heron's own docs with their shipped vectors: an installed wheel's ``heron/_docs``
+    (setup.py puts ``docs/`` there), else a checkout's ``docs/`` beside the ``heron``
+    package; ``None`` when neither is there.
+
+    The package's copy first: only a built wheel has one, and it is exactly the docs the
+    wheel's vectors were shipped with. A checkout has none, so there ``docs/``, the pages
+    being edited and the ones scripts/ship-vectors writes beside, is taken; a ``docs/``
+    beside an installed package is some other distribution's in site-packages, hence the
+    checkout's ``pyproject.toml`` asked for too."""
+    package = Path(__file__).resolve().parents[1]
+    if (package / "_docs").is_dir():
+        return package / "_docs"
+    checkout = package.parent
+    if (checkout / "docs").is_dir() and (checkout / "pyproject.toml").is_file():
+        return checkout / "docs"
+    return None
 
 
 def check_name(name: str) -> str:

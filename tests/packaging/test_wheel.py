@@ -1,6 +1,7 @@
 """The release as a user gets it: sdist and wheel built from this tree, the wheel
 installed alone (the core, no extra) into a fresh venv from wheels only, with no
-compiler on the PATH, then ``heron --version`` and ``heron doctor --offline`` run there.
+compiler on the PATH, then ``heron --version`` and ``heron doctor --offline`` run there,
+and a new home's ``heron ask "What is Heron?"`` cites the docs the wheel carries.
 
 uv builds and installs (it caches what it downloads: after the first run this needs
 no network); the install runs under constraints.txt, as scripts/setup does."""
@@ -11,22 +12,21 @@ import json
 import os
 import subprocess
 import sys
+import tarfile
 import time
 import zipfile
+from dataclasses import dataclass
 from email.parser import Parser
 from pathlib import Path
 
 import pytest
-from uv import find_uv_bin
 
 from heron import __version__
 from heron.extras import EXTRAS
+from heron.libraries.shipped import FOLDER
 from heron.settings import Settings
+from tests.ci import missing
 from tests.packaging.conftest import ROOT
-
-#: The uv program itself: ``python -m uv`` would put its packages into this test's own
-#: interpreter, whatever ``--python`` names.
-UV = find_uv_bin()
 
 
 def run(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 300) -> str:
@@ -38,11 +38,48 @@ def run(*args: str | Path, env: dict[str, str] | None = None, timeout: float = 3
 
 
 @pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+def uv() -> str:
+    """The uv program itself: ``python -m uv`` would put its packages into this test's own
+    interpreter, whatever ``--python`` names."""
+    fix = "install the dev extra: scripts/setup (pip install -e '.[dev]')"
+    try:
+        from uv import find_uv_bin  # the dev extra's: missing, these tests say so
+    except ImportError:
+        missing("uv, which builds and installs the wheel, is not installed", fix)
+    try:
+        return find_uv_bin()
+    except FileNotFoundError:
+        missing("the uv package is installed without its program", fix)
+
+
+@pytest.fixture(scope="module")
+def wheel(uv: str, tmp_path_factory: pytest.TempPathFactory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
-    run(UV, "build", "--quiet", "--out-dir", dist, ROOT)
+    run(uv, "build", "--quiet", "--out-dir", dist, ROOT)
     (found,) = dist.glob("heron-*.whl")
     return found
+
+
+@dataclass(frozen=True)
+class Core:
+    """The wheel installed alone (no extra) into a fresh venv, once for the module."""
+
+    venv: Path
+    seconds: float  # the install's wall time
+    env: dict[str, str]  # the venv's own programs alone on the PATH
+
+
+@pytest.fixture(scope="module")
+def core(uv: str, wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Core:
+    venv = tmp_path_factory.mktemp("core") / "venv"
+    run(uv, "venv", "--quiet", "--python", sys.executable, venv)
+    # The venv's own programs alone on the PATH: no compiler for a source build to find.
+    env = {**os.environ, "PATH": str(venv / "bin")}
+    started = time.perf_counter()
+    constraints = ROOT / "constraints.txt"
+    pip = (uv, "pip", "install", "--quiet", "--python", venv / "bin" / "python", "--no-build")
+    run(*pip, "-c", constraints, wheel, env=env)
+    return Core(venv, time.perf_counter() - started, env)
 
 
 def test_the_wheel_carries_its_metadata_license_and_type_marker(wheel: Path) -> None:
@@ -58,19 +95,52 @@ def test_the_wheel_carries_its_metadata_license_and_type_marker(wheel: Path) -> 
     assert "Typing :: Typed" in metadata.get_all("Classifier")
 
 
-def test_the_core_installs_from_wheels_and_runs(wheel: Path, tmp_path: Path) -> None:
-    venv = tmp_path / "venv"
-    python = venv / "bin" / "python"
-    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
-    # The venv's own programs alone on the PATH: no compiler for a source build to find.
-    env = {**os.environ, "PATH": str(venv / "bin")}
-    started = time.perf_counter()
-    constraints = ROOT / "constraints.txt"
-    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
-    run(*pip, wheel, env=env)
-    seconds = time.perf_counter() - started
-    assert seconds < 60, f"the core took {seconds:.0f} s to install"
-    installed = run(UV, "pip", "freeze", "--python", python).lower()
+def test_the_wheel_and_the_sdist_carry_heron_docs_with_their_vectors(wheel: Path) -> None:
+    """setup.py maps docs/ to the package ``heron._docs``: every page and every file of
+    its shipped vectors, byte for byte, in the wheel there and in the sdist as docs/."""
+    docs = ROOT / "docs"
+    carried = sorted([*docs.glob("*.md"), *(docs / FOLDER).iterdir()])
+    assert (docs / FOLDER / "manifest.json") in carried and len(carried) > 4
+    with zipfile.ZipFile(wheel) as archive:
+        for path in carried:
+            name = f"heron/_docs/{path.relative_to(docs).as_posix()}"
+            assert archive.read(name) == path.read_bytes(), name
+    (sdist,) = wheel.parent.glob("heron-*.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = set(archive.getnames())
+    for path in carried:
+        assert f"heron-{__version__}/docs/{path.relative_to(docs).as_posix()}" in names, path
+
+
+def test_a_new_home_of_the_installed_wheel_cites_heron_docs(core: Core, tmp_path: Path) -> None:
+    """``pip install heron``, then a new home's first question about Heron: answered from
+    the docs inside the installed package, their shipped vectors loaded (a built-in
+    library is loaded from them only when every page is current, nothing embedded), with no
+    checkout and no ``heron index``. The core's embedder is MiniLM (no e5 extra) and its
+    answer extractive (no local model)."""
+    env = {
+        **core.env,
+        "HERON_HOME": str(tmp_path / "home"),
+        "HERON_MODELS_DIR": str(Settings().models_dir),  # the tokenizer scripts/setup fetched
+    }
+    env.pop("HERON_CONFIG", None)
+    answer = json.loads(
+        run(core.venv / "bin" / "heron", "ask", "What is Heron?", "--json", env=env)
+    )
+    # -I: the installed package, not the checkout a bare -c would put first from the cwd.
+    package = run(core.venv / "bin" / "python", "-I", "-c", "import heron; print(heron.__file__)")
+    docs = Path(package.strip()).parent / "_docs"
+    assert answer["citations"], answer
+    for citation in answer["citations"]:
+        assert citation["library"] == "heron", citation
+        assert Path(citation["url_or_path"]).parent == docs, citation
+    assert "self-hosted" in answer["answer"], answer
+
+
+def test_the_core_installs_from_wheels_and_runs(uv: str, core: Core, tmp_path: Path) -> None:
+    venv, env = core.venv, core.env
+    assert core.seconds < 60, f"the core took {core.seconds:.0f} s to install"
+    installed = run(uv, "pip", "freeze", "--python", venv / "bin" / "python").lower()
     for extra in EXTRAS.values():
         for package in extra.packages:
             assert f"\n{package}==" not in f"\n{installed}", f"{package} came with the core"
@@ -91,7 +161,7 @@ def test_the_core_installs_from_wheels_and_runs(wheel: Path, tmp_path: Path) -> 
     assert not any(c["detail"].startswith("unexpected") for c in checks.values()), checks
 
 
-def test_the_lowest_allowed_versions_install_and_run(wheel: Path, tmp_path: Path) -> None:
+def test_the_lowest_allowed_versions_install_and_run(uv: str, wheel: Path, tmp_path: Path) -> None:
     """The CI step for the floors: every requirement of the core at the lowest version
     pyproject.toml allows (uv's lowest-direct: what those pull in resolves to its newest),
     from wheels only, then the wheel over them and a smoke run of the main job: a
@@ -99,12 +169,12 @@ def test_the_lowest_allowed_versions_install_and_run(wheel: Path, tmp_path: Path
     e5 and postgres extras, and those libraries' own tests)."""
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
-    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    run(uv, "venv", "--quiet", "--python", sys.executable, venv)
     env = {**os.environ, "PATH": f"{venv / 'bin'}:{os.environ.get('PATH', '')}"}
-    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build")
+    pip = (uv, "pip", "install", "--quiet", "--python", python, "--no-build")
     run(*pip, "--resolution", "lowest-direct", "-r", ROOT / "pyproject.toml", env=env)
     run(*pip, "--no-deps", wheel, env=env)
-    installed = run(UV, "pip", "freeze", "--python", python).lower()
+    installed = run(uv, "pip", "freeze", "--python", python).lower()
     assert "\napprise==2.0.0\n" in f"\n{installed}"  # the floors, not the newest
     assert "\nstarlette==1.7.0\n" in f"\n{installed}"
 
@@ -140,7 +210,9 @@ def test_the_lowest_allowed_versions_install_and_run(wheel: Path, tmp_path: Path
     assert answer["citations"][0]["page"] == "lunch", answer
 
 
-def test_the_web_extra_installs_what_fetch_url_imports(wheel: Path, tmp_path: Path) -> None:
+def test_the_web_extra_installs_what_fetch_url_imports(
+    uv: str, wheel: Path, tmp_path: Path
+) -> None:
     """``heron[web]`` in a fresh venv reads a page: trafilatura's justext imports
     ``lxml.html.clean``, which lxml 5.2 moved to ``lxml_html_clean``; an install without
     it could not import fetch_url's extractor (found by an attack run). The extra declares
@@ -151,10 +223,10 @@ def test_the_web_extra_installs_what_fetch_url_imports(wheel: Path, tmp_path: Pa
     assert 'lxml-html-clean>=0.1; extra == "web"' in requires
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
-    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    run(uv, "venv", "--quiet", "--python", sys.executable, venv)
     env = {**os.environ, "PATH": str(venv / "bin")}
     constraints = ROOT / "constraints.txt"
-    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
+    pip = (uv, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
     run(*pip, f"heron[web] @ {wheel.as_uri()}", env=env)
     page = "<html><head><title>VPN</title></head><body><nav>Home | Help</nav><article>"
     page += "<h1>VPN</h1>" + "<p>The VPN password rotates every 90 days.</p>" * 5
@@ -170,7 +242,9 @@ def test_the_web_extra_installs_what_fetch_url_imports(wheel: Path, tmp_path: Pa
     assert "The VPN password rotates every 90 days." in out and "Home | Help" not in out
 
 
-def test_the_docs_extra_installs_what_the_readers_import(wheel: Path, tmp_path: Path) -> None:
+def test_the_docs_extra_installs_what_the_readers_import(
+    uv: str, wheel: Path, tmp_path: Path
+) -> None:
     """``heron[docs]`` in a fresh venv reads a PDF, a Word file, a deck, a workbook and
     an HTML page (made here by their own writers) into the Markdown Heron chunks."""
     from tests.libraries import documents  # the writers are this venv's, not the new one's
@@ -189,10 +263,10 @@ def test_the_docs_extra_installs_what_the_readers_import(wheel: Path, tmp_path: 
         (files / name).write_bytes(data)
     venv = tmp_path / "venv"
     python = venv / "bin" / "python"
-    run(UV, "venv", "--quiet", "--python", sys.executable, venv)
+    run(uv, "venv", "--quiet", "--python", sys.executable, venv)
     env = {**os.environ, "PATH": str(venv / "bin")}
     constraints = ROOT / "constraints.txt"
-    pip = (UV, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
+    pip = (uv, "pip", "install", "--quiet", "--python", python, "--no-build", "-c", constraints)
     run(*pip, f"heron[docs] @ {wheel.as_uri()}", env=env)
     code = (
         "import sys, pathlib, heron.extras\n"
