@@ -76,7 +76,7 @@ from heron.agent.followup import last_reply
 from heron.agent.guard import Scaffold, repeats
 from heron.agent.loop import Loop, LoopLimits, Prompt, SearchHook, ToolHook, tell
 from heron.agent.prompt import lead_prompt, lead_written, system_prompt
-from heron.agent.recall import Recall, interleave
+from heron.agent.recall import JobResult, Recall, answering, interleave
 from heron.agent.retrieval import EXTRACTIVE_PASSAGES, Found, Retriever
 from heron.agent.routing import ToolOffer
 from heron.agent.sessions import Sessions, check_session_id, new_session_id
@@ -352,8 +352,13 @@ class Agent(Resource):
             prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
+            # A model reads the jobs' results in its prompt; quotes need them weighed.
+            job = None
+            if mode == "extractive":
+                embedder, best = self.store.embedder, decision.docs_score
+                job = answering(turn.message, vector, before, embedder, best)
         return _Grounded(
-            session_id, mode, found, decision, passages, skills, prompt, query, evidence
+            session_id, mode, found, decision, passages, skills, prompt, query, evidence, job
         )
 
     def _passages(
@@ -491,8 +496,13 @@ class Agent(Resource):
         """The extractive answer as the loop's text; returns the citations it quotes."""
         passages = grounded.prompt.passages
         with record.clock("extractive"):
-            text, quoted, used, short = self._extract(turn, grounded, loop.tools)
-            citations = [passages[i][0] for i in used]  # the passages quoted
+            if grounded.job is not None:
+                text, short = self._recalled(turn, grounded.job, loop.tools), False
+                citations, quoted = [grounded.job.citation], [text]
+                record.notes.append(f"answered from the result of job {grounded.job.id}")
+            else:
+                text, quoted, used, short = self._extract(turn, grounded, loop.tools)
+                citations = [passages[i][0] for i in used]  # the passages quoted
         if not fallback:
             lead = self._lead(turn, quoted, loop) if quoted else ""
             text = f"{lead}\n\n{text}" if lead else text
@@ -638,6 +648,14 @@ class Agent(Resource):
             )
         return "\n\n".join(parts), quotes, used, short
 
+    def _recalled(self, turn: Turn, job: JobResult, uses: Sequence[ToolUse]) -> str:
+        """The extractive answer from a delegated job's result (``heron.agent.recall``),
+        in the asker's language, cited as marker 1; then what the tools returned."""
+        parts = [job.statement(speaks(turn.message), "[1]")]
+        if uses:
+            parts.append(tool_summary(uses))
+        return "\n\n".join(parts)
+
     def _fit(self, turn: Turn, text: str) -> tuple[str, bool]:
         """``text`` within the turn's ``max_tokens`` as the model's tokenizer counts them
         (``count_tokens``, what ``/v1`` reports as ``completion_tokens``), and whether it
@@ -735,6 +753,8 @@ class _Grounded:
     prompt: Prompt
     skill_query: SkillContext | None = None
     evidence: Evidence | None = None
+    #: The delegated job whose result answers an extractive turn (``recall.answering``).
+    job: JobResult | None = None
 
 
 @dataclass(frozen=True)

@@ -6,6 +6,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
+from urllib.parse import quote
 
 from heron.agent.triage import Evidence, Triage
 from heron.core.chat import ToolCall, Usage
@@ -38,7 +39,8 @@ def finish(reason: str | None, detail: str | None = None) -> tuple[str, str | No
 
 @dataclass(frozen=True)
 class Citation:
-    """One library passage an answer rests on."""
+    """One library passage an answer rests on, or the result of a job its conversation
+    delegated (``of_job``)."""
 
     library: str
     collection: str
@@ -49,6 +51,9 @@ class Citation:
     #: The document's pages (a PDF's, a deck's slides) the passage is on; ``None`` for a
     #: format without pages. ``url_or_path`` then opens the file there (``#page=N``).
     pages: tuple[int, int] | None = None
+    #: The id of the job whose result this cites (``of_job``): no library passage, the
+    #: verdict of a job the conversation delegated; ``None`` for a passage.
+    job: str | None = None
 
     @classmethod
     def from_result(cls, result: Mapping[str, Any]) -> Citation:
@@ -66,6 +71,20 @@ class Citation:
             pages=(int(pages[0]), int(pages[1])) if pages else None,
         )
 
+    @classmethod
+    def of_job(cls, job_id: str, prompt: str) -> Citation:
+        """The result of job ``job_id`` (asked to do ``prompt``), opened on the page's
+        jobs pane (``/jobs?job=ID``)."""
+        return cls(
+            library="",
+            collection="",
+            page="",
+            heading=prompt,
+            url_or_path=f"/jobs?job={quote(job_id)}",
+            line_range=(0, 0),
+            job=job_id,
+        )
+
     @property
     def label(self) -> str:
         """``(library, page)``, the form the prompt asks the model to cite."""
@@ -80,6 +99,7 @@ class Citation:
             "url_or_path": self.url_or_path,
             "line_range": list(self.line_range),
             "pages": list(self.pages) if self.pages else None,
+            "job": self.job,
         }
 
 

@@ -42,6 +42,14 @@ _WORDS: dict[str, dict[str, str]] = {
         "generative_api": ', or ask for the model\'s own answer ("answer": "generative")',
         "next_page": "Pick another library, or ask whoever runs Heron to add documents "
         "that cover it.",
+        "job_passed": 'The job "{prompt}" finished, and its checks passed.',
+        "job_not_passed": 'The job "{prompt}" finished, and its checks did not pass.',
+        "job_unverified": 'The job "{prompt}" finished; nothing verified what it found.',
+        "job_failed": 'The job "{prompt}" failed: {error}',
+        "job_aborted": 'The job "{prompt}" was stopped before it finished.',
+        "criterion_passed": "passed",
+        "criterion_not_passed": "not passed",
+        "criterion_unchecked": "not checked",
     },
     "pt": {
         "nothing_fits": "Não encontrei nada sobre isso em {scope}{score}, então não tenho "
@@ -63,6 +71,14 @@ _WORDS: dict[str, dict[str, str]] = {
         "generative_api": ', ou peça a resposta do próprio modelo ("answer": "generative")',
         "next_page": "Escolha outra biblioteca ou peça a quem administra o Heron para "
         "adicionar documentos sobre isso.",
+        "job_passed": 'O job "{prompt}" terminou, e suas verificações passaram.',
+        "job_not_passed": 'O job "{prompt}" terminou, e suas verificações não passaram.',
+        "job_unverified": 'O job "{prompt}" terminou; nada verificou o que ele encontrou.',
+        "job_failed": 'O job "{prompt}" falhou: {error}',
+        "job_aborted": 'O job "{prompt}" foi interrompido antes de terminar.',
+        "criterion_passed": "passou",
+        "criterion_not_passed": "não passou",
+        "criterion_unchecked": "não verificado",
     },
     "es": {
         "nothing_fits": "No encontré nada sobre esto en {scope}{score}, así que no tengo "
@@ -85,6 +101,14 @@ _WORDS: dict[str, dict[str, str]] = {
         "generative_api": ', o pide la respuesta del propio modelo ("answer": "generative")',
         "next_page": "Elige otra biblioteca o pide a quien administra Heron que añada "
         "documentos sobre esto.",
+        "job_passed": 'El trabajo "{prompt}" terminó, y sus comprobaciones pasaron.',
+        "job_not_passed": 'El trabajo "{prompt}" terminó, y sus comprobaciones no pasaron.',
+        "job_unverified": 'El trabajo "{prompt}" terminó; nada verificó lo que encontró.',
+        "job_failed": 'El trabajo "{prompt}" falló: {error}',
+        "job_aborted": 'El trabajo "{prompt}" se detuvo antes de terminar.',
+        "criterion_passed": "pasó",
+        "criterion_not_passed": "no pasó",
+        "criterion_unchecked": "sin comprobar",
     },
 }
 #: How each language's "found nothing" answer starts: a reply that says so is no subject

@@ -39,6 +39,7 @@ def test_ask_json_has_the_answer_and_its_grounding(
         "url_or_path": str(garden / "garden" / "watering.md"),
         "line_range": data["citations"][0]["line_range"],
         "pages": None,  # a PDF's or a deck's pages (issue 46): a Markdown page has none
+        "job": None,  # a passage, not a delegated job's result (issue 49)
     }
     again = run_heron(
         "ask",

@@ -25,8 +25,11 @@
 
   // -- one answer ----------------------------------------------------------------------
 
-  // A paged document's citation names its page, a Markdown page's its lines.
+  // A paged document's citation names its page, a Markdown page's its lines, a delegated
+  // job's result (c.job) the job; the job's opens the jobs pane on it (/jobs?job=ID).
+  const jobLink = (c) => "/jobs?job=" + encodeURIComponent(c.job);
   function citeLabel(c, n) {
+    if (c.job) return t("chat.source_label_job", { n: n, job: c.job, prompt: c.heading });
     const where = c.pages
       ? t("chat.source_label_pages", { n: n, library: c.library, page: c.page, pages: H.pagesLabel(c.pages) })
       : t("chat.source_label", { n: n, library: c.library, page: c.page,
@@ -54,6 +57,7 @@
       a.setAttribute("aria-label", citeLabel(c, n));
       a.title = citeLabel(c, n);
       a.dataset.page = c.page;
+      if (c.job) { a.href = jobLink(c); a.dataset.job = c.job; continue; }
       a.addEventListener("click", (e) => { e.preventDefault(); openCite(a, c); });
     }
     for (const pre of node.querySelectorAll("pre")) {
@@ -76,6 +80,10 @@
     if (!citations.length) return;
     view.sources.append(el("h3", { class: "mini", text: t("chat.sources") }),
       el("ol", { class: "source-list" }, citations.map((c, i) => {
+        if (c.job) {
+          return el("li", {}, el("a", { class: "cite-source", href: jobLink(c), "data-job": c.job,
+            "aria-label": citeLabel(c, i + 1), text: `${t("chat.job")} ${c.job} · ${c.heading}` }));
+        }
         const button = el("button", { type: "button", class: "link cite-source", "data-page": c.page,
           "aria-label": citeLabel(c, i + 1), text: `${c.library} / ${c.page}` + (c.heading ? ` · ${c.heading}` : "") +
             (c.pages ? ` · ${H.pagesLabel(c.pages)}` : "") });
