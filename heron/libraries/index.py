@@ -73,14 +73,17 @@ from heron.store import Record, Store, check_store
 from heron.store.analysis import page_language
 from heron.store.sql import embed_in_steps
 
-#: Bump when chunking or record layout changes: every page is then re-indexed. 4: each
-#: page's records carry the language they are analysed in (``language``), detected per page.
-INDEX_VERSION = "4"
+#: Bump when reading, chunking or record layout changes: every page is then re-indexed.
+#: 4: each page's records carry the language they are analysed in (``language``),
+#: detected per page. 5: a PDF is read by its paragraphs, without its running headers and
+#: footers, with headings from type size where it has no bookmarks.
+INDEX_VERSION = "5"
 #: What ``INDEX_VERSION`` changed, in words: the note a library indexed by an earlier one
 #: carries until it is re-indexed (``outdated_note``).
 INDEX_CHANGE = (
-    "each page analysed for lexical search in its own language; an earlier index has "
-    "every page analysed as English, and is searched so"
+    "a PDF read by its paragraphs, without its running headers and footers, with "
+    "headings where it has no bookmarks (5); each page analysed for lexical search in "
+    "its own language (4); an earlier index lacks what came after it, and is searched so"
 )
 #: Changed pages are embedded and written in groups of about this many records.
 GROUP_RECORDS = 1024  # large groups sort better by length (see _Indexer._embed)

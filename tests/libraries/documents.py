@@ -21,6 +21,9 @@ from pptx.util import Inches
 
 #: A page that is an image: ``(width, height, gray pixels)``, one byte a pixel.
 Scan = tuple[int, int, bytes]
+#: A line of a PDF page: its text, set in 12 pt, or ``(text, points)``; ``""`` leaves a
+#: line's space empty (between paragraphs).
+Line = str | tuple[str, int]
 
 
 def scan_of(text: str) -> Scan:
@@ -43,7 +46,7 @@ def _image(width: int, height: int, pixels: bytes) -> bytes:
     )
 
 
-def _pdf_objects(pages: Sequence[Sequence[str] | Scan | None]) -> bytes:
+def _pdf_objects(pages: Sequence[Sequence[Line] | Scan | None]) -> bytes:
     """A PDF of ``pages``: each a list of text lines, ``None`` for a page holding one
     grey image and no text (a scan of nothing), or a ``Scan`` (a scan of it)."""
     objects: list[bytes] = []
@@ -65,10 +68,11 @@ def _pdf_objects(pages: Sequence[Sequence[str] | Scan | None]) -> bytes:
         elif lines is None:
             content = b"q 400 0 0 500 100 150 cm /Im1 Do Q"
         else:
-            ops = [b"BT /F1 12 Tf 72 720 Td 16 TL"]
+            ops = [b"BT 72 720 Td 16 TL"]
             for line in lines:
-                escaped = line.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
-                ops.append(b"(" + escaped.encode("latin-1") + b") Tj T*")
+                text, size = (line, 12) if isinstance(line, str) else line
+                escaped = text.replace("\\", "\\\\").replace("(", "\\(").replace(")", "\\)")
+                ops.append(b"/F1 %d Tf (" % size + escaped.encode("latin-1") + b") Tj T*")
             content = b"\n".join([*ops, b"ET"])
         stream = add(b"<< /Length %d >>\nstream\n" % len(content) + content + b"\nendstream")
         kids.append(
@@ -98,7 +102,7 @@ def _pdf_objects(pages: Sequence[Sequence[str] | Scan | None]) -> bytes:
 
 
 def pdf(
-    pages: Sequence[Sequence[str] | Scan | None],
+    pages: Sequence[Sequence[Line] | Scan | None],
     outline: Sequence[tuple[str, int, int]] = (),
     title: str = "",
     password: str | None = None,

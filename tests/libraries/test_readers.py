@@ -68,6 +68,29 @@ def test_pdf_pages_bookmarks_and_scans() -> None:
     assert page.page_range(setup, setup + 1) == (2, 2)
 
 
+def test_pdf_without_bookmarks_reads_as_a_reader_sees_it() -> None:
+    """Running header and page numbers out, headings from type size (a wrapped one made
+    one), a blank line where a paragraph ends (a gap) and none inside one."""
+    guide = documents.pdf(
+        [
+            ["Field guide", ("Wading", 20), ("birds", 20), ("Herons", 16),
+             "Herons wade in shallow water to catch fish and frogs", "with their long bills.",
+             "", "Egrets are white herons.", "Page 1 of 3"],
+            ["Field guide", ("Shore birds", 20), "Plovers run along the beach.", "Page 2 of 3"],
+            ["Field guide", "Sandpipers probe the mud.", "Page 3 of 3"],
+        ]
+    )  # fmt: skip
+    doc = read_as("guide.pdf", guide)
+    assert list(zip(doc.lines, doc.pages, strict=True)) == [
+        ("# Wading birds", 1), ("", 1), ("## Herons", 1), ("", 1),
+        ("Herons wade in shallow water to catch fish and frogs", 1),
+        ("with their long bills.", 1), ("", 1),
+        ("Egrets are white herons.", 1), ("", 1),
+        ("# Shore birds", 2), ("", 2), ("Plovers run along the beach.", 2), ("", 2),
+        ("Sandpipers probe the mud.", 3), ("", 3),
+    ]  # fmt: skip
+
+
 def test_pdf_encrypted_or_damaged_is_refused_saying_why() -> None:
     with pytest.raises(Unreadable, match="encrypted: the PDF needs a password"):
         read_as("locked.pdf", documents.pdf([["secret plans"]], password="pw"))
