@@ -27,6 +27,7 @@ from heron.cli.library_files import register_library_files
 from heron.cli.llm import models_app
 from heron.cli.ops import register_ops, show_version
 from heron.cli.output import console, print_json, say
+from heron.cli.people import people_app
 from heron.cli.server import register_server
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
@@ -84,6 +85,7 @@ app.add_typer(models_app, name="models")
 app.add_typer(jobs_app, name="jobs")
 app.add_typer(keys_app, name="keys")
 app.add_typer(interventions_app, name="interventions")
+app.add_typer(people_app, name="people")
 app.add_typer(watchdog_app, name="watchdog")
 
 

@@ -41,13 +41,13 @@ Key = Annotated[str, typer.Argument(help="The condition's identity, e.g. collisi
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
-def _safe(text: str) -> str:
+def safe(text: str) -> str:
     """``text`` for a terminal: control characters escaped, then Rich markup."""
     return escape(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text))
 
 
 @contextmanager
-def _opened() -> Iterator[Interventions]:
+def opened() -> Iterator[Interventions]:
     from heron.interventions import open_interventions
     from heron.settings import Settings
 
@@ -58,7 +58,7 @@ def _opened() -> Iterator[Interventions]:
 def _line(item: Intervention) -> str:
     state = item.status if not item.delivered else ("resolved" if item.resolved_at else "active")
     done = f" {item.outcome} by {item.outcome_by}" if item.outcome else ""
-    return _safe(f"{item.id:>6} {state:<20} {item.room} {item.kind}: {item.text}{done}")
+    return safe(f"{item.id:>6} {state:<20} {item.room} {item.kind}: {item.text}{done}")
 
 
 def _print(item: Intervention, as_json: bool) -> None:
@@ -68,11 +68,11 @@ def _print(item: Intervention, as_json: bool) -> None:
     console.print(_line(item))
     for d in item.deliveries:
         outcome = "ok" if d.ok else f"failed ({d.error})"
-        console.print(_safe(f"        {d.channel} {d.target}: {outcome}, {d.attempts} attempt(s)"))
+        console.print(safe(f"        {d.channel} {d.target}: {outcome}, {d.attempts} attempt(s)"))
 
 
 def _run(action: Callable[[Interventions], Intervention], as_json: bool) -> None:
-    with _opened() as service:
+    with opened() as service:
         item = action(service)
         service.wait()
         if item.id:  # a suppressed raise is counted, not stored: it has no id to read
@@ -149,7 +149,7 @@ def list_(
 
     Example: heron interventions list --room team --active
     """
-    with _opened() as service:
+    with opened() as service:
         found = service.list(room, limit=limit, active_only=active)
     if as_json:
         print_json([item.to_dict() for item in found])
@@ -171,7 +171,7 @@ def stats(
 
     Example: heron interventions stats --room team
     """
-    with _opened() as service:
+    with opened() as service:
         kinds = [s.to_dict() for s in service.stats()]
         learned = [item.to_dict() for item in service.learned(room)]
         changes = [change.to_dict() for change in service.changes(room, limit=20)]
@@ -185,7 +185,7 @@ def stats(
     console.print("kind                 raised delivered cooldown guard accept dismiss")
     for r in kinds:
         console.print(
-            _safe(
+            safe(
                 f"{r['kind']:<20} {r['raised']:>6} {r['delivered']:>9} "
                 f"{r['suppressed_cooldown']:>8} {r['suppressed_guard']:>5} "
                 f"{pct(r['accept_rate']):>6} {pct(r['dismiss_rate']):>7}"
@@ -198,12 +198,12 @@ def stats(
         console.print("\nlearned (room kind: steps down from the policy; reset with heron "
                       "interventions reset KIND --room ROOM)")  # fmt: skip
         for item in moved:
-            console.print(_safe(f"  {item['room']} {item['kind']}: {item['step']}"))
+            console.print(safe(f"  {item['room']} {item['kind']}: {item['step']}"))
     if changes:
         console.print("\npolicy changes, newest first")
         for c in changes:
             console.print(
-                _safe(
+                safe(
                     f"  {c['id']:>5} {c['room']} {c['kind']}: step {c['from_step']} -> "
                     f"{c['to_step']} by {c['by']}: {c['reason']}"
                 )
@@ -222,12 +222,12 @@ def reset(
 
     Example: heron interventions reset collision --room team
     """
-    with _opened() as service:
+    with opened() as service:
         done = service.reset(room, kind, getpass.getuser())
     if as_json:
         print_json(done.to_dict())
         return
-    console.print(_safe(f"{done.room} {done.kind}: back at its policy (step {done.step})."))
+    console.print(safe(f"{done.room} {done.kind}: back at its policy (step {done.step})."))
 
 
 @interventions_app.command("prune")
@@ -238,7 +238,7 @@ def prune(as_json: JsonFlag = False) -> None:
 
     Example: heron interventions prune --json
     """
-    with _opened() as service:
+    with opened() as service:
         done = service.prune().to_dict()
     if as_json:
         print_json(done)

@@ -11,6 +11,11 @@ answer or cannot prove the home's secret, a refusal (a token it wants and this c
 does not send, a context it does not know) or the method's error. The in-process run
 then does the work again and, for an error, says it in the command's own words.
 
+``require(command, method, params)`` is for a command only the server can run (what it
+holds in memory: a room's activity, ``heron people activity``): the result, or
+``InputError`` saying what the server answered (its refusal, in its own words) or why no
+server took it and how to start one.
+
 Standard library and ``httpx`` only, imported when a server is announced: looking costs
 a command without a server a file lookup.
 """
@@ -26,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from heron import discovery
+from heron.errors import InputError
 
 #: Where the last path of each command is kept, in the home.
 PATHS = "paths.json"
@@ -40,8 +46,40 @@ CONTEXT_HEADER = "X-Heron-Context"
 SERVER, IN_PROCESS = "server", "in-process"
 
 
+class Refused(discovery.Unusable):
+    """The server took the call and answered with an error, ``message``."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(f"the server answered {status}: {message}")
+        self.message = message
+
+
 def call(command: str, method: str, params: dict[str, Any]) -> Any | None:
     """``method``'s result from the home's server, or ``None`` to run ``command`` here."""
+    try:
+        return _through(command, method, params)
+    except discovery.Unusable:
+        return None
+
+
+def require(command: str, method: str, params: dict[str, Any]) -> Any:
+    """``method``'s result from the home's server; ``InputError`` with the server's own
+    message when it refused, or why none took it and how to start one."""
+    try:
+        return _through(command, method, params)
+    except Refused as said:
+        raise InputError(said.message) from None
+    except discovery.Unusable as why:
+        raise InputError(
+            f"heron {command} goes to this home's running server, and none took it ({why}). "
+            "Start one in another terminal (heron serve), with the same HERON_* settings, "
+            "then run this again."
+        ) from None
+
+
+def _through(command: str, method: str, params: dict[str, Any]) -> Any:
+    """``method``'s result from the home's server, the path it took kept for ``heron
+    info``; ``Unusable`` (``Refused`` for the method's error) when it did not answer."""
     home = discovery.home()
     try:
         announced = discovery.read(home)
@@ -50,7 +88,7 @@ def call(command: str, method: str, params: dict[str, Any]) -> Any | None:
         result = _call(announced, home, method, params)
     except discovery.Unusable as why:
         _record(home, command, IN_PROCESS, str(why))
-        return None
+        raise
     _record(home, command, SERVER, announced.uds or announced.url)
     return result
 
@@ -95,7 +133,7 @@ def _call(
     if reply.status_code != 200 or not isinstance(data, dict) or "result" not in data:
         error = data.get("error") if isinstance(data, dict) else None
         said = error.get("message") if isinstance(error, dict) else reply.reason_phrase
-        raise discovery.Unusable(f"the server answered {reply.status_code}: {said}")
+        raise Refused(reply.status_code, str(said))
     return data["result"]
 
 
