@@ -25,6 +25,12 @@
    ``/jobs/stream?session=S``; then what the next turn pays to replay the verdicts
    (``heron.agent.wiring.job_results`` on that conversation: 5 jobs, 50 reads). Targets:
    p95 <= 1,000 ms (one poll of another process's writes, at most); replay <= 20 ms.
+   Then the next turns on the default (extractive) model, through ``agent.chat`` in that
+   conversation: "What did the check find?" and "O que o job encontrou?" (5 each, after
+   one of each unmeasured: the models load), each timed, and whether its answer cites
+   the job; and 5 questions about the home's one library (a page on watering tomatoes)
+   in the same conversation, which must cite the library, not the job. Targets: every
+   follow-up cites the job, every library question the library; median <= 500 ms.
 """
 
 from __future__ import annotations
@@ -171,9 +177,10 @@ def _screen(url: str) -> tuple[float, float]:
     return float(np.percentile(samples, 50)), float(np.percentile(samples, 95))
 
 
-def _job_ends(url: str, home: Path) -> tuple[float, float, float]:
+def _job_ends(url: str, home: Path) -> tuple[float, float, float, str, str]:
     """Job end -> the conversation's job stream, p50 and p95 in ms; the replay of the
-    conversation's verdicts into a turn's history, median ms."""
+    conversation's verdicts into a turn's history, median ms; the next turns answered
+    from the job (``_next_turns``)."""
     from heron.agent.wiring import job_results
     from heron.jobs import open_jobs
     from heron.settings import Settings
@@ -217,11 +224,58 @@ def _job_ends(url: str, home: Path) -> tuple[float, float, float]:
             times.append((time.perf_counter() - start) * 1000)
     finally:
         jobs.close()
-    return float(np.percentile(ms, 50)), float(np.percentile(ms, 95)), statistics.median(times)
+    turns, docs = _next_turns(url, session)
+    p50, p95 = float(np.percentile(ms, 50)), float(np.percentile(ms, 95))
+    return p50, p95, statistics.median(times), turns, docs
 
 
-def _conversation(home: Path) -> tuple[float, float, float, float, float]:
+def _next_turns(url: str, session: str) -> tuple[str, str]:
+    """The follow-ups about the conversation's jobs, answered on the default model: their
+    median ms and how many cite a job, per language; the library questions that cite
+    the library (``_library``), not a job."""
+    asked = {"en": "What did the check find?", "pt": "O que o job encontrou?"}
+    cited: Counter[str] = Counter()
+    times: list[float] = []
+    with httpx.Client(timeout=120) as http:
+
+        def turn(message: str) -> dict[str, Any]:
+            return _rpc(http, url, "agent.chat", message=message, session_id=session)
+
+        for message in asked.values():  # unmeasured: the first loads each language's model
+            turn(message)
+        for _ in range(5):
+            for lang, message in asked.items():
+                start = time.perf_counter()
+                answer = turn(message)
+                times.append((time.perf_counter() - start) * 1000)
+                cited[lang] += any(c.get("job") for c in answer["citations"])
+        found = [turn("How often should I water tomato plants?")["citations"] for _ in range(5)]
+    from_library = sum(bool(c) and all(x["library"] == "garden" for x in c) for c in found)
+    said = ", ".join(f"{lang} {cited[lang]}/5" for lang in asked)
+    return f"{statistics.median(times):.0f} ms; cite the job: {said}", f"{from_library}/5"
+
+
+def _library(home: Path) -> None:
+    """The library ``garden`` (one page) indexed in ``home``, before its server starts."""
+    from heron.libraries import add_library, index_library
+    from heron.settings import Settings
+    from heron.store import open_store
+
+    docs = home.parent / "garden"
+    docs.mkdir(parents=True)
+    (docs / "watering.md").write_text(
+        "# Watering tomatoes\n\nWater tomato plants deeply twice a week, at the base, early "
+        "in the morning.\n"
+    )
+    settings = Settings(home=home, library_default_docs=False)
+    add_library("garden", str(docs), settings)
+    with open_store(settings) as store:
+        index_library("garden", store, settings=settings)
+
+
+def _conversation(home: Path) -> tuple[float, float, float, float, float, str, str]:
     repo = _workspace(home.parent)
+    _library(home)
     proc, url = start_server(
         {
             "HERON_HOME": str(home),
@@ -291,13 +345,16 @@ def run() -> str:
         p50, p99 = _latency(root / "home")
         rows.append(("raised -> card on SSE, p50", f"{p50:.1f} ms", "<= 50 ms"))
         rows.append(("raised -> card on SSE, p99", f"{p99:.1f} ms", "<= 200 ms"))
-        s50, s95, j50, j95, replay = _conversation(root / "conversation" / "home")
+        s50, s95, j50, j95, replay, turns, docs = _conversation(root / "conversation" / "home")
         rows.append(("raised -> card in the chat page, p50", f"{s50:.1f} ms", ""))
         rows.append(("raised -> card in the chat page, p95", f"{s95:.1f} ms", "<= 250 ms"))
         rows.append(("job end -> its conversation's stream, p50", f"{j50:.0f} ms", ""))
         rows.append(("job end -> its conversation's stream, p95", f"{j95:.0f} ms", "<= 1000 ms"))
         rows.append(("verdicts replayed into a turn (5 jobs), median", f"{replay:.2f} ms",
                      "<= 20 ms"))  # fmt: skip
+        rows.append(("next turn answered from the job (extractive), median", turns,
+                     "<= 500 ms; 5/5 each"))  # fmt: skip
+        rows.append(("a library question in that conversation cites it", docs, "5/5"))
 
         pg = postgres_url(f"interventions_{os.getpid()}")
         backends = {
