@@ -19,7 +19,9 @@ One ``ask`` runs three phases over small values (``_run``):
    the model's ``answers`` capability in models.yml):
 
    - ``extractive``: the passages' own sentences that answer the message, each cited
-     (``heron.agent.extractive``); no model call, except a one-line lead when the model
+     (``heron.agent.extractive``), or the result of a job the conversation delegated
+     when it answers the message better (``heron.agent.recall.answering``, cited as
+     the job); no model call, except a one-line lead when the model
      is a capable one (``answers: generative``) and the arguments of a forced tool call,
      whose results then make the answer;
    - ``generative``: the loop (``heron.agent.loop``): a model call; its tool calls run

@@ -20,11 +20,12 @@ from typing import Any
 import pytest
 
 from heron.agent.wiring import ActivityReport
-from heron.cli.people import ACTIVITY_KINDS
+from heron.cli.people import ACTIVITY_KINDS, people_app
 from tests.interventions.test_service import Recorder, listener  # noqa: F401 (the webhook)
 from tests.server.conftest import free_socket, wait_healthy
 
 ROOM = "voice-team"
+DOCS = Path(__file__).parents[2] / "docs" / "interventions.md"
 EDIT = ["--path", "backend/voice/livekit.py", "--heading", "LiveKit room"]
 #: An environment variable that is no setting: the command's fingerprint differs from the
 #: server's, so no server of the home takes it (heron.discovery.fingerprint).
@@ -65,6 +66,13 @@ def served(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Itera
         finally:
             server.terminate()
             server.wait(60)
+
+
+def test_every_command_is_documented_with_an_example() -> None:
+    text = DOCS.read_text(encoding="utf-8")
+    for command in people_app.registered_commands:
+        assert command.name and f"heron people {command.name}" in text, command.name
+        assert "Example: heron people" in (command.callback.__doc__ or ""), command.name
 
 
 def test_the_activity_kinds_the_help_lists_are_the_agents() -> None:
