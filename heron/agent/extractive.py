@@ -104,6 +104,8 @@ _ABOUT = re.compile(
 #: words, so that "What is the default hard eviction threshold ...?" asks for a value).
 DEFINITION_BONUS = 1.0
 DEFINED_WORDS = 4
+#: Sentences that define the term weighed beyond the BM25 ``CANDIDATES`` (``_candidates``).
+DEFINITIONS = 4
 _DEFINE = re.compile(
     r"^\W*(?:what|who)\s+(?:is|are)\s+(?:an?\s+|the\s+)?(?P<en>[^?]+?)\s*\??$"
     r"|^\W*(?:o\s+)?que\s+(?:é|são)\s+(?:o\s+|a\s+|os\s+|as\s+|um\s+|uma\s+)?"
@@ -237,9 +239,11 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
         (
             "value",
             r"^\W*(?:(?:and|e|y)\s+)?(?:what|which|qual|cu[áa]l)(?:'s|\s+is|\s+are|\s+é|\s+es)?"
-            r"\s+(?:the\s+|o\s+|a\s+|el\s+|la\s+)?(?:\w+\s+){0,3}(?:extension|phone|number|port"
-            r"|address|email|e-mail|url|link|code|server|host|ramal|telefone|n[úu]mero|porta"
-            r"|endere[çc]o|c[óo]digo|servidor|extensi[óo]n|tel[ée]fono|puerto|direcci[óo]n)\b",
+            r"\s+(?:the\s+|o\s+|a\s+|el\s+|la\s+|os\s+|as\s+|los\s+|las\s+)?(?:\w+\s+){0,3}"
+            r"(?:extensions?|phones?|numbers?|ports?|address(?:es)?|e-?mails?|urls?|links?|codes?"
+            r"|servers?|hosts?|ramais|ramal|telefones?|n[úu]meros?|portas?|endere[çc]os?"
+            r"|c[óo]digos?|servidor(?:es)?|extensi[óo]n(?:es)?|tel[ée]fonos?|puertos?"
+            r"|direcci[óo]n(?:es)?)\b",
         ),
         (
             "when",
@@ -247,7 +251,12 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
             r"|\b(?:at|by) what (?:time|hour|date)\b|\bwhich day\b|\ba que horas\b"
             r"|^\W*what hours\b|\bqu[ée] horario\b|\bque hor[áa]rio\b"
             r"|\ba qu[ée] hora\b|\bem que dia\b|\bqu[ée] d[íi]a\b|\bfrom which day\b"
-            r"|\ba partir de que dia\b",
+            r"|\ba partir de que dia\b"
+            # "What are the desk's hours?", "Qual é o horário ...?": the thing asked is a time.
+            r"|^\W*(?:(?:and|e|y)\s+)?(?:what|which|qual|cu[áa]l)(?:'s|\s+is|\s+are|\s+é"
+            r"|\s+es|\s+s[ãa]o|\s+son)?\s+(?:the\s+|o\s+|a\s+|el\s+|la\s+|os\s+|los\s+)?"
+            r"(?:\w+\s+){0,2}(?:hours|schedule|opening times|time|date|day|hor[áa]rios?|hora"
+            r"|data|dia|fecha|d[íi]a)\b",
         ),
         ("where", r"^\W*(?:(?:and|e|y)\s+)?(?:where|onde|d[óo]nde|aonde|ad[óo]nde)\b"),
         ("why", r"^\W*(?:(?:and|e|y)\s+)?(?:why|por ?que|por qu[ée]|porqu[ée])\b"),
@@ -279,7 +288,9 @@ _NUMBER = re.compile(
     r"|uno|dos|tres|cuatro|seis|siete|ocho|nueve|diez|veinte|treinta)\b",
     re.IGNORECASE,
 )
-_VALUE = re.compile(r"\d|@|://|`[^`]+`|\b[\w-]+\.(?:example|com|org|net|io|local|internal)\b")
+#: A value to type or dial: digits, an address, a link, a host name (not any `code`: a
+#: field's name is not the address asked for).
+_VALUE = re.compile(r"\d|@|://|\b[\w-]+\.(?:example|com|org|net|io|local|internal)\b")
 _TIME = re.compile(
     r"\d{1,2}[:h]\d{2}|\b\d{1,2}\s?(?:am|pm)\b|\b\d{1,2}(?:st|nd|rd|th)\b|\b(?:monday|tuesday"
     r"|wednesday|thursday|friday|saturday|sunday|weekdays?|weekends?|morning|afternoon|evening"
@@ -297,9 +308,13 @@ _PERSON = re.compile(
     r"respons[áa]vel|llama|contacta|pregunta|extensi[óo]n|equipo|jefe)\b|@|#\w|\+?\d[\d -]{5,}",
     re.IGNORECASE,
 )
+#: A place: a preposition before a name or a path ("in Pulse", "under `Absence`"), a link,
+#: or a word for a place; not any preposition ("in the afternoon" is a time).
 _PLACE = re.compile(
     r"\b(?:in|at|on|under|from|inside|through|via|em|no|na|en|por)\s+(?:the\s+|o\s+|a\s+|el\s+|"
-    r"la\s+)?[A-Z`\w]|https?://|/\w|>|\bfloor\b|\broom\b|\bportal\b|\bchannel\b|\bfolder\b",
+    r"la\s+)?[A-Z`*]|https?://|/\w|>|(?i:\b(?:floors?|rooms?|portal|channel|folder|reception"
+    r"|office|building|desk|drive|site|page|menu|tab|andar|sala|pr[ée]dio|recep[çc][ãa]o"
+    r"|escrit[óo]rio|pasta|canal|planta|edificio|recepci[óo]n|oficina|carpeta)\b)",
 )
 _REASON = re.compile(
     r"\b(?:because|since|so that|to avoid|in order to|otherwise|which means|porque|pois|para que"
@@ -329,6 +344,9 @@ _LEANS = re.compile(
 )
 
 
+_CLAUSE = re.compile(r"[,;:]\s+")
+
+
 def asks(question: str) -> Kind | None:
     """The kind of fact ``question`` asks for (English, Portuguese, Spanish), or ``None``.
 
@@ -336,10 +354,16 @@ def asks(question: str) -> Kind | None:
     ('who', 'count')
     >>> asks("What are the severity levels for incidents?"), asks("¿Cuándo cierra la nómina?")
     ('list', 'when')
+    >>> asks("I'm new, where do I go on my first morning?")
+    'where'
     """
-    for kind, pattern in _KINDS:
-        if pattern.search(question):
-            return kind
+    # People lead with what happened and ask after a comma ("I'm new, where do I go
+    # ...?", "it says my account is locked, what happened?"): each clause is asked too.
+    clauses = [question, *(c for c in _CLAUSE.split(question)[1:] if c.strip())]
+    for clause in clauses:
+        for kind, pattern in _KINDS:
+            if pattern.search(clause):
+                return kind
     return None
 
 
@@ -460,13 +484,22 @@ def _weights(terms: Sequence[str], latest: str | None) -> dict[str, float] | Non
     return {t: 1.0 if t in own else EARLIER_WEIGHT for t in terms}
 
 
-def _candidates(units: list[_Unit], lexical: np.ndarray, count: int) -> list[int]:
-    """Indices of the ``count`` sentences to embed: best BM25 first, then passage order."""
+def _candidates(
+    units: list[_Unit], lexical: np.ndarray, count: int, term: str | None = None
+) -> list[int]:
+    """Indices of the ``count`` sentences to embed: best BM25 first, then passage order;
+    and, when the question asks what ``term`` is, up to ``DEFINITIONS`` more that
+    ``defines`` it. BM25 favours short sentences dense in the question's words, so a
+    page's long opening definition ("Heron is a self-hosted pipeline that ... and ...")
+    lost its place to passing mentions and never reached ``DEFINITION_BONUS``."""
     order = sorted(
         range(len(units)),
         key=lambda i: (-float(lexical[i]), units[i].passage, units[i].sentence.position),
     )
-    return order[:count]
+    chosen = order[:count]
+    if term:
+        chosen += [i for i in order[count:] if defines(units[i].sentence.text, term)][:DEFINITIONS]
+    return chosen
 
 
 def _head(text: str) -> str:
@@ -528,12 +561,16 @@ def _adjustment(
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     text = unit.sentence.text
+    # The definition asked for stands wherever retrieval placed its page: a term named on
+    # every page of a library ("What is Heron?" in Heron's docs) leaves the page that
+    # defines it behind pages that merely use it.
+    definition = bool(term) and defines(text, term or "")
     return (
-        (DEFINITION_BONUS if term and defines(text, term) else 0.0)
+        (DEFINITION_BONUS if definition else 0.0)
         + (KIND_BONUS if states(text, kind) or (kind == "list" and unit.sentence.group) else 0.0)
         - (REPEAT_PENALTY if said and _words(text) in said else 0.0)
         - (LISTING_PENALTY if unit.passage < len(listing) and listing[unit.passage] else 0.0)
-        - PASSAGE_PENALTY * behind[unit.passage]
+        - (0.0 if definition else PASSAGE_PENALTY * behind[unit.passage])
         - LINK_PENALTY * unit.sentence.linked
         - (NAVIGATION_PENALTY if navigation else 0.0)
     )
@@ -548,6 +585,7 @@ class _Weighed(NamedTuple):
     keys: np.ndarray
     vectors: np.ndarray
     cosines: np.ndarray
+    term: str | None  # the term the question asks to define (``defined``)
 
 
 def _weigh(
@@ -565,12 +603,14 @@ def _weigh(
     lexical = bm25(terms, [u.terms for u in units], _weights(terms, latest))
     across = language(latest or question) != "en"
     count = CANDIDATES_ACROSS if across else CANDIDATES
-    keys = np.array(_candidates(units, lexical, count), dtype=np.int64)
+    # "What are the severity levels?" asks for the list, not for what severity levels are.
+    term = defined(latest or question) if asks(latest or question) != "list" else None
+    keys = np.array(_candidates(units, lexical, count, term), dtype=np.int64)
     # Sentences weighed, and compared with each other, as the question's model sees them.
     question_vector, vectors = query_space(
         vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
     )
-    return _Weighed(units, lexical, keys, vectors, vectors @ question_vector)
+    return _Weighed(units, lexical, keys, vectors, vectors @ question_vector, term)
 
 
 def closest(
@@ -609,7 +649,7 @@ def compose(
     weighed = _weigh(question, vector, passages, embedder, latest)
     if weighed is None or limits.sentences < 1:
         return Extract("", ())
-    units, lexical, keys, vectors, cosines = weighed
+    units, lexical, keys, vectors, cosines, term = weighed
     dense = np.argsort(-cosines, kind="stable")
     by_lexical = np.argsort(-lexical[keys], kind="stable")
     fused = fuse(
@@ -618,8 +658,6 @@ def compose(
     row = {int(k): i for i, k in enumerate(keys.tolist())}
     behind = _behind(len(passages), scores)
     kind = asks(latest or question)
-    # "What are the severity levels?" asks for the list, not for what severity levels are.
-    term = defined(latest or question) if kind != "list" else None
     said = _words(said)
     asked = _words(latest or question)
     listing = [len(asked.split()) >= MIN_WORDS and asked in _words(p) for p in passages]
@@ -678,10 +716,13 @@ def compose(
         if not _ABOUT.match(text):  # a pointer to its page sets no bar for the answer
             best = max(best, cosine)
         _follow(units, key, chosen, score_of, limits)
-    # The best sentence leads when it holds the kind of fact asked for; else the page's
-    # reading order reads better ("How do I roll back ...?": the steps in their order).
+    # The best sentence leads, with what must be read beside it: a person reads the
+    # first sentence, and the one before it in the page ("You are not forced to change
+    # your password ...") buried "After 5 wrong attempts the account locks ...". A
+    # procedure reads in the page's order ("How do I roll back ...?": the steps), unless
+    # the best sentence holds the kind of fact asked for.
     first = set()
-    if lead is not None and states(units[lead].sentence.text, kind):
+    if lead is not None and (kind != "how" or states(units[lead].sentence.text, kind)):
         first = _run(units, {k for k, _ in chosen}, lead)
     if kind == "list" and chosen:
         first = _whole_list(units, passages, chosen, score_of, limits)

@@ -116,6 +116,43 @@ def test_a_definition_answers_what_is(embedder: MiniLMEmbedder) -> None:
     assert answer.used[0] == 1
 
 
+def test_a_definition_far_behind_still_answers_what_is(embedder: MiniLMEmbedder) -> None:
+    # Fourteen short sentences naming Heron outscore, by BM25, the long sentence that
+    # defines it, and retrieval put their page far ahead: the definition is still weighed
+    # and leads (a fresh home's "What is Heron?" quoted a server page before).
+    server = " ".join(
+        f"The {topic} of heron runs on port {8000 + n} when the server starts."
+        for n, topic in enumerate(
+            [
+                "search",
+                "ask",
+                "index",
+                "jobs",
+                "cards",
+                "skills",
+                "tools",
+                "keys",
+                "limits",
+                "metrics",
+                "logs",
+                "pages",
+                "streams",
+                "uploads",
+            ]
+        )
+    )
+    overview = (
+        "Heron is a self-hosted intelligence pipeline for AI agents that chooses the "
+        "passages an agent gets, indexes a team's documents incrementally and answers "
+        "with citations to the page in the asker's language.\n"
+    )
+    question = "What is Heron?"
+    vector = embedder.embed([question])[0]
+    answer = compose(question, vector, [server, overview], embedder, scores=[9.0, 4.0])
+    assert answer.text.startswith("Heron is a self-hosted intelligence pipeline")
+    assert answer.used == (1,)
+
+
 def test_what_a_question_asks_to_define() -> None:
     assert defined("What is Heron?") == "heron"
     assert defined("What is a PersistentVolumeClaim in Kubernetes?") == "persistentvolumeclaim"
