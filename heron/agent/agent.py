@@ -350,15 +350,18 @@ class Agent(Resource):
                 docs_threshold=thresholds.docs,
                 tool_threshold=thresholds.tool,
             )
-            passages, evidence = self._passages(mode, decision, found, thresholds, record.notes)
-            prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
-            if mode == "generative" or prompt.forced:
-                record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
             # A model reads the jobs' results in its prompt; quotes need them weighed.
             job = None
             if mode == "extractive":
                 embedder, best = self.store.embedder, decision.docs_score
                 job = answering(turn.message, vector, before, embedder, best)
+            # What the passages' notes say ("these are the closest") is not about an
+            # answer that a job's result gives instead.
+            notes = record.notes if job is None else []
+            passages, evidence = self._passages(mode, decision, found, thresholds, notes)
+            prompt = self._prompt(turn, decision, passages, skills, routed, before, after)
+            if mode == "generative" or prompt.forced:
+                record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
         return _Grounded(
             session_id, mode, found, decision, passages, skills, prompt, query, evidence, job
         )
