@@ -35,13 +35,15 @@ from heron.store.analysis import query_terms
 
 #: Words that ask about a delegated job or what it found, in the languages Heron speaks
 #: (English, Portuguese, Spanish), as written: a question with one refers to the job.
+#: What the job was about (tests, a build) is its prompt's terms, not listed here: "how
+#: do I run the tests?" asks the libraries unless a job of the conversation ran them.
 ABOUT_JOBS = frozenset(
     """job jobs check checks checked task tasks result results verdict outcome finding
-    findings find found build builds built test tests background
-    tarefa tarefas verificação verificações checagem resultado resultados veredito teste
-    testes encontrou encontraram achou acharam descobriu
+    findings find found background
+    tarefa tarefas verificação verificações checagem resultado resultados veredito
+    encontrou encontraram achou acharam descobriu
     trabajo trabajos tarea tareas comprobación comprobaciones verificación resultado
-    resultados veredicto prueba pruebas encontró encontraron halló descubrió""".split()  # noqa: SIM905
+    resultados veredicto encontró encontraron halló descubrió""".split()  # noqa: SIM905
 )
 #: The bonus, in the embedder's ``spread``, of a question that refers to the job (one of
 #: ``ABOUT_JOBS``, or a term of its prompt) and of a short one that points back ("it").
