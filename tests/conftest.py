@@ -11,6 +11,7 @@ import pytest
 from heron.embed import Embedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import SQLiteStore, open_store
+from tests import budget
 from tests.llm_servers import KEY, ChatServer, serve
 
 SHARED = Path(os.environ.get("HERON_SHARED") or Path(__file__).parents[1] / ".." / "shared")
@@ -50,8 +51,9 @@ def pytest_configure(config: pytest.Config) -> None:
     default profile (multilingual, where e5 is installed) loads e5 too (about 2 s) and
     embeds every indexed text twice, which would put the suite past its budget.
     ``tests/embed/test_multilingual.py`` and the tests that ask for ``default_profile``
-    run on the default."""
+    run on the default. The whole run keeps to its time budget (``tests.budget``)."""
     os.environ["HERON_EMBEDDER"] = "minilm"
+    budget.register(config)
 
 
 @pytest.fixture
