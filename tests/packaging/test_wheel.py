@@ -130,7 +130,9 @@ def test_a_new_home_of_the_installed_wheel_cites_heron_docs(core: Core, tmp_path
     # -I: the installed package, not the checkout a bare -c would put first from the cwd.
     package = run(core.venv / "bin" / "python", "-I", "-c", "import heron; print(heron.__file__)")
     docs = Path(package.strip()).parent / "_docs"
-    assert answer["citations"], answer
+    # None: the docs did not load from their vectors, which are stale once docs/ or the
+    # index changes (tests/libraries/test_shipped_vectors.py names the fix).
+    assert answer["citations"], f"no citation: run scripts/ship-vectors? {answer}"
     for citation in answer["citations"]:
         assert citation["library"] == "heron", citation
         assert Path(citation["url_or_path"]).parent == docs, citation
