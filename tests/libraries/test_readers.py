@@ -91,6 +91,25 @@ def test_pdf_without_bookmarks_reads_as_a_reader_sees_it() -> None:
     ]  # fmt: skip
 
 
+def test_pdf_text_set_large_and_a_line_on_two_pages_stay_text() -> None:
+    """Four lines in a large type are a callout, not a heading (nor is its tail); a line
+    at the top of both pages of a two-page PDF may be the text's own: kept."""
+    quote = [("Big quote one", 20), ("Big quote two", 20), ("Big quote three", 20),
+             ("Big quote four", 20)]  # fmt: skip
+    notes = documents.pdf(
+        [
+            ["Notes", "Ordinary body text of the first page.", *quote,
+             "More body text here on page one, a longer line."],
+            ["Notes", "Second page body text, also a longer line."],
+        ]
+    )  # fmt: skip
+    assert [line for line in read_as("notes.pdf", notes).lines if line] == [
+        "Notes", "Ordinary body text of the first page.", *(text for text, _ in quote),
+        "More body text here on page one, a longer line.",
+        "Notes", "Second page body text, also a longer line.",
+    ]  # fmt: skip
+
+
 def test_pdf_encrypted_or_damaged_is_refused_saying_why() -> None:
     with pytest.raises(Unreadable, match="encrypted: the PDF needs a password"):
         read_as("locked.pdf", documents.pdf([["secret plans"]], password="pw"))

@@ -229,9 +229,8 @@ def _sized(lines: list[_Line], levels: dict[float, int]) -> list[_Line]:
         title = " ".join(line.text for line in lines[i:j])
         if level and j - i <= _HEADING_LINES and len(title) <= _HEADING_CHARS:
             out.append(lines[j - 1]._replace(text="#" * level + " " + title))
-        else:
-            j = i + 1
-            out.append(first)
+        else:  # the whole run: its tail alone would be short enough to pass for one
+            out += lines[i:j]
         i = j
     return out
 
