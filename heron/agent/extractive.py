@@ -67,7 +67,7 @@ import numpy as np
 from heron.agent.answer import ToolUse
 from heron.agent.guard import repeated_ngram
 from heron.agent.sentences import Sentence, sentences
-from heron.embed import Embedder, query_space, splits_of
+from heron.embed import Embedder, embed_queries, query_space, splits_of
 from heron.language import language
 from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
@@ -104,6 +104,8 @@ _ABOUT = re.compile(
 #: words, so that "What is the default hard eviction threshold ...?" asks for a value).
 DEFINITION_BONUS = 1.0
 DEFINED_WORDS = 4
+#: The most a follow-up's own vector weighs beside its query's (``_own_weight``).
+OWN_WEIGHT = 0.5
 #: Sentences that define the term weighed beyond the BM25 ``CANDIDATES`` (``_candidates``).
 DEFINITIONS = 4
 _DEFINE = re.compile(
@@ -234,7 +236,11 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
             r"|qual (?:o |é o |é a |a )?(?:\w+\s+)?(?:valor|limite|prazo|or[çc]amento|taxa"
             r"|pre[çc]o)"
             r"|cu[áa]l es (?:el |la )?(?:\w+\s+)?(?:l[íi]mite|plazo|presupuesto|importe|tarifa"
-            r"|precio))\b",
+            r"|precio)"
+            # "Is there a cap per night?": a cap is a number.
+            r"|is there an? (?:\w+\s+)?(?:cap|limit|maximum|minimum|max)"
+            r"|(?:h[áa]|existe) (?:um |algum )?(?:teto|limite|m[áa]ximo|m[íi]nimo)"
+            r"|hay (?:un |alg[úu]n )?(?:tope|l[íi]mite|m[áa]ximo|m[íi]nimo))\b",
         ),
         (
             "value",
@@ -269,7 +275,7 @@ _KINDS: tuple[tuple[Kind, re.Pattern[str]], ...] = tuple(
         ),
         (
             "yesno",
-            r"^\W*(?:can|could|may|do|does|did|is|are|am|should|must|will|would|has|have"
+            r"^\W*(?:(?:and|e|y)\s+)?(?:can|could|may|do|does|did|is|are|am|should|must|will|would|has|have"
             r"|posso|pode|podem|devo|deve|preciso|precisa|tem|h[áa]|[ée]|s[ãa]o|puedo|puede|"
             r"pueden|debo|debe|necesito|hay|es|son|tengo|tiene)\b",
         ),
@@ -484,6 +490,17 @@ def _weights(terms: Sequence[str], latest: str | None) -> dict[str, float] | Non
     return {t: 1.0 if t in own else EARLIER_WEIGHT for t in terms}
 
 
+def _own_weight(latest: str) -> float:
+    """How much a follow-up's own vector weighs beside its query's (``_weigh``): up to
+    ``OWN_WEIGHT``, reached at four of its search terms; none at two ("and when is it
+    open?" is "when open": the conversation's query says what "it" is).
+
+    >>> _own_weight("and when is it open?"), _own_weight("and is there a cap per night?")
+    (0.0, 0.25)
+    """
+    return OWN_WEIGHT * min(1.0, max(0, len(set(query_terms(latest))) - 2) / 2)
+
+
 def _candidates(
     units: list[_Unit], lexical: np.ndarray, count: int, term: str | None = None
 ) -> list[int]:
@@ -607,10 +624,20 @@ def _weigh(
     term = defined(latest or question) if asks(latest or question) != "list" else None
     keys = np.array(_candidates(units, lexical, count, term), dtype=np.int64)
     # Sentences weighed, and compared with each other, as the question's model sees them.
-    question_vector, vectors = query_space(
-        vector, embedder.embed([_head(units[i].sentence.text) for i in keys]), splits_of(embedder)
-    )
-    return _Weighed(units, lexical, keys, vectors, vectors @ question_vector, term)
+    embedded = embedder.embed([_head(units[i].sentence.text) for i in keys])
+    question_vector, vectors = query_space(vector, embedded, splits_of(embedder))
+    cosines = vectors @ question_vector
+    own_weight = _own_weight(latest) if latest and latest != question else 0.0
+    if own_weight:
+        # A follow-up's query carries the earlier questions, and their pull: "and is
+        # there a cap per night when I travel?" after an expense claim's deadline
+        # weighed the claim's sentences above the hotels' cap. The message's own vector
+        # weighs in as far as its own words say what it asks.
+        own, own_vectors = query_space(
+            embed_queries(embedder, [latest])[0], embedded, splits_of(embedder)
+        )
+        cosines = (1 - own_weight) * cosines + own_weight * (own_vectors @ own)
+    return _Weighed(units, lexical, keys, vectors, cosines, term)
 
 
 def closest(
