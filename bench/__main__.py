@@ -20,8 +20,10 @@ Kubernetes index and the local model's answers dominate).
 
 from __future__ import annotations
 
-import sys
+import argparse
+from collections.abc import Callable
 from datetime import date
+from functools import partial
 
 from bench import (
     agent,
@@ -59,6 +61,7 @@ from bench import (
     server,
     skills,
     speed,
+    sqlite_parity,
     tools,
     uploads,
     vector_index,
@@ -106,22 +109,47 @@ BENCHMARKS = {
     "replicas": replicas.run,
     "uploads": uploads.run,
     "speed": speed.run,
+    "sqlite-parity": sqlite_parity.run,
 }
 
 
-def main(names: list[str]) -> None:
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(prog="python -m bench", description=__doc__.split("\n")[0])
+    parser.add_argument("names", nargs="*", metavar="NAME", help="benchmarks to run; none: all")
+    parser.add_argument(
+        "--base",
+        action="append",
+        metavar="COMMIT",
+        help="sqlite-parity: a commit (or a folder holding a tree) to time beside this "
+        "checkout; repeat it for several, in the order of the table's columns",
+    )
+    parser.add_argument(
+        "--head",
+        metavar="COMMIT",
+        help="sqlite-parity: the tree of the last column (default: this checkout as it is)",
+    )
+    args = parser.parse_args(argv)
+    names: list[str] = args.names
     unknown = [n for n in names if n not in BENCHMARKS]
     if unknown:
-        sys.exit(f"Unknown benchmark {unknown[0]!r}. Choose from: {', '.join(BENCHMARKS)}.")
+        parser.error(f"Unknown benchmark {unknown[0]!r}. Choose from: {', '.join(BENCHMARKS)}.")
+    benchmarks: dict[str, Callable[[], str]] = dict(BENCHMARKS)
+    if args.base or args.head:
+        if names != ["sqlite-parity"]:
+            parser.error(
+                "--base and --head are sqlite-parity's: python -m bench sqlite-parity --base COMMIT"
+            )
+        bases = args.base or [sqlite_parity.BEFORE_ISSUE_47]
+        benchmarks["sqlite-parity"] = partial(sqlite_parity.run, bases, args.head)
     WORK.mkdir(exist_ok=True)
     header = f"## {date.today()}, {machine()}\n\n"
     print(header, flush=True)
     with open(WORK / "results.md", "a", encoding="utf-8") as out:
         out.write(header)
         for name in names or list(BENCHMARKS):
-            out.write(f"`python -m bench {name}`\n\n{BENCHMARKS[name]()}\n")
+            out.write(f"`python -m bench {name}`\n\n{benchmarks[name]()}\n")
             out.flush()
 
 
 if __name__ == "__main__":
-    main(sys.argv[1:])
+    main()
