@@ -209,11 +209,9 @@ def index(
 
     Example: heron index kubernetes --enrich
     """
-    from heron.agent.wiring import library_enricher
     from heron.cli.progress import progress_bar
     from heron.libraries import index_library, read_libraries
     from heron.libraries.index import IndexInterrupted
-    from heron.llm import load_broker
     from heron.settings import Settings
     from heron.store import open_store
 
@@ -227,6 +225,11 @@ def index(
     with contextlib.ExitStack() as stack:
         enricher = None
         if asking:  # no models.yml is read unless a page may be asked
+            # Imported here: the agent and the broker cost 0.6 s to import, more than a
+            # one-page re-index without them.
+            from heron.agent.wiring import library_enricher
+            from heron.llm import load_broker
+
             broker = stack.enter_context(contextlib.closing(load_broker(settings)))
             enricher = library_enricher(settings, broker)
         for position, library in enumerate(names):
