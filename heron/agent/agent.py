@@ -52,6 +52,8 @@ from collections.abc import Generator, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import numpy as np
+
 from heron.agent.answer import (
     AgentEvent,
     Answer,
@@ -363,7 +365,17 @@ class Agent(Resource):
             if mode == "generative" or prompt.forced:
                 record.notes += prompt.fit(self._room(turn.model, turn.sampling.max_tokens))
         return _Grounded(
-            session_id, mode, found, decision, passages, skills, prompt, query, evidence, job
+            session_id,
+            mode,
+            found,
+            decision,
+            passages,
+            skills,
+            prompt,
+            query,
+            evidence,
+            job,
+            vector,
         )
 
     def _passages(
@@ -625,6 +637,7 @@ class Agent(Resource):
                     # The earlier questions' terms weigh less only beside the message's
                     # own: a model's rewrite is all the question, in words of its choosing.
                     latest=turn.message if grounding.how == "context" else None,
+                    latest_vector=grounded.vector,
                     said=last_reply(grounded.prompt.history, words=None),
                 )
 
@@ -760,6 +773,9 @@ class _Grounded:
     evidence: Evidence | None = None
     #: The delegated job whose result answers an extractive turn (``recall.answering``).
     job: JobResult | None = None
+    #: The message's own vector (``found.vector`` is the query searched, which a
+    #: follow-up builds from the conversation).
+    vector: np.ndarray | None = None
 
 
 @dataclass(frozen=True)

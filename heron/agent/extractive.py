@@ -67,7 +67,7 @@ import numpy as np
 from heron.agent.answer import ToolUse
 from heron.agent.guard import repeated_ngram
 from heron.agent.sentences import Sentence, sentences
-from heron.embed import Embedder, embed_queries, query_space, splits_of
+from heron.embed import Embedder, query_space, splits_of
 from heron.language import language
 from heron.store.analysis import analyze, bm25, query_terms
 from heron.store.fusion import fuse
@@ -611,6 +611,7 @@ def _weigh(
     passages: Sequence[str],
     embedder: Embedder,
     latest: str | None,
+    latest_vector: np.ndarray | None = None,
 ) -> _Weighed | None:
     """Steps 1-4 for ``passages``; ``None`` when they hold no sentence to quote."""
     units = _units(latest or question, passages)
@@ -627,15 +628,15 @@ def _weigh(
     embedded = embedder.embed([_head(units[i].sentence.text) for i in keys])
     question_vector, vectors = query_space(vector, embedded, splits_of(embedder))
     cosines = vectors @ question_vector
-    own_weight = _own_weight(latest) if latest and latest != question else 0.0
+    own_weight = 0.0
+    if latest and latest != question and latest_vector is not None:
+        own_weight = _own_weight(latest)
     if own_weight:
         # A follow-up's query carries the earlier questions, and their pull: "and is
         # there a cap per night when I travel?" after an expense claim's deadline
         # weighed the claim's sentences above the hotels' cap. The message's own vector
         # weighs in as far as its own words say what it asks.
-        own, own_vectors = query_space(
-            embed_queries(embedder, [latest])[0], embedded, splits_of(embedder)
-        )
+        own, own_vectors = query_space(latest_vector, embedded, splits_of(embedder))
         cosines = (1 - own_weight) * cosines + own_weight * (own_vectors @ own)
     return _Weighed(units, lexical, keys, vectors, cosines, term)
 
@@ -663,17 +664,19 @@ def compose(
     headings: Sequence[str] = (),
     scores: Sequence[float] = (),
     latest: str | None = None,
+    latest_vector: np.ndarray | None = None,
     said: str = "",
 ) -> Extract:
     """The extractive answer to ``question`` from ``passages`` (Markdown bodies in
     citation order; ``vector``: the question's, from ``embedder``; ``headings``: each
     passage's heading path, ``A > B``, and ``scores`` its retrieval score, when known).
     A follow-up's ``question`` is the standalone query built from the conversation, and
-    ``latest`` the message as sent, and ``said`` the conversation's last answer. Empty
+    ``latest`` the message as sent (``latest_vector``: its own vector, from ``embedder``),
+    and ``said`` the conversation's last answer. Empty
     text when no passage holds a sentence to quote.
     See the module doc for the rules."""
     limits = limits or Limits()
-    weighed = _weigh(question, vector, passages, embedder, latest)
+    weighed = _weigh(question, vector, passages, embedder, latest, latest_vector)
     if weighed is None or limits.sentences < 1:
         return Extract("", ())
     units, lexical, keys, vectors, cosines, term = weighed
