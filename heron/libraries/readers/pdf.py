@@ -180,14 +180,17 @@ def _edges(lines: list[_Line]) -> set[int]:
 def _unframed(pages: list[list[_Line]]) -> list[list[_Line]]:
     """The pages without their running headers and footers: the lines at a page's top or
     bottom whose form is at the top or bottom of most pages."""
+    edges = [_edges(lines) for lines in pages]
     seen = Counter(
-        form for lines in pages for form in {_form(lines[i].text) for i in _edges(lines)}
+        form
+        for lines, ends in zip(pages, edges, strict=True)
+        for form in {_form(lines[i].text) for i in ends}
     )
-    least = max(_RUNNING_PAGES, _RUNNING_SHARE * sum(1 for lines in pages if _edges(lines)))
+    least = max(_RUNNING_PAGES, _RUNNING_SHARE * sum(1 for ends in edges if ends))
     running = {form for form, count in seen.items() if count >= least}
     return [
-        [line for i, line in enumerate(lines) if i not in edges or _form(line.text) not in running]
-        for lines, edges in ((lines, _edges(lines)) for lines in pages)
+        [line for i, line in enumerate(lines) if i not in ends or _form(line.text) not in running]
+        for lines, ends in zip(pages, edges, strict=True)
     ]
 
 
