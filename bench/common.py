@@ -77,9 +77,11 @@ def ndcg_at_10(ranked: Sequence[str], relevant: set[str]) -> float:
     return dcg / ideal if ideal else 0.0
 
 
-def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
+def serve(
+    env: dict[str, str], log: Path, *, until: str = "/health"
+) -> tuple[subprocess.Popen[bytes], str]:
     """``heron serve`` with ``env`` on a free loopback port, its stderr in ``log``, once it
-    answers ``/health``: the process and its URL."""
+    answers ``until`` (``/ready``: its models loaded too): the process and its URL."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
@@ -93,7 +95,7 @@ def serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]
         if proc.poll() is not None:
             raise RuntimeError(f"heron serve exited; see {log}")
         try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+            if httpx.get(f"{url}{until}", timeout=1).status_code == 200:
                 return proc, url
         except httpx.TransportError:
             time.sleep(0.1)

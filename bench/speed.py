@@ -30,7 +30,6 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import statistics
 import subprocess
 import sys
@@ -40,10 +39,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
 from bench import embed_speed
-from bench.common import table
+from bench.common import serve, table
 
 REPO = Path(__file__).resolve().parents[1]
 #: Runs measured per command and path (after one that is not).
@@ -122,30 +119,6 @@ def _home(root: Path) -> dict[str, str]:
     return env
 
 
-def _serve(env: dict[str, str], log: Path) -> tuple[subprocess.Popen[bytes], str]:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    server = subprocess.Popen(
-        [sys.executable, "-m", "heron", "serve", "--port", str(port)],
-        env={**os.environ, **env},
-        stdout=log.open("w"),
-        stderr=subprocess.STDOUT,
-    )
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        if server.poll() is not None:
-            raise RuntimeError(f"heron serve ended: {log.read_text()[-2000:]}")
-        try:
-            if httpx.get(f"{url}/ready", timeout=5).status_code == 200:
-                return server, url
-        except httpx.TransportError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError("heron serve did not become ready")
-
-
 def commands() -> str:
     """The table of ``COMMANDS``: median seconds of each way, with the path taken."""
     baseline = os.environ.get("HERON_BENCH_BASELINE")
@@ -156,7 +129,7 @@ def commands() -> str:
         root = Path(tmp)
         env = _home(root)
         home = Path(env["HERON_HOME"])
-        server, _ = _serve(env, root / "serve.log")
+        server, _ = serve({**os.environ, **env}, root / "serve.log", until="/ready")
         seconds: dict[tuple[Command, str], list[float]] = {}
         paths: dict[tuple[Command, str], str] = {}
         try:
