@@ -3,12 +3,12 @@
 1. ``throughput``: ``CHUNKS`` Kubernetes chunks (every n-th chunk of the library, as Heron
    cuts it), each configuration timed over the same texts, interleaved, ``ROUNDS`` rounds,
    medians: MiniLM's shipped graph in batches of 8 (Heron until issue 48), the rebuilt int8
-   graph one text at a time (now) and in batches of 8, e5, and the default profile
-   (both models) with each MiniLM. Also the lowest cosine of the rebuilt graph's vectors to
-   the shipped graph's.
+   graph one text per run, the runs in turn (each on every thread) and side by side (one
+   thread each, now), and in batches of 8; e5 in turn and side by side; the default
+   profile (both models) each way. Also the lowest cosine of the rebuilt graph's vectors
+   to the shipped graph's.
 2. ``indexing``: the first ``INDEX_PAGES`` Kubernetes pages indexed in a fresh home (no
-   embedding cache) under minilm and the default profile, each with the MiniLM graph
-   before and now.
+   embedding cache) under minilm and the default profile: before, runs in turn, now.
 3. ``first_answer``: ``heron ask "What is Heron?"`` from the shell in a new home, per
    profile: seconds, and whether it cites Heron's docs (loaded from their shipped vectors).
 4. ``quality``: the whole Kubernetes library embedded by both MiniLM graphs (vectors in the
@@ -37,6 +37,8 @@ import numpy as np
 from bench.common import SHARED, WORK, read_jsonl, table
 from heron.embed import CachedEmbedder, Embedder, MiniLMEmbedder, MultilingualEmbedder
 from heron.embed.e5_onnx import ONNX_MODEL_ID, E5OnnxEmbedder, ensure_graph
+from heron.embed.minilm import create_session
+from heron.embed.minilm import ensure_graph as minilm_graph
 from heron.libraries import add_library, index_library
 from heron.libraries.chunk import chunk_page, policy_for, token_counter
 from heron.libraries.config import DEFAULT_DOCS_NAME
@@ -81,31 +83,47 @@ def sample(chunks: list[tuple[str, str]], n: int = CHUNKS) -> list[str]:
     return [text for _, text in chunks[::step][:n]]
 
 
+def in_turn(embedder: MiniLMEmbedder | E5OnnxEmbedder) -> Embedder:
+    """``embedder`` as Heron ran it before its runs went side by side: one text per run,
+    one run at a time on every thread (``heron.embed.base.run_each`` says why not)."""
+    graph = embedder.graph if isinstance(embedder, E5OnnxEmbedder) else None
+    embedder.session = create_session(
+        graph or minilm_graph(Settings().models_dir), embedder.workers
+    )
+    embedder.workers = 1
+    return embedder
+
+
 def configurations(settings: Settings) -> dict[str, Callable[[], Embedder]]:
     models = settings.models_dir
     graph = ensure_graph(models)
     threads = settings.embed_threads
 
-    def e5() -> Embedder:
+    def e5() -> E5OnnxEmbedder:
         return E5OnnxEmbedder(graph, threads=threads)
 
     def shipped() -> Embedder:
         return MiniLMEmbedder(models, batch_size=8, threads=threads, shipped=True)
 
-    def quantized() -> Embedder:
+    def quantized() -> MiniLMEmbedder:
         return MiniLMEmbedder(models, threads=threads)
 
     return {
         "MiniLM shipped graph, batches of 8 (before)": shipped,
-        "MiniLM int8 graph, one text at a time (now)": quantized,
+        "MiniLM int8, one text per run, runs in turn": lambda: in_turn(quantized()),
+        "MiniLM int8, one text per run, side by side (now)": quantized,
         "MiniLM int8 graph, batches of 8": lambda: MiniLMEmbedder(
             models, batch_size=8, threads=threads
         ),
-        "e5-small int8, one text at a time": e5,
+        "e5-small int8, runs in turn": lambda: in_turn(e5()),
+        "e5-small int8, side by side (now)": e5,
         "default profile, MiniLM shipped + e5 (before)": lambda: MultilingualEmbedder(
-            shipped(), e5, ONNX_MODEL_ID
+            shipped(), lambda: in_turn(e5()), ONNX_MODEL_ID
         ),
-        "default profile, MiniLM int8 + e5 (now)": lambda: MultilingualEmbedder(
+        "default profile, MiniLM int8 + e5, runs in turn": lambda: MultilingualEmbedder(
+            in_turn(quantized()), lambda: in_turn(e5()), ONNX_MODEL_ID
+        ),
+        "default profile, MiniLM int8 + e5, side by side (now)": lambda: MultilingualEmbedder(
             quantized(), e5, ONNX_MODEL_ID
         ),
     }
@@ -218,9 +236,11 @@ def indexing(n: int = INDEX_PAGES) -> str:
     base = 0.0
     for name in (
         "MiniLM shipped graph, batches of 8 (before)",
-        "MiniLM int8 graph, one text at a time (now)",
+        "MiniLM int8, one text per run, runs in turn",
+        "MiniLM int8, one text per run, side by side (now)",
         "default profile, MiniLM shipped + e5 (before)",
-        "default profile, MiniLM int8 + e5 (now)",
+        "default profile, MiniLM int8 + e5, runs in turn",
+        "default profile, MiniLM int8 + e5, side by side (now)",
     ):
         with tempfile.TemporaryDirectory() as tmp:
             home = Settings(home=Path(tmp), library_default_docs=False, embed_cache=False)

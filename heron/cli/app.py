@@ -26,7 +26,7 @@ from heron.cli.libraries import library_app, register_libraries
 from heron.cli.library_files import register_library_files
 from heron.cli.llm import models_app
 from heron.cli.ops import register_ops, show_version
-from heron.cli.output import console, print_json, say
+from heron.cli.output import console, print_json, say, show_model_notes
 from heron.cli.people import people_app
 from heron.cli.server import register_server
 from heron.cli.skills import skills_app
@@ -109,6 +109,7 @@ def main(
 
     Example: heron --context geomind search "tile server setup"
     """
+    show_model_notes()
     if context is None:
         return
     # Every command reads its settings from the environment (Settings()); the option is

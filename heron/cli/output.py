@@ -11,6 +11,7 @@ each plain ``print`` (``say``); ``print_json`` escapes them as JSON does.
 from __future__ import annotations
 
 import json
+import logging
 import re
 import sys
 from collections.abc import Iterable, Iterator
@@ -49,6 +50,23 @@ def shown(text: str) -> str:
     deploy \x1b[2Jdone\x0d
     """
     return _CONTROL.sub(_escaped, text)
+
+
+class _StderrNotes(logging.Handler):
+    """A log record as one line on the stderr of the moment (a test's runner swaps
+    ``sys.stderr`` for each command it runs)."""
+
+    def emit(self, record: logging.LogRecord) -> None:
+        say(f"heron: {self.format(record)}", file=sys.stderr)
+
+
+def show_model_notes() -> None:
+    """Show the embedders' notes on stderr, their info included: a first run builds a
+    model's int8 graph once (seconds with nothing else to show), and says so."""
+    logger = logging.getLogger("heron.embed")
+    if not any(isinstance(h, _StderrNotes) for h in logger.handlers):
+        logger.addHandler(_StderrNotes())
+    logger.setLevel(logging.INFO)
 
 
 def say(*values: object, file: TextIO | None = None, end: str = "\n") -> None:

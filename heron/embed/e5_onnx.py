@@ -10,6 +10,8 @@ so the graph is 22 MB, not 400. ``E5OnnxEmbedder`` then runs it like the bundled
 
 from __future__ import annotations
 
+import logging
+import os
 import re
 import struct
 from collections.abc import Sequence
@@ -18,7 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
-from heron.embed.base import checked_output, clean_texts
+from heron.embed.base import checked_output, clean_texts, run_each
 from heron.embed.calibration import E5
 from heron.embed.e5 import (
     MAX_TOKENS,
@@ -31,6 +33,8 @@ from heron.embed.e5 import (
 from heron.embed.minilm import create_session, mean_pool, quantize_int8
 from heron.errors import ModelError
 from heron.resource import Resource
+
+log = logging.getLogger("heron.embed")
 
 #: The converted graph's model id (the package's weights, run as int8 ONNX).
 ONNX_MODEL_ID = f"{MODEL_ID}-onnx-int8"
@@ -249,7 +253,10 @@ def convert(out: Path, source: Path | None = None) -> Path:
 def ensure_graph(models_dir: Path) -> Path:
     """The converted graph, converting it first if this is its first use."""
     path = graph_path(models_dir)
-    return path if path.is_file() else convert(path)
+    if path.is_file():
+        return path
+    log.info("converting multilingual-e5-small to an int8 graph, once (about 20 s): %s", path)
+    return convert(path)
 
 
 class E5OnnxEmbedder(Resource):
@@ -288,7 +295,9 @@ class E5OnnxEmbedder(Resource):
         self.positions = self.file.floats("emb.pos").reshape(-1, self.file.hidden)
         self.types = self.file.floats("emb.type").reshape(-1, self.file.hidden)[0]
         self.graph = graph
-        self.session = create_session(graph, threads, what="the e5 ONNX graph", advice=RECONVERT)
+        # One text per run, ``workers`` runs side by side on one intra-op thread each.
+        self.workers = threads or (os.cpu_count() or 1)
+        self.session = create_session(graph, 1, what="the e5 ONNX graph", advice=RECONVERT)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         return self._encode(texts, PASSAGE_PREFIX)
@@ -305,9 +314,7 @@ class E5OnnxEmbedder(Resource):
     def _encode(self, texts: Sequence[str], prefix: str) -> np.ndarray:
         texts = clean_texts(texts)
         tokens = [self.tokens(prefix + t.replace("\0", " ")) for t in texts]
-        out = np.empty((len(tokens), self.dim), dtype=np.float32)
-        for row, token_ids in enumerate(tokens):
-            out[row] = self._run(token_ids)
+        out = run_each(tokens, self.dim, self.workers, self._run)
         return checked_output(out, self.dim, self.model_id)
 
     def _run(self, token_ids: list[int]) -> np.ndarray:

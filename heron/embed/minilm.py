@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from heron.embed import assets
-from heron.embed.base import checked_output, clean_texts, run_by_length
+from heron.embed.base import checked_output, clean_texts, run_by_length, run_each
 from heron.embed.calibration import MINILM
 from heron.errors import ModelError
 from heron.modelfiles import sha256, verified
@@ -113,7 +113,7 @@ def ensure_graph(models_dir: Path) -> Path:
         except ModelError as exc:
             log.warning("%s Building it again.", exc)
     else:
-        log.info("building the int8 graph of %s at %s (once)", assets.MODEL_NAME, path)
+        log.info("building the int8 graph of %s, once (about 5 s): %s", assets.MODEL_NAME, path)
     return build_graph(path, assets.onnx_path())
 
 
@@ -158,6 +158,9 @@ class MiniLMEmbedder(Resource):
     at a time embeds faster than batches of 8 sorted by length (docs/benchmarks.md).
     With ``batch_size`` above 1, texts are sorted by token count so that a batch (padded
     to its longest member) holds texts of similar length.
+
+    ``threads`` (0 = every core): one text at a time, that many runs side by side with one
+    intra-op thread each (``run_each``); in batches, one run at a time on that many threads.
     """
 
     dim = 384
@@ -188,13 +191,20 @@ class MiniLMEmbedder(Resource):
         self.tokenizer.enable_truncation(MAX_TOKENS)
         graph = assets.onnx_path() if shipped else ensure_graph(models_dir)
         advice = assets.REINSTALL if shipped else f"{graph}: {REBUILD}"
-        self.session = create_session(graph, threads, advice=advice)
+        self.workers = threads or (os.cpu_count() or 1)
+        intra = 1 if batch_size == 1 else self.workers
+        self.session = create_session(graph, intra, advice=advice)
         self.calls = 0  # batches run through the model; the cache tests count these
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         texts = clean_texts(texts)
         tokens = [e.ids for e in self.tokenizer.encode_batch(texts)]
-        out = run_by_length(tokens, self.dim, self.batch_size, self._run)
+        # Counted here, not in the runs: those run side by side, and += is no atomic step.
+        self.calls += -(-len(tokens) // self.batch_size)
+        if self.batch_size == 1:
+            out = run_each(tokens, self.dim, self.workers, lambda ids: self._run([ids])[0])
+        else:
+            out = run_by_length(tokens, self.dim, self.batch_size, self._run)
         return checked_output(out, self.dim, self.model_id)
 
     def _run(self, batch: list[list[int]]) -> np.ndarray:
@@ -204,7 +214,6 @@ class MiniLMEmbedder(Resource):
             ids[row, : len(token_ids)] = token_ids
             mask[row, : len(token_ids)] = 1
         feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        self.calls += 1
         try:
             (hidden,) = self.session.run(["last_hidden_state"], feeds)
         except Exception as exc:

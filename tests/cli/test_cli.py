@@ -169,6 +169,26 @@ def test_embedder_fetch(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPa
     assert "embedder" in listing and "models" in listing
 
 
+def test_a_first_run_says_it_builds_the_int8_graph_once(
+    home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import shutil
+
+    from heron.embed.assets import tokenizer_path
+    from heron.settings import Settings
+
+    fresh = tmp_path / "models"
+    tokenizer_path(fresh).parent.mkdir(parents=True)
+    shutil.copy(tokenizer_path(Settings().models_dir), tokenizer_path(fresh))
+    monkeypatch.setenv("HERON_MODELS_DIR", str(fresh))
+    monkeypatch.setenv("HERON_EMBEDDER", "minilm")
+    first = heron("embed", "hello world", "--json")
+    assert "heron: building the int8 graph of all-MiniLM-L6-v2, once (about 5 s)" in first.stderr
+    assert len(json.loads(first.stdout)[0]["vector"]) == 384
+    again = heron("embed", "hello world", "--json")
+    assert "building" not in again.stderr and json.loads(again.stdout) == json.loads(first.stdout)
+
+
 def test_every_command_has_help_with_an_example() -> None:
     """Every command of the tree, found by walking it (a new one is checked too), in
     process; the real command once."""

@@ -118,3 +118,19 @@ def test_load_embedder_hands_its_model_to_the_cache(
         loaded.close()
         with pytest.raises(ModelError, match="closed"):
             loaded.inner.embed(["x"])
+
+
+@pytest.mark.parametrize("kind", ["minilm", "e5"])
+def test_runs_side_by_side_give_what_one_run_at_a_time_gives(kind: str) -> None:
+    # One text per run: with every run on one intra-op thread, the vectors are the same
+    # bits however many runs go side by side, and come back in input order.
+    models = Settings().models_dir
+    texts = [f"{t} ({len(t)})" for t in TEXTS[::-1]]
+    if kind == "minilm":
+        one, three = MiniLMEmbedder(models, threads=1), MiniLMEmbedder(models, threads=3)
+    else:
+        graph = ensure_graph(models)
+        one, three = E5OnnxEmbedder(graph, threads=1), E5OnnxEmbedder(graph, threads=3)
+    with one, three:
+        assert three.workers == 3
+        np.testing.assert_array_equal(three.embed(texts), one.embed(texts))
