@@ -194,6 +194,10 @@ CANDIDATES_ACROSS = 32
 #: way to reach one for "who". "Who do I call if the VPN is broken at night?" opened with
 #: "Open a ticket in the IT portal ..." (all the question's words, no one to call).
 KIND_BONUS = 0.6
+#: What a sentence that opens with a condition gains when the question asks about one
+#: (``_CONDITION``): "Who do I call when the desk is closed?" is answered by "Outside
+#: those hours, call ...", not by the desk's own number.
+CONDITION_BONUS = 0.8
 #: How far behind the best sentence one that holds the kind of fact asked for may be and
 #: still lead the answer (``_lead_with_the_fact``), in fused score units.
 PROMOTE_MARGIN = 1.5
@@ -327,6 +331,39 @@ _REASON = re.compile(
     r"|para evitar|ya que|puesto que)\b",
     re.IGNORECASE,
 )
+#: An instruction, the answer to "how do I ...?": a verb first, then what it acts on
+#: ("Add the label ...", "Abra um chamado ...", "Llama al ..."), or what the reader must
+#: or can do ("You must meet ..."). A sentence opened by a determiner, a quantifier, a
+#: pronoun or a preposition ("Most tickets ...", "Outside those hours ...") is none.
+_NOT_A_VERB = (
+    "the|a|an|this|that|these|those|most|some|all|each|every|any|many|few|no|one|it|its|they"
+    "|their|we|our|he|she|there|here|in|on|at|for|from|with|by|of|to|after|before|during"
+    "|outside|inside|under|within|when|if|while|as|o|os|as|um|uma|uns|umas|este|esta|esse|essa"
+    "|todo|toda|todos|todas|cada|muitos|alguns|ele|ela|eles|elas|em|no|na|nos|nas|de|do|da"
+    "|para|com|por|quando|se|el|la|los|las|un|una|unos|unas|todo|cada|muchos|algunos|en|del"
+    "|al|con|cuando|si"
+)
+_INSTRUCTION = re.compile(
+    rf"^\W*(?!(?i:{_NOT_A_VERB})\b)[A-Za-zÀ-ÿ]+\s+(?:the|a|an|your|it|them|this|that|up|out"
+    r"|o|a|os|as|um|uma|seu|sua|seus|suas|el|la|los|las|un|una|su|sus|al|tu)\b"
+    r"|^\W*(?:you|voc[êe]|usted|t[úu])\s+(?:must|should|need|can|have to|deve|precisa|pode"
+    r"|tem que|debe|necesita|puede|tiene que)\b",
+    re.IGNORECASE,
+)
+#: A condition in a question after what it asks ("Who do I call when the desk is
+#: closed?"; not "In Heron, when does ...?", a question word after a comma), and a
+#: sentence that opens with one ("Outside those hours, call ..."): the
+#: sentence answers the case asked about, not the usual one.
+_CONDITION = re.compile(
+    r"\w\s+(?:when|if|while|during|outside|after|before|unless|quando|se|enquanto|durante|fora"
+    r"|depois|antes|caso|cuando|si|mientras|fuera|despu[ée]s)\b",
+    re.IGNORECASE,
+)
+_CONDITIONAL = re.compile(
+    r"^\W*(?:if|when|whenever|while|during|outside|after|before|unless|in case|once|se|quando"
+    r"|caso|durante|fora|depois|antes|si|cuando|mientras|fuera|despu[ée]s)\b",
+    re.IGNORECASE,
+)
 _YESNO = re.compile(
     r"\b(?:can|cannot|can't|may|must|never|not|no|only|allowed|required|always|need|needs|"
     r"pode|n[ãa]o|nunca|somente|apenas|puede|s[óo]lo|solo|siempre)\b",
@@ -375,10 +412,13 @@ def asks(question: str) -> Kind | None:
 
 def states(text: str, kind: Kind | None) -> bool:
     """Whether sentence ``text`` holds the kind of fact a ``kind`` question asks for: a
-    number, a time, a person or a way to reach one, a place, a reason, a yes or no.
-    "how", "which" and "list" questions are answered by what they name, not by a shape.
+    number, a time, a person or a way to reach one, a place, a reason, a yes or no, an
+    instruction. "which" and "list" questions are answered by what they name, not by a
+    shape.
 
     >>> states("Call extension 4410 at night.", "who"), states("Open a ticket.", "who")
+    (True, False)
+    >>> states("Add the label escalation.", "how"), states("Most tickets are solved.", "how")
     (True, False)
     """
     pattern = {
@@ -389,6 +429,7 @@ def states(text: str, kind: Kind | None) -> bool:
         "where": _PLACE,
         "why": _REASON,
         "yesno": _YESNO,
+        "how": _INSTRUCTION,
     }.get(kind or "")
     return bool(pattern and pattern.search(text))
 
@@ -568,13 +609,15 @@ def _adjustment(
     kind: Kind | None = None,
     said: str = "",
     listing: Sequence[bool] = (),
+    condition: bool = False,
 ) -> float:
     """What step 5 adds to a sentence's fused score (module doc): the penalties, the
     bonus of a sentence that says what the ``defined`` ``term`` is, and the bonus of one
     that holds the ``kind`` of fact asked for (``states``), and the penalty of one the
     conversation's last answer already ``said`` (its words, ``_words``), and the penalty
     of a passage ``listing`` the question itself among others (a page of example
-    questions: "How does Heron pick tools?" in the demo's list of what it asks)."""
+    questions: "How does Heron pick tools?" in the demo's list of what it asks), and
+    the bonus of a sentence opening with a condition when the question has one."""
     heading = headings[unit.passage] if unit.passage < len(headings) else ""
     navigation = heading.rsplit(" > ", 1)[-1].strip().lower() in NAVIGATION
     text = unit.sentence.text
@@ -585,6 +628,7 @@ def _adjustment(
     return (
         (DEFINITION_BONUS if definition else 0.0)
         + (KIND_BONUS if states(text, kind) or (kind == "list" and unit.sentence.group) else 0.0)
+        + (CONDITION_BONUS if condition and _CONDITIONAL.match(text) else 0.0)
         - (REPEAT_PENALTY if said and _words(text) in said else 0.0)
         - (LISTING_PENALTY if unit.passage < len(listing) and listing[unit.passage] else 0.0)
         - (0.0 if definition else PASSAGE_PENALTY * behind[unit.passage])
@@ -691,10 +735,12 @@ def compose(
     said = _words(said)
     asked = _words(latest or question)
     listing = [len(asked.split()) >= MIN_WORDS and asked in _words(p) for p in passages]
+    condition = bool(_CONDITION.search(latest or question))
     scored = sorted(
         (
             (
-                f.score + _adjustment(units[f.key], headings, behind, term, kind, said, listing),
+                f.score
+                + _adjustment(units[f.key], headings, behind, term, kind, said, listing, condition),
                 f.key,
             )
             for f in fused
@@ -749,11 +795,14 @@ def compose(
     # The best sentence leads, with what must be read beside it: a person reads the
     # first sentence, and the one before it in the page ("You are not forced to change
     # your password ...") buried "After 5 wrong attempts the account locks ...". A
-    # procedure reads in the page's order ("How do I roll back ...?": the steps), unless
-    # the best sentence holds the kind of fact asked for.
+    # procedure reads in the page's order ("How do I roll back ...?": the steps), the
+    # passage of the instruction that leads first ("Add the label escalation ...", not
+    # the page's "Most tickets are solved by support.").
     first = set()
-    if lead is not None and (kind != "how" or states(units[lead].sentence.text, kind)):
+    if lead is not None and kind != "how":
         first = _run(units, {k for k, _ in chosen}, lead)
+    elif lead is not None and states(units[lead].sentence.text, kind):
+        first = {k for k, _ in chosen if units[k].passage == units[lead].passage}
     if kind == "list" and chosen:
         first = _whole_list(units, passages, chosen, score_of, limits)
     quotes = _quotes(units, chosen, score_of, first)

@@ -567,3 +567,42 @@ def test_a_page_summary_is_searched_never_quoted(agent: Agent) -> None:
     record = agent.store.get(found[0].library, found[0].chunk)
     assert "summary" not in record.metadata
     assert agent.retriever.passage(found[0], quoted=True) == agent.retriever.passage(found[0])
+
+
+def test_a_question_with_a_condition_is_answered_by_the_sentence_for_that_case(
+    embedder: MiniLMEmbedder,
+) -> None:
+    answer = quote(embedder, "Who do I call when the IT help desk is closed?", [HELP_DESK])
+    # The case asked about leads, with the hours it leans on; the desk's own number after.
+    lead = answer.split(" [1]")[0:2]
+    assert lead[0].startswith("The desk is staffed") and "on-duty technician" in lead[1]
+    assert answer.index("0199") < answer.index("4410")
+    # A question word after a comma is no condition: nothing gains for opening with one.
+    plain = quote(embedder, "In the office, when is the help desk staffed?", [HELP_DESK])
+    assert plain.startswith("The desk is staffed Monday to Friday")
+
+
+ESCALATIONS = (
+    "Most customer tickets are solved by the support team. Some need an engineer.\n",
+    "Add the label escalation to the customer's ticket and fill in the steps to reproduce. "
+    "The engineering triage rotation picks it up within one working day.\n",
+)
+
+
+def test_how_is_answered_by_the_instruction_in_the_pages_order(embedder: MiniLMEmbedder) -> None:
+    from heron.agent.extractive import states
+
+    assert states("Abra um chamado no portal.", "how") and states("You must sign in.", "how")
+    assert not states("Most customer tickets are solved.", "how")
+    assert not states("Outside those hours, call the desk.", "how")
+    question = "How do I hand a customer ticket over to engineering?"
+    done = compose(
+        question,
+        embedder.embed([question])[0],
+        list(ESCALATIONS),
+        embedder,
+        headings=["Escalations", "Escalations > How"],
+        scores=[1.0, 1.0],
+    )
+    assert done.text.startswith("Add the label escalation")
+    assert done.text.index("Add the label") < done.text.index("triage rotation")
