@@ -25,7 +25,7 @@ defined in a capability sets its row where it is defined (``heron.keys``: a key'
 refusals; ``heron.llm.errors``: a model's failures), never importing a door; one whose
 answer depends on the instance sets it in ``__init__`` or as a property
 (``ProviderError.rpc_code``). Adding an error is one class; adding a door, one function
-reading these attributes (``heron.server.replies.heron_error`` for HTTP).
+reading these attributes, as ``heron_error`` does for HTTP.
 """
 
 

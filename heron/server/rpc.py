@@ -273,7 +273,7 @@ class Registry:
 def rpc_error_data(exc: HeronError) -> dict[str, Any]:
     """The ``data`` of an application error: its type, and ``retry_after`` (seconds)
     where it says when to ask again. (A stream's ``error`` event has its own shape:
-    ``heron.server.sse.error_event_data``.)"""
+    ``error_event_data``, the chat stream's.)"""
     data: dict[str, Any] = {"type": type(exc).__name__}
     if exc.retry_after is not None:
         data["retry_after"] = exc.retry_after

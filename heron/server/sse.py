@@ -101,7 +101,7 @@ def finished(rt: Runtime, data: dict[str, Any], texts: list[str]) -> dict[str, A
 def error_event_data(exc: BaseException) -> dict[str, Any]:
     """The data of a stream's ``error`` event: a Heron error's message and type; for a
     bug, a plain message (the log has the rest). A JSON-RPC error's ``data`` has its own
-    shape (``heron.server.rpc.rpc_error_data``)."""
+    shape (``rpc_error_data``, the JSON-RPC door's)."""
     if isinstance(exc, HeronError):
         return {"message": str(exc), "type": type(exc).__name__}
     return {"message": "The answer failed; see the server log.", "type": "InternalError"}
