@@ -57,7 +57,10 @@ _MONTH = re.compile(r"^[0-9]{4}-(0[1-9]|1[0-2])$")
 
 
 class Forbidden(HeronError):
-    """The caller's key lacks the scope a request needs (403; JSON-RPC -32010)."""
+    """The caller's key lacks the scope a request needs."""
+
+    http_status = 403
+    rpc_code = mcp_code = -32010
 
     def __init__(self, key: str, scope: str, *, message: str | None = None) -> None:
         super().__init__(
@@ -70,13 +73,14 @@ class Forbidden(HeronError):
 
 class OverLimit(HeronError):
     """A key over one of its limits, or without room in one for what a request may spend
-    (429 with ``Retry-After``; JSON-RPC -32029). ``limit`` names it ("1000 tokens per 60
+    (answered with ``Retry-After``). ``limit`` names it ("1000 tokens per 60
     s"), ``retry_after`` is the seconds until it resets. For a reservation refused:
     ``wanted``, the tokens the request would reserve, ``left`` and ``total``, those the
     limit has left and has in all."""
 
-    #: OpenAI's error ``type`` for it.
-    kind = "rate_limit_error"
+    http_status = 429
+    rpc_code = mcp_code = -32029
+    openai_type: str = "rate_limit_error"
 
     def __init__(
         self,

@@ -64,7 +64,7 @@ class ModelNotAllowed(Forbidden):
 class OverBudget(OverLimit):
     """A budget in money without room for a call (429, OpenAI type ``budget_exceeded``)."""
 
-    kind = "budget_exceeded"
+    openai_type = "budget_exceeded"
     #: The payer whose budget it is (``key:ci``, ``context:ops``, ``model:fast``).
     limit_of = ""
 

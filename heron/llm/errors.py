@@ -19,15 +19,20 @@ A ``BadRequest`` is not retried (the same payload fails the same way) but does f
 the next model: another provider may accept what this one refused (a longer context,
 a tool_choice it supports), and the caller gets every refusal in ``NoModelAvailable``.
 
-``status`` is the HTTP status a server answers the error with (400 the request's fault,
-429 rate limited, 503 cooling down, 502 any other failure) and ``retry_after`` the
-seconds to wait before asking again, where the provider or the cooldown says so: a
-server passes both on (``Retry-After``).
+Each sets its row of the error table (``heron.errors``): ``http_status`` is the HTTP
+status a server answers it with (400 the request's fault, 429 rate limited, 503 cooling
+down, 502 any other failure), ``rpc_code`` follows it (``MODEL_UNAVAILABLE`` for 429 and
+503) and ``retry_after`` is the seconds to wait before asking again, where the provider
+or the cooldown says so: a server passes both on (``Retry-After``).
 """
 
 from __future__ import annotations
 
 from heron.errors import HeronError, InputError
+
+#: JSON-RPC's code for a model rate limited upstream (429) or cooling down (503): ask
+#: again after ``data.retry_after`` seconds.
+MODEL_UNAVAILABLE = -32007
 
 
 class RequestError(InputError):
@@ -38,17 +43,20 @@ class ProviderError(HeronError):
     """A model call failed. ``retryable``: the broker may try the same model again."""
 
     retryable = False
-    status = 502
-    retry_after: float | None = None
 
     def __init__(self, alias: str, message: str) -> None:
         self.alias = alias
         super().__init__(f"model {alias!r}: {message}")
 
+    @property
+    def rpc_code(self) -> int:  # type: ignore[override]
+        """Follows ``http_status``, which a chain's failure sets per instance."""
+        return MODEL_UNAVAILABLE if self.http_status in (429, 503) else HeronError.rpc_code
+
 
 class RateLimited(ProviderError):
     retryable = True
-    status = 429
+    http_status = 429
 
     def __init__(self, alias: str, message: str, retry_after: float | None = None) -> None:
         self.retry_after = retry_after
@@ -81,7 +89,7 @@ class OwnTimeout(ProviderTimeout):
 
 
 class BadRequest(ProviderError):
-    status = 400
+    http_status = 400
 
 
 class ContextTooLong(BadRequest):
@@ -96,7 +104,7 @@ class CoolingDown(ProviderError):
 
     def __init__(self, alias: str, message: str, retry_after: float, rate_limited: bool) -> None:
         self.retry_after = retry_after
-        self.status = 429 if rate_limited else 503
+        self.http_status = 429 if rate_limited else 503
         super().__init__(alias, message)
 
 
@@ -109,11 +117,11 @@ class NoModelAvailable(ProviderError):
 
     def __init__(self, alias: str, errors: list[ProviderError]) -> None:
         self.errors = errors
-        statuses = {e.status for e in errors}
+        statuses = {e.http_status for e in errors}
         # One status when every model failed the same way; a mix is the chain's failure.
-        self.status = statuses.pop() if len(statuses) == 1 else 502
+        self.http_status = statuses.pop() if len(statuses) == 1 else 502
         waits = [e.retry_after for e in errors]
-        if self.status in (429, 503) and None not in waits:
+        if self.http_status in (429, 503) and None not in waits:
             self.retry_after = min(w for w in waits if w is not None)
         reasons = "; ".join(str(e) for e in errors)
         super().__init__(

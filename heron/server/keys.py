@@ -87,8 +87,8 @@ from heron.server.auth import is_open
 from heron.server.hooks import no_routes
 from heron.server.metrics import Metrics
 from heron.server.middleware import OPEN_PATHS
-from heron.server.replies import error_body, for_path
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
+from heron.server.replies import error_body, for_path, retry_after
+from heron.server.rpc import Method, Params, Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.server.strictjson import dumps
 from heron.server.windows import Tokens, open_windows
@@ -626,11 +626,7 @@ def _bearer(scope: Scope) -> str | None:
 def over_limit(path: str, exc: OverLimit) -> Any:
     """A 429 with ``Retry-After`` in the route's error shape (OpenAI's ``type``:
     ``rate_limit_error``, or ``budget_exceeded`` for a budget in money)."""
-    return for_path(path, 429, str(exc), exc.kind, headers=retry_after(exc))
-
-
-def retry_after(exc: OverLimit) -> dict[str, str]:
-    return {"retry-after": str(exc.retry_after)}
+    return for_path(path, exc.http_status, str(exc), exc.openai_type, headers=retry_after(exc))
 
 
 def _event_stream(message: Message) -> bool:
@@ -815,7 +811,7 @@ def rpc_gate(method: Method) -> None:
     if not key.allows(method.scope):
         ring.forbidden(key)
         exc = Forbidden(key.name, method.scope)
-        raise RpcError(FORBIDDEN, str(exc), {"type": "Forbidden", "scope": method.scope})
+        raise RpcError(exc.rpc_code, str(exc), {"type": "Forbidden", "scope": method.scope})
     metered = method.name in METERED_METHODS
     try:
         ring.admit(key, metered=metered)
@@ -826,7 +822,7 @@ def rpc_gate(method: Method) -> None:
             tab.need(ring.settings.agent_max_tokens)
     except OverLimit as exc:
         data = {"type": "OverLimit", "limit": exc.limit, "retry_after": exc.retry_after}
-        raise RpcError(RATE_LIMITED, str(exc), data) from exc
+        raise RpcError(exc.rpc_code, str(exc), data) from exc
 
 
 # -- the feature hooks (heron.server.hooks): keys.* and the usage writer ------------------

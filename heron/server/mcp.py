@@ -56,7 +56,6 @@ from heron import __version__
 from heron.agent.wiring import retrieval_tools
 from heron.core.tools import Handler, Safety, Tool
 from heron.errors import HeronError, InputError, NotFound
-from heron.keys import Forbidden, OverLimit
 from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
@@ -65,7 +64,7 @@ from heron.server.contexts import runtime_of
 from heron.server.keys import acting_as, check_call, key_of, keyring
 from heron.server.numbers import whole
 from heron.server.replies import openai_error
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
+from heron.server.rpc import Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.ceiling import ceiling, check_tool, through, within
@@ -348,10 +347,9 @@ def _annotations(
 
 def _refused(exc: HeronError) -> MCPError:
     """A resource or prompt that cannot be given: its message, redacted, as the
-    JSON-RPC error (invalid params: the name or URI asked for; a key's refusal: its
-    JSON-RPC code, as on ``/rpc``)."""
-    code = next((c for kind, c in KEY_ERRORS if isinstance(exc, kind)), INVALID_PARAMS)
-    return MCPError(code, redact(str(exc)))
+    JSON-RPC error its ``mcp_code`` says (invalid params: the name or URI asked for; a
+    key's refusal: its code on ``/rpc``)."""
+    return MCPError(exc.mcp_code, redact(str(exc)))
 
 
 class Catalog:
@@ -418,11 +416,6 @@ class Catalog:
         return types.GetPromptResult(description=skill.description, messages=[message])
 
 
-#: A key's refusals, with their JSON-RPC codes.
-KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
-    (Forbidden, FORBIDDEN),
-    (OverLimit, RATE_LIMITED),
-)
 #: The key scope each of Heron's own tools needs (``heron.server.keys``); one not listed
 #: needs admin, a JSON-RPC method's tool its method's scope. Resources and prompts: read.
 READ = "read"

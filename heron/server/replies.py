@@ -3,7 +3,8 @@
 Errors come in one shape per door: a JSON-RPC error object on ``/rpc`` (``rpc_error``),
 OpenAI's ``{"error": {"message", "type", "param", "code"}}`` on every other route
 (``openai_error``), never HTML, never a traceback. ``for_path`` picks the shape for a
-path; ``heron_error`` turns a ``HeronError`` into its status (``http_status``) and body;
+path; ``heron_error`` turns a ``HeronError`` into its status and body, as its row of the
+error table (``heron.errors``) says;
 ``read_body`` reads a request's JSON body into a pydantic model, or answers the 400.
 
 >>> for_path("/v1/models", 421, "Unknown Host.", "host_not_allowed").body
@@ -20,9 +21,7 @@ from pydantic import BaseModel, ValidationError
 from starlette.requests import Request
 from starlette.responses import Response
 
-from heron.errors import ConfigError, HeronError, InputError, NotFound
-from heron.keys import Forbidden, OverLimit
-from heron.llm.errors import ProviderError
+from heron.errors import HeronError
 from heron.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
 from heron.server.strictjson import StrictJSONResponse, read_json
 
@@ -83,27 +82,10 @@ def not_found(message: str) -> Response:
     return openai_error(404, message, "not_found")
 
 
-def http_status(exc: HeronError) -> int:
-    """400 for a refused request, whatever refused it: Heron (bad input or settings) or
-    the model's provider (``BadRequest``: a parameter it does not take, a prompt over its
-    window); 403 for a caller refused (a scope, a model it may not call); 429 for one over
-    a limit or a budget; 404 for what is not there; for a model that failed, its
-    ``status``: 429 rate limited, 503 cooling down, 502 any other failure."""
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Forbidden):
-        return 403
-    if isinstance(exc, OverLimit):
-        return 429
-    if isinstance(exc, ProviderError):
-        return exc.status
-    return 400 if isinstance(exc, InputError | ConfigError) else 502
-
-
 def retry_after(exc: HeronError) -> dict[str, str]:
     """``Retry-After`` (whole seconds, rounded up, as HTTP has it) for an error that says
-    when to ask again: a provider's 429, a cooldown."""
-    wait = exc.retry_after if isinstance(exc, ProviderError | OverLimit) else None
+    when to ask again: a provider's 429, a cooldown, a key over a limit."""
+    wait = exc.retry_after
     return {} if wait is None else {"Retry-After": str(max(1, math.ceil(wait)))}
 
 
@@ -112,10 +94,11 @@ KINDS = {403: "permission_error", 429: "rate_limit_error", 503: "service_unavail
 
 
 def heron_error(exc: HeronError) -> Response:
-    """``exc`` as OpenAI's error reply, its class as the ``code``, with ``Retry-After``
-    where the error says when to ask again."""
-    status = http_status(exc)
-    kind = exc.kind if isinstance(exc, OverLimit) else KINDS.get(status)
+    """``exc`` as OpenAI's error reply (its ``http_status``, its ``openai_type`` or the
+    status's, its class as the ``code``), with ``Retry-After`` where the error says when
+    to ask again."""
+    status = exc.http_status
+    kind = exc.openai_type or KINDS.get(status)
     kind = kind or ("invalid_request_error" if status < 500 else "server_error")
     return openai_error(status, str(exc), kind, type(exc).__name__, retry_after(exc))
 

@@ -19,10 +19,10 @@ Every params model derives from ``Params``, which refuses fields it does not dec
 Params arrive by name (``{"id": ...}``) or by position (``["9f3c..."]``, mapped onto
 the model's fields in order). Errors:
 
-- a ``HeronError`` raised by a method becomes an application error (``APP_ERRORS``:
-  -32001 bad input, -32004 not found, ...) carrying its message, which says what to do;
-  a model rate limited upstream or cooling down is -32007 (``MODEL_UNAVAILABLE``) with
-  ``data.retry_after`` in seconds;
+- a ``HeronError`` raised by a method becomes an application error: its class's
+  ``rpc_code`` (the error table, ``heron.errors``: -32001 bad input, -32004 not found,
+  -32007 a model rate limited upstream or cooling down, ...) and its message, which says
+  what to do; ``data.retry_after`` in seconds where the error says when to ask again;
 - ``RpcError(code, message, data)`` lets a method choose the code itself;
 - a pydantic ``ValidationError`` of the params is -32602 with the problems in ``data``;
 - anything else is -32603 with the exception type in ``data``, never an HTTP 500.
@@ -60,17 +60,8 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from heron.core.contexts import DEFAULT
-from heron.errors import (
-    ConfigError,
-    HeronError,
-    InputError,
-    ModelError,
-    NamespaceMismatch,
-    NotFound,
-    StoreError,
-)
+from heron.errors import HeronError
 from heron.keys import Forbidden, OverLimit
-from heron.llm.errors import ProviderError
 from heron.server.strictjson import JsonRefused, aloads, dumps
 
 if TYPE_CHECKING:
@@ -84,25 +75,12 @@ METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
 #: The caller's key lacks the method's scope (``heron.server.keys``); ``data.scope``.
-FORBIDDEN = -32010
+FORBIDDEN = Forbidden.rpc_code
 #: The caller's key is over a limit; ``data.retry_after`` is in seconds.
-RATE_LIMITED = -32029
+RATE_LIMITED = OverLimit.rpc_code
 #: A method's scope unless it names one (``heron.keys.SCOPES``): admin, so a method
 #: nobody thought about is not open to every key.
 DEFAULT_SCOPE = "admin"
-
-#: HeronError subclasses -> application codes, most specific first.
-APP_ERRORS: list[tuple[type[HeronError], int]] = [
-    (InputError, -32001),
-    (ConfigError, -32002),
-    (ModelError, -32003),
-    (NotFound, -32004),
-    (NamespaceMismatch, -32005),
-    (StoreError, -32006),
-    (Forbidden, FORBIDDEN),
-    (OverLimit, RATE_LIMITED),
-    (HeronError, -32000),
-]
 
 OPENRPC_VERSION = "1.3.2"
 #: Calls one batch may hold unless the server says otherwise (``HERON_SERVER_MAX_BATCH``).
@@ -232,7 +210,7 @@ class Registry:
             described = method.describe()
             schemas.update(described.pop("x-defs"))
             methods.append(described)
-        errors = [{"code": code, "message": cls.__name__} for cls, code in APP_ERRORS]
+        errors = [{"code": cls.rpc_code, "message": cls.__name__} for cls in application_errors()]
         return {
             "openrpc": OPENRPC_VERSION,
             "info": {"title": title, "version": version},
@@ -284,7 +262,7 @@ class Registry:
         except RpcError:
             raise
         except HeronError as exc:
-            raise RpcError(app_code(exc), str(exc), error_data(exc)) from exc
+            raise RpcError(exc.rpc_code, str(exc), rpc_error_data(exc)) from exc
         except Exception as exc:
             log.exception("method %s failed", name)
             raise RpcError(
@@ -292,26 +270,30 @@ class Registry:
             ) from exc
 
 
-#: A model rate limited upstream (429) or cooling down (503): ask again after
-#: ``data.retry_after`` seconds.
-MODEL_UNAVAILABLE = -32007
-
-
-def app_code(exc: HeronError) -> int:
-    if isinstance(exc, ProviderError) and exc.status in (429, 503):
-        return MODEL_UNAVAILABLE
-    return next(code for cls, code in APP_ERRORS if isinstance(exc, cls))
-
-
-def error_data(exc: HeronError) -> dict[str, Any]:
+def rpc_error_data(exc: HeronError) -> dict[str, Any]:
     """The ``data`` of an application error: its type, and ``retry_after`` (seconds)
-    where it says when to ask again."""
+    where it says when to ask again. (A stream's ``error`` event has its own shape:
+    ``error_event_data``, the chat stream's.)"""
     data: dict[str, Any] = {"type": type(exc).__name__}
-    if isinstance(exc, ProviderError) and exc.retry_after is not None:
-        data["retry_after"] = exc.retry_after
-    if isinstance(exc, OverLimit):
+    if exc.retry_after is not None:
         data["retry_after"] = exc.retry_after
     return data
+
+
+def _subclasses(cls: type[HeronError]) -> list[type[HeronError]]:
+    return [c for sub in cls.__subclasses__() for c in (sub, *_subclasses(sub))]
+
+
+def application_errors() -> list[type[HeronError]]:
+    """The classes that set their own ``rpc_code`` (one per code, the first met), by
+    code, the catch-all -32000 last: the OpenRPC document's error list. A code that
+    depends on the instance (a property) is not listed."""
+    found: dict[int, type[HeronError]] = {}
+    for cls in [HeronError, *_subclasses(HeronError)]:
+        code = vars(cls).get("rpc_code")
+        if isinstance(code, int):
+            found.setdefault(code, cls)
+    return sorted(found.values(), key=lambda c: (c is HeronError, -c.rpc_code))
 
 
 def _validate(method: Method, params: Any) -> BaseModel:
@@ -399,10 +381,10 @@ def status_of(answer: Any) -> tuple[int, dict[str, str]]:
     error = answer.get("error") if isinstance(answer, dict) else None
     code = error.get("code") if isinstance(error, dict) else None
     if code == FORBIDDEN:
-        return 403, {}
+        return Forbidden.http_status, {}
     if code == RATE_LIMITED:
         wait = (error.get("data") or {}).get("retry_after")
-        return 429, {"retry-after": str(wait)} if isinstance(wait, int) else {}
+        return OverLimit.http_status, {"retry-after": str(wait)} if isinstance(wait, int) else {}
     return 200, {}
 
 

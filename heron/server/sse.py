@@ -98,7 +98,10 @@ def finished(rt: Runtime, data: dict[str, Any], texts: list[str]) -> dict[str, A
     return data
 
 
-def error_data(exc: BaseException) -> dict[str, Any]:
+def error_event_data(exc: BaseException) -> dict[str, Any]:
+    """The data of a stream's ``error`` event: a Heron error's message and type; for a
+    bug, a plain message (the log has the rest). A JSON-RPC error's ``data`` has its own
+    shape (``rpc_error_data``, the JSON-RPC door's)."""
     if isinstance(exc, HeronError):
         return {"message": str(exc), "type": type(exc).__name__}
     return {"message": "The answer failed; see the server log.", "type": "InternalError"}
@@ -272,7 +275,7 @@ class StreamHub:
         except Exception as exc:
             if not isinstance(exc, HeronError):
                 log.exception("chat stream %s failed", stream.id)
-            await stream.add("error", error_data(exc), last=True)
+            await stream.add("error", error_event_data(exc), last=True)
         if stream.finished_at is None:  # a stream that ended without its final event
             await stream.add("error", {"message": "The answer ended early."}, last=True)
 

@@ -99,13 +99,13 @@ def test_every_model_cooling_fails_at_once_with_the_wait(
     broker = make_broker(llm_max_wait=0.1)
     with pytest.raises(NoModelAvailable) as caught:
         broker.complete(HELLO)
-    assert caught.value.status == 429 and caught.value.retry_after == 20
+    assert caught.value.http_status == 429 and caught.value.retry_after == 20
     started = time.monotonic()
     with pytest.raises(NoModelAvailable) as cooling:
         broker.complete(HELLO)
     assert time.monotonic() - started < 0.1 and len(chat.requests) == 2
     assert all(isinstance(e, CoolingDown) for e in cooling.value.errors)
-    assert cooling.value.status == 429 and 19 < (cooling.value.retry_after or 0) <= 20
+    assert cooling.value.http_status == 429 and 19 < (cooling.value.retry_after or 0) <= 20
 
 
 def test_a_check_probes_a_cooling_model(make_broker: MakeBroker, chat: ChatServer) -> None:

@@ -96,7 +96,7 @@ def test_a_deployment_at_its_rpm_is_skipped_and_a_pool_all_full_is_a_429(
     assert answered(made, 2) == {"one": 2}
     with pytest.raises(CoolingDown, match=r"used its 2 rpm this minute") as full:
         made.complete(PING, model="fast")
-    assert full.value.status == 429 and 1 <= (full.value.retry_after or 0) <= 60
+    assert full.value.http_status == 429 and 1 <= (full.value.retry_after or 0) <= 60
 
 
 def test_several_keys_turn_on_429_and_401(

@@ -158,10 +158,10 @@ def test_a_retry_after_over_max_wait_goes_to_the_caller(
     with pytest.raises(RateLimited) as caught:
         broker.complete(HELLO, fallbacks=False)
     assert time.monotonic() - started < 2
-    assert caught.value.retry_after == 3600 and caught.value.status == 429
+    assert caught.value.retry_after == 3600 and caught.value.http_status == 429
     with pytest.raises(CoolingDown) as cooling:
         broker.complete(HELLO, fallbacks=False)
-    assert cooling.value.status == 429 and 3590 < (cooling.value.retry_after or 0) <= 3600
+    assert cooling.value.http_status == 429 and 3590 < (cooling.value.retry_after or 0) <= 3600
     assert len(chat.requests) == 1
 
 

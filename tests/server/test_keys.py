@@ -23,8 +23,9 @@ from starlette.testclient import TestClient
 
 from heron.keys import SCOPES, Key, OverLimit, open_keys, seconds_to_next_month
 from heron.server import create_app
-from heron.server.keys import FORBIDDEN, RATE_LIMITED, KeyMiddleware, Keyring, Tab, rule_for
+from heron.server.keys import KeyMiddleware, Keyring, Tab, rule_for
 from heron.server.metrics import Metrics
+from heron.server.rpc import FORBIDDEN, RATE_LIMITED
 from heron.settings import Settings
 from tests.server.conftest import Served
 
