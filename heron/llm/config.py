@@ -49,6 +49,7 @@ from heron.llm.litellm_format import (
     MONEY_KEYS,
     ROUTER_SECTIONS,
     STRATEGIES,
+    Routing,
     convert,
     ignored_notes,
     routing,
@@ -300,6 +301,37 @@ def _read(path: Path) -> str:
 def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     """Parse the YAML text of a models.yml; errors name ``path`` and the line."""
     where = str(path or "models.yml")
+    root, data = _load(text, where)
+    read, notes = routing(data, where)
+    notes += ignored_notes(data, where)
+    entries, more = _entries(data, root, where)
+    notes += more
+    models: dict[str, ModelSpec] = {}
+    for alias, entry, at in entries:
+        models[alias] = _spec(alias, entry, at)
+    models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
+    _join_pools(models, where)
+    _add_fallbacks(models, read, where)
+    chat = [alias for alias, spec in models.items() if spec.mode == "chat"]
+    default = str(data.get("default") or chat[0])
+    if default not in models:
+        raise ConfigError(
+            f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
+        )
+    policy = Policy(
+        read.retries,
+        read.timeout,
+        read.allowed_fails,
+        read.cooldown,
+        read.strategy,
+        read.cache_ttl,
+        read.cache_size,
+    )
+    return RoutingTable(models, default, path, tuple(notes), policy)
+
+
+def _load(text: str, where: str) -> tuple[yaml.Node | None, Mapping[str, Any]]:
+    """The file's node tree (for lines) and its data, a mapping of known top-level keys."""
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -319,27 +351,34 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     unknown_keys(data, _TOP_KEYS, where, "top-level key(s)")
     if not isinstance(data.get("default") or "", str):
         raise ConfigError(f"{where}: default must be the name of a model, got {data['default']!r}.")
+    return root, data
+
+
+def _entries(
+    data: Mapping[str, Any], root: yaml.Node | None, where: str
+) -> tuple[list[tuple[str, Any, str]], list[str]]:
+    """Each model of ``models:`` then of LiteLLM's ``model_list:`` as (alias, entry,
+    where it is), and the notes of the conversion."""
     lines = _alias_lines(root)
     entries: list[tuple[str, Any, str]] = [
         (str(alias), entry, f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}")
         for alias, entry in (data.get("models") or {}).items()
     ]
-    read, notes = routing(data, where)
-    notes += ignored_notes(data, where)
-    if "model_list" in data:
-        converted, more = convert(data, where, _list_lines(root))
-        notes += more
-        for alias, entry in converted.items():
-            if any(alias == a for a, _, _ in entries):
-                raise ConfigError(
-                    f"{where}: {alias!r} is both in models: and in model_list:. Rename one."
-                )
-            entries.append((alias, entry, f"{where}, model_list model {alias!r}"))
-    models: dict[str, ModelSpec] = {}
-    for alias, entry, at in entries:
-        models[alias] = _spec(alias, entry, at)
-    models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
-    _join_pools(models, where)
+    if "model_list" not in data:
+        return entries, []
+    converted, notes = convert(data, where, _list_lines(root))
+    for alias, entry in converted.items():
+        if any(alias == a for a, _, _ in entries):
+            raise ConfigError(
+                f"{where}: {alias!r} is both in models: and in model_list:. Rename one."
+            )
+        entries.append((alias, entry, f"{where}, model_list model {alias!r}"))
+    return entries, notes
+
+
+def _add_fallbacks(models: dict[str, ModelSpec], read: Routing, where: str) -> None:
+    """Give each model the fallbacks of ``router_settings`` after its own (the default
+    fallbacks where it has none), in place; every name checked."""
     for model in [*read.fallbacks, *read.context_window_fallbacks]:
         if model not in models:
             raise ConfigError(
@@ -363,22 +402,6 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
                     f"{where}: model {spec.alias!r} falls back to {name!r}, which is not "
                     f"defined. Choose from: {', '.join(models)}."
                 )
-    chat = [alias for alias, spec in models.items() if spec.mode == "chat"]
-    default = str(data.get("default") or chat[0])
-    if default not in models:
-        raise ConfigError(
-            f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
-        )
-    policy = Policy(
-        read.retries,
-        read.timeout,
-        read.allowed_fails,
-        read.cooldown,
-        read.strategy,
-        read.cache_ttl,
-        read.cache_size,
-    )
-    return RoutingTable(models, default, path, tuple(notes), policy)
 
 
 def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
