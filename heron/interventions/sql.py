@@ -366,11 +366,7 @@ class SQLInterventionStore(DatabaseStore):
             self._run(db, _ENSURE_ROOM, where)
             room = self._run(db, _ROOM, where).fetchone()  # locked until commit
             now = time.time()
-            step = 0
-            if learning is not None:
-                learned = self._run(db, _LEARNED_ONE, (*where, c.kind)).fetchone()
-                step = int(learned["step"]) if learned else 0
-                cooldown = learning.cooldown(cooldown, step)
+            step, cooldown = self._learned_cooldown(db, c, cooldown, learning)
             active = self._run(db, _ACTIVE, (*where, c.key)).fetchone() is not None
             status = decide(
                 active=active,
@@ -387,28 +383,7 @@ class SQLInterventionStore(DatabaseStore):
                     0, c.kind, c.key, c.room, c.severity, c.facts, c.actor, status, "", "",
                     (), seen, now, step=step, context=c.context,
                 )  # fmt: skip
-            words = render(seen)
-            actions = json.dumps([asdict(a) for a in words.actions])
-            row = self._run(
-                db,
-                _INSERT,
-                (
-                    c.kind,
-                    c.key,
-                    c.room,
-                    c.severity,
-                    json.dumps(c.facts),
-                    c.actor,
-                    status,
-                    words.text,
-                    words.spoken,
-                    actions,
-                    seen,
-                    now,
-                    step,
-                    c.context,
-                ),
-            ).fetchone()
+            row = self._insert(db, c, status, render(seen), seen, now, step)
             self._run(
                 db,
                 "INSERT INTO {p}intervention_active (context, room, key, intervention_id) "
@@ -423,6 +398,50 @@ class SQLInterventionStore(DatabaseStore):
                     (row["id"], now, c.severity, *where),
                 )
             return _intervention(row)
+
+    def _learned_cooldown(
+        self, db: Connection, c: Condition, cooldown: float, learning: Learning | None
+    ) -> tuple[int, float]:
+        """The step ``learning`` reached for ``c``'s kind in its room, and the cooldown
+        at that step (0 and ``cooldown`` as they are without learning)."""
+        if learning is None:
+            return 0, cooldown
+        learned = self._run(db, _LEARNED_ONE, (c.context, c.room, c.kind)).fetchone()
+        step = int(learned["step"]) if learned else 0
+        return step, learning.cooldown(cooldown, step)
+
+    def _insert(
+        self,
+        db: Connection,
+        c: Condition,
+        status: str,
+        words: Rendered,
+        seen: int,
+        now: float,
+        step: int,
+    ) -> Any:
+        """Store a delivered intervention of ``c`` in ``words``; its row."""
+        actions = json.dumps([asdict(a) for a in words.actions])
+        return self._run(
+            db,
+            _INSERT,
+            (
+                c.kind,
+                c.key,
+                c.room,
+                c.severity,
+                json.dumps(c.facts),
+                c.actor,
+                status,
+                words.text,
+                words.spoken,
+                actions,
+                seen,
+                now,
+                step,
+                c.context,
+            ),
+        ).fetchone()
 
     def resolve(self, room: str, key: str, *, context: str = DEFAULT) -> Intervention:
         with self._tx(write=True) as db:
