@@ -637,42 +637,8 @@ class SQLInterventionStore(DatabaseStore):
                     (before, keep_per_room, total),
                 ).fetchall()
             ]
-            audio: list[str] = []
-            for start in range(0, len(doomed), PRUNE_BATCH):
-                batch = tuple(doomed[start : start + PRUNE_BATCH])
-                marks = "(" + ", ".join("?" * len(batch)) + ")"
-                audio += [
-                    r["audio_url"]
-                    for r in self._run(
-                        db,
-                        "SELECT audio_url FROM {p}interventions WHERE audio_url IS NOT NULL "
-                        "AND id IN " + marks,
-                        batch,
-                    ).fetchall()
-                ]
-                for table, column in (
-                    ("intervention_deliveries", "intervention_id"),
-                    ("intervention_active", "intervention_id"),
-                    ("interventions", "id"),
-                ):
-                    self._run(db, f"DELETE FROM {{p}}{table} WHERE {column} IN " + marks, batch)
-            suppressed = self._run(
-                db, "DELETE FROM {p}intervention_suppressed WHERE last_at < ?", (before,)
-            ).rowcount
-            suppressed += self._run(
-                db,
-                "DELETE FROM {p}intervention_suppressed WHERE (context, room, key, status) IN ("
-                + _beyond("context, room, key, status", "last_at", "intervention_suppressed")
-                + ")",
-                (keep_per_room,),
-            ).rowcount
-            # However many rooms a storm names, the counts are bounded in all.
-            suppressed += self._run(
-                db,
-                "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
-                "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
-                (total,),
-            ).rowcount
+            audio = self._delete(db, doomed)
+            suppressed = self._prune_suppressed(db, before, keep_per_room, total)
             changes = self._run(
                 db, "DELETE FROM {p}intervention_policy_changes WHERE at < ?", (before,)
             ).rowcount
@@ -701,6 +667,53 @@ class SQLInterventionStore(DatabaseStore):
                 (before,),
             )
         return Pruned(len(doomed), suppressed, changes), audio
+
+    def _delete(self, db: Connection, doomed: list[int]) -> list[str]:
+        """Delete the interventions ``doomed``, with their deliveries and guards, in
+        batches of ``PRUNE_BATCH``; their audio URLs."""
+        audio: list[str] = []
+        for start in range(0, len(doomed), PRUNE_BATCH):
+            batch = tuple(doomed[start : start + PRUNE_BATCH])
+            marks = "(" + ", ".join("?" * len(batch)) + ")"
+            audio += [
+                r["audio_url"]
+                for r in self._run(
+                    db,
+                    "SELECT audio_url FROM {p}interventions WHERE audio_url IS NOT NULL "
+                    "AND id IN " + marks,
+                    batch,
+                ).fetchall()
+            ]
+            for table, column in (
+                ("intervention_deliveries", "intervention_id"),
+                ("intervention_active", "intervention_id"),
+                ("interventions", "id"),
+            ):
+                self._run(db, f"DELETE FROM {{p}}{table} WHERE {column} IN " + marks, batch)
+        return audio
+
+    def _prune_suppressed(
+        self, db: Connection, before: float, keep_per_room: int, total: int
+    ) -> int:
+        """Delete the suppressed counts by ``prune``'s rules; how many."""
+        suppressed = self._run(
+            db, "DELETE FROM {p}intervention_suppressed WHERE last_at < ?", (before,)
+        ).rowcount
+        suppressed += self._run(
+            db,
+            "DELETE FROM {p}intervention_suppressed WHERE (context, room, key, status) IN ("
+            + _beyond("context, room, key, status", "last_at", "intervention_suppressed")
+            + ")",
+            (keep_per_room,),
+        ).rowcount
+        # However many rooms a storm names, the counts are bounded in all.
+        suppressed += self._run(
+            db,
+            "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
+            "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
+            (total,),
+        ).rowcount
+        return suppressed
 
     # -- reading ------------------------------------------------------------------------
 
