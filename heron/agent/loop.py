@@ -517,12 +517,8 @@ class Loop:
                 raise
             # The stream broke after text began, so the broker could not retry it; a
             # whole call can be (what ``ask`` did before it streamed). Nothing was shown.
-            completion = broker.complete(request, model=self.model_alias)
+            completion = self._whole_call(request, scaffold, guarded=guard is not None, shown=shown)
             echo = None
-            if guard is not None and (reason := repeats(completion.text)):
-                self._stop(reason, "degenerate")
-            elif shown and (reason := scaffold.echo(completion.text)):
-                self._stop(reason, "echoed_prompt")
         finally:
             events.close()
         if completion is not None and guard is not None and self.degenerate is None:
@@ -541,8 +537,25 @@ class Loop:
             return completion
         if self.degenerate is None:
             raise AssertionError("the broker's stream ended without Done")
-        text = "".join(pieces)
-        return Completion(  # stopped early: no usage came, so it is estimated
+        return self._stopped_early(request, "".join(pieces), started)
+
+    def _whole_call(
+        self, request: ChatRequest, scaffold: Scaffold, *, guarded: bool, shown: bool
+    ) -> Completion:
+        """``request`` called again, not streamed, its answer read whole by the guards a
+        stream has (the repetition guard where ``guarded``, the echo guard where
+        ``shown``)."""
+        completion = self.broker.complete(request, model=self.model_alias)
+        if guarded and (reason := repeats(completion.text)):
+            self._stop(reason, "degenerate")
+        elif shown and (reason := scaffold.echo(completion.text)):
+            self._stop(reason, "echoed_prompt")
+        return completion
+
+    def _stopped_early(self, request: ChatRequest, text: str, started: float) -> Completion:
+        """The completion of a stream a guard stopped at ``text``: no usage came, so it
+        is estimated."""
+        return Completion(
             text,
             usage=Usage(estimate_tokens(request), len(text) // CHARS_PER_TOKEN + 1),
             model=self.broker.table.spec(self.model_alias).alias,
