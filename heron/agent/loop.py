@@ -370,11 +370,7 @@ class Loop:
         theirs = [c for c in calls if c.name in self.client]
         if not theirs:
             return False
-        self.client_calls, self.text, self.finish_reason = (
-            theirs,
-            completion.text,
-            "tool_calls",
-        )
+        self.client_calls, self.text, self.finish_reason = theirs, completion.text, "tool_calls"
         if len(theirs) < len(calls):
             self.notes.append(
                 f"dropped {len(calls) - len(theirs)} call(s) to Heron's tools: the "
