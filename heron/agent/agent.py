@@ -323,18 +323,7 @@ class Agent(Resource):
             if found.grounding.libraries:
                 tell(self.on_search, turn.user, turn.message, turn.room or "")
         with record.clock("routing"):
-            # A client that sends tools gets its own offered, none of Heron's: the client
-            # decides what may happen, and Heron's would run here, unasked by it.
-            routed: list[RoutedTool] = []
-            if turn.tool_choice != "none" and not turn.client_tools:
-                routed = self.offer.route(
-                    turn.message,
-                    turn.model,
-                    vector,
-                    safety=turn.tool_safety,
-                    local=turn.local_tools,
-                    delegate=self._delegates(turn),
-                )
+            routed = self._route(turn, vector)
         with record.clock("skills"):
             # Every turn's message is a skill query (the hit rate's), extractive ones too;
             # only a generated answer has a prompt for the skills that fit.
@@ -352,11 +341,7 @@ class Agent(Resource):
                 docs_threshold=thresholds.docs,
                 tool_threshold=thresholds.tool,
             )
-            # A model reads the jobs' results in its prompt; quotes need them weighed.
-            job = None
-            if mode == "extractive":
-                embedder, best = self.store.embedder, decision.docs_score
-                job = answering(turn.message, vector, before, embedder, best)
+            job = self._job(turn, mode, decision, vector, before)
             # What the passages' notes say ("these are the closest") is not about an
             # answer that a job's result gives instead.
             notes = record.notes if job is None else []
@@ -377,6 +362,36 @@ class Agent(Resource):
             job,
             vector,
         )
+
+    def _route(self, turn: Turn, vector: np.ndarray) -> list[RoutedTool]:
+        """The Heron tools offered for ``turn``: none where the client sends its own
+        (the client decides what may happen, and Heron's would run here, unasked by
+        it) or ``tool_choice`` is none."""
+        if turn.tool_choice == "none" or turn.client_tools:
+            return []
+        return self.offer.route(
+            turn.message,
+            turn.model,
+            vector,
+            safety=turn.tool_safety,
+            local=turn.local_tools,
+            delegate=self._delegates(turn),
+        )
+
+    def _job(
+        self,
+        turn: Turn,
+        mode: AnswerMode,
+        decision: Triage,
+        vector: np.ndarray,
+        before: list[Message],
+    ) -> JobResult | None:
+        """The jobs' result an extractive answer gives, if one answers ``turn``; a model
+        reads the jobs' results in its prompt instead (quotes need them weighed)."""
+        if mode != "extractive":
+            return None
+        embedder, best = self.store.embedder, decision.docs_score
+        return answering(turn.message, vector, before, embedder, best)
 
     def _passages(
         self,

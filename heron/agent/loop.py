@@ -315,23 +315,8 @@ class Loop:
         most = self.limits.max_steps
         for step in range(1, most + 1):
             self.steps = step
-            # A Heron tool's result needs one more call to be read, so the last call is
-            # offered none of Heron's; a call of the client's ends the turn, so theirs stay.
-            tools = self.tools_sent if step < most else tuple(self.client.values())
-            if tools and self.req.tool_choice != "none":
-                choice = self._choice(step, tools)
-            else:
-                choice, tools = "none", ()
+            request, choice = self._request(step, most)
             text_call = choice in ("auto", "none")
-            sampling = self.sampling_for(text_call=text_call)
-            request = ChatRequest(
-                tuple(self.messages),
-                tools,
-                choice,
-                max_tokens=sampling.max_tokens,
-                temperature=sampling.temperature,
-                sampling=sampling,
-            )
             # A forced call's text is streamed once the call is known good (below).
             guarded = self.guard and text_call
             results = [m for m in self.messages[self.first_messages :] if m.role == "tool"]
@@ -341,7 +326,7 @@ class Loop:
             self.usage = self.usage + completion.usage
             self.model = completion.model or self.model
             if self._forces_client(choice):
-                self._check_called(choice, completion, sampling.max_tokens)
+                self._check_called(choice, completion, request.sampling.max_tokens)
             completion = self._unechoed(choice, completion, scaffold, text_call=text_call)
             if self.streaming and not text_call and completion.text:
                 yield Token(completion.text)
@@ -349,43 +334,72 @@ class Loop:
                 self.text = completion.text
                 self.finish_reason = completion.finish_reason
                 return
-            calls = completion.tool_calls
-            theirs = [c for c in calls if c.name in self.client]
-            if theirs:
-                self.client_calls, self.text, self.finish_reason = (
-                    theirs,
-                    completion.text,
-                    "tool_calls",
-                )
-                if len(theirs) < len(calls):
-                    self.notes.append(
-                        f"dropped {len(calls) - len(theirs)} call(s) to Heron's tools: the "
-                        "turn ended with the client's tool calls"
-                    )
+            if self._client_called(completion):
                 return
-            start = time.perf_counter()
-            forced = self.forced if choice == self.forced else None
-            answered = shown = self._run_calls(calls, forced)
-            if forced:
-                calls, answered, shown = self._defaults_for_refused(calls, answered)
-            self.tool_seconds += time.perf_counter() - start
-            self.messages.append(Message("assistant", completion.text, calls))
-            # The results share what the context window has left.
-            used = estimate_tokens(ChatRequest(tuple(self.messages), self.tools_sent))
-            share = max(0, self.limits.room - used) * CHARS_PER_TOKEN // len(answered)
-            self.messages += [
-                Message("tool", tool_content(use, share), tool_call_id=use.id, name=use.name)
-                for use in answered
-            ]
-            for use in shown:
-                self.tools.append(use)
-                tell(self.on_tool_use, self.req.user, use, self.req.room or "")
-                yield ToolUsed(use)
+            yield from self._use_tools(completion, choice)
             if self.extractive:
                 return  # the tools' results are the answer (``Agent._extract``)
         # Only a model that calls tools when offered none gets here.
         self.finish_detail = "max_steps"
         self.notes.append(f"stopped after {most} model calls (HERON_AGENT_MAX_STEPS)")
+
+    def _request(self, step: int, most: int) -> tuple[ChatRequest, str]:
+        """The request of model call ``step`` (of ``most``), and its tool choice."""
+        # A Heron tool's result needs one more call to be read, so the last call is
+        # offered none of Heron's; a call of the client's ends the turn, so theirs stay.
+        tools = self.tools_sent if step < most else tuple(self.client.values())
+        if tools and self.req.tool_choice != "none":
+            choice = self._choice(step, tools)
+        else:
+            choice, tools = "none", ()
+        sampling = self.sampling_for(text_call=choice in ("auto", "none"))
+        request = ChatRequest(
+            tuple(self.messages),
+            tools,
+            choice,
+            max_tokens=sampling.max_tokens,
+            temperature=sampling.temperature,
+            sampling=sampling,
+        )
+        return request, choice
+
+    def _client_called(self, completion: Completion) -> bool:
+        """Whether ``completion`` called the client's tools, which ends the turn with
+        those calls (its calls of Heron's tools dropped, and said so)."""
+        calls = completion.tool_calls
+        theirs = [c for c in calls if c.name in self.client]
+        if not theirs:
+            return False
+        self.client_calls, self.text, self.finish_reason = theirs, completion.text, "tool_calls"
+        if len(theirs) < len(calls):
+            self.notes.append(
+                f"dropped {len(calls) - len(theirs)} call(s) to Heron's tools: the "
+                "turn ended with the client's tool calls"
+            )
+        return True
+
+    def _use_tools(self, completion: Completion, choice: str) -> Iterator[AgentEvent]:
+        """Run ``completion``'s calls of Heron's tools and add their results to the
+        messages, each result a share of the context window left; each use yielded."""
+        calls = completion.tool_calls
+        start = time.perf_counter()
+        forced = self.forced if choice == self.forced else None
+        answered = shown = self._run_calls(calls, forced)
+        if forced:
+            calls, answered, shown = self._defaults_for_refused(calls, answered)
+        self.tool_seconds += time.perf_counter() - start
+        self.messages.append(Message("assistant", completion.text, calls))
+        # The results share what the context window has left.
+        used = estimate_tokens(ChatRequest(tuple(self.messages), self.tools_sent))
+        share = max(0, self.limits.room - used) * CHARS_PER_TOKEN // len(answered)
+        self.messages += [
+            Message("tool", tool_content(use, share), tool_call_id=use.id, name=use.name)
+            for use in answered
+        ]
+        for use in shown:
+            self.tools.append(use)
+            tell(self.on_tool_use, self.req.user, use, self.req.room or "")
+            yield ToolUsed(use)
 
     def _run_calls(self, calls: Sequence[ToolCall], forced: str | None) -> list[ToolUse]:
         return run_calls(
@@ -499,12 +513,8 @@ class Loop:
                 raise
             # The stream broke after text began, so the broker could not retry it; a
             # whole call can be (what ``ask`` did before it streamed). Nothing was shown.
-            completion = broker.complete(request, model=self.model_alias)
+            completion = self._whole_call(request, scaffold, guarded=guard is not None, shown=shown)
             echo = None
-            if guard is not None and (reason := repeats(completion.text)):
-                self._stop(reason, "degenerate")
-            elif shown and (reason := scaffold.echo(completion.text)):
-                self._stop(reason, "echoed_prompt")
         finally:
             events.close()
         if completion is not None and guard is not None and self.degenerate is None:
@@ -523,8 +533,25 @@ class Loop:
             return completion
         if self.degenerate is None:
             raise AssertionError("the broker's stream ended without Done")
-        text = "".join(pieces)
-        return Completion(  # stopped early: no usage came, so it is estimated
+        return self._stopped_early(request, "".join(pieces), started)
+
+    def _whole_call(
+        self, request: ChatRequest, scaffold: Scaffold, *, guarded: bool, shown: bool
+    ) -> Completion:
+        """``request`` called again, not streamed, its answer read whole by the guards a
+        stream has (the repetition guard where ``guarded``, the echo guard where
+        ``shown``)."""
+        completion = self.broker.complete(request, model=self.model_alias)
+        if guarded and (reason := repeats(completion.text)):
+            self._stop(reason, "degenerate")
+        elif shown and (reason := scaffold.echo(completion.text)):
+            self._stop(reason, "echoed_prompt")
+        return completion
+
+    def _stopped_early(self, request: ChatRequest, text: str, started: float) -> Completion:
+        """The completion of a stream a guard stopped at ``text``: no usage came, so it
+        is estimated."""
+        return Completion(
             text,
             usage=Usage(estimate_tokens(request), len(text) // CHARS_PER_TOKEN + 1),
             model=self.broker.table.spec(self.model_alias).alias,

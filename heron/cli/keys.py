@@ -45,44 +45,53 @@ def _limits(key: Key) -> str:
     return ", ".join(p for p in parts if p) or "none"
 
 
+Scopes = Annotated[
+    list[str], typer.Option("--scope", help=f"A scope it has (repeat): {', '.join(SCOPES)}.")
+]
+ContextOption = Annotated[
+    str | None, typer.Option("--context", help="The context the key is bound to.")
+]
+Rpm = Annotated[int | None, typer.Option("--rpm", help="Requests per minute, at most.")]
+Tpm = Annotated[
+    int | None, typer.Option("--tpm", help="Model tokens (in and out) per minute, at most.")
+]
+MonthlyTokens = Annotated[
+    int | None,
+    typer.Option("--monthly-tokens", help="Model tokens per calendar month (UTC), at most."),
+]
+Models = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--models",
+        help="Models it may call (repeat, or comma-separated): aliases, provider/model, "
+        "* wildcards (gpt-*, openai/*). Default: any.",
+    ),
+]
+MaxBudget = Annotated[
+    float | None,
+    typer.Option("--max-budget", help="Dollars its model calls may spend per duration."),
+]
+BudgetDuration = Annotated[
+    str | None,
+    typer.Option("--budget-duration", help="The budget's window: 1h, 30d, 1mo...; none: ever."),
+]
+NoCache = Annotated[
+    bool, typer.Option("--no-cache", help="Never answer its requests from the response cache.")
+]
+
+
 @keys_app.command("create")
 def create(
     name: Name,
-    scope: Annotated[
-        list[str],
-        typer.Option("--scope", help=f"A scope it has (repeat): {', '.join(SCOPES)}."),
-    ],
-    context: Annotated[
-        str | None, typer.Option("--context", help="The context the key is bound to.")
-    ] = None,
-    rpm: Annotated[int | None, typer.Option("--rpm", help="Requests per minute, at most.")] = None,
-    tpm: Annotated[
-        int | None, typer.Option("--tpm", help="Model tokens (in and out) per minute, at most.")
-    ] = None,
-    monthly_tokens: Annotated[
-        int | None,
-        typer.Option("--monthly-tokens", help="Model tokens per calendar month (UTC), at most."),
-    ] = None,
-    models: Annotated[
-        list[str] | None,
-        typer.Option(
-            "--models",
-            help="Models it may call (repeat, or comma-separated): aliases, provider/model, "
-            "* wildcards (gpt-*, openai/*). Default: any.",
-        ),
-    ] = None,
-    max_budget: Annotated[
-        float | None,
-        typer.Option("--max-budget", help="Dollars its model calls may spend per duration."),
-    ] = None,
-    budget_duration: Annotated[
-        str | None,
-        typer.Option("--budget-duration", help="The budget's window: 1h, 30d, 1mo...; none: ever."),
-    ] = None,
-    no_cache: Annotated[
-        bool,
-        typer.Option("--no-cache", help="Never answer its requests from the response cache."),
-    ] = False,
+    scope: Scopes,
+    context: ContextOption = None,
+    rpm: Rpm = None,
+    tpm: Tpm = None,
+    monthly_tokens: MonthlyTokens = None,
+    models: Models = None,
+    max_budget: MaxBudget = None,
+    budget_duration: BudgetDuration = None,
+    no_cache: NoCache = False,
     as_json: JsonFlag = False,
 ) -> None:
     """Create a key and print its token, once: only its hash is kept.

@@ -17,6 +17,7 @@ import struct
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -144,83 +145,100 @@ def _read(path: Path) -> E5File:
 def build_graph(model: E5File):  # -> onnx.ModelProto
     """The encoder from the embedding LayerNorm on: ``embeds (B, T, H)`` (word + position
     + type embeddings) and ``attention_mask (B, T)`` -> ``last_hidden_state (B, T, H)``."""
-    from onnx import TensorProto, helper, numpy_helper
+    from onnx import TensorProto, helper
 
     H, heads = model.hidden, model.heads
     head_dim = H // heads
-    nodes, inits = [], []
-
-    def const(name: str, value: np.ndarray) -> str:
-        inits.append(numpy_helper.from_array(np.asarray(value), name))
-        return name
-
-    def node(op: str, inputs: list[str], out: str, **attrs) -> str:
-        nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
-        return out
-
-    def layer_norm(x: str, prefix: str, out: str) -> str:
-        w = const(f"{prefix}.w", model.floats(f"{prefix}.w"))
-        b = const(f"{prefix}.b", model.floats(f"{prefix}.b"))
-        return node("LayerNormalization", [x, w, b], out, axis=-1, epsilon=model.eps)
-
-    def linear(x: str, prefix: str, nin: int, out: str) -> str:
-        w = const(f"{prefix}.w", model.matrix(f"{prefix}.w", nin).T.copy())
-        b = const(f"{prefix}.b", model.floats(f"{prefix}.b"))
-        return node("Add", [node("MatMul", [x, w], f"{out}.mm"), b], out)
-
-    def split_heads(x: str, out: str) -> str:
-        shaped = node("Reshape", [x, "heads_shape"], f"{out}.r")
-        return node("Transpose", [shaped], out, perm=[0, 2, 1, 3])
-
-    const("heads_shape", np.array([0, 0, heads, head_dim], np.int64))
-    const("hidden_shape", np.array([0, 0, H], np.int64))
-    const("scale", np.array(1 / np.sqrt(head_dim), np.float32))
-    const("one", np.array(1.0, np.float32))
-    const("half", np.array(0.5, np.float32))
-    const("sqrt2", np.array(np.sqrt(2.0), np.float32))
-    const("neg", np.array(-10000.0, np.float32))
-    const("axes12", np.array([1, 2], np.int64))
+    g = _Graph(model)
+    g.const("heads_shape", np.array([0, 0, heads, head_dim], np.int64))
+    g.const("hidden_shape", np.array([0, 0, H], np.int64))
+    g.const("scale", np.array(1 / np.sqrt(head_dim), np.float32))
+    g.const("one", np.array(1.0, np.float32))
+    g.const("half", np.array(0.5, np.float32))
+    g.const("sqrt2", np.array(np.sqrt(2.0), np.float32))
+    g.const("neg", np.array(-10000.0, np.float32))
+    g.const("axes12", np.array([1, 2], np.int64))
     # Padding keys get -10000 before the softmax: (1 - mask) * -10000, as (B, 1, 1, T).
-    mask = node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
-    inverted = node("Sub", ["one", mask], "mask_inv")
-    bias = node("Unsqueeze", [node("Mul", [inverted, "neg"], "mask_neg"), "axes12"], "mask_bias")
-    x = layer_norm("embeds", "emb.ln", "x0")
+    mask = g.node("Cast", ["attention_mask"], "mask_f", to=TensorProto.FLOAT)
+    inverted = g.node("Sub", ["one", mask], "mask_inv")
+    negative = g.node("Mul", [inverted, "neg"], "mask_neg")
+    bias = g.node("Unsqueeze", [negative, "axes12"], "mask_bias")
+    x = g.layer_norm("embeds", "emb.ln", "x0")
     for i in range(model.layers):
-        p = f"l{i}"
-        q = split_heads(linear(x, f"{p}.q", H, f"{p}.qp"), f"{p}.qh")
-        k = split_heads(linear(x, f"{p}.k", H, f"{p}.kp"), f"{p}.kh")
-        v = split_heads(linear(x, f"{p}.v", H, f"{p}.vp"), f"{p}.vh")
-        kt = node("Transpose", [k], f"{p}.kt", perm=[0, 1, 3, 2])
-        logits = node("Mul", [node("MatMul", [q, kt], f"{p}.qk"), "scale"], f"{p}.scaled")
-        probs = node("Softmax", [node("Add", [logits, bias], f"{p}.masked")], f"{p}.p", axis=-1)
-        ctx = node(
-            "Transpose", [node("MatMul", [probs, v], f"{p}.ctx")], f"{p}.ct", perm=[0, 2, 1, 3]
-        )
-        ctx = node("Reshape", [ctx, "hidden_shape"], f"{p}.cr")
-        attn = linear(ctx, f"{p}.ao", H, f"{p}.ao")
-        x = layer_norm(node("Add", [x, attn], f"{p}.res1"), f"{p}.aln", f"{p}.x1")
-        mid = linear(x, f"{p}.fi", H, f"{p}.fi")
-        # Exact GELU, as the engine computes it: 0.5 x (1 + erf(x / sqrt 2)).
-        erf = node("Erf", [node("Div", [mid, "sqrt2"], f"{p}.d")], f"{p}.erf")
-        gelu = node(
-            "Mul",
-            [node("Mul", [mid, "half"], f"{p}.h"), node("Add", [erf, "one"], f"{p}.e1")],
-            f"{p}.gelu",
-        )
-        out = linear(gelu, f"{p}.fo", 4 * H, f"{p}.fo")
-        x = layer_norm(node("Add", [x, out], f"{p}.res2"), f"{p}.oln", f"{p}.x2")
-    nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
+        x = g.layer(x, f"l{i}", bias)
+    g.nodes.append(helper.make_node("Identity", [x], ["last_hidden_state"]))
     graph = helper.make_graph(
-        nodes,
+        g.nodes,
         "e5-small",
         [
             helper.make_tensor_value_info("embeds", TensorProto.FLOAT, ["b", "t", H]),
             helper.make_tensor_value_info("attention_mask", TensorProto.INT64, ["b", "t"]),
         ],
         [helper.make_tensor_value_info("last_hidden_state", TensorProto.FLOAT, ["b", "t", H])],
-        inits,
+        g.inits,
     )
     return helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+
+
+class _Graph:
+    """The nodes and initializers of ``build_graph``'s graph, in the order added, with
+    ``model``'s weights; each helper adds what it names and returns its output's name."""
+
+    def __init__(self, model: E5File) -> None:
+        self.model = model
+        self.nodes: list[Any] = []  # onnx.NodeProto
+        self.inits: list[Any] = []  # onnx.TensorProto
+
+    def const(self, name: str, value: np.ndarray) -> str:
+        from onnx import numpy_helper
+
+        self.inits.append(numpy_helper.from_array(np.asarray(value), name))
+        return name
+
+    def node(self, op: str, inputs: list[str], out: str, **attrs: Any) -> str:
+        from onnx import helper
+
+        self.nodes.append(helper.make_node(op, inputs, [out], name=out, **attrs))
+        return out
+
+    def layer_norm(self, x: str, prefix: str, out: str) -> str:
+        w = self.const(f"{prefix}.w", self.model.floats(f"{prefix}.w"))
+        b = self.const(f"{prefix}.b", self.model.floats(f"{prefix}.b"))
+        return self.node("LayerNormalization", [x, w, b], out, axis=-1, epsilon=self.model.eps)
+
+    def linear(self, x: str, prefix: str, nin: int, out: str) -> str:
+        w = self.const(f"{prefix}.w", self.model.matrix(f"{prefix}.w", nin).T.copy())
+        b = self.const(f"{prefix}.b", self.model.floats(f"{prefix}.b"))
+        return self.node("Add", [self.node("MatMul", [x, w], f"{out}.mm"), b], out)
+
+    def split_heads(self, x: str, out: str) -> str:
+        shaped = self.node("Reshape", [x, "heads_shape"], f"{out}.r")
+        return self.node("Transpose", [shaped], out, perm=[0, 2, 1, 3])
+
+    def layer(self, x: str, p: str, bias: str) -> str:
+        """Encoder layer ``p`` on ``x``: self-attention (``bias`` masks the padding)
+        and the feed-forward block, each added back and normalised."""
+        H = self.model.hidden
+        q = self.split_heads(self.linear(x, f"{p}.q", H, f"{p}.qp"), f"{p}.qh")
+        k = self.split_heads(self.linear(x, f"{p}.k", H, f"{p}.kp"), f"{p}.kh")
+        v = self.split_heads(self.linear(x, f"{p}.v", H, f"{p}.vp"), f"{p}.vh")
+        kt = self.node("Transpose", [k], f"{p}.kt", perm=[0, 1, 3, 2])
+        qk = self.node("MatMul", [q, kt], f"{p}.qk")
+        logits = self.node("Mul", [qk, "scale"], f"{p}.scaled")
+        masked = self.node("Add", [logits, bias], f"{p}.masked")
+        probs = self.node("Softmax", [masked], f"{p}.p", axis=-1)
+        ctx = self.node("MatMul", [probs, v], f"{p}.ctx")
+        ctx = self.node("Transpose", [ctx], f"{p}.ct", perm=[0, 2, 1, 3])
+        ctx = self.node("Reshape", [ctx, "hidden_shape"], f"{p}.cr")
+        attn = self.linear(ctx, f"{p}.ao", H, f"{p}.ao")
+        x = self.layer_norm(self.node("Add", [x, attn], f"{p}.res1"), f"{p}.aln", f"{p}.x1")
+        mid = self.linear(x, f"{p}.fi", H, f"{p}.fi")
+        # Exact GELU, as the engine computes it: 0.5 x (1 + erf(x / sqrt 2)).
+        erf = self.node("Erf", [self.node("Div", [mid, "sqrt2"], f"{p}.d")], f"{p}.erf")
+        halved = self.node("Mul", [mid, "half"], f"{p}.h")
+        gelu = self.node("Mul", [halved, self.node("Add", [erf, "one"], f"{p}.e1")], f"{p}.gelu")
+        out = self.linear(gelu, f"{p}.fo", 4 * H, f"{p}.fo")
+        return self.layer_norm(self.node("Add", [x, out], f"{p}.res2"), f"{p}.oln", f"{p}.x2")
 
 
 def graph_path(models_dir: Path) -> Path:

@@ -366,11 +366,7 @@ class SQLInterventionStore(DatabaseStore):
             self._run(db, _ENSURE_ROOM, where)
             room = self._run(db, _ROOM, where).fetchone()  # locked until commit
             now = time.time()
-            step = 0
-            if learning is not None:
-                learned = self._run(db, _LEARNED_ONE, (*where, c.kind)).fetchone()
-                step = int(learned["step"]) if learned else 0
-                cooldown = learning.cooldown(cooldown, step)
+            step, cooldown = self._learned_cooldown(db, c, cooldown, learning)
             active = self._run(db, _ACTIVE, (*where, c.key)).fetchone() is not None
             status = decide(
                 active=active,
@@ -387,28 +383,7 @@ class SQLInterventionStore(DatabaseStore):
                     0, c.kind, c.key, c.room, c.severity, c.facts, c.actor, status, "", "",
                     (), seen, now, step=step, context=c.context,
                 )  # fmt: skip
-            words = render(seen)
-            actions = json.dumps([asdict(a) for a in words.actions])
-            row = self._run(
-                db,
-                _INSERT,
-                (
-                    c.kind,
-                    c.key,
-                    c.room,
-                    c.severity,
-                    json.dumps(c.facts),
-                    c.actor,
-                    status,
-                    words.text,
-                    words.spoken,
-                    actions,
-                    seen,
-                    now,
-                    step,
-                    c.context,
-                ),
-            ).fetchone()
+            row = self._insert(db, c, status, render(seen), seen, now, step)
             self._run(
                 db,
                 "INSERT INTO {p}intervention_active (context, room, key, intervention_id) "
@@ -423,6 +398,50 @@ class SQLInterventionStore(DatabaseStore):
                     (row["id"], now, c.severity, *where),
                 )
             return _intervention(row)
+
+    def _learned_cooldown(
+        self, db: Connection, c: Condition, cooldown: float, learning: Learning | None
+    ) -> tuple[int, float]:
+        """The step ``learning`` reached for ``c``'s kind in its room, and the cooldown
+        at that step (0 and ``cooldown`` as they are without learning)."""
+        if learning is None:
+            return 0, cooldown
+        learned = self._run(db, _LEARNED_ONE, (c.context, c.room, c.kind)).fetchone()
+        step = int(learned["step"]) if learned else 0
+        return step, learning.cooldown(cooldown, step)
+
+    def _insert(
+        self,
+        db: Connection,
+        c: Condition,
+        status: str,
+        words: Rendered,
+        seen: int,
+        now: float,
+        step: int,
+    ) -> Any:
+        """Store a delivered intervention of ``c`` in ``words``; its row."""
+        actions = json.dumps([asdict(a) for a in words.actions])
+        return self._run(
+            db,
+            _INSERT,
+            (
+                c.kind,
+                c.key,
+                c.room,
+                c.severity,
+                json.dumps(c.facts),
+                c.actor,
+                status,
+                words.text,
+                words.spoken,
+                actions,
+                seen,
+                now,
+                step,
+                c.context,
+            ),
+        ).fetchone()
 
     def resolve(self, room: str, key: str, *, context: str = DEFAULT) -> Intervention:
         with self._tx(write=True) as db:
@@ -618,42 +637,8 @@ class SQLInterventionStore(DatabaseStore):
                     (before, keep_per_room, total),
                 ).fetchall()
             ]
-            audio: list[str] = []
-            for start in range(0, len(doomed), PRUNE_BATCH):
-                batch = tuple(doomed[start : start + PRUNE_BATCH])
-                marks = "(" + ", ".join("?" * len(batch)) + ")"
-                audio += [
-                    r["audio_url"]
-                    for r in self._run(
-                        db,
-                        "SELECT audio_url FROM {p}interventions WHERE audio_url IS NOT NULL "
-                        "AND id IN " + marks,
-                        batch,
-                    ).fetchall()
-                ]
-                for table, column in (
-                    ("intervention_deliveries", "intervention_id"),
-                    ("intervention_active", "intervention_id"),
-                    ("interventions", "id"),
-                ):
-                    self._run(db, f"DELETE FROM {{p}}{table} WHERE {column} IN " + marks, batch)
-            suppressed = self._run(
-                db, "DELETE FROM {p}intervention_suppressed WHERE last_at < ?", (before,)
-            ).rowcount
-            suppressed += self._run(
-                db,
-                "DELETE FROM {p}intervention_suppressed WHERE (context, room, key, status) IN ("
-                + _beyond("context, room, key, status", "last_at", "intervention_suppressed")
-                + ")",
-                (keep_per_room,),
-            ).rowcount
-            # However many rooms a storm names, the counts are bounded in all.
-            suppressed += self._run(
-                db,
-                "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
-                "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
-                (total,),
-            ).rowcount
+            audio = self._delete(db, doomed)
+            suppressed = self._prune_suppressed(db, before, keep_per_room, total)
             changes = self._run(
                 db, "DELETE FROM {p}intervention_policy_changes WHERE at < ?", (before,)
             ).rowcount
@@ -682,6 +667,53 @@ class SQLInterventionStore(DatabaseStore):
                 (before,),
             )
         return Pruned(len(doomed), suppressed, changes), audio
+
+    def _delete(self, db: Connection, doomed: list[int]) -> list[str]:
+        """Delete the interventions ``doomed``, with their deliveries and guards, in
+        batches of ``PRUNE_BATCH``; their audio URLs."""
+        audio: list[str] = []
+        for start in range(0, len(doomed), PRUNE_BATCH):
+            batch = tuple(doomed[start : start + PRUNE_BATCH])
+            marks = "(" + ", ".join("?" * len(batch)) + ")"
+            audio += [
+                r["audio_url"]
+                for r in self._run(
+                    db,
+                    "SELECT audio_url FROM {p}interventions WHERE audio_url IS NOT NULL "
+                    "AND id IN " + marks,
+                    batch,
+                ).fetchall()
+            ]
+            for table, column in (
+                ("intervention_deliveries", "intervention_id"),
+                ("intervention_active", "intervention_id"),
+                ("interventions", "id"),
+            ):
+                self._run(db, f"DELETE FROM {{p}}{table} WHERE {column} IN " + marks, batch)
+        return audio
+
+    def _prune_suppressed(
+        self, db: Connection, before: float, keep_per_room: int, total: int
+    ) -> int:
+        """Delete the suppressed counts by ``prune``'s rules; how many."""
+        suppressed = self._run(
+            db, "DELETE FROM {p}intervention_suppressed WHERE last_at < ?", (before,)
+        ).rowcount
+        suppressed += self._run(
+            db,
+            "DELETE FROM {p}intervention_suppressed WHERE (context, room, key, status) IN ("
+            + _beyond("context, room, key, status", "last_at", "intervention_suppressed")
+            + ")",
+            (keep_per_room,),
+        ).rowcount
+        # However many rooms a storm names, the counts are bounded in all.
+        suppressed += self._run(
+            db,
+            "DELETE FROM {p}intervention_suppressed WHERE last_at < (SELECT last_at FROM "
+            "{p}intervention_suppressed ORDER BY last_at DESC LIMIT 1 OFFSET ?)",
+            (total,),
+        ).rowcount
+        return suppressed
 
     # -- reading ------------------------------------------------------------------------
 

@@ -65,7 +65,7 @@ from heron.jobs.model import Job
 from heron.jobs.service import Jobs, open_workspace, workspace_contexts
 from heron.jobs.steps import Plan, Step, plan
 from heron.jobs.summary import ChatBroker, facts, written
-from heron.jobs.verify import changes, quiet_environment, snapshot, verdicts
+from heron.jobs.verify import Snapshot, changes, quiet_environment, snapshot, verdicts
 from heron.programs.processes import alive
 from heron.redact import redact_then_cut
 
@@ -257,85 +257,10 @@ class JobRunner:
         if runner is not self:
             return await runner.run_job(job)
         planned = self.plan(job)
-        steps = planned.steps
         try:
             if job.requires_confirmation and job.confirmed_by is None:
-                parked, _ = await asyncio.to_thread(
-                    functools.partial(
-                        self.jobs.transition,
-                        job.id,
-                        "waiting_for_confirmation",
-                        "waiting",
-                        {
-                            "steps": [s.to_dict() for s in steps],
-                            "next": f"heron jobs confirm {job.id}  (or: heron jobs deny {job.id})",
-                        },
-                        held_by=self.worker,
-                    )
-                )
-                return parked
-            workspace = open_workspace(self.settings)
-            with tempfile.TemporaryDirectory(prefix="heron-job-") as caches:
-                quiet = quiet_environment(Path(caches))
-                before = None
-                if job.risk_level == "read_only":
-                    before = await asyncio.to_thread(snapshot, workspace, quiet)
-                results, outputs = [], []
-                for step in steps:
-                    await self._check(job)
-                    outcome = await self._step(job, step, workspace, quiet)
-                    results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
-                    outputs.append(
-                        {"step": step.name, "ok": outcome.ok, "argv": list(step.argv or ())}
-                        | outcome.detail
-                    )
-                changed: list[str] = []
-                unchecked = None
-                if before is not None and isinstance(before.status, str):
-                    unchecked = before.status
-                elif before is not None:
-                    # git refusing to run after the job (config that names a program
-                    # now) is one of the changes, not a reason to stop checking.
-                    after = await asyncio.to_thread(snapshot, workspace, quiet, before)
-                    changed = changes(before, after)
-            await self._check(job)
-            if changed:
-                await asyncio.to_thread(
-                    self.jobs.append, job.id, "workspace_changed", {"changes": changed}
-                )
-            criteria = verdicts(planned, outputs)
-            summary = await asyncio.to_thread(self._summarize, job, outputs)
-            await self._check(job)  # a model's summary takes seconds: an abort meanwhile wins
-            unverified = [c["criterion"] for c in criteria if c["ok"] is None]
-            ok: bool | None = all(r["ok"] for r in results) and not changed
-            if ok and any(c["ok"] is False for c in criteria):
-                ok = False
-            if ok and unverified:
-                ok = None  # a criterion nothing checked is not met: not known either way
-            result = {
-                "ok": ok,
-                "success_criteria": job.success_criteria,
-                "criteria": criteria,
-                "unverified": unverified,
-                "steps": results,
-                **summary,
-            }
-            if unchecked is not None:
-                result["workspace"] = f"unchecked: {unchecked}"
-            elif before is not None:
-                result["workspace"] = changed or "unchanged"
-            done, _ = await asyncio.to_thread(
-                functools.partial(
-                    self.jobs.transition,
-                    job.id,
-                    "completed",
-                    "completed",
-                    {"ok": ok},
-                    result=result,
-                    held_by=self.worker,
-                )
-            )
-            return done
+                return await self._park(job, planned.steps)
+            return await self._carry_out(job, planned)
         except (Stopped, IllegalTransition):
             return await asyncio.to_thread(self.jobs.get, job.id)
         except (ConfigError, ToolInputError) as exc:
@@ -345,6 +270,64 @@ class JobRunner:
             log.exception("job %s failed", job.id)
             error = f"Internal error ({type(exc).__name__}); see the worker's log."
             return await self._fail(job, {"error": error})
+
+    async def _park(self, job: Job, steps: list[Step]) -> Job:
+        """``job`` waiting for a person's confirmation, its steps shown to them."""
+        parked, _ = await asyncio.to_thread(
+            functools.partial(
+                self.jobs.transition,
+                job.id,
+                "waiting_for_confirmation",
+                "waiting",
+                {
+                    "steps": [s.to_dict() for s in steps],
+                    "next": f"heron jobs confirm {job.id}  (or: heron jobs deny {job.id})",
+                },
+                held_by=self.worker,
+            )
+        )
+        return parked
+
+    async def _carry_out(self, job: Job, planned: Plan) -> Job:
+        """Run ``planned``'s steps in the workspace (a read-only job's held to leaving it
+        as it was), then complete the job with its verdicts and summary."""
+        workspace = open_workspace(self.settings)
+        with tempfile.TemporaryDirectory(prefix="heron-job-") as caches:
+            quiet = quiet_environment(Path(caches))
+            before = None
+            if job.risk_level == "read_only":
+                before = await asyncio.to_thread(snapshot, workspace, quiet)
+            results, outputs = [], []
+            for step in planned.steps:
+                await self._check(job)
+                outcome = await self._step(job, step, workspace, quiet)
+                results.append({"step": step.name, "ok": outcome.ok} | _brief(outcome.detail))
+                outputs.append(
+                    {"step": step.name, "ok": outcome.ok, "argv": list(step.argv or ())}
+                    | outcome.detail
+                )
+            changed, seen = await _workspace_after(before, workspace, quiet)
+        await self._check(job)
+        if changed:
+            await asyncio.to_thread(
+                self.jobs.append, job.id, "workspace_changed", {"changes": changed}
+            )
+        criteria = verdicts(planned, outputs)
+        summary = await asyncio.to_thread(self._summarize, job, outputs)
+        await self._check(job)  # a model's summary takes seconds: an abort meanwhile wins
+        result = _result(job, criteria, results, summary, changed, seen)
+        done, _ = await asyncio.to_thread(
+            functools.partial(
+                self.jobs.transition,
+                job.id,
+                "completed",
+                "completed",
+                {"ok": result["ok"]},
+                result=result,
+                held_by=self.worker,
+            )
+        )
+        return done
 
     async def _fail(self, job: Job, payload: dict[str, Any]) -> Job:
         store = self.jobs.store
@@ -392,6 +375,8 @@ class JobRunner:
     async def _command(
         self, job: Job, step: Step, workspace: Workspace, quiet: dict[str, str]
     ) -> _Outcome:
+        """Run ``step``'s command in the workspace, watched by ``_watch``; its exit code
+        and the tails of its output."""
         assert step.argv is not None
         # The same checks and environment as run_command (heron.programs): allowlist,
         # argument policy, minimal environment, hardened git, the repository's config.
@@ -417,41 +402,19 @@ class JobRunner:
             self.jobs.append, job.id, "step_started", step.to_dict() | {"pid": proc.pid}
         )
         output = asyncio.create_task(proc.communicate())
-        deadline = time.monotonic() + workspace.timeout
-        beat = time.monotonic()
         try:
-            while not output.done():
-                await asyncio.wait({output}, timeout=self.poll)
-                if output.done():
-                    break
-                if time.monotonic() > deadline:
-                    _kill(proc.pid)
-                    await output
-                    return _Outcome(
-                        False,
-                        {
-                            "error": f"{argv[0]!r} did not finish within {workspace.timeout:g} s "
-                            "and was killed; raise HERON_JOBS_COMMAND_TIMEOUT if it needs longer."
-                        },
-                    )
-                current = await asyncio.to_thread(self.jobs.store.get, job.id)
-                if not self._holds(current):
-                    _kill(proc.pid)
-                    await output
-                    if current.state != "running":  # else re-claimed: its holder writes alone
-                        await asyncio.to_thread(
-                            self.jobs.append,
-                            job.id,
-                            "step_killed",
-                            {"step": step.name, "pid": proc.pid, "because": current.state},
-                        )
-                    raise Stopped(job.id)
-                if time.monotonic() - beat > HEARTBEAT:
-                    beat = time.monotonic()
-                    await asyncio.to_thread(self.jobs.store.heartbeat, job.id, self.worker)
+            finished = await self._watch(job, step, proc.pid, output, workspace.timeout)
         except asyncio.CancelledError:
             _kill(proc.pid)
             raise
+        if not finished:
+            return _Outcome(
+                False,
+                {
+                    "error": f"{argv[0]!r} did not finish within {workspace.timeout:g} s "
+                    "and was killed; raise HERON_JOBS_COMMAND_TIMEOUT if it needs longer."
+                },
+            )
         stdout, stderr = output.result()
         return _Outcome(
             proc.returncode == 0,
@@ -461,6 +424,39 @@ class JobRunner:
                 "stderr": redact_then_cut(stderr, MAX_OUTPUT, keep="tail"),
             },
         )
+
+    async def _watch(
+        self, job: Job, step: Step, pid: int, output: asyncio.Task[Any], timeout: float
+    ) -> bool:
+        """Wait for the command ``pid`` to end, beating for ``job`` every ``HEARTBEAT``
+        s: False once it ran past ``timeout`` s and was killed; killed too, with
+        ``Stopped``, when the job was aborted or taken over."""
+        deadline = time.monotonic() + timeout
+        beat = time.monotonic()
+        while not output.done():
+            await asyncio.wait({output}, timeout=self.poll)
+            if output.done():
+                break
+            if time.monotonic() > deadline:
+                _kill(pid)
+                await output
+                return False
+            current = await asyncio.to_thread(self.jobs.store.get, job.id)
+            if not self._holds(current):
+                _kill(pid)
+                await output
+                if current.state != "running":  # else re-claimed: its holder writes alone
+                    await asyncio.to_thread(
+                        self.jobs.append,
+                        job.id,
+                        "step_killed",
+                        {"step": step.name, "pid": pid, "because": current.state},
+                    )
+                raise Stopped(job.id)
+            if time.monotonic() - beat > HEARTBEAT:
+                beat = time.monotonic()
+                await asyncio.to_thread(self.jobs.store.heartbeat, job.id, self.worker)
+        return True
 
     def _call(self, step: Step, job: Job) -> dict[str, Any]:
         from heron.store import open_store
@@ -632,3 +628,49 @@ def _kill(pgid: int) -> None:
 
 def _brief(detail: dict[str, Any]) -> dict[str, Any]:
     return {k: detail[k] for k in ("exit_code", "error") if k in detail}
+
+
+async def _workspace_after(
+    before: Snapshot | None, workspace: Workspace, quiet: dict[str, str]
+) -> tuple[list[str], list[str] | str | None]:
+    """What a job changed in the workspace since ``before``, and the result's
+    ``workspace`` entry: the changes, ``unchanged``, or why git could not tell; None
+    for a job that may write (nothing snapshot)."""
+    if before is None:
+        return [], None
+    if isinstance(before.status, str):
+        return [], f"unchecked: {before.status}"
+    # git refusing to run after the job (config that names a program now) is one of
+    # the changes, not a reason to stop checking.
+    after = await asyncio.to_thread(snapshot, workspace, quiet, before)
+    changed = changes(before, after)
+    return changed, changed or "unchanged"
+
+
+def _result(
+    job: Job,
+    criteria: list[dict[str, Any]],
+    results: list[dict[str, Any]],
+    summary: dict[str, Any],
+    changed: list[str],
+    seen: list[str] | str | None,
+) -> dict[str, Any]:
+    """A completed job's result: ``ok`` (None when a criterion went unchecked), its
+    criteria, steps and summary, and what it did to the workspace (``seen``)."""
+    unverified = [c["criterion"] for c in criteria if c["ok"] is None]
+    ok: bool | None = all(r["ok"] for r in results) and not changed
+    if ok and any(c["ok"] is False for c in criteria):
+        ok = False
+    if ok and unverified:
+        ok = None  # a criterion nothing checked is not met: not known either way
+    result = {
+        "ok": ok,
+        "success_criteria": job.success_criteria,
+        "criteria": criteria,
+        "unverified": unverified,
+        "steps": results,
+        **summary,
+    }
+    if seen is not None:
+        result["workspace"] = seen
+    return result

@@ -436,39 +436,11 @@ class _Indexer:
         seen: set[str] = set()
         for file in files:
             self._advance(1)
-            shown = file.path.relative_to(root).as_posix()  # as the scan names a skipped file
-            try:
-                page, refused = read_page(
-                    file,
-                    self.settings.library_max_page_bytes,
-                    self.settings.library_max_document_bytes,
-                    self.settings.library_ocr_languages if self.settings.library_ocr else None,
-                )
-            except OSError as exc:
-                self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
-                seen.add(file.id)  # a read error may pass: keep what is indexed meanwhile
-                continue
+            page = self._read(root, file, seen)
             if page is None:
-                self.report.skipped.append({"path": shown, "reason": refused or ""})
                 continue
-            self.report.warnings += [f"{file.id}: {w}" for w in page.warnings]
-            if page.scanned:
-                self.report.scanned.append({"path": shown, "page": page.id, "pages": page.scanned})
             seen.add(page.id)
-            asked = page_questions(
-                root,
-                page,
-                self.enricher,
-                self.qa_fallback,
-                max_pairs=self.settings.library_enrich_questions,  # a generated cache's cap
-            )
-            self.report.warnings += [f"{page.id}: {note}" for note in asked.notes]
-            pairs = asked.pairs
-            self.report.model_calls += asked.calls
-            self.report.questions += len(pairs)
-            self.report.stale_caches += asked.stale
-            if asked.error is not None:
-                self.report.enrich_errors.append({"page": page.id, "error": asked.error})
+            pairs = self._questions(root, page)
             state = _state_hash(page, self.fingerprint, pairs, file.collection)
             if states.get(page.id) == state:
                 self.report.unchanged += 1
@@ -477,25 +449,70 @@ class _Indexer:
                 self.report.changed += 1
             else:
                 self.report.added += 1
-            shipped = self.shipped and self.shipped.records(page.id, state, self.ns)
-            if shipped:  # chunked and embedded already, for this very state
-                self.report.shipped += len(shipped)
-                work.append(_Work(page, state, shipped, [None] * len(shipped)))
-                continue
-            work.append(
-                _page_work(
-                    file,
-                    root,
-                    page,
-                    self.policy,
-                    self._count,
-                    pairs,
-                    state,
-                    self.ns,
-                    self.library.language,
-                )
-            )
+            work.append(self._work(root, file, page, pairs, state))
         return work, seen
+
+    def _read(self, root: Path, file: PageFile, seen: set[str]) -> Page | None:
+        """``file``'s page, its warnings and scanned pages reported; None, reported as
+        skipped, for a file refused or unreadable (whose id goes in ``seen``: a read
+        error may pass, so what is indexed of it is kept meanwhile)."""
+        shown = file.path.relative_to(root).as_posix()  # as the scan names a skipped file
+        try:
+            page, refused = read_page(
+                file,
+                self.settings.library_max_page_bytes,
+                self.settings.library_max_document_bytes,
+                self.settings.library_ocr_languages if self.settings.library_ocr else None,
+            )
+        except OSError as exc:
+            self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
+            seen.add(file.id)
+            return None
+        if page is None:
+            self.report.skipped.append({"path": shown, "reason": refused or ""})
+            return None
+        self.report.warnings += [f"{file.id}: {w}" for w in page.warnings]
+        if page.scanned:
+            self.report.scanned.append({"path": shown, "page": page.id, "pages": page.scanned})
+        return page
+
+    def _questions(self, root: Path, page: Page) -> list[QA]:
+        """The questions ``page`` is also found by (``page_questions``), each model call,
+        stale cache and error reported."""
+        asked = page_questions(
+            root,
+            page,
+            self.enricher,
+            self.qa_fallback,
+            max_pairs=self.settings.library_enrich_questions,  # a generated cache's cap
+        )
+        self.report.warnings += [f"{page.id}: {note}" for note in asked.notes]
+        pairs = asked.pairs
+        self.report.model_calls += asked.calls
+        self.report.questions += len(pairs)
+        self.report.stale_caches += asked.stale
+        if asked.error is not None:
+            self.report.enrich_errors.append({"page": page.id, "error": asked.error})
+        return pairs
+
+    def _work(self, root: Path, file: PageFile, page: Page, pairs: list[QA], state: str) -> _Work:
+        """The records of a changed ``page``: shipped ones where the package holds them for
+        this very state (chunked and embedded already), else chunked now."""
+        shipped = self.shipped and self.shipped.records(page.id, state, self.ns)
+        if shipped:
+            self.report.shipped += len(shipped)
+            return _Work(page, state, shipped, [None] * len(shipped))
+        return _page_work(
+            file,
+            root,
+            page,
+            self.policy,
+            self._count,
+            pairs,
+            state,
+            self.ns,
+            self.library.language,
+        )
 
     def _groups(self, work: list[_Work]) -> Iterator[list[_Work]]:
         group: list[_Work] = []

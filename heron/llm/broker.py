@@ -39,8 +39,8 @@ import os
 import random
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Generator, Iterator, Sequence
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -128,6 +128,40 @@ def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
 
         return local_tokens(spec, list(texts))
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
+
+
+@dataclass
+class _Pass:
+    """One walk of ``Broker._run`` along a chain: what it was asked, and what each model
+    it skipped or tried left behind, for the error raised when none answers."""
+
+    request: ChatRequest
+    limits: Limits
+    timeout: float
+    streaming: bool
+    tab: Tab | None
+    payer: Payer
+    queue: list[ModelSpec]  # the chain, with the bigger siblings of a prompt too long
+    position: int = 0  # the next model of ``queue``
+    fitted: dict[str, ChatRequest] = field(default_factory=dict)  # each model's request
+    failures: dict[str, ProviderError] = field(default_factory=dict)
+    cooling: list[ModelSpec] = field(default_factory=list)
+    busy: list[CoolingDown] = field(default_factory=list)  # skipped for their rpm or tpm
+    over: list[OverBudget] = field(default_factory=list)  # skipped for their own budget
+
+
+@dataclass
+class _Call:
+    """One call to one model, as far as it got: what it is charged when it ends."""
+
+    started: float = field(default_factory=time.monotonic)
+    asked: ChatRequest | None = None
+    hold: Hold | None = None
+    sent_at: float | None = None  # when it was sent: its latency runs from here
+    first: float | None = None  # when its answer began
+    sent: list[str] = field(default_factory=list)  # the text handed on, charged if no usage
+    done: Completion | None = None
+    yielded: bool = False
 
 
 class Broker(Resource):
@@ -391,150 +425,170 @@ class Broker(Resource):
         tab: Tab | None = None,
         payer: Payer | None = None,
     ) -> Iterator[StreamEvent]:
-        limits = self.limits
         payer = payer or payer_of(self.settings, None)
-        over: list[OverBudget] = []  # models skipped for their own budget
-        busy: list[CoolingDown] = []  # deployments skipped for their rpm or tpm
-        timeout = timeout or limits.timeout
-        failures: dict[str, ProviderError] = {}
-        cooling: list[ModelSpec] = []
-        fitted: dict[str, ChatRequest] = {}
-        queue = list(chain)
-        position = 0
+        limits = self.limits
+        run = _Pass(request, limits, timeout or limits.timeout, streaming, tab, payer, list(chain))
         # The one retry loop: every model in turn, each up to 1 + retries attempts.
         # Providers never retry themselves, so waits cannot multiply.
-        while position < len(queue):
-            spec = queue[position]
-            position += 1
+        while run.position < len(run.queue):
+            spec = run.queue[run.position]
+            run.position += 1
             full = None if force else self.deployments.over_rate(spec)
             if full is not None:  # its rpm or tpm used up this minute: skipped, as cooling
-                busy.append(self._full(spec, full))
+                run.busy.append(self._full(spec, full))
                 continue
-            gate = "ok" if force else self.cooldowns.admit(spec, deadline=timeout)
+            gate = "ok" if force else self.cooldowns.admit(spec, deadline=run.timeout)
             if gate == "cooling":
-                cooling.append(spec)
+                run.cooling.append(spec)
                 continue
             if gate == "probe":
                 log.info("model %r: its cooldown is over; probing it with one call", spec.alias)
                 self._tell("probe", spec.alias)
-            tries = 1 if gate == "probe" else limits.retries + 1
-            reported = False  # the probe's verdict is in (else it is released)
-            keys_tried = 1  # a 401 or 429 of one key moves to the next, not to a retry
-            attempt = 0
-            try:
-                while attempt < tries:
-                    started, yielded = time.monotonic(), False
-                    first: float | None = None  # when its answer began: its latency
-                    sending, sent_at = False, started
-                    asked: ChatRequest | None = None
-                    sent: list[str] = []  # the text handed on, charged if no usage comes
-                    done: Completion | None = None
-                    hold: Hold | None = None
-                    try:
-                        if spec.alias not in fitted:  # once per model: its warnings once
-                            fitted[spec.alias] = fit(request, spec)
-                        asked = fitted[spec.alias]
-                        if tab is not None:  # the most it can spend, held before it is sent
-                            asked = reserve(tab, asked, spec)
-                        # Its most in money too, on the payers' budgets and the model's.
-                        asked, hold = hold_call(
-                            self.ledger, payer, asked, spec, answer_bound(asked, spec)
-                        )
-                        provider = self._provider(spec)
-                        sending, sent_at = True, time.monotonic()  # latency: from here
-                        self.deployments.started(spec)
-                        events = (
-                            provider.stream(asked, timeout=timeout)
-                            if streaming
-                            else iter([Done(provider.complete(asked, timeout=timeout))])
-                        )
-                        for event in events:
-                            first = first or time.monotonic()
-                            if gate == "probe" and not reported:
-                                # The first token answers the probe: a stream read slowly,
-                                # or a long one, must not keep the model cooling for others.
-                                reported = True
-                                self._answered(spec)
-                            if isinstance(event, Done):
-                                seconds = round(time.monotonic() - started, 4)
-                                event = Done(
-                                    replace(event.completion, model=spec.alias, seconds=seconds)
-                                )
-                                done = event.completion
-                                reported = True
-                                self._answered(spec)
-                            else:
-                                sent.append(event.text)
-                            yielded = True
-                            yield event
-                        return
-                    except ProviderError as exc:
-                        if (
-                            not yielded
-                            and keys_tried < self._key_count(spec)
-                            and isinstance(exc, AuthError | RateLimited)
-                        ):
-                            keys_tried += 1  # that key's refusal, not the model's failure
-                            self._next_key(spec)
-                            log.warning("%s; trying its next key", exc)
-                            continue
-                        if asked is not None and not streaming:
-                            exc = self._own_timeout(exc, asked, spec, timeout)
-                        cooled = self._failed(spec, exc, limits)
-                        reported = reported or cooled or _health_failure(exc)
-                        if yielded:
-                            raise exc
-                        if isinstance(exc, ContextTooLong):  # its bigger siblings next
-                            later = [n for n in spec.context_fallbacks if n not in failures]
-                            ahead = [s.alias for s in queue[position:]]
-                            queue[position:position] = [
-                                self.table.spec(n) for n in later if n not in ahead
-                            ]
-                        others = any(s.alias not in failures for s in queue[position:])
-                        long_wait = (
-                            isinstance(exc, RateLimited)
-                            and exc.retry_after is not None
-                            and exc.retry_after > limits.max_wait
-                        )
-                        if (
-                            not exc.retryable
-                            or attempt + 1 == tries
-                            or long_wait
-                            or (cooled and others)
-                        ):
-                            failures[spec.alias] = exc
-                            if others:  # the last failure is raised, not logged twice
-                                log.warning("%s; trying the next model", exc)
-                                self._tell("fallback", spec.alias)
-                            break
-                        wait = self._wait(exc, attempt)
-                        log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
-                        self._tell("retry", spec.alias)
-                        self._sleep(wait)
-                        attempt += 1
-                    finally:
-                        # Charged whatever ended the call: an answer, a failure, a
-                        # client that left mid-stream (the generator closed at a yield).
-                        used = spent(spec, asked, sent, done) if asked is not None else (0, 0)
-                        if sending:
-                            latency = None if first is None else first - sent_at
-                            self.deployments.ended(spec, latency, sum(used))
-                        if tab is not None and asked is not None:
-                            tab.spent(*used)
-                        if hold is not None:
-                            self._paid(hold, spec, used)
-            except OverBudget as exc:
-                if exc.limit_of != f"model:{spec.alias}":
-                    raise  # the caller's own budget: no other model changes that
+            if (yield from self._try_model(run, spec, probe=gate == "probe")):
+                return
+        raise self._unanswered(run, chain)
+
+    def _try_model(
+        self, run: _Pass, spec: ModelSpec, *, probe: bool
+    ) -> Generator[StreamEvent, None, bool]:
+        """``spec`` called up to 1 + retries times (a probe once), its events yielded: True
+        once it answered, False when ``run`` goes on to its next model."""
+        tries = 1 if probe else run.limits.retries + 1
+        reported = False  # the probe's verdict is in (else it is released)
+        keys_tried = 1  # a 401 or 429 of one key moves to the next, not to a retry
+        attempt = 0
+        try:
+            while attempt < tries:
+                call = _Call()
+                try:
+                    yield from self._call(run, spec, call, probe=probe)
+                    return True
+                except ProviderError as exc:
+                    if (
+                        not call.yielded
+                        and keys_tried < self._key_count(spec)
+                        and isinstance(exc, AuthError | RateLimited)
+                    ):
+                        keys_tried += 1  # that key's refusal, not the model's failure
+                        self._next_key(spec)
+                        log.warning("%s; trying its next key", exc)
+                        continue
+                    if call.asked is not None and not run.streaming:
+                        exc = self._own_timeout(exc, call.asked, spec, run.timeout)
+                    cooled = self._failed(spec, exc, run.limits)
+                    reported = reported or cooled or _health_failure(exc)
+                    if call.yielded:
+                        raise exc
+                    if not self._again(run, spec, exc, cooled, attempt, tries):
+                        break
+                    attempt += 1
+                finally:
+                    # A probe is answered by the first token of its answer.
+                    reported = reported or call.first is not None
+                    self._charge(run, spec, call)
+        except OverBudget as exc:
+            if exc.limit_of != f"model:{spec.alias}":
+                raise  # the caller's own budget: no other model changes that
+            log.warning("%s; trying the next model", exc)
+            run.over.append(exc)
+        finally:
+            if probe and not reported:
+                self.cooldowns.release(spec)
+        return False
+
+    def _call(
+        self, run: _Pass, spec: ModelSpec, call: _Call, *, probe: bool
+    ) -> Iterator[StreamEvent]:
+        """One call to ``spec``, its events yielded as they come; ``call`` records how far
+        it got, for its charge."""
+        if spec.alias not in run.fitted:  # once per model: its warnings once
+            run.fitted[spec.alias] = fit(run.request, spec)
+        call.asked = run.fitted[spec.alias]
+        if run.tab is not None:  # the most it can spend, held before it is sent
+            call.asked = reserve(run.tab, call.asked, spec)
+        # Its most in money too, on the payers' budgets and the model's.
+        call.asked, call.hold = hold_call(
+            self.ledger, run.payer, call.asked, spec, answer_bound(call.asked, spec)
+        )
+        provider = self._provider(spec)
+        call.sent_at = time.monotonic()
+        self.deployments.started(spec)
+        events = (
+            provider.stream(call.asked, timeout=run.timeout)
+            if run.streaming
+            else iter([Done(provider.complete(call.asked, timeout=run.timeout))])
+        )
+        for event in events:
+            if call.first is None:
+                call.first = time.monotonic()
+                if probe:
+                    # The first token answers the probe: a stream read slowly, or a
+                    # long one, must not keep the model cooling for others.
+                    self._answered(spec)
+            if isinstance(event, Done):
+                seconds = round(time.monotonic() - call.started, 4)
+                event = Done(replace(event.completion, model=spec.alias, seconds=seconds))
+                call.done = event.completion
+                self._answered(spec)
+            else:
+                call.sent.append(event.text)
+            call.yielded = True
+            yield event
+
+    def _again(
+        self,
+        run: _Pass,
+        spec: ModelSpec,
+        exc: ProviderError,
+        cooled: bool,
+        attempt: int,
+        tries: int,
+    ) -> bool:
+        """After ``spec`` failed with ``exc``: True once the wait before trying it again
+        is over, False with the failure noted when ``run`` moves to its next model."""
+        if isinstance(exc, ContextTooLong):  # its bigger siblings next
+            later = [n for n in spec.context_fallbacks if n not in run.failures]
+            ahead = [s.alias for s in run.queue[run.position :]]
+            run.queue[run.position : run.position] = [
+                self.table.spec(n) for n in later if n not in ahead
+            ]
+        others = any(s.alias not in run.failures for s in run.queue[run.position :])
+        long_wait = (
+            isinstance(exc, RateLimited)
+            and exc.retry_after is not None
+            and exc.retry_after > run.limits.max_wait
+        )
+        if not exc.retryable or attempt + 1 == tries or long_wait or (cooled and others):
+            run.failures[spec.alias] = exc
+            if others:  # the last failure is raised, not logged twice
                 log.warning("%s; trying the next model", exc)
-                over.append(exc)
-            finally:
-                if gate == "probe" and not reported:
-                    self.cooldowns.release(spec)
-        if over and not failures and not cooling and not busy:
-            raise over[0]
-        errors = [*failures.values(), *(self._cooling(spec) for spec in cooling), *busy]
-        raise errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
+                self._tell("fallback", spec.alias)
+            return False
+        wait = self._wait(exc, attempt)
+        log.warning("%s; retry %d/%d in %.1f s", exc, attempt + 1, tries - 1, wait)
+        self._tell("retry", spec.alias)
+        self._sleep(wait)
+        return True
+
+    def _charge(self, run: _Pass, spec: ModelSpec, call: _Call) -> None:
+        """Charge ``call`` whatever ended it: an answer, a failure, a client that left
+        mid-stream (the generator closed at a yield)."""
+        used = spent(spec, call.asked, call.sent, call.done) if call.asked is not None else (0, 0)
+        if call.sent_at is not None:
+            latency = None if call.first is None else call.first - call.sent_at
+            self.deployments.ended(spec, latency, sum(used))
+        if run.tab is not None and call.asked is not None:
+            run.tab.spent(*used)
+        if call.hold is not None:
+            self._paid(call.hold, spec, used)
+
+    def _unanswered(self, run: _Pass, chain: list[ModelSpec]) -> Exception:
+        """What a ``run`` no model answered raises: a model's own budget where that alone
+        stopped it, else its one failure, else ``NoModelAvailable`` with them all."""
+        if run.over and not run.failures and not run.cooling and not run.busy:
+            return run.over[0]
+        errors = [*run.failures.values(), *(self._cooling(s) for s in run.cooling), *run.busy]
+        return errors[0] if len(errors) == 1 else NoModelAvailable(chain[0].alias, errors)
 
     @property
     def ledger(self) -> Ledger:

@@ -49,6 +49,7 @@ from heron.llm.litellm_format import (
     MONEY_KEYS,
     ROUTER_SECTIONS,
     STRATEGIES,
+    Routing,
     convert,
     ignored_notes,
     routing,
@@ -300,6 +301,37 @@ def _read(path: Path) -> str:
 def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     """Parse the YAML text of a models.yml; errors name ``path`` and the line."""
     where = str(path or "models.yml")
+    root, data = _load(text, where)
+    read, notes = routing(data, where)
+    notes += ignored_notes(data, where)
+    entries, more = _entries(data, root, where)
+    notes += more
+    models: dict[str, ModelSpec] = {}
+    for alias, entry, at in entries:
+        models[alias] = _spec(alias, entry, at)
+    models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
+    _join_pools(models, where)
+    _add_fallbacks(models, read, where)
+    chat = [alias for alias, spec in models.items() if spec.mode == "chat"]
+    default = str(data.get("default") or chat[0])
+    if default not in models:
+        raise ConfigError(
+            f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
+        )
+    policy = Policy(
+        read.retries,
+        read.timeout,
+        read.allowed_fails,
+        read.cooldown,
+        read.strategy,
+        read.cache_ttl,
+        read.cache_size,
+    )
+    return RoutingTable(models, default, path, tuple(notes), policy)
+
+
+def _load(text: str, where: str) -> tuple[yaml.Node | None, Mapping[str, Any]]:
+    """The file's node tree (for lines) and its data, a mapping of known top-level keys."""
     try:
         root = yaml.compose(text)
         data = yaml.safe_load(text)
@@ -319,27 +351,34 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
     unknown_keys(data, _TOP_KEYS, where, "top-level key(s)")
     if not isinstance(data.get("default") or "", str):
         raise ConfigError(f"{where}: default must be the name of a model, got {data['default']!r}.")
+    return root, data
+
+
+def _entries(
+    data: Mapping[str, Any], root: yaml.Node | None, where: str
+) -> tuple[list[tuple[str, Any, str]], list[str]]:
+    """Each model of ``models:`` then of LiteLLM's ``model_list:`` as (alias, entry,
+    where it is), and the notes of the conversion."""
     lines = _alias_lines(root)
     entries: list[tuple[str, Any, str]] = [
         (str(alias), entry, f"{where}, line {lines.get(str(alias), 0)}, model {alias!r}")
         for alias, entry in (data.get("models") or {}).items()
     ]
-    read, notes = routing(data, where)
-    notes += ignored_notes(data, where)
-    if "model_list" in data:
-        converted, more = convert(data, where, _list_lines(root))
-        notes += more
-        for alias, entry in converted.items():
-            if any(alias == a for a, _, _ in entries):
-                raise ConfigError(
-                    f"{where}: {alias!r} is both in models: and in model_list:. Rename one."
-                )
-            entries.append((alias, entry, f"{where}, model_list model {alias!r}"))
-    models: dict[str, ModelSpec] = {}
-    for alias, entry, at in entries:
-        models[alias] = _spec(alias, entry, at)
-    models.setdefault(LOCAL_ALIAS, LOCAL_SPEC)
-    _join_pools(models, where)
+    if "model_list" not in data:
+        return entries, []
+    converted, notes = convert(data, where, _list_lines(root))
+    for alias, entry in converted.items():
+        if any(alias == a for a, _, _ in entries):
+            raise ConfigError(
+                f"{where}: {alias!r} is both in models: and in model_list:. Rename one."
+            )
+        entries.append((alias, entry, f"{where}, model_list model {alias!r}"))
+    return entries, notes
+
+
+def _add_fallbacks(models: dict[str, ModelSpec], read: Routing, where: str) -> None:
+    """Give each model the fallbacks of ``router_settings`` after its own (the default
+    fallbacks where it has none), in place; every name checked."""
     for model in [*read.fallbacks, *read.context_window_fallbacks]:
         if model not in models:
             raise ConfigError(
@@ -363,22 +402,6 @@ def parse_table(text: str, path: Path | None = None) -> RoutingTable:
                     f"{where}: model {spec.alias!r} falls back to {name!r}, which is not "
                     f"defined. Choose from: {', '.join(models)}."
                 )
-    chat = [alias for alias, spec in models.items() if spec.mode == "chat"]
-    default = str(data.get("default") or chat[0])
-    if default not in models:
-        raise ConfigError(
-            f"{where}: default {default!r} is not defined. Choose from: {', '.join(models)}."
-        )
-    policy = Policy(
-        read.retries,
-        read.timeout,
-        read.allowed_fails,
-        read.cooldown,
-        read.strategy,
-        read.cache_ttl,
-        read.cache_size,
-    )
-    return RoutingTable(models, default, path, tuple(notes), policy)
 
 
 def _alias_lines(root: yaml.Node | None) -> dict[str, int]:
@@ -466,6 +489,8 @@ def _key_envs(entry: Mapping[str, Any], at: str) -> tuple[str, ...]:
 
 
 def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
+    """One alias of models.yml as a ``ModelSpec`` (a pool's as ``_pool``), each key
+    checked in turn; errors name ``at``."""
     if not isinstance(entry, Mapping):
         raise ConfigError(f"{at}: expected a mapping with at least 'provider:'.")
     if "deployments" in entry:
@@ -473,14 +498,7 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
     unknown_keys(entry, _SPEC_KEYS | _CAP_KEYS, at)
     key_envs = _key_envs(entry, at)
     entry = {**entry, "api_key_env": key_envs[0] if key_envs else None}
-    for name in ("provider", "model", "base_url", "api_key_env"):
-        if entry.get(name) is not None and not isinstance(entry[name], str):
-            raise ConfigError(f"{at}: {name} must be a string, got {entry[name]!r}.")
-    provider = entry.get("provider")
-    if provider not in PROVIDER_DEFAULTS:
-        raise ConfigError(
-            f"{at}: unknown provider {provider!r}. Choose from: {', '.join(PROVIDER_DEFAULTS)}."
-        )
+    provider = _provider_name(entry, at)
     caps, default_url, default_env = PROVIDER_DEFAULTS[provider]
     base_url = entry.get("base_url") or default_url
     key_env = entry.get("api_key_env") or (default_env if base_url == default_url else None)
@@ -490,63 +508,16 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         raise ConfigError(
             f"{at}: unknown name_profile {profile!r}. Choose from: {', '.join(PROFILES)}."
         )
-    lists = {}
-    for name in ("fallbacks", "context_window_fallbacks"):
-        names = entry.get(name) or []
-        if isinstance(names, str):
-            names = [names]
-        if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
-            raise ConfigError(f"{at}: {name} must be a list of model names, got {names!r}.")
-        lists[name] = tuple(names)
+    lists = _fallback_lists(entry, at)
     model = entry.get("model") or {"local": BUNDLED_MODEL, "espeak": "espeak-ng"}.get(provider)
     if not model:
         raise ConfigError(f"{at}: 'model:' is required (the provider's model name).")
-    for name, kind in (("tool_calling", bool), ("name_profile", str)):
-        if name in overrides and not isinstance(overrides[name], kind):
-            raise ConfigError(f"{at}: {name} must be a {kind.__name__}, got {overrides[name]!r}.")
-    if overrides.get("answers", "generative") not in ("generative", "extractive"):
-        raise ConfigError(
-            f"{at}: answers must be generative or extractive, got {overrides['answers']!r}."
-        )
-    for name in ("max_tools", "context_window", "max_output_tokens"):
-        value = entry.get(name, 1)
-        nullable = name != "context_window"  # max_tools null: no limit
-        if not (value is None and nullable) and (
-            not isinstance(value, int) or isinstance(value, bool) or value <= 0
-        ):
-            raise ConfigError(f"{at}: {name} must be a positive integer, got {value!r}.")
-    temperature = entry.get("temperature")
-    if temperature is not None and (
-        isinstance(temperature, bool)
-        or not isinstance(temperature, int | float)
-        or not 0 <= temperature <= 2
-    ):
-        raise ConfigError(f"{at}: temperature must be a number from 0 to 2, got {temperature!r}.")
+    _check_overrides(overrides, at)
+    temperature = _check_sizes(entry, at)
     money = _money(entry, provider, str(model), at)
-    for name in ("rpm", "tpm"):
-        value = entry.get(name)
-        if value is not None and (
-            isinstance(value, bool) or not isinstance(value, int) or value < 1
-        ):
-            raise ConfigError(f"{at}: {name} must be a whole number, 1 or more, got {value!r}.")
-    weight = entry.get("weight")
-    if weight is not None and (
-        isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0
-    ):
-        raise ConfigError(f"{at}: weight must be a number above 0, got {weight!r}.")
+    weight = _check_rates(entry, at)
     envs = key_envs if entry.get("api_key_env") else ((key_env,) if key_env else ())
-    mode = entry.get("mode", "chat")
-    if mode not in MODES:
-        raise ConfigError(f"{at}: mode must be one of {', '.join(MODES)}, got {mode!r}.")
-    if (provider == "espeak" and mode != "audio_speech") or (
-        mode == "audio_transcription" and provider != "openai"
-    ):
-        raise ConfigError(
-            f"{at}: provider {provider} cannot serve mode {mode}: espeak speaks "
-            "(audio_speech) only, and transcription needs provider: openai."
-        )
-    if mode != "chat" and provider == "local":
-        raise ConfigError(f"{at}: the local model is a chat model; speech needs espeak or openai.")
+    mode = _mode(entry, provider, at)
     voice = entry.get("voice")
     if voice is not None and not isinstance(voice, str):
         raise ConfigError(f"{at}: voice must be a voice's name, got {voice!r}.")
@@ -569,6 +540,99 @@ def _spec(alias: str, entry: Any, at: str) -> ModelSpec:
         voice=voice,
         **money,
     )
+
+
+def _provider_name(entry: Mapping[str, Any], at: str) -> str:
+    """The entry's provider, one of ``PROVIDER_DEFAULTS``, once its string keys are
+    strings."""
+    for name in ("provider", "model", "base_url", "api_key_env"):
+        if entry.get(name) is not None and not isinstance(entry[name], str):
+            raise ConfigError(f"{at}: {name} must be a string, got {entry[name]!r}.")
+    provider = entry.get("provider")
+    if provider not in PROVIDER_DEFAULTS:
+        raise ConfigError(
+            f"{at}: unknown provider {provider!r}. Choose from: {', '.join(PROVIDER_DEFAULTS)}."
+        )
+    return provider
+
+
+def _fallback_lists(entry: Mapping[str, Any], at: str) -> dict[str, tuple[str, ...]]:
+    """``fallbacks`` and ``context_window_fallbacks``, each a list of names (one name
+    alone too)."""
+    lists = {}
+    for name in ("fallbacks", "context_window_fallbacks"):
+        names = entry.get(name) or []
+        if isinstance(names, str):
+            names = [names]
+        if not isinstance(names, list) or not all(isinstance(f, str) for f in names):
+            raise ConfigError(f"{at}: {name} must be a list of model names, got {names!r}.")
+        lists[name] = tuple(names)
+    return lists
+
+
+def _check_overrides(overrides: Mapping[str, Any], at: str) -> None:
+    """The capability keys' types: ``tool_calling``, ``name_profile``, ``answers``."""
+    for name, kind in (("tool_calling", bool), ("name_profile", str)):
+        if name in overrides and not isinstance(overrides[name], kind):
+            raise ConfigError(f"{at}: {name} must be a {kind.__name__}, got {overrides[name]!r}.")
+    if overrides.get("answers", "generative") not in ("generative", "extractive"):
+        raise ConfigError(
+            f"{at}: answers must be generative or extractive, got {overrides['answers']!r}."
+        )
+
+
+def _check_sizes(entry: Mapping[str, Any], at: str) -> Any:
+    """Check the token counts (``max_tools``, ``context_window``, ``max_output_tokens``)
+    and return the ``temperature``, checked: None, or a number from 0 to 2."""
+    for name in ("max_tools", "context_window", "max_output_tokens"):
+        value = entry.get(name, 1)
+        nullable = name != "context_window"  # max_tools null: no limit
+        if not (value is None and nullable) and (
+            not isinstance(value, int) or isinstance(value, bool) or value <= 0
+        ):
+            raise ConfigError(f"{at}: {name} must be a positive integer, got {value!r}.")
+    temperature = entry.get("temperature")
+    if temperature is not None and (
+        isinstance(temperature, bool)
+        or not isinstance(temperature, int | float)
+        or not 0 <= temperature <= 2
+    ):
+        raise ConfigError(f"{at}: temperature must be a number from 0 to 2, got {temperature!r}.")
+    return temperature
+
+
+def _check_rates(entry: Mapping[str, Any], at: str) -> Any:
+    """Check ``rpm`` and ``tpm`` (whole numbers, 1 or more) and return the ``weight``,
+    checked: None, or a number above 0."""
+    for name in ("rpm", "tpm"):
+        value = entry.get(name)
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 1
+        ):
+            raise ConfigError(f"{at}: {name} must be a whole number, 1 or more, got {value!r}.")
+    weight = entry.get("weight")
+    if weight is not None and (
+        isinstance(weight, bool) or not isinstance(weight, int | float) or not weight > 0
+    ):
+        raise ConfigError(f"{at}: weight must be a number above 0, got {weight!r}.")
+    return weight
+
+
+def _mode(entry: Mapping[str, Any], provider: str, at: str) -> str:
+    """The entry's ``mode`` (``chat`` unless it says), one its provider can serve."""
+    mode = entry.get("mode", "chat")
+    if mode not in MODES:
+        raise ConfigError(f"{at}: mode must be one of {', '.join(MODES)}, got {mode!r}.")
+    if (provider == "espeak" and mode != "audio_speech") or (
+        mode == "audio_transcription" and provider != "openai"
+    ):
+        raise ConfigError(
+            f"{at}: provider {provider} cannot serve mode {mode}: espeak speaks "
+            "(audio_speech) only, and transcription needs provider: openai."
+        )
+    if mode != "chat" and provider == "local":
+        raise ConfigError(f"{at}: the local model is a chat model; speech needs espeak or openai.")
+    return mode
 
 
 def _money(entry: Mapping[str, Any], provider: str, model: str, at: str) -> dict[str, Any]:

@@ -58,10 +58,10 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urljoin, urlsplit
 
 import httpcore
@@ -71,6 +71,9 @@ from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.extras import missing
 from heron.settings import Settings
 from heron.tools import extraction
+
+if TYPE_CHECKING:
+    from playwright.sync_api import Browser, Route
 
 NETWORK = "network"
 USER_AGENT = "Heron-fetch_url/1 (+https://github.com/tryaii/heron)"
@@ -439,7 +442,7 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
     the browser killed at the call's deadline, whatever the page is doing."""
     try:
         from playwright.sync_api import Error as PlaywrightError
-        from playwright.sync_api import Route, sync_playwright
+        from playwright.sync_api import sync_playwright
     except ImportError:
         raise ToolCallError(missing("web")) from None
     program = shutil.which(chromium)
@@ -451,31 +454,9 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
     sandbox = _sandbox()
     with Fetcher(limits) as fetcher, tempfile.TemporaryDirectory() as scratch:
         first = fetcher.get(url.strip(), accept="text/html,*/*;q=0.8")
-        requests = 0
-
-        def serve(route: Route) -> None:
-            nonlocal requests
-            request = route.request
-            if request.url == first.url:
-                route.fulfill(status=first.status, headers=_served(first), body=first.body)
-                return
-            requests += 1
-            if request.method != "GET" or requests > MAX_SUBREQUESTS:
-                route.abort("blockedbyclient")
-                return
-            try:
-                got = fetcher.get(request.url)  # each hop checked
-            except (ToolCallError, ToolInputError):
-                route.abort("blockedbyclient")
-                return
-            route.fulfill(status=got.status, headers=_served(got), body=got.body)
-
+        serve = _served_by(fetcher, first)
         browser_pid = Path(scratch) / "browser.pid"
         executable, args = _offline(program, sandbox, Path(scratch), browser_pid)
-        stopped = (
-            f"fetch_url: {url:.200} took over {limits.timeout:g} s (the page was still "
-            "loading or running in the browser); stopped."
-        )
         with sync_playwright() as driver, _Killer(browser_pid) as killer:
             killer.at(fetcher.deadline)
             try:
@@ -485,36 +466,84 @@ def render_url(url: str, limits: FetchLimits, chromium: str) -> dict[str, Any]:
                 )
             except PlaywrightError as exc:
                 if killer.fired:
-                    raise ToolCallError(stopped) from None
+                    raise ToolCallError(_stopped(url, limits.timeout)) from None
                 raise ToolCallError(f"fetch_url: Chromium did not start: {exc}.") from None
-            try:
-                context = browser.new_context(
-                    service_workers="block", java_script_enabled=True, accept_downloads=False
-                )
-                context.route("**/*", serve)
-                tab = context.new_page()
-                left = max(fetcher.deadline - time.monotonic(), 0.1)
-                tab.goto(first.url, wait_until="load", timeout=left * 1000)
-                # A page that keeps polling never idles: what it shows by then is read,
-                # early enough to read it and extract its text by the deadline.
-                with contextlib.suppress(PlaywrightError):
-                    settled = fetcher.deadline - min(READING, limits.timeout / 4)
-                    left = max(settled - time.monotonic(), 0.1)
-                    tab.wait_for_load_state("networkidle", timeout=left * 1000)
-                # No timeout of its own: a page whose script never yields holds it until
-                # the killer ends the browser at the deadline.
-                html = tab.content()
-            except PlaywrightError as exc:
-                if killer.fired or time.monotonic() >= fetcher.deadline:
-                    raise ToolCallError(stopped) from None
-                raise ToolCallError(
-                    f"fetch_url: Chromium could not render {url:.200}: {exc}."
-                ) from None
-            finally:
-                killer.now()  # the browser never outlives the call
-                with contextlib.suppress(PlaywrightError):
-                    browser.close()
+            html = _rendered(browser, first.url, serve, killer, fetcher.deadline, url, limits)
         return page(first, fetcher.deadline, limits.timeout, html)
+
+
+def _stopped(url: str, timeout: float) -> str:
+    """The error of a page the browser was stopped on at the deadline."""
+    return (
+        f"fetch_url: {url:.200} took over {timeout:g} s (the page was still "
+        "loading or running in the browser); stopped."
+    )
+
+
+def _served_by(fetcher: Fetcher, first: Fetched) -> Callable[[Route], None]:
+    """The browser's router: the page as ``first`` was fetched, then at most
+    ``MAX_SUBREQUESTS`` GETs, each fetched by ``fetcher`` (every hop checked); any other
+    request blocked."""
+    requests = 0
+
+    def serve(route: Route) -> None:
+        nonlocal requests
+        request = route.request
+        if request.url == first.url:
+            route.fulfill(status=first.status, headers=_served(first), body=first.body)
+            return
+        requests += 1
+        if request.method != "GET" or requests > MAX_SUBREQUESTS:
+            route.abort("blockedbyclient")
+            return
+        try:
+            got = fetcher.get(request.url)  # each hop checked
+        except (ToolCallError, ToolInputError):
+            route.abort("blockedbyclient")
+            return
+        route.fulfill(status=got.status, headers=_served(got), body=got.body)
+
+    return serve
+
+
+def _rendered(
+    browser: Browser,
+    address: str,
+    serve: Callable[[Route], None],
+    killer: _Killer,
+    deadline: float,
+    url: str,
+    limits: FetchLimits,
+) -> str:
+    """The HTML of ``address`` once ``browser`` loaded it (its requests through
+    ``serve``), as it stands a little before ``deadline``; the browser closed after."""
+    from playwright.sync_api import Error as PlaywrightError
+
+    try:
+        context = browser.new_context(
+            service_workers="block", java_script_enabled=True, accept_downloads=False
+        )
+        context.route("**/*", serve)
+        tab = context.new_page()
+        left = max(deadline - time.monotonic(), 0.1)
+        tab.goto(address, wait_until="load", timeout=left * 1000)
+        # A page that keeps polling never idles: what it shows by then is read,
+        # early enough to read it and extract its text by the deadline.
+        with contextlib.suppress(PlaywrightError):
+            settled = deadline - min(READING, limits.timeout / 4)
+            left = max(settled - time.monotonic(), 0.1)
+            tab.wait_for_load_state("networkidle", timeout=left * 1000)
+        # No timeout of its own: a page whose script never yields holds it until
+        # the killer ends the browser at the deadline.
+        return tab.content()
+    except PlaywrightError as exc:
+        if killer.fired or time.monotonic() >= deadline:
+            raise ToolCallError(_stopped(url, limits.timeout)) from None
+        raise ToolCallError(f"fetch_url: Chromium could not render {url:.200}: {exc}.") from None
+    finally:
+        killer.now()  # the browser never outlives the call
+        with contextlib.suppress(PlaywrightError):
+            browser.close()
 
 
 class _Killer:

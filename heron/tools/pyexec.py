@@ -179,6 +179,48 @@ class _Capped:
 def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) -> dict[str, Any]:
     """Run ``code`` in the sandbox: its stdout, stderr, exit status and how it ended
     (``stopped``: ``None``, or why Heron stopped it)."""
+    _check_code(code)
+    command = limited(sandbox_command(bwrap(), code, interpreter), limits)
+    cgroup = _cgroup(limits)
+    if cgroup is not None:
+        # The sandbox starts once it is in the cgroup: a shell waits for a line, then
+        # becomes prlimit (so nothing runs outside the cgroup before the limit holds).
+        command = ["/bin/sh", "-c", 'read -r _ && exec "$@" </dev/null', "sh", *command]
+    started = time.monotonic()
+    process = _start(command, waits=cgroup is not None)
+    assert process.stdout is not None and process.stderr is not None
+    out = _Capped(process.stdout, limits.max_output)
+    err = _Capped(process.stderr, limits.max_output)
+    status, stopped, oom_kills = _wait(process, cgroup, limits)
+    seconds = time.monotonic() - started
+    stdout, stderr = out.text(2.0), err.text(2.0)
+    if stopped is None and cgroup is not None and oom_kills:
+        stopped = (
+            f"memory: its processes and files went over {cgroup.limit >> 20} MiB together; "
+            f"the kernel killed {oom_kills} of them"
+        )
+    elif stopped is None and status < 0:
+        name = signal.Signals(-status).name
+        why = {"SIGXCPU": "the CPU limit", "SIGKILL": "a limit", "SIGSEGV": "a crash"}
+        stopped = f"killed by {name} ({why.get(name, 'a signal')})"
+    elif stopped is None and "MemoryError" in stderr[-2000:]:
+        stopped = f"memory: over the {limits.memory_mb} MiB limit"
+    truncated = out.total > limits.max_output or err.total > limits.max_output
+    return {
+        "exit_code": status,
+        "stdout": stdout,
+        "stderr": stderr,
+        "stopped": stopped,
+        "truncated": truncated,
+        "stdout_bytes": out.total,
+        "stderr_bytes": err.total,
+        "seconds": round(seconds, 3),
+    }
+
+
+def _check_code(code: object) -> None:
+    """``ToolInputError`` unless ``code`` is a snippet the sandbox takes: some text, at
+    most ``MAX_CODE_BYTES``, no NUL."""
     if not isinstance(code, str) or not code.strip():
         raise ToolInputError("python_exec: give the Python code to run in 'code'.")
     if len(code.encode("utf-8", "replace")) > MAX_CODE_BYTES:
@@ -187,17 +229,15 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
         )
     if "\x00" in code:
         raise ToolInputError("python_exec: the code holds a NUL character.")
-    command = limited(sandbox_command(bwrap(), code, interpreter), limits)
-    cgroup = _cgroup(limits)
-    if cgroup is not None:
-        # The sandbox starts once it is in the cgroup: a shell waits for a line, then
-        # becomes prlimit (so nothing runs outside the cgroup before the limit holds).
-        command = ["/bin/sh", "-c", 'read -r _ && exec "$@" </dev/null', "sh", *command]
+
+
+def _start(command: list[str], *, waits: bool) -> subprocess.Popen[bytes]:
+    """Start the sandbox ``command`` in its own session, with no environment; ``waits``:
+    its stdin a pipe, for the line that lets it go once it is in its cgroup."""
     root = os.getuid() == 0
-    started = time.monotonic()
-    process = subprocess.Popen(
+    return subprocess.Popen(
         command,
-        stdin=subprocess.PIPE if cgroup is not None else subprocess.DEVNULL,
+        stdin=subprocess.PIPE if waits else subprocess.DEVNULL,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         env={},
@@ -208,9 +248,14 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
         start_new_session=True,  # one group: a timeout kills bwrap and all it started
         close_fds=True,
     )
-    assert process.stdout is not None and process.stderr is not None
-    out = _Capped(process.stdout, limits.max_output)
-    err = _Capped(process.stderr, limits.max_output)
+
+
+def _wait(
+    process: subprocess.Popen[bytes], cgroup: MemoryCgroup | None, limits: Limits
+) -> tuple[int, str | None, int]:
+    """Let ``process`` go (in ``cgroup``) and wait for its end, killed at the timeout:
+    its status, ``stopped`` if the timeout did, and the kills of the cgroup's memory
+    limit. The cgroup is closed after."""
     stopped = None
     oom_kills = 0
     try:
@@ -236,30 +281,7 @@ def run_python(code: str, limits: Limits, *, interpreter: Path = INTERPRETER) ->
     finally:
         if cgroup is not None:
             cgroup.close()
-    seconds = time.monotonic() - started
-    stdout, stderr = out.text(2.0), err.text(2.0)
-    if stopped is None and cgroup is not None and oom_kills:
-        stopped = (
-            f"memory: its processes and files went over {cgroup.limit >> 20} MiB together; "
-            f"the kernel killed {oom_kills} of them"
-        )
-    elif stopped is None and status < 0:
-        name = signal.Signals(-status).name
-        why = {"SIGXCPU": "the CPU limit", "SIGKILL": "a limit", "SIGSEGV": "a crash"}
-        stopped = f"killed by {name} ({why.get(name, 'a signal')})"
-    elif stopped is None and "MemoryError" in stderr[-2000:]:
-        stopped = f"memory: over the {limits.memory_mb} MiB limit"
-    truncated = out.total > limits.max_output or err.total > limits.max_output
-    return {
-        "exit_code": status,
-        "stdout": stdout,
-        "stderr": stderr,
-        "stopped": stopped,
-        "truncated": truncated,
-        "stdout_bytes": out.total,
-        "stderr_bytes": err.total,
-        "seconds": round(seconds, 3),
-    }
+    return status, stopped, oom_kills
 
 
 _warned: set[str] = set()

@@ -47,26 +47,13 @@ class _Git:
 
 
 def sync_deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
+    """One run of a ``deploy`` check: the steps of the module doc, each refusal and
+    failure an outcome that fails."""
     git = _Git(spec)
     where = f"{spec.path} ({spec.remote}/{spec.branch})"
-    if not spec.path.is_dir():
-        return Outcome(False, f"{spec.path} does not exist; clone the repository there first")
-    try:
-        check_git_config(spec.path, git.env)
-    except ProgramRefused as exc:
-        return Outcome(False, str(exc))
-    head = git.out("rev-parse", "--verify", "HEAD")
-    if head is None:
-        return Outcome(False, f"{spec.path} is not a git checkout with a commit")
-    dirty = git("status", "--porcelain", "--untracked-files=no")
-    if not dirty.ok or dirty.stdout.strip():
-        changes = dirty.stdout.strip().splitlines()[:3] if dirty.ok else [dirty.summary()]
-        return Outcome(
-            False,
-            f"{where}: the checkout has local changes ({'; '.join(changes)}); not deploying. "
-            "Commit or discard them (git status shows them).",
-            data={"head": head},
-        )
+    head = _ready(spec, git, where)
+    if isinstance(head, Outcome):
+        return head
     fetched = git("fetch", "--quiet", "--", spec.remote, spec.branch)
     target = git.out("rev-parse", "--verify", "FETCH_HEAD") if fetched.ok else None
     if target is None:
@@ -89,6 +76,39 @@ def sync_deploy(spec: cfg.DeployCheck, context: Context) -> Outcome:
             "rewritten); not deploying. Reset the checkout by hand if that was meant.",
             data=data,
         )
+    return _deploy(spec, context, git, where, data)
+
+
+def _ready(spec: cfg.DeployCheck, git: _Git, where: str) -> str | Outcome:
+    """``HEAD``'s commit, or the outcome that refuses the checkout: missing, a git
+    config that runs programs, no commit, local changes to tracked files."""
+    if not spec.path.is_dir():
+        return Outcome(False, f"{spec.path} does not exist; clone the repository there first")
+    try:
+        check_git_config(spec.path, git.env)
+    except ProgramRefused as exc:
+        return Outcome(False, str(exc))
+    head = git.out("rev-parse", "--verify", "HEAD")
+    if head is None:
+        return Outcome(False, f"{spec.path} is not a git checkout with a commit")
+    dirty = git("status", "--porcelain", "--untracked-files=no")
+    if not dirty.ok or dirty.stdout.strip():
+        changes = dirty.stdout.strip().splitlines()[:3] if dirty.ok else [dirty.summary()]
+        return Outcome(
+            False,
+            f"{where}: the checkout has local changes ({'; '.join(changes)}); not deploying. "
+            "Commit or discard them (git status shows them).",
+            data={"head": head},
+        )
+    return head
+
+
+def _deploy(
+    spec: cfg.DeployCheck, context: Context, git: _Git, where: str, data: dict[str, str]
+) -> Outcome:
+    """Fast-forward from ``data["head"]`` to ``data["remote"]`` and release it; when that
+    fails, roll back to the previous commit and remember the bad one."""
+    head, target = data["head"], data["remote"]
     actions: list[dict[str, Any]] = []
     before = _untracked(git)
     if before is None:
