@@ -401,9 +401,9 @@ def check_libraries(ctx: Context) -> Check:
 
 
 def check_tools(ctx: Context) -> Check:
-    from heron.agent import open_tools
     from heron.embed import calibration_of
     from heron.tools.router import stored_hash, tools_hash
+    from heron.wiring.tools import open_tools
 
     box = open_tools(ctx.settings, store=ctx.store, connect=False)
     with box:

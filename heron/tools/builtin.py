@@ -3,7 +3,7 @@ over a ``heron.core.workspace.Workspace``, and the argument checks every tool ca
 
 The capabilities define their own tools with ``heron.core.tools.Tool``: ``search_docs``
 in ``heron.libraries.tool``, ``search_skills`` and ``read_skill`` in ``heron.skills.tool``,
-``delegate_job`` in ``heron.jobs.tool``; ``heron.agent.wiring`` registers them beside
+``delegate_job`` in ``heron.jobs.tool``; ``heron.wiring`` registers them beside
 these. The file and command rules are ``Workspace``'s (see ``heron.core.workspace``).
 """
 

@@ -6,9 +6,9 @@ capabilities define, handed in as ``tools``. A server that fails is reported in
 ``statuses`` and skipped.
 
 Every tool Heron knows, the libraries' and the skills' included, is what
-``heron.agent.open_tools`` gives: it wires the capabilities in and calls this.
+``heron.wiring.open_tools`` gives: it wires the capabilities in and calls this.
 
->>> box = heron.agent.open_tools()                          # doctest: +SKIP
+>>> box = heron.wiring.open_tools()                         # doctest: +SKIP
 >>> route = box.router(profile="openai").route("add a contact")  # doctest: +SKIP
 >>> box.registry.call(route.tools[0].tool.name, {"name": "Ada"})  # doctest: +SKIP
 """
