@@ -14,6 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from heron import db as heron_db
 from heron.db import SQLiteFile, database_path
 from heron.embed import MiniLMEmbedder
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
@@ -87,6 +88,18 @@ def test_the_hybrid_search_reads_on_a_second_connection_opened_as_the_first(
         assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
     store.close()
     assert database._reader is None  # closed with the database
+
+
+def test_no_module_outside_heron_db_connects_to_sqlite_itself() -> None:
+    """Every connection to a SQLite file is ``heron.db``'s (WAL, the file private): a
+    ``sqlite3.connect`` anywhere else would skip both."""
+    heron = Path(heron_db.__file__).parent.parent
+    found = [
+        str(path.relative_to(heron.parent))
+        for path in sorted(heron.rglob("*.py"))
+        if path.parent != heron / "db" and "sqlite3.connect" in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
 
 
 def test_a_backup_copy_and_its_check_go_through_the_file(tmp_path: Path) -> None:
