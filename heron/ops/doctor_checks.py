@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from heron.core.optional import OPTIONAL_TOOLS
 from heron.errors import HeronError, StoreError
 from heron.extras import EXTRAS, installed
 from heron.resource import Resource
@@ -195,8 +196,9 @@ def extras_used(settings: Settings) -> dict[str, str]:
         used["postgres"] = "HERON_DATABASE_URL"
     if settings.embedder in ("e5", "multilingual"):
         used["e5"] = f"HERON_EMBEDDER={settings.embedder}"
-    if settings.tools_fetch_url:
-        used["web"] = "HERON_TOOLS_FETCH_URL"
+    for tool in OPTIONAL_TOOLS:
+        if tool.extra and tool.on(settings):
+            used[tool.extra] = tool.env
     try:
         table = load_table(settings)
     except HeronError:  # a broken models.yml is the models check's to report
@@ -468,10 +470,14 @@ def check_tools(ctx: Context) -> Check:
 
 
 def _optional_tools_lacking(settings: Settings) -> tuple[str, str] | None:
-    """What an optional built-in that is turned on lacks to run (fetch_url's packages are
-    the extras check's), and the fix."""
-    if settings.tools_python_exec and shutil.which("bwrap") is None:
-        return "python_exec is on but bubblewrap is missing", "sudo apt-get install bubblewrap"
+    """What an optional built-in that is turned on lacks to run (the program it runs; an
+    extra's packages are the extras check's), and the fix."""
+    for tool in OPTIONAL_TOOLS:
+        if tool.program and tool.on(settings) and shutil.which(tool.program) is None:
+            return (
+                f"{tool.name} is on but {tool.package} is missing",
+                f"sudo apt-get install {tool.package}",
+            )
     return None
 
 

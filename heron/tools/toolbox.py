@@ -77,7 +77,7 @@ def open_toolbox(
 ) -> Toolbox:
     """The registry the settings describe, on ``store`` (left open by ``close()``):
     ``tools`` (the capabilities' own, with their handlers), the workspace tools and the
-    optional built-ins turned on (``fetch_url``, ``python_exec``), then
+    optional built-ins turned on (``heron.core.optional.OPTIONAL_TOOLS``), then
     the imported definitions and the MCP servers' tools. Arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:
