@@ -27,10 +27,11 @@ import numpy as np
 from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
 from bench.tools import metatool
-from heron.agent import Agent, Turn, open_agent
+from heron.agent import Agent, Turn
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.tools import Tool
+from heron.wiring import open_agent
 
 ROOT = WORK / "agent"
 QUESTIONS = SHARED / "data" / "docs" / "kubernetes" / "questions.jsonl"

@@ -56,11 +56,12 @@ import yaml
 
 from bench import libraries as books
 from bench.common import SHARED, WORK, percentiles, read_jsonl, table
-from heron.agent import Agent, Answer, Turn, open_agent
+from heron.agent import Agent, Answer, Turn
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.store import open_store
 from heron.store.analysis import analyze
+from heron.wiring import open_agent
 
 ROOT = WORK / "answers"
 K8S_QUESTIONS = SHARED / "data" / "docs" / "kubernetes" / "questions.jsonl"

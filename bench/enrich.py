@@ -21,7 +21,6 @@ import time
 
 from bench.common import WORK, read_jsonl, table
 from bench.libraries import K8S
-from heron.agent.wiring import library_enricher
 from heron.embed import load_embedder
 from heron.errors import HeronError
 from heron.libraries import add_library, index_library, search_many
@@ -30,6 +29,7 @@ from heron.libraries.parse import parse_page
 from heron.llm import load_broker
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from heron.wiring import library_enricher
 from tests.conftest import sqlite_store
 
 ROOT = WORK / "enrich"

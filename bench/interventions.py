@@ -23,7 +23,7 @@
    (``jobs.create`` with its ``session_id``), run by the server; each timed from its
    ``finished_at`` to the arrival of its completed state on the conversation's
    ``/jobs/stream?session=S``; then what the next turn pays to replay the verdicts
-   (``heron.agent.wiring.job_results`` on that conversation: 5 jobs, 50 reads). Targets:
+   (``heron.wiring.job_results`` on that conversation: 5 jobs, 50 reads). Targets:
    p95 <= 1,000 ms (one poll of another process's writes, at most); replay <= 20 ms.
    Then the next turns on the default (extractive) model, through ``agent.chat`` in that
    conversation: "What did the check find?" and "O que o job encontrou?" (5 each, after
@@ -181,9 +181,9 @@ def _job_ends(url: str, home: Path) -> tuple[float, float, float, str, str]:
     """Job end -> the conversation's job stream, p50 and p95 in ms; the replay of the
     conversation's verdicts into a turn's history, median ms; the next turns answered
     from the job (``_next_turns``)."""
-    from heron.agent.wiring import job_results
     from heron.jobs import open_jobs
     from heron.settings import Settings
+    from heron.wiring import job_results
 
     session = f"bench{os.getpid()}"
     arrived: dict[str, float] = {}

@@ -25,9 +25,9 @@ from pathlib import Path
 import numpy as np
 
 from bench.common import table
-from heron.agent import job_runner  # the runner heron serve and heron jobs run build
 from heron.jobs import Jobs, open_jobs
 from heron.settings import Settings
+from heron.wiring import job_runner  # the runner heron serve and heron jobs run build
 
 JOBS = 1000
 ONE_AT_A_TIME = 50

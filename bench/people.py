@@ -74,7 +74,7 @@ from typing import Any
 
 from bench.common import SHARED, WORK, read_jsonl, table
 from bench.realuse import MARKERS, cited_pages, holds, quoted_spans
-from heron.agent import Turn, open_agent
+from heron.agent import Turn
 from heron.agent.words import refusal
 from heron.core.chat import Message
 from heron.libraries import (
@@ -87,6 +87,7 @@ from heron.libraries import (
 from heron.libraries.index import IndexBusy
 from heron.settings import Settings
 from heron.store import open_store
+from heron.wiring import open_agent
 
 ROOT = WORK / "people"
 DATA = Path(__file__).resolve().parent / "data" / "people"

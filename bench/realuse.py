@@ -46,7 +46,7 @@ import numpy as np
 
 from bench import realuse_v1
 from bench.common import SHARED, WORK, read_jsonl, table
-from heron.agent import Turn, open_agent
+from heron.agent import Turn
 from heron.core.chat import Message
 from heron.embed import load_embedder
 from heron.libraries import (
@@ -59,6 +59,7 @@ from heron.libraries import (
 from heron.libraries.index import IndexBusy
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from heron.wiring import open_agent
 from tests.conftest import sqlite_store
 
 ROOT = WORK / "realuse"

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from heron import __version__
+from heron.core.optional import OPTIONAL_TOOLS
 from heron.embed import assets, calibration_of, load_embedder
 from heron.errors import HeronError
 from heron.settings import Settings
@@ -56,6 +57,6 @@ def routing(settings: Settings) -> dict[str, Any]:
         "top_k": settings.agent_routing_top_k,
         "threshold": settings.agent_routing_threshold,
         "always_include": list(settings.agent_routing_always_include),
-        "fetch_url": settings.tools_fetch_url,
-        "python_exec": settings.tools_python_exec,
+        # Each optional built-in, turned on or not (heron info prints them).
+        **{tool.name: tool.on(settings) for tool in OPTIONAL_TOOLS},
     }

@@ -15,6 +15,8 @@ from __future__ import annotations
 import importlib.util
 from dataclasses import dataclass
 
+from heron.core.optional import OPTIONAL_TOOLS
+
 
 @dataclass(frozen=True)
 class Extra:
@@ -29,6 +31,12 @@ class Extra:
     @property
     def install(self) -> str:
         return f"pip install 'heron[{self.name}]'"
+
+
+def tools_needing(extra: str) -> str:
+    """The optional built-ins that import ``extra``'s packages, as the subject of a
+    sentence: ``tools_needing("web")`` is ``"fetch_url (HERON_TOOLS_FETCH_URL)"``."""
+    return ", ".join(f"{t.name} ({t.env})" for t in OPTIONAL_TOOLS if t.extra == extra)
 
 
 EXTRAS = {
@@ -49,7 +57,7 @@ EXTRAS = {
         ),
         Extra(
             "web",
-            "fetch_url (HERON_TOOLS_FETCH_URL)",
+            tools_needing("web"),
             ("trafilatura", "playwright", "lxml-html-clean"),
             # lxml_html_clean: what trafilatura imports as lxml.html.clean (lxml >= 5.2).
             ("trafilatura", "playwright", "lxml_html_clean"),

@@ -20,6 +20,7 @@ import pytest
         "heron.cli",
         "heron.interventions",
         "heron.ops.watchdog",
+        "heron.wiring",
     ],
 )
 def test_all_names_exist(package: str) -> None:

@@ -62,6 +62,7 @@ FOUNDATION = {
 }
 LAYERS = {
     **dict.fromkeys(INTERFACES, 3),
+    "wiring": 2.5,  # between the interfaces and the agent (issue 53)
     **dict.fromkeys(AGENT, 2),
     **dict.fromkeys(CAPABILITIES, 1),
     **dict.fromkeys(FOUNDATION, 0),

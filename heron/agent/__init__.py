@@ -1,8 +1,9 @@
 """The agent: triage, retrieval, tool routing, model calls and tool runs, one grounded
-answer with citations. See docs/agent.md. ``heron.agent.wiring`` is where the
-capabilities are wired together (``open_agent``, ``open_tools``, ``job_runner``).
+answer with citations. See docs/agent.md. ``heron.wiring`` opens one on the parts the
+settings describe (``open_agent``).
 
->>> from heron.agent import Turn, open_agent                # doctest: +SKIP
+>>> from heron.agent import Turn                            # doctest: +SKIP
+>>> from heron.wiring import open_agent
 >>> agent = open_agent()
 >>> answer = agent.ask(Turn("How does Heron pick tools?"))
 >>> answer.to_dict()["citations"][0]["page"]
@@ -31,7 +32,6 @@ from heron.agent.guard import RepetitionGuard, repeats
 from heron.agent.sessions import Sessions, open_sessions
 from heron.agent.triage import Triage, triage
 from heron.agent.turn import Turn
-from heron.agent.wiring import job_runner, open_agent, open_tools
 
 __all__ = [
     "ANSWER_MODES",
@@ -54,10 +54,7 @@ __all__ = [
     "Triage",
     "Turn",
     "compose",
-    "job_runner",
-    "open_agent",
     "open_sessions",
-    "open_tools",
     "repeats",
     "run_calls",
     "triage",

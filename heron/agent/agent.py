@@ -36,7 +36,7 @@ One ``ask`` runs three phases over small values (``_run``):
    the turn saved to the session, the skills it used told to their usage log, the tools
    that served it taught the request.
 
-``open_agent`` (``heron.agent.wiring``) opens the parts and builds one.
+``open_agent`` (``heron.wiring``) opens the parts and builds one.
 
 >>> agent = open_agent()                                       # doctest: +SKIP
 >>> answer = agent.ask(Turn("How does Heron pick tools?"))     # doctest: +SKIP

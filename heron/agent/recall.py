@@ -4,7 +4,7 @@ A job the agent hands on (``delegate_job``) ends after the turn that started it;
 verdict then joins that conversation's history as the tool result of that call, placed
 after the turn that delegated it, so a later turn ("what did the check find?") is
 answered from what the job found. ``Recall`` is handed to the agent by the wiring
-(``heron.agent.wiring.job_results``): the agent knows no job store.
+(``heron.wiring.job_results``): the agent knows no job store.
 
 A generated answer reads those results in its prompt. An extractive one (no model) weighs
 each result in the history as a passage of its own (``answering``): its cosine with the
@@ -90,7 +90,7 @@ def interleave(
 @dataclass(frozen=True)
 class JobResult:
     """A delegated job's result as its conversation holds it: the ``delegate_job`` tool
-    result ``heron.agent.wiring.job_messages`` writes (``id``, ``state``, ``prompt``; a
+    result ``heron.wiring.jobs.job_messages`` writes (``id``, ``state``, ``prompt``; a
     completed job's ``ok``, ``summary`` and ``criteria``, a failed one's ``error``)."""
 
     id: str

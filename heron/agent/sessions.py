@@ -84,7 +84,7 @@ CREATE INDEX {p}sessions_by_owner ON {p}sessions (context, owner, updated);
 """,
     ),
     rebuild="a new one starts on the next use",
-    reopen="heron.agent.open_agent(settings)",
+    reopen="heron.wiring.open_agent(settings)",
     advice="then the conversation (sessions.list) before asking again",
 )
 _ID = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.:\-]{0,127}$")

@@ -169,8 +169,9 @@ def ask(
 
 def _ask_here(asked: dict[str, Any]) -> dict[str, Any]:
     """What the server's ``agent.ask`` answers (``heron.server.local``), computed here."""
-    from heron.agent import Turn, open_agent
+    from heron.agent import Turn
     from heron.agent.how import how
+    from heron.wiring.agent import open_agent
 
     with working("opening the libraries, tools and models"):
         agent = open_agent()
@@ -191,8 +192,9 @@ def chat(
 
     Example: heron chat --session 0f3a
     """
-    from heron.agent import Citations, Final, Token, ToolUsed, Turn, open_agent
+    from heron.agent import Citations, Final, Token, ToolUsed, Turn
     from heron.agent.how import how
+    from heron.wiring.agent import open_agent
 
     chosen = one_library(library, "chat")
     with working("opening the libraries, tools and models"):
@@ -250,12 +252,13 @@ def demo(
     quoted from Heron's docs (extractive); --answer generative has the model write them.
     Example: heron demo --root ~/projects/heron
     """
-    from heron.agent import Turn, open_agent
+    from heron.agent import Turn
     from heron.agent.how import how
     from heron.cli.progress import progress_bar
     from heron.libraries import index_library
     from heron.libraries.config import DEFAULT_DOCS_NAME, heron_docs
     from heron.settings import Settings
+    from heron.wiring.agent import open_agent
 
     if heron_docs() is None:
         raise InputError(

@@ -147,6 +147,7 @@ def info(as_json: JsonFlag = False) -> None:
     Example: heron info --json
     """
     from heron.about import about
+    from heron.core.optional import OPTIONAL_TOOLS
     from heron.settings import Settings
 
     data = about(Settings()) | {"commands": remote.paths_seen()}
@@ -168,8 +169,9 @@ def info(as_json: JsonFlag = False) -> None:
         f"routing:  {route['mode']}, top {route['top_k']}, threshold {threshold}, "
         f"always include {pinned}"
     )
-    web = [name for name in ("fetch_url", "python_exec") if route[name]]
-    console.print(f"extra tools: {', '.join(web) or 'none (fetch_url, python_exec are off)'}")
+    names = [tool.name for tool in OPTIONAL_TOOLS]
+    on = [name for name in names if route[name]]
+    console.print(f"extra tools: {', '.join(on) or 'none (' + ', '.join(names) + ' are off)'}")
     for ns in data["namespaces"]:
         console.print(f"  {ns['name']}: {ns['records']} records")
     if not data["namespaces"]:

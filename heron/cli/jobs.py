@@ -242,9 +242,9 @@ def run(
     """
     import asyncio  # here: a twentieth of a second no other command pays
 
-    from heron.agent import job_runner
     from heron.jobs import open_jobs
     from heron.tenancy import namespaces_seen
+    from heron.wiring.jobs import job_runner
 
     jobs = open_jobs()
     # Every context's jobs, each run in its own context (its workspace, its libraries).

@@ -227,8 +227,8 @@ def index(
         if asking:  # no models.yml is read unless a page may be asked
             # Imported here: the agent and the broker cost 0.6 s to import, more than a
             # one-page re-index without them.
-            from heron.agent.wiring import library_enricher
             from heron.llm import load_broker
+            from heron.wiring.enrich import library_enricher
 
             broker = stack.enter_context(contextlib.closing(load_broker(settings)))
             enricher = library_enricher(settings, broker)

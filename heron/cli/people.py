@@ -5,7 +5,7 @@ hook or a terminal: the ``people.*`` methods of the server, from the command lin
 The roster and pings are the interventions' (``heron.interventions.Interventions``: join,
 leave, roster, ping), run in-process on the home's store as ``heron interventions`` is.
 Activity feeds the collision and research-overlap detectors, which live in the running
-server's memory (``heron.agent.wiring.Observers``): ``activity`` goes to this home's
+server's memory (``heron.wiring.Observers``): ``activity`` goes to this home's
 ``heron serve`` (``heron.cli.remote.require``) and says how to start one when none runs.
 Text from the store is printed with its control characters escaped (``safe``)."""
 
@@ -24,7 +24,7 @@ from heron.errors import InputError
 if TYPE_CHECKING:
     from heron.interventions import Intervention
 
-#: ``people.activity``'s kinds (``heron.agent.wiring.ActivityReport``), written out so
+#: ``people.activity``'s kinds (``heron.wiring.ActivityReport``), written out so
 #: that --help need not import the agent (tests/interventions/test_people_cli.py checks).
 ACTIVITY_KINDS = ("edit", "release", "read", "search")
 

@@ -71,8 +71,8 @@ def import_(
 
     Example: heron tools import tools.json
     """
-    from heron.agent import open_tools
     from heron.tools import read_tool_file, save_imported
+    from heron.wiring.tools import open_tools
 
     tools = read_tool_file(file)
     box = open_tools(connect=False)
@@ -97,7 +97,7 @@ def list_(
 
     Example: heron tools list --json
     """
-    from heron.agent import open_tools
+    from heron.wiring.tools import open_tools
 
     box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
     with box:
@@ -164,7 +164,7 @@ def route(
 
     Example: heron tools route "add a contact to the CRM" --profile openai --top-k 5
     """
-    from heron.agent import open_tools
+    from heron.wiring.tools import open_tools
 
     batch = query_batch(query, queries)
     box = open_tools(mcp_config=mcp_config, root=root)
@@ -201,9 +201,9 @@ def call(
 
     Example: heron tools call list_files --root . --args '{"path": "docs"}'
     """
-    from heron.agent import open_tools
     from heron.core.errors import ToolInputError
     from heron.tools.builtin import check_arguments
+    from heron.wiring.tools import open_tools
 
     try:
         arguments = json.loads(args)

@@ -5,10 +5,11 @@ A capability (``heron.libraries``, ``heron.skills``, ``heron.tools``, ``heron.ll
 ``Tool`` (``heron.core.tools``), provider-safe tool names (``heron.core.names``), the
 workspace a tool or a job acts in (``heron.core.workspace``), files under a root reached
 without following a symlink (``heron.core.files``: the workspace's and a library's), a
-chat ``Message`` and ``ChatRequest`` (``heron.core.chat``) and the tool errors
-(``heron.core.errors``). They live here, depend only on ``heron.errors``,
-``heron.programs`` and ``heron.redact``, and code inside Heron imports them from here;
-only the package faces (``heron.tools``, ``heron.llm``) re-export them.
+chat ``Message`` and ``ChatRequest`` (``heron.core.chat``), the tool errors
+(``heron.core.errors``) and the table of optional built-in tools (``heron.core.optional``,
+which ``heron.about`` and ``heron.extras`` read too). They live here, depend only on
+``heron.errors``, ``heron.programs`` and ``heron.redact``, and code inside Heron imports
+them from here; only the package faces (``heron.tools``, ``heron.llm``) re-export them.
 """
 
 from __future__ import annotations

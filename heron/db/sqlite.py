@@ -16,9 +16,13 @@ neither the file nor the fix; the user meets it instead as one ``StoreError`` (s
 Each owner describes its file once (``SQLiteFile``): ``file.connect()`` opens it,
 ``file.errors()`` translates every use, ``file.transaction()`` writes under the same
 translation and ``file.quick_check()`` reads every page, to find damage no query has met
-yet. ``migrate`` brings a file's schema up to date by ``PRAGMA user_version``.
+yet; ``file.copy_to()`` snapshots it and ``file.read_only()`` reads a copy (a backup's).
+``migrate`` brings a file's schema up to date by ``PRAGMA user_version``.
 ``SQLiteDatabase`` is the three together behind one lock, for a file a process shares
-between its threads.
+between its threads, with a second connection (``reader()``) for reads that must not wait
+behind the first. No module outside ``heron.db`` calls ``sqlite3.connect``: every
+connection Heron makes to a SQLite file is opened here, its working files' by ``connect``
+(WAL, the file private), a backup's as ``copy_to`` and ``read_only`` say.
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ import shlex
 import sqlite3
 import threading
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from contextlib import closing, contextmanager, suppress
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -131,6 +135,33 @@ class SQLiteFile:
         problem = rows[0][0] if rows else "no answer"
         if problem != "ok":
             raise self._corrupt(problem.replace("\n", " "))
+
+    @contextmanager
+    def read_only(self) -> Iterator[sqlite3.Connection]:
+        """The file opened read-only (``mode=ro``): nothing is written to it, its journal
+        mode is left as it is; for checking a file Heron does not run on (a backup's).
+        Raises ``StoreError``."""
+        uri = f"{self.path.absolute().as_uri()}?mode=ro"
+        with self.errors(), closing(sqlite3.connect(uri, uri=True)) as db:
+            yield db
+
+    def copy_to(self, dest: Path, *, timeout: float = 60) -> None:
+        """One consistent snapshot of the file into ``dest``, through SQLite's online
+        backup API: whole even while another process writes, and holding what the
+        write-ahead log held. ``dest`` is made private first and left a plain file
+        (journal mode ``DELETE``: no log to replay). Raises ``StoreError``."""
+        # SQLite would make ``dest`` with the umask's mode; its journal takes the mode of
+        # the file it finds.
+        private_file(dest)
+        # Read-write, though it only reads: a read-only connection to a WAL file that no
+        # one has open cannot make the -shm file it needs. Its journal mode is left as is.
+        with (
+            self.errors(),
+            closing(sqlite3.connect(self.path, timeout=timeout)) as source,
+            closing(sqlite3.connect(dest)) as target,
+        ):
+            source.backup(target)
+            target.execute("PRAGMA journal_mode=DELETE")
 
     def translate(self, exc: sqlite3.DatabaseError) -> StoreError:
         """One ``StoreError`` naming the file, the problem and the fix, by SQLite's code."""
@@ -259,7 +290,9 @@ class SQLiteDatabase(Resource):
         self.file = SQLiteFile(self.path, schema.what, schema.rebuild)
         self._closed = False
         self._lock = threading.RLock()
-        self._db = self.file.connect(timeout=timeout, pragmas=pragmas)
+        self._pragmas = tuple(pragmas)
+        self._rows = rows
+        self._db = self.file.connect(timeout=timeout, pragmas=self._pragmas)
         try:
             migrations = [SQLITE.schema(sql) for sql in schema.migrations]
             self.schema_version = migrate(self._db, self.file, migrations)
@@ -267,6 +300,9 @@ class SQLiteDatabase(Resource):
             self._db.close()
             raise
         self._db.row_factory = rows
+        # The second connection (``reader``), opened on first use, under its own lock.
+        self._reader: sqlite3.Connection | None = None
+        self._reader_lock = threading.Lock()
 
     @contextmanager
     def connection(self, write: bool = False) -> Iterator[sqlite3.Connection]:
@@ -282,9 +318,29 @@ class SQLiteDatabase(Resource):
                 with self.file.errors():
                     yield self._db
 
+    @contextmanager
+    def reader(self) -> Iterator[sqlite3.Connection]:
+        """A second connection, for reads that must not wait behind ``connection()``'s
+        (WAL lets the two read at once: the store's hybrid search runs its word query
+        here while the vector side uses the first). Opened on first use as the first one
+        was (``SQLiteFile.connect``: WAL, the file private, the same pragmas and rows),
+        this thread's alone until the block ends, closed with the database."""
+        with self._reader_lock:
+            if self._closed:
+                raise closed_error(self.what, self.schema)
+            if self._reader is None:
+                self._reader = self.file.connect(timeout=self.timeout, pragmas=self._pragmas)
+                self._reader.row_factory = self._rows
+            with self.file.errors():
+                yield self._reader
+
     def close(self) -> None:
         """Idempotent."""
         with self._lock:
             if not self._closed:
                 self._closed = True
                 self._db.close()
+        with self._reader_lock:  # after _closed: no reader opens once it is set
+            if self._reader is not None:
+                self._reader.close()
+                self._reader = None

@@ -8,7 +8,7 @@ worker command, and by tests (``run_until_idle()``)::
 
 What the steps use from other capabilities is handed in: ``search`` (the libraries'
 search, for ``search_docs``) and ``broker`` (opens the chat broker that writes the
-summary). ``heron.agent.job_runner`` wires both; a ``JobRunner`` built without them fails
+summary). ``heron.wiring.job_runner`` wires both; a ``JobRunner`` built without them fails
 a ``search_docs`` step saying so and keeps the summary built from the steps' outputs.
 
 **Abort** is written to the store by whoever asks (another process included). While a
@@ -20,7 +20,7 @@ interrupted; the job is marked ``aborted`` at once and the worker stops after th
 **Contexts** (``heron.core.contexts``): one runner claims every context's jobs, and
 runs each one in its own context: a job of another context than the runner's is run by
 a runner on that context's view of the jobs (``Jobs.within``: its workspace, its
-settings), made once per context by ``runner_for`` (``heron.agent.job_runner`` wires
+settings), made once per context by ``runner_for`` (``heron.wiring.job_runner`` wires
 its docs search to that context's libraries), with this runner's worker name.
 
 **Recovery** (``recover()``, run when a runner starts and, while ``serve`` runs, every
@@ -76,7 +76,7 @@ if TYPE_CHECKING:
 #: ``search(query, store) -> results as dicts``: the libraries' search (``search_docs``).
 Search = Callable[[str, "Store"], list[dict[str, Any]]]
 #: ``runner_for(jobs, worker=, poll=, store=, seen=)``: the runner of a context's jobs (a view,
-#: ``Jobs.within``); ``heron.agent.job_runner`` fits.
+#: ``Jobs.within``); ``heron.wiring.job_runner`` fits.
 RunnerFor = Callable[..., "JobRunner"]
 
 log = logging.getLogger("heron.jobs")
@@ -119,7 +119,7 @@ class JobRunner:
         context's library names are its own); without it, every namespace.
         ``search`` answers the ``search_docs`` step; ``broker()`` opens the broker whose
         capable model writes the summary (closed after it). Both come from the caller
-        (``heron.agent.job_runner``). ``runner_for`` makes the runner of another
+        (``heron.wiring.job_runner``). ``runner_for`` makes the runner of another
         context's jobs (module docstring); without it, a bare ``JobRunner`` (no docs
         search, no model summary), so this runner's search never answers a job of
         another context from libraries that context does not see."""
@@ -467,7 +467,7 @@ class JobRunner:
                 if self._search is None:
                     raise ConfigError(
                         "This job runner has no docs search; build it with "
-                        "heron.agent.job_runner (as heron jobs run and heron serve do)."
+                        "heron.wiring.job_runner (as heron jobs run and heron serve do)."
                     )
                 return {"results": self._search(job.prompt, store)}
             # The job's context's namespaces alone: another's library names are its own.

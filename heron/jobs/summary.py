@@ -21,7 +21,7 @@ its branches; ``typecheck`` its verdict. A step that could not run says why.
 bundled local model), the broker writes a short summary from the prompt and the outputs,
 each claim cited to its step (``[git_diff]``). It must cite only steps that ran, at least
 one; otherwise, or on any model error, ``SummaryRefused`` says why and the caller keeps
-``facts``. The broker is handed in (``heron.llm.Broker``, wired by ``heron.agent.wiring``):
+``facts``. The broker is handed in (``heron.llm.Broker``, wired by ``heron.wiring``):
 the jobs depend on the chat value types (``heron.core.chat``), not on ``heron.llm``.
 """
 

@@ -35,7 +35,7 @@ questions (``HERON_LIBRARY_ENRICH_QUESTIONS``), each cut at ``MAX_QUESTION`` cha
 its answer at ``MAX_ANSWER``; a note says what was left out or cut.
 
 Who asks the model: an ``Enricher``. ``ModelEnricher`` is the one Heron uses: it builds
-the prompt, hands it to a chat function (the LLM broker, wired in ``heron.agent.wiring``:
+the prompt, hands it to a chat function (the LLM broker, wired in ``heron.wiring``:
 this package imports no other capability) and parses the answer into ``QA`` pairs.
 """
 

@@ -1,6 +1,6 @@
 """``search_docs``: library search as an agent tool, its JSON schema and its call.
 
-``docs_tool(search)`` is the tool to register (``heron.agent.wiring`` does, over
+``docs_tool(search)`` is the tool to register (``heron.wiring`` does, over
 ``search_docs`` on the store it shares): the schema below with any ``search`` behind it.
 """
 

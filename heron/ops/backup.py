@@ -23,13 +23,11 @@ On PostgreSQL the store and the jobs live in the database: back it up with ``pg_
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import hmac
 import json
 import os
 import shutil
-import sqlite3
 import time
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -129,21 +127,9 @@ def sha256_of(path: Path) -> str:
 
 
 def _copy_database(src: Path, dest: Path) -> None:
-    """One consistent snapshot of ``src`` into ``dest``, through SQLite's backup API."""
+    """One consistent snapshot of ``src`` into ``dest`` (``SQLiteFile.copy_to``)."""
     file = SQLiteFile(src, f"the database {src.name}", "restore it from another backup")
-    # SQLite would make ``dest`` with the umask's mode; its journal takes the mode of
-    # the file it finds.
-    private_file(dest)
-    # Read-write, though it only reads: a read-only connection to a WAL file that no one
-    # has open cannot make the -shm file it needs.
-    with (
-        file.errors(),
-        contextlib.closing(sqlite3.connect(src, timeout=60)) as source,
-        contextlib.closing(sqlite3.connect(dest)) as target,
-    ):
-        source.backup(target)
-        # The snapshot is a plain file: no log for the restored home to replay.
-        target.execute("PRAGMA journal_mode=DELETE")
+    file.copy_to(dest)
 
 
 def _empty(path: Path) -> bool:
@@ -209,10 +195,7 @@ def read_manifest(src: Path) -> dict[str, Any]:
 def check_database(path: Path) -> None:
     """``PRAGMA integrity_check`` of a backed-up file; ``StoreError`` when damaged."""
     file = SQLiteFile(path, f"the backed-up database {path.name}", "use another backup")
-    with (
-        file.errors(),
-        contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as db,
-    ):
+    with file.read_only() as db:
         rows = db.execute("PRAGMA integrity_check(1)").fetchall()
     if not rows or rows[0][0] != "ok":
         problem = rows[0][0] if rows else "no answer"

@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
+from heron.core.optional import OPTIONAL_TOOLS
 from heron.errors import HeronError, StoreError
 from heron.extras import EXTRAS, installed
 from heron.resource import Resource
 from heron.settings import Settings, _config_file, _from_env
 
 if TYPE_CHECKING:
+    from heron.core.tools import Tool
     from heron.embed.base import Embedder
+    from heron.libraries.config import Library
     from heron.store import Store
     from heron.tools import ToolRegistry
 
@@ -195,8 +198,9 @@ def extras_used(settings: Settings) -> dict[str, str]:
         used["postgres"] = "HERON_DATABASE_URL"
     if settings.embedder in ("e5", "multilingual"):
         used["e5"] = f"HERON_EMBEDDER={settings.embedder}"
-    if settings.tools_fetch_url:
-        used["web"] = "HERON_TOOLS_FETCH_URL"
+    for tool in OPTIONAL_TOOLS:
+        if tool.extra and tool.on(settings):
+            used[tool.extra] = tool.env
     try:
         table = load_table(settings)
     except HeronError:  # a broken models.yml is the models check's to report
@@ -323,115 +327,122 @@ def _canary(store: Store, name: str) -> str:
     return str(record.metadata.get("title") or record.text[:80] or CANARY)
 
 
-def check_libraries(ctx: Context) -> Check:
-    from heron.libraries import read_libraries, search_many
-    from heron.libraries.library import library_status
+@dataclass
+class _Libraries:
+    """What the library check found so far: each library's row, what fails (each with its
+    fix), what is stale, and the scanned pages no one can search."""
 
-    store, settings = ctx.store, ctx.settings
-    libraries = read_libraries(settings)
+    rows: dict[str, dict[str, Any]] = field(default_factory=dict)
+    problems: list[str] = field(default_factory=list)
+    fixes: list[str] = field(default_factory=list)
+    stale: list[str] = field(default_factory=list)
+    scans: list[str] = field(default_factory=list)
+
+    def fail(self, problem: str, library: str) -> None:
+        """``problem``, which a re-index of ``library`` fixes."""
+        self.problems.append(problem)
+        self.fixes.append(f"heron index {library}")
+
+
+def check_libraries(ctx: Context) -> Check:
+    from heron.libraries import read_libraries
+
+    libraries = read_libraries(ctx.settings)
     if not libraries:
         return warned(
             "libraries",
             "no libraries configured",
             "Add one: heron library add docs ./docs && heron index docs",
         )
+    found = _Libraries()
     now = time.time()
-    rows, problems, fixes, stale, scans = {}, [], [], [], []
     for library in libraries:
-        status = library_status(library, store)
-        row: dict[str, Any] = {
-            "indexed": status.indexed,
-            "pages": status.pages,
-            "chunks": status.chunks,
-            "last_sync": status.last_sync,
-            "last_error": status.last_error,
-            "incomplete": status.incomplete,
-            "outdated": status.outdated,
-            "scanned": status.scanned,
-        }
-        rows[library.name] = row
-        scans += [
-            f"{library.name}/{s['path']} pages {', '.join(map(str, s['pages']))}"
-            for s in status.scanned
-        ]
-        if not status.indexed or status.chunks == 0:
-            problems.append(f"{library.name} is not indexed")
-            fixes.append(f"heron index {library.name}")
-            continue
-        if status.incomplete:  # searchable, but a stopped run left pages out
-            problems.append(status.incomplete)
-            fixes.append(f"heron index {library.name}")
-        if status.outdated:  # searchable as an earlier Heron indexed it
-            problems.append(status.outdated)
-            fixes.append(f"heron index {library.name}")
-        if status.last_error and (status.last_error_at or 0) > (status.last_sync or 0):
-            problems.append(f"{library.name}: last sync failed: {status.last_error}")
-            fixes.append(f"heron index {library.name}")
-        elif status.last_sync and now - status.last_sync > STALE_SYNC:
-            stale.append(f"{library.name} last synced {_age(now - status.last_sync)} ago")
-        query = _canary(store, library.name)
-        found = search_many(
-            [query], store, library=library.name, top_k=1, mode="hybrid", settings=settings
-        )[0]
-        row["canary"] = {"query": query, "citation": found[0].citation if found else None}
-        if not found or not found[0].citation:
-            problems.append(f"{library.name} found nothing for {query!r}")
-            fixes.append(f"heron index {library.name}")
-    names = ", ".join(rows)
-    if problems:
+        _check_library(ctx, library, found, now)
+    return _libraries_verdict(found)
+
+
+def _check_library(ctx: Context, library: Library, found: _Libraries, now: float) -> None:
+    """One library's row in ``found``, and what fails about it: not indexed, left
+    incomplete or outdated, its last sync failed, or its canary search finds nothing."""
+    from heron.libraries import search_many
+    from heron.libraries.library import library_status
+
+    store, name = ctx.store, library.name
+    status = library_status(library, store)
+    row: dict[str, Any] = {
+        "indexed": status.indexed,
+        "pages": status.pages,
+        "chunks": status.chunks,
+        "last_sync": status.last_sync,
+        "last_error": status.last_error,
+        "incomplete": status.incomplete,
+        "outdated": status.outdated,
+        "scanned": status.scanned,
+    }
+    found.rows[name] = row
+    found.scans += [
+        f"{name}/{s['path']} pages {', '.join(map(str, s['pages']))}" for s in status.scanned
+    ]
+    if not status.indexed or status.chunks == 0:
+        found.fail(f"{name} is not indexed", name)
+        return
+    if status.incomplete:  # searchable, but a stopped run left pages out
+        found.fail(status.incomplete, name)
+    if status.outdated:  # searchable as an earlier Heron indexed it
+        found.fail(status.outdated, name)
+    if status.last_error and (status.last_error_at or 0) > (status.last_sync or 0):
+        found.fail(f"{name}: last sync failed: {status.last_error}", name)
+    elif status.last_sync and now - status.last_sync > STALE_SYNC:
+        found.stale.append(f"{name} last synced {_age(now - status.last_sync)} ago")
+    query = _canary(store, name)
+    hits = search_many([query], store, library=name, top_k=1, mode="hybrid", settings=ctx.settings)[
+        0
+    ]
+    row["canary"] = {"query": query, "citation": hits[0].citation if hits else None}
+    if not hits or not hits[0].citation:
+        found.fail(f"{name} found nothing for {query!r}", name)
+
+
+def _libraries_verdict(found: _Libraries) -> Check:
+    rows = found.rows
+    if found.problems:
         return failed(
-            "libraries", "; ".join(problems), "run: " + " && ".join(fixes), libraries=rows
+            "libraries",
+            "; ".join(found.problems),
+            "run: " + " && ".join(found.fixes),
+            libraries=rows,
         )
-    if stale:
-        return warned(
-            "libraries", "; ".join(stale), "re-sync: heron index (or its timer)", libraries=rows
-        )
-    if scans:  # searchable, but those pages' words are in an image no one can search
+    if found.stale:
         return warned(
             "libraries",
-            "pages with no text layer (scanned), not searchable: " + "; ".join(scans),
+            "; ".join(found.stale),
+            "re-sync: heron index (or its timer)",
+            libraries=rows,
+        )
+    if found.scans:  # searchable, but those pages' words are in an image no one can search
+        return warned(
+            "libraries",
+            "pages with no text layer (scanned), not searchable: " + "; ".join(found.scans),
             "read them with HERON_LIBRARY_OCR=true (apt-get install tesseract-ocr), or replace "
             "them with a PDF that has text, then heron index",
             libraries=rows,
         )
-    return passed("libraries", f"{names}: indexed, searchable, cited", libraries=rows)
+    return passed("libraries", f"{', '.join(rows)}: indexed, searchable, cited", libraries=rows)
 
 
 # -- tools ---------------------------------------------------------------------------------
 
 
 def check_tools(ctx: Context) -> Check:
-    from heron.agent import open_tools
-    from heron.embed import calibration_of
     from heron.tools.router import stored_hash, tools_hash
 
-    box = open_tools(ctx.settings, store=ctx.store, connect=False)
-    with box:
-        tools = box.registry.tools()
-        if ctx.mcp_registry is not None:  # the mcp check listed the servers' tools
-            tools += [t for t in ctx.mcp_registry.tools() if t.name not in box.registry]
-    tools = sorted(tools, key=lambda t: t.name)
+    tools = _listed_tools(ctx)
     want = tools_hash(ctx.embedder.model_id, tools)
     have = stored_hash(ctx.store)
-    settings = ctx.settings
-    threshold = settings.agent_routing_threshold
-    if threshold is None:
-        threshold = calibration_of(ctx.embedder).route
-    pinned = settings.agent_routing_always_include
-    routing = (
-        f"routing {settings.agent_routing_mode}, top {settings.agent_routing_top_k}, "
-        f"threshold {threshold:g}" + (f", always {', '.join(pinned)}" if pinned else "")
-    )
-    data = {
-        "tools": len(tools),
-        "mode": settings.agent_routing_mode,
-        "top_k": settings.agent_routing_top_k,
-        "threshold": threshold,
-        "always_include": pinned,
-        "hash": have,
-        "current": want == have,
-    }
-    lacking = _optional_tools_lacking(settings)
+    routing, shown = _routing(ctx)
+    pinned = shown["always_include"]
+    data = {"tools": len(tools), **shown, "hash": have, "current": want == have}
+    lacking = _optional_tools_lacking(ctx.settings)
     if lacking:
         return warned("tools", f"{len(tools)} tools, {routing}; {lacking[0]}", lacking[1], **data)
     unknown = sorted(set(pinned) - {t.name for t in tools})
@@ -467,11 +478,51 @@ def check_tools(ctx: Context) -> Check:
     return passed("tools", f"{len(tools)} tools, index current, {routing}", **data)
 
 
+def _listed_tools(ctx: Context) -> list[Tool]:
+    """Every tool the toolbox lists without its MCP servers, with those the mcp check
+    listed, by name."""
+    from heron.wiring.tools import open_tools
+
+    box = open_tools(ctx.settings, store=ctx.store, connect=False)
+    with box:
+        tools = box.registry.tools()
+        if ctx.mcp_registry is not None:  # the mcp check listed the servers' tools
+            tools += [t for t in ctx.mcp_registry.tools() if t.name not in box.registry]
+    return sorted(tools, key=lambda t: t.name)
+
+
+def _routing(ctx: Context) -> tuple[str, dict[str, Any]]:
+    """How the agent routes tools, as the check says it and as its data; the threshold
+    is the embedder's own when the settings give none."""
+    from heron.embed import calibration_of
+
+    settings = ctx.settings
+    threshold = settings.agent_routing_threshold
+    if threshold is None:
+        threshold = calibration_of(ctx.embedder).route
+    pinned = settings.agent_routing_always_include
+    said = (
+        f"routing {settings.agent_routing_mode}, top {settings.agent_routing_top_k}, "
+        f"threshold {threshold:g}" + (f", always {', '.join(pinned)}" if pinned else "")
+    )
+    shown = {
+        "mode": settings.agent_routing_mode,
+        "top_k": settings.agent_routing_top_k,
+        "threshold": threshold,
+        "always_include": pinned,
+    }
+    return said, shown
+
+
 def _optional_tools_lacking(settings: Settings) -> tuple[str, str] | None:
-    """What an optional built-in that is turned on lacks to run (fetch_url's packages are
-    the extras check's), and the fix."""
-    if settings.tools_python_exec and shutil.which("bwrap") is None:
-        return "python_exec is on but bubblewrap is missing", "sudo apt-get install bubblewrap"
+    """What an optional built-in that is turned on lacks to run (the program it runs; an
+    extra's packages are the extras check's), and the fix."""
+    for tool in OPTIONAL_TOOLS:
+        if tool.program and tool.on(settings) and shutil.which(tool.program) is None:
+            return (
+                f"{tool.name} is on but {tool.package} is missing",
+                f"sudo apt-get install {tool.package}",
+            )
     return None
 
 

@@ -3,7 +3,7 @@
 ``GET /interventions/audio/{file}``, the watcher that turns job changes into cards (and
 resolves a job's card once the job store says it no longer waits, however it moved on),
 and the slower scan of the libraries' health and the skill searches that find nothing
-(``heron.agent.wiring.Scan``; the agent's observers are ``heron.agent.wiring.Observers``),
+(``heron.wiring.Scan``; the agent's observers are ``heron.wiring.Observers``),
 which also applies the retention rule.
 
 A card's buttons run through ``interventions.act``: the server takes the action from the
@@ -54,7 +54,6 @@ from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 from starlette.routing import BaseRoute, Route
 
-from heron.agent.wiring import ActivityReport, Scan
 from heron.errors import HeronError, InputError, NotFound
 from heron.interventions import Intervention, Interventions, Resolution, job_changed
 from heron.interventions.model import MAX_NAME, Severity
@@ -70,6 +69,7 @@ from heron.server.numbers import RecordId, whole
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
+from heron.wiring.interventions import ActivityReport, Scan
 
 log = logging.getLogger("heron.server")
 

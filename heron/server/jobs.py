@@ -38,7 +38,6 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute, Route
 
-from heron.agent.wiring import job_runner
 from heron.errors import HeronError, InputError
 from heron.jobs import JobNotFound, Risk, State
 from heron.server.contexts import runtime_of
@@ -48,6 +47,7 @@ from heron.server.replies import heron_error, invalid, not_found
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.tenancy import namespaces_seen
+from heron.wiring.jobs import job_runner
 
 #: Seconds between looks at the database for job events another process wrote.
 SCOPE_POLL = 1.0

@@ -53,7 +53,6 @@ from starlette.concurrency import run_in_threadpool
 from starlette.routing import BaseRoute
 
 from heron import __version__
-from heron.agent.wiring import retrieval_tools
 from heron.core.tools import Handler, Safety, Tool
 from heron.errors import HeronError, InputError, NotFound
 from heron.libraries.config import read_libraries
@@ -68,6 +67,7 @@ from heron.server.rpc import Registry, RpcError
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.ceiling import ceiling, check_tool, through, within
+from heron.wiring.tools import retrieval_tools
 
 #: Tools ``find_tools`` returns when not told how many: enough for a request's likely
 #: candidates, few enough to keep their schemas out of the way.

@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import Field
 
 from heron.agent.turn import Turn
-from heron.agent.wiring import library_enricher
 from heron.jobs.service import MAX_SCOPE
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
@@ -23,6 +22,7 @@ from heron.settings import Settings
 from heron.tools.builtin import check_arguments
 from heron.tools.ceiling import Door, ceiling, check_tool, delegates, entered_through
 from heron.tools.router import DEFAULT_MODE, DEFAULT_THRESHOLD, DEFAULT_TOP_K, RouteMode
+from heron.wiring.enrich import library_enricher
 
 #: The scope of the methods that only read (``heron.keys.SCOPES``).
 READ = "read"

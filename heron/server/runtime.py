@@ -23,7 +23,7 @@ context's.
 
 It imports no endpoint module: the feature modules (``heron.server.hooks``) are handed
 the runtime, and keep what they need for the server's life with ``shared``; the agent's
-observers come from the wiring (``heron.agent.wiring.Observers``).
+observers come from the wiring (``heron.wiring.Observers``).
 """
 
 from __future__ import annotations
@@ -42,12 +42,12 @@ from heron.store import Store, open_store
 
 if TYPE_CHECKING:
     from heron.agent import Agent
-    from heron.agent.wiring import Observers
     from heron.interventions import Interventions
     from heron.jobs import Jobs
     from heron.llm import Broker, RoutingTable
     from heron.skills import SkillIndex
     from heron.tools import ServerConfig, Toolbox, ToolRouter
+    from heron.wiring.interventions import Observers
 
 T = TypeVar("T")
 
@@ -200,8 +200,8 @@ class Runtime(Resource):
 
     @property
     def toolbox(self) -> Toolbox:
-        from heron.agent import open_tools
         from heron.tools import MCPClient
+        from heron.wiring.tools import open_tools
 
         def open_() -> Toolbox:
             box = open_tools(
@@ -228,7 +228,7 @@ class Runtime(Resource):
 
     @property
     def agent(self) -> Agent:
-        from heron.agent import open_agent
+        from heron.wiring.agent import open_agent
 
         def open_() -> Agent:
             # Only an agent with a workspace delegates jobs (they run in its context's
@@ -268,7 +268,7 @@ class Runtime(Resource):
     @property
     def observers(self) -> Observers:
         """The agent's observers, for the room's interventions (opened on first card)."""
-        from heron.agent.wiring import Observers
+        from heron.wiring.interventions import Observers
 
         return self.shared(
             "observers",

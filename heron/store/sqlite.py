@@ -71,10 +71,6 @@ class SQLiteStore(SQLStore[_Scope]):
         self.where = str(self.path)
         # The vector index cache's lock; the connection has its own (the database's).
         self._lock = threading.RLock()
-        # The hybrid worker's FTS5 query runs on a second connection (WAL allows both
-        # readers), so it does not wait for this one.
-        self._side_db: sqlite3.Connection | None = None
-        self._side_db_lock = threading.Lock()
         self._indexes: dict[str, tuple[VectorIndex, int]] = {}
         self.schema_version = database.schema_version
 
@@ -98,14 +94,10 @@ class SQLiteStore(SQLStore[_Scope]):
         self, sql: str, params: Sequence[Any] = (), *, side: bool = False
     ) -> list[tuple[Any, ...]]:
         self._check_open()
-        if side:
-            with self._side_db_lock, self._database.file.errors():
-                if self._side_db is None:
-                    self._side_db = sqlite3.connect(
-                        self.path, timeout=self._database.timeout, check_same_thread=False
-                    )
-                return self._side_db.execute(sql, params).fetchall()
-        with self._database.connection() as db:
+        # The hybrid worker's FTS5 query (``side``) runs on the database's second
+        # connection, so it does not wait for this one.
+        opened = self._database.reader() if side else self._database.connection()
+        with opened as db:
             return db.execute(sql, params).fetchall()
 
     # -- namespaces ---------------------------------------------------------------------
@@ -401,9 +393,6 @@ class SQLiteStore(SQLStore[_Scope]):
             db.execute("DELETE FROM kv WHERE namespace = ? AND key = ?", (namespace, key))
 
     def _close(self) -> None:
-        with self._side_db_lock:
-            if self._side_db is not None:
-                self._side_db.close()
         self._database.close()
 
 

@@ -1,6 +1,6 @@
 """Tools for agents: a registry, MCP servers, provider-safe names and routing.
 
-See docs/tools.md. ``heron.agent.open_tools()`` gives every tool the settings describe
+See docs/tools.md. ``heron.wiring.open_tools()`` gives every tool the settings describe
 (this package's and the capabilities'); ``Toolbox.router()`` picks the ones to offer per
 request. ``Tool``, ``NameCodec`` and the tool errors live in ``heron.core``, below every
 capability, and are re-exported here.

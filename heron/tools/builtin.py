@@ -3,17 +3,18 @@ over a ``heron.core.workspace.Workspace``, and the argument checks every tool ca
 
 The capabilities define their own tools with ``heron.core.tools.Tool``: ``search_docs``
 in ``heron.libraries.tool``, ``search_skills`` and ``read_skill`` in ``heron.skills.tool``,
-``delegate_job`` in ``heron.jobs.tool``; ``heron.agent.wiring`` registers them beside
+``delegate_job`` in ``heron.jobs.tool``; ``heron.wiring`` registers them beside
 these. The file and command rules are ``Workspace``'s (see ``heron.core.workspace``).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
 from heron.core.errors import ToolInputError
+from heron.core.optional import OPTIONAL_TOOLS
 from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.core.workspace import DEFAULT_TIMEOUT, Workspace, json_type_name
 from heron.programs import Policy
@@ -23,6 +24,7 @@ from heron.tools.pyexec import python_tool
 from heron.tools.registry import ToolRegistry
 
 __all__ = [
+    "BUILDERS",
     "check_arguments",
     "optional_tools",
     "register_builtins",
@@ -30,16 +32,18 @@ __all__ = [
 ]
 
 
+#: The builder of each optional built-in, by its row's name in
+#: ``heron.core.optional.OPTIONAL_TOOLS``.
+BUILDERS: dict[str, Callable[[Settings], tuple[Tool, Handler]]] = {
+    "fetch_url": fetch_tool,
+    "python_exec": python_tool,
+}
+
+
 def optional_tools(settings: Settings) -> list[tuple[Tool, Handler]]:
-    """The built-ins that are off unless a setting turns them on: ``fetch_url``
-    (``tools_fetch_url``: the network) and ``python_exec`` (``tools_python_exec``: code
-    in a sandbox)."""
-    pairs = []
-    if settings.tools_fetch_url:
-        pairs.append(fetch_tool(settings))
-    if settings.tools_python_exec:
-        pairs.append(python_tool(settings))
-    return pairs
+    """The built-ins that are off unless their setting turns them on
+    (``heron.core.optional.OPTIONAL_TOOLS``), in the table's order."""
+    return [BUILDERS[tool.name](settings) for tool in OPTIONAL_TOOLS if tool.on(settings)]
 
 
 def workspace_tools(workspace: Workspace) -> list[tuple[Tool, Handler]]:

@@ -6,9 +6,9 @@ capabilities define, handed in as ``tools``. A server that fails is reported in
 ``statuses`` and skipped.
 
 Every tool Heron knows, the libraries' and the skills' included, is what
-``heron.agent.open_tools`` gives: it wires the capabilities in and calls this.
+``heron.wiring.open_tools`` gives: it wires the capabilities in and calls this.
 
->>> box = heron.agent.open_tools()                          # doctest: +SKIP
+>>> box = heron.wiring.open_tools()                         # doctest: +SKIP
 >>> route = box.router(profile="openai").route("add a contact")  # doctest: +SKIP
 >>> box.registry.call(route.tools[0].tool.name, {"name": "Ada"})  # doctest: +SKIP
 """
@@ -77,7 +77,7 @@ def open_toolbox(
 ) -> Toolbox:
     """The registry the settings describe, on ``store`` (left open by ``close()``):
     ``tools`` (the capabilities' own, with their handlers), the workspace tools and the
-    optional built-ins turned on (``fetch_url``, ``python_exec``), then
+    optional built-ins turned on (``heron.core.optional.OPTIONAL_TOOLS``), then
     the imported definitions and the MCP servers' tools. Arguments override the settings
     (``HERON_MCP_CONFIG``, ``HERON_MCP_TIMEOUT``, ``HERON_TOOLS_ROOT``,
     ``HERON_TOOLS_COMMANDS``); ``connect=False`` skips the MCP servers. ``resources``:

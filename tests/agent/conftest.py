@@ -9,9 +9,10 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, open_agent
+from heron.agent import Agent
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
+from heron.wiring import open_agent
 from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
 
 MODELS = ONE_MODEL

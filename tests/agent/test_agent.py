@@ -12,11 +12,12 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Citations, Final, Token, ToolUsed, Turn, open_agent, repeats
+from heron.agent import Agent, Citations, Final, Token, ToolUsed, Turn, repeats
 from heron.errors import InputError, NotFound
 from heron.libraries import index_library
 from heron.settings import Settings
 from heron.tools import Tool
+from heron.wiring import open_agent
 from tests import llm_servers
 from tests.agent.conftest import MODELS
 from tests.llm_servers import ChatServer
@@ -294,7 +295,7 @@ def test_delegate_job_is_offered_only_where_running_programs_is_allowed(agent: A
 def test_a_tool_that_served_a_request_learns_it_as_an_example(
     make_agent: Callable[..., Agent], chat: ChatServer
 ) -> None:
-    from heron.agent import open_tools
+    from heron.wiring import open_tools
 
     agent = make_agent()
     agent.ask(Turn("List the files in my workspace"))

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import Agent, Answer, Limits, Turn, compose, open_agent
+from heron.agent import Agent, Answer, Limits, Turn, compose
 from heron.agent.extractive import defined, defines
 from heron.agent.words import refusal
 from heron.embed import MiniLMEmbedder
@@ -20,6 +20,7 @@ from heron.libraries import add_library, index_library
 from heron.libraries.parse import strip_markup
 from heron.llm import local
 from heron.settings import Settings
+from heron.wiring import open_agent
 from tests.ci import missing
 from tests.conftest import SHARED
 from tests.llm_servers import ChatServer

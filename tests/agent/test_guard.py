@@ -9,11 +9,12 @@ from typing import Any
 
 import pytest
 
-from heron.agent import Agent, Final, Token, Turn, open_agent
+from heron.agent import Agent, Final, Token, Turn
 from heron.agent.guard import RepetitionGuard, repeats
 from heron.libraries import index_library
 from heron.llm import Sampling
 from heron.settings import Settings
+from heron.wiring import open_agent
 from tests import llm_servers
 from tests.agent.conftest import MODELS
 from tests.ci import missing

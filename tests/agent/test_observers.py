@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import Turn, open_agent
+from heron.agent import Turn
 from heron.agent.answer import ToolUse
 from heron.errors import StoreError
 from heron.libraries import index_library
 from heron.settings import Settings
+from heron.wiring import open_agent
 from tests.agent.conftest import MODELS
 from tests.llm_servers import ChatServer
 

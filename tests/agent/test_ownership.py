@@ -8,10 +8,11 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from heron.agent import Agent, Turn, open_agent
+from heron.agent import Agent, Turn
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore
 from heron.tools import Tool
+from heron.wiring import open_agent
 
 
 def tool_threads() -> list[threading.Thread]:

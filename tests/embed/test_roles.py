@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from heron.agent import Turn, open_agent
+from heron.agent import Turn
 from heron.embed import (
     E5,
     MINILM,
@@ -28,6 +28,7 @@ from heron.settings import Settings
 from heron.skills import SkillDir, SkillIndex
 from heron.store import Record, SQLiteStore
 from heron.tools import Tool, ToolRouter
+from heron.wiring import open_agent
 from tests.conftest import sqlite_store
 
 #: Unlike either real profile's, so that a threshold read from the wrong place shows.

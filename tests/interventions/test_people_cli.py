@@ -19,8 +19,8 @@ from typing import Any
 
 import pytest
 
-from heron.agent.wiring import ActivityReport
 from heron.cli.people import ACTIVITY_KINDS, people_app
+from heron.wiring import ActivityReport
 from tests.interventions.test_service import Recorder, listener  # noqa: F401 (the webhook)
 from tests.server.conftest import free_socket, wait_healthy
 

@@ -14,12 +14,12 @@ import httpx
 import pytest
 
 from heron.agent import ToolUse, Turn
-from heron.agent.wiring import Scan
 from heron.interventions import Intervention
 from heron.libraries import add_library, index_library
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.skills import UsageLog
+from heron.wiring import Scan
 from tests.agent.conftest import chat  # noqa: F401 (the loopback replay model)
 from tests.jobs.conftest import Server
 from tests.llm_servers import ONE_MODEL, ChatServer

@@ -13,9 +13,10 @@ from typing import Any
 import httpx
 import pytest
 
-from heron.agent import Turn, open_agent
+from heron.agent import Turn
 from heron.jobs import Jobs
 from heron.settings import Settings
+from heron.wiring import open_agent
 from tests import llm_servers
 from tests.jobs.conftest import Server
 from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve

@@ -14,11 +14,11 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import job_runner
 from heron.errors import ConfigError
 from heron.jobs import JobInputError, JobRunner, Jobs, open_jobs, plan
 from heron.jobs.errors import IllegalTransition
 from heron.settings import Settings
+from heron.wiring import job_runner
 from tests.jobs.conftest import alive, git, wait_for
 from tests.llm_servers import KEY, ChatServer
 from tests.llm_servers import serve as serve_chat
@@ -29,7 +29,7 @@ SLOW_BUILD = "sh -c 'sleep 60 & echo $! > grandchild.pid; wait'"
 
 def run(jobs: Jobs) -> int:
     """Run the queue with the runner the CLI and the server build: its docs step searches
-    the libraries and a capable model writes its summary (``heron.agent.job_runner``)."""
+    the libraries and a capable model writes its summary (``heron.wiring.job_runner``)."""
     return asyncio.run(job_runner(jobs, concurrency=2).run_until_idle())
 
 

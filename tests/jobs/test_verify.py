@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import job_runner
 from heron.jobs import Jobs, open_jobs
+from heron.wiring import job_runner
 from tests.jobs.conftest import free_port, git, tree, wait_for
 
 

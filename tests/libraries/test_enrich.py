@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent.wiring import library_enricher
 from heron.libraries import QA, Enricher, add_library, index_library, search
 from heron.libraries.config import get_library
 from heron.libraries.enrich import (
@@ -25,6 +24,7 @@ from heron.libraries.sync import qa_fallback_dir
 from heron.llm import Broker, load_broker
 from heron.settings import Settings
 from heron.store import SQLiteStore
+from heron.wiring import library_enricher
 from tests.llm_servers import KEY, ONE_MODEL, ChatServer, serve
 
 

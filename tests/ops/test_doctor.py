@@ -131,7 +131,7 @@ def test_mcp_servers_are_reached_with_tool_counts_and_a_dead_one_fails(
 
 
 def test_the_tool_index_is_current_once_built(heron_home: Path) -> None:
-    from heron.agent import open_tools
+    from heron.wiring import open_tools
 
     box = open_tools(Settings(), connect=False)
     try:

@@ -157,7 +157,7 @@ def test_unannotated_tools_are_execute_and_only_hints_lower_them(discovered) -> 
 def test_the_agent_at_read_level_is_not_offered_unannotated_tools(
     mcp_json: Path, tmp_path: Path, home: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from heron.agent import open_agent
+    from heron.wiring import open_agent
     from tests.llm_servers import KEY, serve
 
     monkeypatch.setenv("TEST_OPENAI_KEY", KEY)

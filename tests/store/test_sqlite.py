@@ -5,13 +5,16 @@ its vector index cache. Everything a ``Store`` promises is tested on both backen
 from __future__ import annotations
 
 import sqlite3
+import stat
 import subprocess
 import sys
+from contextlib import closing
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from heron import db as heron_db
 from heron.db import SQLiteFile, database_path
 from heron.embed import MiniLMEmbedder
 from heron.errors import DatabaseBusy, DatabaseCorrupt, DatabaseReadOnly, StoreError
@@ -63,6 +66,59 @@ def test_hnsw_index_is_used_saved_and_kept_in_sync(
     reopened = sqlite_store(tmp_path / "h.db", embedder)
     assert reopened.search("big", "", mode="dense", vector=target, top_k=1)[0].id != "r7"
     assert reopened.count("big") == 119
+
+
+def test_the_hybrid_search_reads_on_a_second_connection_opened_as_the_first(
+    tmp_path: Path, embedder: MiniLMEmbedder
+) -> None:
+    """The word side of a hybrid search runs on the database's second connection
+    (``SQLiteDatabase.reader``), opened by ``SQLiteFile.connect`` like the first: it puts
+    the file back in WAL mode, and the file and its log stay the user's alone."""
+    path = tmp_path / "heron.db"
+    store = sqlite_store(path, embedder)
+    store.upsert("k8s", DOCS)
+    database = store._database
+    with database.connection() as db:  # only connection yet: the mode may change
+        assert db.execute("PRAGMA journal_mode=DELETE").fetchone() == ("delete",)
+    assert database._reader is None
+    assert store.search("k8s", "pods run containers", mode="hybrid", top_k=2)
+    with database.reader() as reader:
+        assert reader.execute("PRAGMA journal_mode").fetchone() == ("wal",)
+    for name in ("heron.db", "heron.db-wal", "heron.db-shm"):
+        assert stat.S_IMODE((tmp_path / name).stat().st_mode) == 0o600, name
+    store.close()
+    assert database._reader is None  # closed with the database
+
+
+def test_no_module_outside_heron_db_connects_to_sqlite_itself() -> None:
+    """Every connection to a SQLite file is ``heron.db``'s (WAL, the file private): a
+    ``sqlite3.connect`` anywhere else would skip both."""
+    heron = Path(heron_db.__file__).parent.parent
+    found = [
+        str(path.relative_to(heron.parent))
+        for path in sorted(heron.rglob("*.py"))
+        if path.parent != heron / "db" and "sqlite3.connect" in path.read_text(encoding="utf-8")
+    ]
+    assert found == []
+
+
+def test_a_backup_copy_and_its_check_go_through_the_file(tmp_path: Path) -> None:
+    """``SQLiteFile.copy_to`` leaves a private plain file (no log to replay), its source
+    untouched; ``read_only`` reads it without writing."""
+    source = SQLiteFile(tmp_path / "x.db", "the test file", "start again")
+    with closing(source.connect(timeout=1, schema="CREATE TABLE t (x); INSERT INTO t VALUES (1);")):
+        copy = tmp_path / "copy" / "x.db"
+        copy.parent.mkdir()
+        source.copy_to(copy)
+    assert stat.S_IMODE(copy.stat().st_mode) == 0o600
+    before = copy.read_bytes()
+    with SQLiteFile(copy, "the copy", "copy again").read_only() as db:
+        assert db.execute("PRAGMA journal_mode").fetchone() == ("delete",)
+        assert db.execute("SELECT x FROM t").fetchall() == [(1,)]
+        copied = SQLiteFile(copy, "the copy", "copy again")
+        with pytest.raises(DatabaseReadOnly), copied.transaction(db):
+            db.execute("INSERT INTO t VALUES (2)")
+    assert copy.read_bytes() == before
 
 
 def test_sqlite_errors_name_the_file_and_the_fix(tmp_path: Path) -> None:

@@ -54,7 +54,7 @@ def test_run_command_allowlist_and_timeout(registry: ToolRegistry) -> None:
 
 
 def test_builtins_are_the_workspace_tools_alone(registry: ToolRegistry) -> None:
-    # search_docs and the skill tools are the capabilities' own (heron.agent.open_tools).
+    # search_docs and the skill tools are the capabilities' own (heron.wiring.open_tools).
     assert [t.name for t in registry.tools()] == [
         "list_files",
         "read_file",

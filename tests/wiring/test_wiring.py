@@ -1,4 +1,4 @@
-"""``heron.agent.wiring``: the capabilities wired into one another, on one store."""
+"""``heron.wiring``: the capabilities wired into one another, on one store."""
 
 from __future__ import annotations
 
@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from heron.agent import job_runner, open_tools
 from heron.embed import Embedder
 from heron.errors import HeronError, StoreError
 from heron.jobs import JobRunner, open_jobs
@@ -15,6 +14,7 @@ from heron.libraries import add_library, index_library
 from heron.settings import Settings
 from heron.store import Record, SQLiteStore
 from heron.store.sql import SQLStore
+from heron.wiring import job_runner, open_tools
 
 
 def stores_made(monkeypatch: pytest.MonkeyPatch) -> list[SQLStore]:
