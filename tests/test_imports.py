@@ -4,7 +4,7 @@ Every module under ``heron/`` is parsed (nothing is imported), and every ``impor
 counts: at the top, inside functions, under ``if TYPE_CHECKING:``. Each import is mapped
 from the module's subpackage to the imported one, and must go down the table:
 
-    interfaces   cli, server, web, ops           may import everything below
+    interfaces   cli, server, ops                may import everything below
     agent        agent, tenancy                  wires the capabilities together;
                                                  tenancy: what a context owns across them
     capabilities libraries, skills, tools, llm,  import none of each other
@@ -36,7 +36,7 @@ import pytest
 
 HERON = Path(__file__).resolve().parent.parent / "heron"
 
-INTERFACES = {"cli", "server", "web", "ops"}
+INTERFACES = {"cli", "server", "ops"}
 AGENT = {"agent", "tenancy"}
 CAPABILITIES = {"libraries", "skills", "tools", "llm", "jobs", "interventions"}
 FOUNDATION = {
