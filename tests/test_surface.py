@@ -166,9 +166,9 @@ def env_reads(root: Path = HERON) -> list[str]:
     return sorted(names)
 
 
-def surface(home: Path) -> dict[str, Any]:
-    """Everything a user sees, over the empty ``home``."""
-    app = create_app(Settings(home=home, mcp_tool_safety="execute"))
+def surface() -> dict[str, Any]:
+    """Everything a user sees, with the settings of the environment."""
+    app = create_app(Settings())
     return {
         "cli": cli_surface(typer.main.get_command(cli_app)),
         "rpc": rpc_surface(app.state.registry.openrpc()),
@@ -193,7 +193,8 @@ def test_what_a_user_sees_is_unchanged(tmp_path: Path, monkeypatch: pytest.Monke
     for name in [n for n in os.environ if n.startswith(ENV_PREFIX)]:
         monkeypatch.delenv(name)
     monkeypatch.setenv("HERON_HOME", str(tmp_path))
-    found = json.loads(json.dumps(surface(tmp_path)))  # keys as JSON writes them
+    monkeypatch.setenv("HERON_MCP_TOOL_SAFETY", "execute")  # every MCP tool listed
+    found = json.loads(json.dumps(surface()))  # keys as JSON writes them
     if update:
         GOLDEN.parent.mkdir(exist_ok=True)
         GOLDEN.write_text(json.dumps(found, indent=1, sort_keys=True) + "\n", encoding="utf-8")
