@@ -22,11 +22,24 @@ SHARED = Path(
 )
 SCIFACT = SHARED / "data" / "docs" / "scifact"
 WORK = Path(os.environ.get("HERON_BENCH_DIR") or Path(__file__).resolve().parents[1] / ".bench")
+DATA = Path(__file__).with_name("data")
+#: The languages of the hand-translated sets (``bench/data/NAME_{pt,es}.jsonl``).
+LANGUAGES = ("en", "pt", "es")
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with open(path, encoding="utf-8") as handle:
         return [json.loads(line) for line in handle if line.strip()]
+
+
+def translated(name: str) -> dict[str, list[dict[str, Any]]]:
+    """``{language: items}`` of the translated set ``name``, English taken from the
+    translations' ``en`` field, so each language is scored on the same items."""
+    out = {}
+    for lang in LANGUAGES[1:]:
+        out[lang] = [row for row in read_jsonl(DATA / f"{name}_{lang}.jsonl") if "id" in row]
+    out["en"] = [{**row, "text": row["en"], "question": row["en"]} for row in out["pt"]]
+    return out
 
 
 def machine() -> str:

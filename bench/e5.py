@@ -35,7 +35,17 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bench.common import SCIFACT, SHARED, WORK, ndcg_at_10, percentiles, read_jsonl, table, timed
+from bench.common import (
+    SCIFACT,
+    SHARED,
+    WORK,
+    ndcg_at_10,
+    percentiles,
+    read_jsonl,
+    table,
+    timed,
+    translated,
+)
 from heron.embed import CachedEmbedder, E5Embedder, MiniLMEmbedder, embed_queries, load_embedder
 from heron.embed.e5_onnx import E5OnnxEmbedder, ensure_graph
 from heron.libraries import add_library, index_library
@@ -392,8 +402,6 @@ def rrf_pages(*lists: list[str], k: int = 60) -> list[str]:
 
 def kubernetes_e5() -> str:
     """The e5 profile's own index against the default's: test split and the translations."""
-    from bench.multilingual import translated
-
     e5_store, figures = k8s_e5_store()
     stores = {"MiniLM (default)": k8s_store(), "e5 index": e5_store}
     sets = {f"test {kind}": pair for kind, pair in k8s_questions("test", 97).items()}
@@ -502,7 +510,6 @@ def threshold_scores() -> dict[str, tuple[int, dict[str, np.ndarray]]]:
     import tempfile
     from pathlib import Path
 
-    from bench.multilingual import translated
     from bench.skills import QUERIES, SKILLS
     from heron.skills import SkillDir, SkillIndex
 

@@ -33,7 +33,7 @@ from contextlib import closing, contextmanager
 import numpy as np
 
 import heron.store.sql as store_sql
-from bench.common import SCIFACT, WORK, ndcg_at_10, read_jsonl, table
+from bench.common import SCIFACT, WORK, ndcg_at_10, read_jsonl, table, translated
 from bench.e5 import K8S, K8S_E5_HOME, LIBRARY, e5_cache, k8s_e5_store, minilm_cache
 from heron.embed import embed_queries
 from heron.libraries import add_library, index_library, search_many
@@ -48,8 +48,6 @@ Questions = dict[str, tuple[list[str], list[str]]]
 
 
 def questions() -> Questions:
-    from bench.multilingual import translated
-
     test = [q for q in read_jsonl(K8S / "questions.jsonl") if q["split"] == "test"]
     sets = {
         "test precise": ([q["question"] for q in test], [q["page"] for q in test]),

@@ -23,11 +23,10 @@ from __future__ import annotations
 import json
 import tempfile
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
-from bench.common import WORK, read_jsonl, table, timed
+from bench.common import LANGUAGES, WORK, table, timed, translated
 from bench.e5 import (
     K8S,
     LABELS,
@@ -49,18 +48,6 @@ from heron.skills.search import LEX_WEIGHT, pool_size, rerank
 from heron.store import SQLiteStore, open_store
 from heron.tools import ToolRouter
 from tests.conftest import sqlite_store
-
-DATA = Path(__file__).with_name("data")
-LANGUAGES = ("en", "pt", "es")
-
-
-def translated(name: str) -> dict[str, list[dict[str, Any]]]:
-    """``{language: items}``, English taken from the translations' ``en`` field."""
-    out = {}
-    for lang in LANGUAGES[1:]:
-        out[lang] = [row for row in read_jsonl(DATA / f"{name}_{lang}.jsonl") if "id" in row]
-    out["en"] = [{**row, "text": row["en"], "question": row["en"]} for row in out["pt"]]
-    return out
 
 
 def _skill_rankings(store: SQLiteStore, embedder: Embedder, texts: list[str]) -> dict:

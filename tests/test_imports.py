@@ -4,8 +4,11 @@ Every module under ``heron/`` is parsed (nothing is imported), and every ``impor
 counts: at the top, inside functions, under ``if TYPE_CHECKING:``. Each import is mapped
 from the module's subpackage to the imported one, and must go down the table:
 
-    interfaces   cli, server, web, ops           may import everything below
-    agent        agent, tenancy                  wires the capabilities together;
+    interfaces   cli, server, ops                may import everything below
+    wiring       wiring                          the composition root: builds the agent,
+                                                 the tools and the job runner out of the
+                                                 capabilities, for the interfaces
+    agent        agent, tenancy                  the agent over what it is handed;
                                                  tenancy: what a context owns across them
     capabilities libraries, skills, tools, llm,  import none of each other
                  jobs, interventions
@@ -13,8 +16,9 @@ from the module's subpackage to the imported one, and must go down the table:
                  programs, settings, errors, ...
 
 ``heron/ops`` (doctor, watchdog, metrics) sits with the interfaces: like the CLI it looks
-at every capability. A package may import itself; ``heron/__init__.py`` and
-``heron/__main__.py`` start the CLI and are left out.
+at every capability. The page (``heron/server/web``) is a part of the server. A package
+may import itself; ``heron/__init__.py`` and ``heron/__main__.py`` start the CLI and are
+left out.
 
 A module of Heron is never imported by name (``importlib.import_module("heron.x")``,
 ``__import__``): such an import is invisible to the table, so it is refused wherever it
@@ -23,20 +27,32 @@ stands, as is one whose name is computed and so cannot be checked.
 Nor do modules import each other in a circle, inside a layer or a package too: drawn as a
 graph of modules (an arrow per import, wherever it stands), the house has no cycle. A
 circle hides which module is the lower one; break it by moving the shared name down, or
-by handing it in.
+by handing it in. Drawn package by package, it has none either: the table does not order
+the foundation's packages, so there a package that imports another is the higher one,
+and nothing the lower one uses may import the higher back (``settings`` uses ``core``,
+``core`` uses ``programs``: ``programs`` is handed the setting it needs).
+
+``bench/`` is held to the same: a benchmark may import any module of Heron, but its
+modules import each other in no circle (a helper two of them share goes to
+``bench/common.py``), and no module of Heron imports ``bench`` or ``tests``.
 """
 
 from __future__ import annotations
 
 import ast
 from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
 
 import pytest
 
 HERON = Path(__file__).resolve().parent.parent / "heron"
+BENCH = HERON.parent / "bench"
+#: The checkout's other packages: they may use Heron, never the other way round.
+OUTSIDE = {"bench", "tests"}
 
-INTERFACES = {"cli", "server", "web", "ops"}
+INTERFACES = {"cli", "server", "ops"}
+WIRING = {"wiring"}
 AGENT = {"agent", "tenancy"}
 CAPABILITIES = {"libraries", "skills", "tools", "llm", "jobs", "interventions"}
 FOUNDATION = {
@@ -61,8 +77,8 @@ FOUNDATION = {
     "discovery",
 }
 LAYERS = {
-    **dict.fromkeys(INTERFACES, 3),
-    "wiring": 2.5,  # between the interfaces and the agent (issue 53)
+    **dict.fromkeys(INTERFACES, 4),
+    **dict.fromkeys(WIRING, 3),
     **dict.fromkeys(AGENT, 2),
     **dict.fromkeys(CAPABILITIES, 1),
     **dict.fromkeys(FOUNDATION, 0),
@@ -72,6 +88,10 @@ ROOT = "heron"
 ENTRY_POINTS = {"__init__", "__main__"}
 #: Functions that import a module named by a string, out of the table's sight.
 DYNAMIC_IMPORTS = {"import_module", "__import__"}
+
+
+def parsed(path: Path) -> ast.Module:
+    return ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
 
 
 def subpackage(parts: tuple[str, ...]) -> str:
@@ -86,10 +106,12 @@ def module_parts(path: Path, root: Path = HERON) -> tuple[str, ...]:
     return rel.parts[:-1] if rel.name == "__init__" else rel.parts
 
 
-def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
-    """``(line, dotted name)`` of every heron module ``path`` imports, wherever it stands;
-    a relative import is resolved against the module's package."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+@cache
+def imported(path: Path, root: Path = HERON) -> tuple[tuple[int, str], ...]:
+    """``(line, dotted name)`` of everything ``path`` (a module of the package ``root``)
+    imports, wherever it stands; a relative import is resolved against the module's
+    package, and ``from root.x import y`` names ``root.x.y`` when ``y`` is a module."""
+    tree = parsed(path)
     parts = module_parts(path, root)
     package = parts if path.name == "__init__.py" else parts[:-1]
     found: list[tuple[int, str]] = []
@@ -107,13 +129,20 @@ def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
                 (node.lineno, f"{name}.{a.name}" if _is_module(root, name, a.name) else name)
                 for a in node.names
             ]
-    return [(line, name) for line, name in found if name.split(".")[0] == ROOT]
+    return tuple(found)
+
+
+def imports(path: Path, root: Path = HERON) -> list[tuple[int, str]]:
+    """``(line, dotted name)`` of every module of ``root``'s own package (``heron``,
+    ``bench``) that ``path`` imports."""
+    return [(line, name) for line, name in imported(path, root) if name.split(".")[0] == root.name]
 
 
 def imports_by_name(path: Path) -> list[tuple[int, str]]:
     """``(line, name)`` of every ``import_module(...)`` or ``__import__(...)`` call in
-    ``path`` that names a heron module, or whose name is not a string literal (``?``)."""
-    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    ``path`` that names a module of Heron or of the checkout (``bench``, ``tests``), or
+    whose name is not a string literal (``?``)."""
+    tree = parsed(path)
     found: list[tuple[int, str]] = []
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call) or not node.args:
@@ -125,15 +154,17 @@ def imports_by_name(path: Path) -> list[tuple[int, str]]:
         first = node.args[0]
         if not (isinstance(first, ast.Constant) and isinstance(first.value, str)):
             found.append((node.lineno, "?"))
-        elif first.value.split(".")[0] == ROOT:
+        elif first.value.split(".")[0] in {ROOT, *OUTSIDE}:
             found.append((node.lineno, first.value))
     return found
 
 
+@cache
 def _is_module(root: Path, package: str, name: str) -> bool:
-    """``package.name`` is a module of Heron (``package`` dotted, from ``heron``)."""
+    """``package.name`` is a module of the package ``root`` (``package`` dotted, from
+    ``root``'s name: ``heron.tools``)."""
     parts = package.split(".")
-    if parts[0] != ROOT:
+    if parts[0] != root.name:
         return False
     folder = root.joinpath(*parts[1:])
     return (folder / name).is_dir() or (folder / f"{name}.py").is_file()
@@ -149,13 +180,17 @@ def refused(source: str, target: str) -> str | None:
     if LAYERS[target] > LAYERS[source]:
         return "imports upward; hand it down as an object or a callable instead"
     if LAYERS[source] == LAYERS[target] == LAYERS["jobs"]:
-        return "a capability imports another; wire them in heron/agent/wiring.py instead"
+        return "a capability imports another; wire them in heron/wiring/ instead"
     return None  # interfaces use one another, foundation modules build on one another
 
 
 def modules() -> list[Path]:
     paths = sorted(HERON.rglob("*.py"))
     return [p for p in paths if not (p.parent == HERON and p.stem in ENTRY_POINTS)]
+
+
+def bench_modules() -> list[Path]:
+    return sorted(BENCH.rglob("*.py"))
 
 
 def violations() -> list[str]:
@@ -178,6 +213,19 @@ def graph(paths: Iterable[Path], root: Path = HERON) -> dict[str, set[str]]:
         name: {target for _, target in imports(path, root) if target in names} - {name}
         for name, path in names.items()
     }
+
+
+def package_graph(paths: Iterable[Path]) -> dict[str, set[str]]:
+    """Each subpackage of Heron -> the other subpackages its modules import."""
+    edges: dict[str, set[str]] = {}
+    for path in paths:
+        source = subpackage(module_parts(path))
+        targets = {subpackage(tuple(name.split("."))) for _, name in imports(path)}
+        edges.setdefault(source, set()).update(targets - {source, ROOT})
+    for targets in list(edges.values()):
+        for target in targets:
+            edges.setdefault(target, set())
+    return edges
 
 
 def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
@@ -229,13 +277,48 @@ def test_no_module_of_heron_is_imported_by_name() -> None:
     assert not found, "\n" + "\n".join(found)
 
 
-def test_the_import_graph_has_no_cycle() -> None:
-    edges = graph(modules())
-    found = [
+def circles(edges: dict[str, set[str]]) -> list[str]:
+    """Each circle of ``edges`` as one line: its members, then the arrows between them."""
+    return [
         " <-> ".join(group)
         + ": "
         + "; ".join(f"{a} -> {b}" for a in group for b in sorted(edges[a]) if b in group)
         for group in cycles(edges)
+    ]
+
+
+def test_the_import_graph_has_no_cycle() -> None:
+    found = circles(graph(modules()))
+    assert not found, "\n" + "\n".join(found)
+
+
+def test_the_packages_import_each_other_in_no_circle() -> None:
+    found = circles(package_graph(modules()))
+    assert not found, "\n" + "\n".join(found)
+
+
+def test_the_benchmarks_import_each_other_in_no_circle() -> None:
+    found = circles(graph(bench_modules(), BENCH))
+    assert not found, "\n" + "\n".join(found)
+
+
+def test_heron_imports_neither_bench_nor_tests() -> None:
+    found = [
+        f"{path.relative_to(HERON.parent)}:{line}: import {name}: Heron is installed without "
+        "them; move what it needs into heron/"
+        for path in modules()
+        for line, name in imported(path)
+        if name.split(".")[0] in OUTSIDE
+    ]
+    assert not found, "\n" + "\n".join(found)
+
+
+def test_no_module_of_bench_is_imported_by_name() -> None:
+    found = [
+        f"{path.relative_to(BENCH.parent)}:{line}: imports {name!r} by name; write an import "
+        "statement, so that the circle test sees it"
+        for path in bench_modules()
+        for line, name in imports_by_name(path)
     ]
     assert not found, "\n" + "\n".join(found)
 
@@ -252,6 +335,19 @@ def test_a_cycle_is_found_whatever_its_length(tmp_path: Path) -> None:
     )
     found = cycles(graph(sorted(tmp_path.rglob("*.py")), tmp_path / "heron"))
     assert found == [["heron.jobs.one", "heron.jobs.two"]]
+
+
+def test_a_circle_of_benchmarks_or_of_packages_is_found(tmp_path: Path) -> None:
+    bench = tmp_path / "bench"
+    bench.mkdir()
+    (bench / "__init__.py").write_text("")
+    (bench / "e5.py").write_text("import heron.embed\n\ndef f():\n    from bench import multi\n")
+    (bench / "multi.py").write_text("from bench.e5 import f\nfrom heron.settings import S\n")
+    found = cycles(graph(sorted(bench.rglob("*.py")), bench))
+    assert found == [["bench.e5", "bench.multi"]]
+    assert cycles({"settings": {"core"}, "core": {"programs"}, "programs": {"settings"}}) == [
+        ["core", "programs", "settings"]
+    ]
 
 
 def test_every_subpackage_is_in_a_layer() -> None:
@@ -275,6 +371,18 @@ def test_every_subpackage_is_in_a_layer() -> None:
         ("core", "tools", False),
         ("libraries", "agent", False),
         ("agent", "server", False),
+        ("cli", "wiring", True),
+        ("server", "wiring", True),
+        ("ops", "wiring", True),
+        ("wiring", "agent", True),
+        ("wiring", "tools", True),
+        ("wiring", "jobs", True),
+        ("wiring", "settings", True),
+        ("wiring", "server", False),
+        ("wiring", "cli", False),
+        ("agent", "wiring", False),
+        ("tools", "wiring", False),
+        ("core", "wiring", False),
     ],
 )
 def test_the_table_says_which_way_imports_go(source: str, target: str, allowed: bool) -> None:
@@ -299,9 +407,9 @@ def test_an_import_by_name_is_found_with_its_line(tmp_path: Path) -> None:
     module = tmp_path / "bad.py"
     module.write_text(
         "import importlib\n"
-        "importlib.import_module('heron.agent.wiring')\n"
+        "importlib.import_module('heron.wiring')\n"
         "__import__('heron.llm')\n"
         "importlib.import_module(name)\n"
         "importlib.import_module('yaml')\n"
     )
-    assert imports_by_name(module) == [(2, "heron.agent.wiring"), (3, "heron.llm"), (4, "?")]
+    assert imports_by_name(module) == [(2, "heron.wiring"), (3, "heron.llm"), (4, "?")]

@@ -70,7 +70,7 @@ class Command:
 
 class Workspace:
     """Files and commands confined to ``root``; ``commands`` are the programs allowed,
-    ``policy`` what they may be given: ``heron.programs.default_policy(settings)``, the
+    ``policy`` what they may be given: ``heron.programs.load_policy(settings.tools_policy)``, the
     built-in table plus the operator's ``tools_policy`` file."""
 
     def __init__(

@@ -26,7 +26,7 @@ from heron.jobs.base import JobStore
 from heron.jobs.errors import JobInputError, JobNotFound
 from heron.jobs.model import RISK_LEVELS, Job, JobEvent, State
 from heron.jobs.sql import JOBS, SQLJobStore
-from heron.programs import default_policy
+from heron.programs import load_policy
 from heron.redact import redact
 from heron.resource import Resource
 from heron.settings import Settings
@@ -74,7 +74,7 @@ def open_workspace(settings: Settings) -> Workspace:
         settings.tools_root,
         commands=settings.tools_commands,
         timeout=settings.jobs_command_timeout,
-        policy=default_policy(settings),
+        policy=load_policy(settings.tools_policy),
     )
 
 

@@ -25,7 +25,7 @@ from heron.libraries.readers import Format, Unreadable, format_of, read
 from heron.libraries.scan import size_limit
 from heron.libraries.state import incomplete_note, last_sync, library_state
 from heron.libraries.sync import checkout_dir, qa_fallback_dir
-from heron.programs import default_policy
+from heron.programs import load_policy
 from heron.settings import Settings
 from heron.store import Store, check_store
 
@@ -207,7 +207,7 @@ def read_page(library: str, page: str, store: Store, settings: Settings) -> Page
         return PageText(library, page, original.title, original.path, text, False)
     root = last_sync(store, library).get("root")
     try:
-        found = Workspace(root, policy=default_policy(settings)).read_file(meta["path"])
+        found = Workspace(root, policy=load_policy(settings.tools_policy)).read_file(meta["path"])
     except (ToolInputError, TypeError):  # no folder synced, or the file has gone
         raise _gone(library, page) from None
     return PageText(

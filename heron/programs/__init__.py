@@ -15,7 +15,6 @@ from heron.programs.policy import (
     Policy,
     PolicyFile,
     ProgramRefused,
-    default_policy,
     load_policy,
 )
 from heron.programs.rules import Option, Program
@@ -28,7 +27,6 @@ __all__ = [
     "Program",
     "ProgramRefused",
     "check_git_config",
-    "default_policy",
     "git_environment",
     "load_policy",
     "program_environment",

@@ -23,8 +23,9 @@ with which arguments. The rules, for every program:
   allowlisted: their arguments are code or name any file. Declaring them in the policy
   file (for instance ``python3: {any_arguments: true}``) is the explicit opt-in.
 
->>> default_policy(settings).check(["git", "log", "--oneline", "-5"], Path("/srv/repo"))
->>> default_policy(settings).check(["git", "-c", "alias.x=!sh", "x"], Path("/srv/repo"))
+>>> policy = load_policy(settings.tools_policy)  # HERON_TOOLS_POLICY, or the table alone
+>>> policy.check(["git", "log", "--oneline", "-5"], Path("/srv/repo"))
+>>> policy.check(["git", "-c", "alias.x=!sh", "x"], Path("/srv/repo"))
 Traceback (most recent call last):
 ...
 heron.programs.policy.ProgramRefused: git: option '-c' is not allowed...
@@ -38,7 +39,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
@@ -46,9 +47,6 @@ from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 from heron.errors import ConfigError, InputError
 from heron.programs.rules import Option, Program
 from heron.programs.table import BUILTIN, EXECUTABLE_CONFIG
-
-if TYPE_CHECKING:
-    from heron.settings import Settings
 
 #: A URL, or git's ``<transport>::<address>`` syntax (``ext::sh -c ...`` runs a program).
 URL = re.compile(r"://|^[A-Za-z][A-Za-z0-9+.-]*::")
@@ -349,8 +347,3 @@ def load_policy(path: Path | None = None) -> Policy:
         tuple(parsed.environment),
         path,
     )
-
-
-def default_policy(settings: Settings) -> Policy:
-    """``load_policy`` of the settings' ``tools_policy`` (``HERON_TOOLS_POLICY``)."""
-    return load_policy(settings.tools_policy)

@@ -61,8 +61,8 @@ from heron.server.origins import (
 from heron.server.replies import for_path
 from heron.server.rpc import Registry, dispatch, encode, status_of
 from heron.server.runtime import Runtime
+from heron.server.web import pages
 from heron.settings import Settings
-from heron.web import pages
 
 log = logging.getLogger("heron.server")
 
@@ -85,7 +85,7 @@ FEATURES: tuple[Feature, ...] = (
     reload,
     sse,
     uploads,
-    pages,  # the page at / (heron.web)
+    pages,  # the page at / (heron.server.web)
 )
 #: Seconds shutdown waits for in-flight requests before closing them.
 GRACE = 30

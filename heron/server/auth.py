@@ -1,6 +1,6 @@
 """The server's token (``HERON_API_TOKEN``, ``api_token``), the web page's sessions, and
 the throttle on wrong credentials; ``heron.server.middleware.TokenMiddleware`` applies
-them on every route, ``heron.web.pages`` signs in and out with them (``guard(rt)``, one
+them on every route, ``heron.server.web.pages`` signs in and out with them (``guard(rt)``, one
 per server).
 
 **Sessions.** The sign-in form posts the token; when it matches (compared in constant

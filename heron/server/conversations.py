@@ -25,7 +25,7 @@ from heron.server.hooks import no_lifespan, no_routes
 from heron.server.keys import current_key
 from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
-from heron.web.markdown import with_html
+from heron.server.web.markdown import with_html
 
 
 def asker(door: Door = "api") -> Asker:

@@ -128,7 +128,7 @@ ROUTES: tuple[Rule, ...] = (
     _rule("/interventions/[0-9]+/outcome", "chat", "POST"),
     _rule("/interventions/stream|/interventions/audio/[^/]+", "read", "GET", "HEAD"),
     _rule("/ready|/metrics", "read", "GET", "HEAD"),
-    # The page and its panes (heron.web): reading; what they do goes through the above.
+    # The page and its panes (heron.server.web): reading; what they do goes through the above.
     _rule(
         "/|/libraries|/skills|/tools|/jobs|/interventions|/operations|/source",
         "read",

@@ -58,7 +58,7 @@ from heron.server.openai import usage
 from heron.server.relay import FLUSH, POLL, Relay, open_relay
 from heron.server.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
-from heron.web.markdown import with_html
+from heron.server.web.markdown import with_html
 
 log = logging.getLogger("heron.server")
 
@@ -84,7 +84,7 @@ def event_data(event: Any) -> tuple[str, dict[str, Any]]:
 
 
 def finished(rt: Runtime, data: dict[str, Any], texts: list[str]) -> dict[str, Any]:
-    """The ``final`` event's data: the answer with its ``html`` (``heron.web.markdown``)
+    """The ``final`` event's data: the answer with its ``html`` (``heron.server.web.markdown``)
     and, when a fallback replaced what the model wrote, that text as ``generated``, also
     kept with the session's turn, so a reader can still see what was replaced."""
     data = with_html(data)

@@ -181,7 +181,7 @@ def register_builtins(
     timeout: float = DEFAULT_TIMEOUT,
 ) -> list[Tool]:
     """Add the workspace tools when ``root`` is given (``policy``: the program policy,
-    ``heron.programs.default_policy(settings)``; see ``Workspace``)."""
+    ``heron.programs.load_policy(settings.tools_policy)``; see ``Workspace``)."""
     if root is None:
         return []
     workspace = Workspace(root, commands=commands, timeout=timeout, policy=policy)

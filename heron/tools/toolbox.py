@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from heron.core.tools import Handler, Tool
-from heron.programs import default_policy
+from heron.programs import load_policy
 from heron.resource import Resource
 from heron.settings import Settings
 from heron.store import Store
@@ -95,7 +95,7 @@ def open_toolbox(
             registry,
             root=root or settings.tools_root,
             commands=[*commands, *settings.tools_commands],
-            policy=default_policy(settings),
+            policy=load_policy(settings.tools_policy),
         )
         for tool, handler in optional_tools(settings):
             registry.add(tool, handler)

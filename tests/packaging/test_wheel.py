@@ -89,7 +89,10 @@ def test_the_wheel_carries_its_metadata_license_and_type_marker(wheel: Path) -> 
         metadata = Parser().parsestr(archive.read(info).decode())
     assert "heron/py.typed" in names
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
-    assert "heron/web/templates/base.html" in names  # package data rides along
+    # package data rides along: the page's templates, scripts, stylesheet and catalogues
+    web = "heron/server/web"
+    assert {f"{web}/templates/base.html", f"{web}/static/heron.css"} <= set(names)
+    assert {f"{web}/static/chat.js", f"{web}/messages/en.json"} <= set(names)
     assert metadata["License-Expression"] == "Apache-2.0"
     assert set(metadata.get_all("Provides-Extra")) == {*EXTRAS, "all", "dev"}
     assert "Typing :: Typed" in metadata.get_all("Classifier")

@@ -21,7 +21,7 @@ from heron.core.errors import ToolInputError
 from heron.core.workspace import Workspace
 from heron.errors import ConfigError
 from heron.jobs import JobRunner, open_jobs
-from heron.programs import default_policy, load_policy
+from heron.programs import load_policy
 from heron.settings import Settings
 from tests.run_heron import run_heron
 from tests.security.served import Served, git, make_repo, serve
@@ -361,7 +361,9 @@ def test_the_policy_file_extends_the_table(
         "protected_paths: [deploy/*.sh]\n"
     )
     monkeypatch.setenv("HERON_TOOLS_POLICY", str(policy))
-    ws = Workspace(repo, commands=["echo", "python3", "git"], policy=default_policy(Settings()))
+    ws = Workspace(
+        repo, commands=["echo", "python3", "git"], policy=load_policy(Settings().tools_policy)
+    )
     assert ws.policy.source == policy
     assert ws.run_command("echo -n hi")["stdout"] == "hi"
     with pytest.raises(ToolInputError, match="option '-e' is not allowed"):

@@ -11,8 +11,8 @@ import pytest
 
 from heron.agent.answer import Citation
 from heron.libraries import add_library, index_library
+from heron.server.web.source import SANDBOX
 from heron.store import open_store
-from heron.web.source import SANDBOX
 from tests.libraries import documents
 from tests.libraries.conftest import write_pages
 from tests.libraries.test_readers import MANUAL

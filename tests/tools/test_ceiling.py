@@ -10,7 +10,7 @@ from heron.core.tools import Tool
 from heron.core.workspace import Workspace
 from heron.jobs.tool import DELEGATE_JOB
 from heron.keys import Key
-from heron.programs import default_policy
+from heron.programs import load_policy
 from heron.settings import Settings
 from heron.tools.builtin import optional_tools, workspace_tools
 from heron.tools.ceiling import delegates, permits
@@ -28,7 +28,7 @@ def test_delegation_is_the_agent_doors_and_needs_the_jobs_scope() -> None:
 
 def test_delegation_lets_delegate_job_past_a_read_ceiling_and_nothing_else(tmp_path: Path) -> None:
     settings = Settings(tools_python_exec=True)
-    workspace = Workspace(tmp_path, policy=default_policy(settings))
+    workspace = Workspace(tmp_path, policy=load_policy(settings.tools_policy))
     pairs = [*workspace_tools(workspace), *optional_tools(settings)]
     executes: list[Tool] = [t for t, _ in pairs if t.safety != "read"]
     assert {t.name for t in executes} >= {"run_command", "python_exec"}

@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-from heron.web.pages import STATIC
+from heron.server.web.pages import STATIC
 
 #: (text, background) pairs the stylesheet puts together.
 PAIRS = [("fg", "bg"), ("muted", "bg"), ("accent", "bg"), ("ok", "bg"), ("bad", "bg"),

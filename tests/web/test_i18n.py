@@ -1,4 +1,4 @@
-"""``heron.web.i18n``: the catalogues agree, and a request gets the language it asks for."""
+"""``heron.server.web.i18n``: the catalogues agree, and a request gets the language it asks for."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from heron.web.i18n import CATALOGUES, DEFAULT, LANGUAGES, Messages, negotiate
+from heron.server.web.i18n import CATALOGUES, DEFAULT, LANGUAGES, Messages, negotiate
 
 
 def test_every_catalogue_has_every_key_with_the_same_placeholders() -> None:

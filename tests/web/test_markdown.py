@@ -1,4 +1,4 @@
-"""``heron.web.markdown``: answers as HTML with their structure, and nothing that runs."""
+"""``heron.server.web.markdown``: answers as HTML with their structure, and nothing that runs."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from heron.web.markdown import render
+from heron.server.web.markdown import render
 
 STRUCTURE = """## Steps
 

@@ -12,7 +12,7 @@ import re
 import httpx
 import pytest
 
-from heron.web.i18n import CATALOGUES
+from heron.server.web.i18n import CATALOGUES
 from tests.web.conftest import XSS, Heron
 
 #: Every control with no accessible name: no label, no text, no aria-label.

@@ -3,7 +3,7 @@ answer carrying a strict Content-Security-Policy; the package's static files, fr
 
 The shells hold the forms and empty regions; the pane's script fills them through the
 public APIs (``POST /rpc``, ``/chat/stream``, the event streams), never a private one.
-Their words come from the request's catalogue (``heron.web.i18n``). ``/source`` shows a
+Their words come from the request's catalogue (``heron.server.web.i18n``). ``/source`` shows a
 local library's page with its lines numbered, the cited ones marked: where a citation's
 source link opens; ``/source/file`` a document's original file, so a PDF opens at its
 cited page (``#page=N``).
@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from contextlib import suppress
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from urllib.parse import urlencode
 
@@ -32,7 +33,7 @@ from heron.server.contexts import PAGE_PARAM, runtime_of
 from heron.server.hooks import no_lifespan, no_methods
 from heron.server.keys import current_key, keyring
 from heron.server.runtime import Runtime
-from heron.web import i18n, source
+from heron.server.web import i18n, source
 
 #: No inline script or style, nothing from elsewhere, never framed.
 CSP = (
@@ -67,7 +68,7 @@ PANES = (
 )
 assert tuple(p.path for p in PANES) == auth.PAGES  # the sign-in redirect knows each page
 
-templates = Environment(loader=PackageLoader("heron.web", "templates"), autoescape=True)
+templates = Environment(loader=PackageLoader("heron.server.web", "templates"), autoescape=True)
 
 
 def html(request: Request, name: str, status: int = 200, **context: object) -> Response:
@@ -134,58 +135,65 @@ async def static(request: Request) -> Response:
     return Response(asset.body, media_type=asset.media_type, headers=headers)
 
 
-def routes(rt: Runtime) -> list[BaseRoute]:
-    """The pages, ``/signin`` and ``/static``, behind the server's token, if it has one."""
-    guard = auth.guard(rt)
-    locked = guard.token is not None  # the pages then offer to sign out
+@dataclass(frozen=True)
+class Pages:
+    """The page's handlers on one server: its runtime, and the guard that signs in and
+    out with its token (none: the pages are open, and offer no sign-out)."""
 
-    def pane(p: Pane) -> Route:
-        async def page(request: Request) -> Response:
-            csrf = guard.page_csrf(request.scope)
-            # The room the chat's conversations are shared in: its cards and jobs show
-            # in the conversation (the context's interventions_room).
-            room = runtime_of(rt, request).settings.interventions_room
-            # A person signed in with a named key joins the room's roster from the page.
-            key = current_key()
-            person = key.name if key is not None else ""
-            return html(
-                request, p.name, pane=p, csrf=csrf, signed_in=locked, room=room, person=person
-            )
+    rt: Runtime
+    guard: auth.Guard
 
-        return Route(p.path, page, methods=["GET"], name=p.name)
+    @property
+    def locked(self) -> bool:
+        return self.guard.token is not None
 
-    async def source_page(request: Request) -> Response:
-        scoped = runtime_of(rt, request)
+    async def pane(self, p: Pane, request: Request) -> Response:
+        # The room the chat's conversations are shared in: its cards and jobs show in the
+        # conversation (the context's interventions_room).
+        room = runtime_of(self.rt, request).settings.interventions_room
+        # A person signed in with a named key joins the room's roster from the page.
+        key = current_key()
+        person = key.name if key is not None else ""
+        csrf = self.guard.page_csrf(request.scope)
+        return html(
+            request, p.name, pane=p, csrf=csrf, signed_in=self.locked, room=room, person=person
+        )
+
+    def source_html(self, request: Request, status: int, found: source.Found) -> Response:
+        """The ``source`` template showing ``found`` (a page's lines, or why there are none)."""
+        csrf = self.guard.page_csrf(request.scope)
+        return html(request, "source", status, csrf=csrf, signed_in=self.locked, pane=None,
+                    found=found)  # fmt: skip
+
+    async def source_page(self, request: Request) -> Response:
+        scoped = runtime_of(self.rt, request)
         seen = {lib.name for lib in read_libraries(scoped.settings)}
         found = await run_in_threadpool(source.lookup, scoped.store, request, seen, scoped.settings)
-        status = 200 if found.lines else 404
-        return html(request, "source", status, csrf=guard.page_csrf(request.scope),
-                    signed_in=locked, pane=None, found=found)  # fmt: skip
+        return self.source_html(request, 200 if found.lines else 404, found)
 
-    async def source_file(request: Request) -> Response:
-        scoped = runtime_of(rt, request)
+    async def source_file(self, request: Request) -> Response:
+        scoped = runtime_of(self.rt, request)
         seen = {lib.name for lib in read_libraries(scoped.settings)}
         served = await run_in_threadpool(
             source.original, scoped.store, request, seen, scoped.settings
         )
         if served is None:
             found = source.Found(request.query_params.get("library", ""), "", problem="source.none")
-            return html(request, "source", 404, csrf=guard.page_csrf(request.scope),
-                        signed_in=locked, pane=None, found=found)  # fmt: skip
+            return self.source_html(request, 404, found)
         document, media, headers = served
         return Response(document.data, media_type=media, headers=headers)
 
-    async def signin_form(request: Request) -> Response:
-        if not locked:
+    async def signin_form(self, request: Request) -> Response:
+        if not self.locked:
             return RedirectResponse("/", status_code=303)
         next_ = auth.local_next(request.query_params.get("next"))
         return html(request, "signin", pane=None, next=next_)
 
-    async def signin(request: Request) -> Response:
-        if not locked:
+    async def signin(self, request: Request) -> Response:
+        if not self.locked:
             return RedirectResponse("/", status_code=303)
         client = auth.client_of(request.scope)
-        wait = await guard.throttle.retry_after(client)
+        wait = await self.guard.throttle.retry_after(client)
         if wait:
             page = html(request, "signin", 429, pane=None, next="/", error="signin.throttled")
             page.headers["retry-after"] = str(wait)
@@ -196,28 +204,38 @@ def routes(rt: Runtime) -> list[BaseRoute]:
             return html(request, "signin", 400, pane=None, next="/", error="signin.bad_form")
         to = auth.local_next(fields.get("next"))
         given = fields.get("token", "").strip()
-        person = None
-        if given.startswith(PREFIX):  # a person's own key: the page then acts as that key
-            with suppress(LookupError):
-                person = (await run_in_threadpool(keyring(rt).identify, given)).name
-        if person is None and not guard.token_ok(given):
-            await guard.throttle.failed(client)
+        person = await self.person_of(given)
+        if person is None and not self.guard.token_ok(given):
+            await self.guard.throttle.failed(client)
             return html(request, "signin", 401, pane=None, next=to, error="signin.wrong")
-        return auth.signed_in(guard.sessions.new(person), request.url.scheme == "https", to)
+        return auth.signed_in(self.guard.sessions.new(person), request.url.scheme == "https", to)
 
-    async def signout(request: Request) -> Response:
-        guard.sessions.revoke(auth.cookie_of(request.scope))
+    async def person_of(self, given: str) -> str | None:
+        """The name of the person whose own key ``given`` is (the page then acts as that
+        key), or ``None``: not a key, or no key of the keyring."""
+        if not given.startswith(PREFIX):
+            return None
+        with suppress(LookupError):
+            return (await run_in_threadpool(keyring(self.rt).identify, given)).name
+        return None
+
+    async def signout(self, request: Request) -> Response:
+        self.guard.sessions.revoke(auth.cookie_of(request.scope))
         response = RedirectResponse("/signin", status_code=303)
         response.delete_cookie(auth.COOKIE, path="/", httponly=True, samesite="strict")
         return response
 
+
+def routes(rt: Runtime) -> list[BaseRoute]:
+    """The pages, ``/signin`` and ``/static``, behind the server's token, if it has one."""
+    pages = Pages(rt, auth.guard(rt))
     return [
-        *(pane(p) for p in PANES),
-        Route("/source", source_page, methods=["GET"]),
-        Route("/source/file", source_file, methods=["GET"]),
-        Route("/signin", signin_form, methods=["GET"]),
-        Route("/signin", signin, methods=["POST"]),
-        Route("/signout", signout, methods=["POST"]),
+        *(Route(p.path, partial(pages.pane, p), methods=["GET"], name=p.name) for p in PANES),
+        Route("/source", pages.source_page, methods=["GET"]),
+        Route("/source/file", pages.source_file, methods=["GET"]),
+        Route("/signin", pages.signin_form, methods=["GET"]),
+        Route("/signin", pages.signin, methods=["POST"]),
+        Route("/signout", pages.signout, methods=["POST"]),
         Route("/static/{name}", static, methods=["GET"]),
     ]
 
