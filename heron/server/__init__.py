@@ -7,7 +7,7 @@
 from __future__ import annotations
 
 from heron.server.app import check_bind, create_app, serve
-from heron.server.rpc import Registry, RpcError
+from heron.server.doors.rpc import Registry, RpcError
 from heron.server.runtime import Runtime
 
 __all__ = ["Registry", "RpcError", "Runtime", "check_bind", "create_app", "serve"]

@@ -28,38 +28,34 @@ from starlette.responses import Response
 from starlette.routing import Route
 
 from heron.errors import ConfigError
-from heron.server import (
-    audio,
+from heron.server.doors import audio, embeddings, mcp, openai, sse
+from heron.server.doors.rpc import Registry, dispatch, encode, status_of
+from heron.server.features import (
     conversations,
-    embeddings,
     explain,
     interventions,
     jobs,
     keys,
     local,
-    mcp,
     methods,
-    openai,
     ops,
     reload,
-    sse,
     uploads,
 )
-from heron.server.auth import guard
-from heron.server.bodies import UPLOAD_FRAMING, UPLOADS, BodyMiddleware
-from heron.server.contexts import ContextMiddleware, runtime_of
+from heron.server.features.keys import KeyMiddleware, keyring, rpc_gate
 from heron.server.hooks import Feature
-from heron.server.keys import KeyMiddleware, keyring, rpc_gate
-from heron.server.middleware import RequestMiddleware, TokenMiddleware
-from heron.server.origins import (
+from heron.server.http.auth import guard
+from heron.server.http.bodies import UPLOAD_FRAMING, UPLOADS, BodyMiddleware
+from heron.server.http.contexts import ContextMiddleware, runtime_of
+from heron.server.http.middleware import RequestMiddleware, TokenMiddleware
+from heron.server.http.origins import (
     Allowlist,
     HostOriginMiddleware,
     browser_origin,
     is_loopback,
     normal_name,
 )
-from heron.server.replies import for_path
-from heron.server.rpc import Registry, dispatch, encode, status_of
+from heron.server.http.replies import for_path
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.web import pages
@@ -116,7 +112,7 @@ def create_app(
 ) -> Starlette:
     """The server. ``host`` is the address it will be bound to (a Host header naming it
     is served); ``unix_socket`` when it listens on one, where no Host is checked (see
-    ``heron.server.origins``)."""
+    ``heron.server.http.origins``)."""
     rt = runtime or Runtime(settings)
     registry = rpc_registry(rt)
     max_batch = rt.settings.server_max_batch
@@ -160,7 +156,7 @@ def create_app(
 
 def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
     """What every request passes before its route, outermost first (the order is
-    explained in ``heron.server.middleware``). Raises ``ConfigError`` for a bad entry in
+    explained in ``heron.server.http.middleware``). Raises ``ConfigError`` for a bad entry in
     the allowed hosts or origins."""
     settings = rt.settings
     allow = Allowlist.build(
@@ -286,7 +282,7 @@ def serve(
     On ``uds`` the socket gets ``uds_mode`` (default 0600: only this user may connect)."""
     import uvicorn
 
-    from heron.server import logs
+    from heron.server.http import logs
 
     settings = settings or Settings()
     host = host or settings.server_host

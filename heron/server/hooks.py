@@ -1,12 +1,12 @@
 """The hooks every server feature module exports, and the list ``heron.server.app`` builds
 the app from (as Datasette's ``hookspecs.py`` names its plugin hooks in one place).
 
-A feature module (``heron.server.methods``, ``jobs``, ``openai``, ``mcp``, ...) defines
+A feature module (``heron.server.features.methods``, ``jobs``, ``openai``, ``mcp``, ...) defines
 all three; one it does not need is the no-op of this module, so the app treats every
 feature the same way and a reader sees at once what each adds:
 
 - ``register(registry, runtime)``: its JSON-RPC methods, each declared beside its
-  function with ``@registry.method(...)`` (``heron.server.rpc``);
+  function with ``@registry.method(...)`` (``heron.server.doors.rpc``);
 - ``routes(runtime) -> list[BaseRoute]``: its HTTP routes; their endpoints reach the
   runtime through this argument, never through ``request.app.state``
   (``Route(path, endpoint(handler, runtime))`` for a ``handler(runtime, request)``);
@@ -26,7 +26,7 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from heron.server.rpc import Registry
+from heron.server.doors.rpc import Registry
 from heron.server.runtime import Runtime
 
 

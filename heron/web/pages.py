@@ -27,10 +27,10 @@ from heron.core.contexts import DEFAULT
 from heron.errors import InputError
 from heron.keys import PREFIX
 from heron.libraries import read_libraries
-from heron.server import auth
-from heron.server.contexts import PAGE_PARAM, runtime_of
+from heron.server.features.keys import current_key, keyring
 from heron.server.hooks import no_lifespan, no_methods
-from heron.server.keys import current_key, keyring
+from heron.server.http import auth
+from heron.server.http.contexts import PAGE_PARAM, runtime_of
 from heron.server.runtime import Runtime
 from heron.web import i18n, source
 

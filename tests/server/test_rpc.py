@@ -8,7 +8,7 @@ import anyio
 import httpx
 import pytest
 
-from heron.server.rpc import Registry, dispatch, encode
+from heron.server.doors.rpc import Registry, dispatch, encode
 from tests.server.conftest import Served
 
 

@@ -61,11 +61,11 @@ from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
-from heron.server.contexts import runtime_of
-from heron.server.keys import acting_as, check_call, key_of, keyring
-from heron.server.numbers import whole
-from heron.server.replies import openai_error
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
+from heron.server.doors.rpc import FORBIDDEN, RATE_LIMITED, Registry, RpcError
+from heron.server.features.keys import acting_as, check_call, key_of, keyring
+from heron.server.http.contexts import runtime_of
+from heron.server.http.numbers import whole
+from heron.server.http.replies import openai_error
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.ceiling import ceiling, check_tool, through, within
@@ -423,7 +423,7 @@ KEY_ERRORS: tuple[tuple[type[HeronError], int], ...] = (
     (Forbidden, FORBIDDEN),
     (OverLimit, RATE_LIMITED),
 )
-#: The key scope each of Heron's own tools needs (``heron.server.keys``); one not listed
+#: The key scope each of Heron's own tools needs (``heron.server.features.keys``); one not listed
 #: needs admin, a JSON-RPC method's tool its method's scope. Resources and prompts: read.
 READ = "read"
 TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
@@ -434,7 +434,7 @@ ADMIN = "admin"
 def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
     """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those in
     ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too. Each request is
-    answered in its context (the HTTP request's, ``heron.server.contexts``; over stdio,
+    answered in its context (the HTTP request's, ``heron.server.http.contexts``; over stdio,
     ``rt``'s own): its libraries, its skills, its workspace's tools."""
     tools = heron_tools(rt)  # the same tools in every context; their handlers differ
     rpc = registry or Registry()
@@ -727,7 +727,7 @@ class _Configured:
 def http_routes(server: Server[Any], *, max_body: int) -> list[BaseRoute]:
     """The ``/mcp`` route; the app must run ``server.session_manager.run()`` in its
     lifespan. Host and Origin are checked for every route, this one included, by
-    ``heron.server.origins.HostOriginMiddleware``, so the SDK's own copy of that check is
+    ``heron.server.http.origins.HostOriginMiddleware``, so the SDK's own copy of that check is
     off (one rule in one place; the SDK's loopback default would also let a page on any
     localhost port in). The SDK still insists on a JSON content type; its body limit is
     the server's."""

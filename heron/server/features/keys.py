@@ -14,7 +14,7 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
 
 - **Scopes.** Each route needs one (``ROUTES``; an unlisted route needs ``admin``); each
   JSON-RPC method its own (``Method.scope``), checked per call by ``rpc_gate``; each MCP
-  tool its own (``heron.server.mcp``). Without it: 403 naming the scope (OpenAI's error
+  tool its own (``heron.server.doors.mcp``). Without it: 403 naming the scope (OpenAI's error
   shape; JSON-RPC ``FORBIDDEN`` -32010; an MCP tool error).
 - **Limits.** ``rpm``: requests per window (``HERON_KEYS_WINDOW``, 60 s), a JSON-RPC
   call counting as one (a batch of ten is ten); ``tpm``: model tokens (in and out) per
@@ -34,7 +34,7 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
   tokenizer's count of what was sent: a stream the client left is charged for what
   reached it), and what it held unspent goes back when it ends. Windows and holds are
   counted in memory on one machine, and in the database when ``HERON_DATABASE_URL`` is
-  PostgreSQL, so that replicas share each key's limits (``heron.server.windows``); the
+  PostgreSQL, so that replicas share each key's limits (``heron.server.http.windows``); the
   month's tokens are in the key store, which servers on one PostgreSQL share as of each
   one's last write (``HERON_KEYS_FLUSH``).
 - **Revocation.** A revoked key opens nothing from its next request on, and its open
@@ -83,18 +83,18 @@ from heron.keys import (
 from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.cache import CacheControl
 from heron.llm.metering import TAB
-from heron.server.auth import is_open
+from heron.server.doors.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
+from heron.server.features.metrics import Metrics
 from heron.server.hooks import no_routes
-from heron.server.metrics import Metrics
-from heron.server.middleware import OPEN_PATHS
-from heron.server.replies import error_body, for_path
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
+from heron.server.http.auth import is_open
+from heron.server.http.middleware import OPEN_PATHS
+from heron.server.http.replies import error_body, for_path
+from heron.server.http.strictjson import dumps
+from heron.server.http.windows import Tokens, open_windows
 from heron.server.runtime import Runtime
-from heron.server.strictjson import dumps
-from heron.server.windows import Tokens, open_windows
 from heron.settings import Settings
 
-log = logging.getLogger("heron.server.keys")
+log = logging.getLogger("heron.server.features.keys")
 
 #: The key of a request that carries ``HERON_API_TOKEN`` (or the page's sign-in with it).
 API_TOKEN = Key(name="HERON_API_TOKEN", scopes=frozenset({ADMIN}))
@@ -344,7 +344,7 @@ class Keyring:
         self._flushing = threading.Lock()
         # Requests: a moving window, exact at its edges. Tokens: a fixed window per key
         # with what its requests hold beside what they spent. This process's, or every
-        # replica's on PostgreSQL (heron.server.windows).
+        # replica's on PostgreSQL (heron.server.http.windows).
         self._windows = open_windows(settings)
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._month: str = ""
@@ -678,7 +678,7 @@ class KeyMiddleware:
         path = scope["path"]
         given = _bearer(scope)
         key: Key | None = API_TOKEN if self.token else None
-        # A page signed in with a person's own key (heron.server.auth) acts as that key.
+        # A page signed in with a person's own key (heron.server.http.auth) acts as that key.
         person = scope.get("state", {}).get("signed_in") if given is None else None
         if given is not None or person is not None:
             try:

@@ -26,10 +26,10 @@ from heron.libraries.config import get_library
 from heron.libraries.index import page_of
 from heron.libraries.search import source_location
 from heron.libraries.state import last_sync
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.methods import LibraryName
 from heron.server.hooks import no_lifespan, no_routes
-from heron.server.methods import LibraryName
-from heron.server.numbers import RecordId
-from heron.server.rpc import Params, Registry
+from heron.server.http.numbers import RecordId
 from heron.server.runtime import Runtime
 
 #: Finished re-index tasks kept for ``library.progress``.

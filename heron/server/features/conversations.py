@@ -2,7 +2,7 @@
 (the chat page's sidebar is one): ``sessions.create``, ``sessions.list``,
 ``sessions.rename``, ``sessions.delete``, and a conversation's turns, ``agent.history``.
 
-**Whose.** A caller is the key it came with (``heron.server.keys``): a named key by its
+**Whose.** A caller is the key it came with (``heron.server.features.keys``): a named key by its
 name, the server's token and the page signed in with it as ``HERON_API_TOKEN``; with no
 key (a loopback server without a token, where every caller may do everything) it is the
 machine's own user, as at the CLI. Each session is its starter's: ``sessions.list``
@@ -21,9 +21,9 @@ from pydantic import Field
 from heron.agent.sessions import Asker, Door, check_session_id, use_asker
 from heron.errors import NotFound
 from heron.keys import ADMIN, Forbidden
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.keys import current_key
 from heron.server.hooks import no_lifespan, no_routes
-from heron.server.keys import current_key
-from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.web.markdown import with_html
 

@@ -28,10 +28,10 @@ is written. The work goes on if the client leaves: the files are written and ind
 they act in the request's context (``X-Heron-Context``, or the key's), whose libraries
 alone they see; the library's folder must be under ``HERON_LIBRARY_ROOTS`` (``caller =
 "api"``). A browser reaches the route from Heron's own pages only
-(``heron.server.origins.OWN_PAGES_ONLY``: every request there writes), with the page's
+(``heron.server.http.origins.OWN_PAGES_ONLY``: every request there writes), with the page's
 CSRF header when the server has a token; the body may be up to
 ``HERON_LIBRARY_UPLOAD_MAX_BYTES`` and a little more for the multipart framing
-(``heron.server.bodies``).
+(``heron.server.http.bodies``).
 """
 
 from __future__ import annotations
@@ -62,16 +62,16 @@ from heron.libraries.upload import (
     new_library,
     remove_file,
 )
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.methods import LibraryName
 from heron.server.hooks import endpoint, no_lifespan
-from heron.server.methods import LibraryName
-from heron.server.replies import heron_error, invalid
-from heron.server.rpc import Params, Registry
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.replies import heron_error, invalid
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 
-#: The route's path; ``heron.server.bodies`` and ``heron.server.origins`` name its prefix.
+#: The route's path; ``heron.server.http.bodies`` and ``heron.server.http.origins`` name its prefix.
 UPLOAD = "/upload/{library}"
 #: Form fields besides the files: folder and replace, with room to spare.
 MAX_FIELDS = 8

@@ -14,10 +14,10 @@ from heron.jobs.service import MAX_SCOPE
 from heron.libraries import add_library, index_library, read_libraries
 from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.interventions import Raised
+from heron.server.features.keys import current_key, spend
 from heron.server.hooks import no_lifespan, no_routes
-from heron.server.interventions import Raised
-from heron.server.keys import current_key, spend
-from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.tools.builtin import check_arguments
@@ -281,7 +281,7 @@ def register(registry: Registry, rt: Runtime) -> None:
         scope=READ,
     )
     def models_list(_: Params) -> list[dict[str, Any]]:
-        table = rt.models  # the last good one (heron.server.reload)
+        table = rt.models  # the last good one (heron.server.features.reload)
         default = table.spec().alias
         return [
             {"alias": alias, "provider": spec.provider, "model": spec.model,

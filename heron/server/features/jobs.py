@@ -41,11 +41,11 @@ from starlette.routing import BaseRoute, Route
 from heron.agent.wiring import job_runner
 from heron.errors import HeronError, InputError
 from heron.jobs import JobNotFound, Risk, State
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
-from heron.server.numbers import Position, whole
-from heron.server.replies import heron_error, invalid, not_found
-from heron.server.rpc import Params, Registry
+from heron.server.doors.rpc import Params, Registry
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.numbers import Position, whole
+from heron.server.http.replies import heron_error, invalid, not_found
 from heron.server.runtime import Runtime
 from heron.tenancy import namespaces_seen
 

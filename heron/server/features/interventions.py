@@ -63,12 +63,12 @@ from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.jobs import Job
 from heron.keys import ADMIN, Forbidden
 from heron.redact import redact
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
-from heron.server.keys import current_key
-from heron.server.numbers import RecordId, whole
-from heron.server.replies import heron_error, invalid, not_found, read_body
-from heron.server.rpc import Params, Registry
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.keys import current_key
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.numbers import RecordId, whole
+from heron.server.http.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 
 log = logging.getLogger("heron.server")

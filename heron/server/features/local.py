@@ -39,13 +39,13 @@ from heron.agent.turn import Turn
 from heron.core.files import create_file, folder, remove_regular
 from heron.errors import HeronError
 from heron.libraries.batch import search_report
+from heron.server.doors.rpc import Params, Registry
+from heron.server.features.keys import current_key, spend
 from heron.server.hooks import endpoint
-from heron.server.keys import current_key, spend
-from heron.server.middleware import HELLO
-from heron.server.replies import invalid
-from heron.server.rpc import Params, Registry
+from heron.server.http.middleware import HELLO
+from heron.server.http.replies import invalid
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 from heron.tools.ceiling import ceiling, entered_through
 
 log = logging.getLogger("heron.server")

@@ -23,8 +23,8 @@ from starlette.responses import Response
 from heron.errors import ConfigError, HeronError, InputError, NotFound
 from heron.keys import Forbidden, OverLimit
 from heron.llm.errors import ProviderError
-from heron.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
-from heron.server.strictjson import StrictJSONResponse, read_json
+from heron.server.doors.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
+from heron.server.http.strictjson import StrictJSONResponse, read_json
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -51,8 +51,8 @@ from starlette.concurrency import run_in_threadpool
 
 from heron.errors import ConfigError, HeronError
 from heron.resource import Resource
+from heron.server.doors.rpc import Params, Registry
 from heron.server.hooks import no_routes
-from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime, mcp_path, read_servers
 from heron.settings import Settings, _config_file
 
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from heron.llm import Broker
     from heron.tools import ServerConfig
 
-log = logging.getLogger("heron.server.reload")
+log = logging.getLogger("heron.server.features.reload")
 
 FILES = ("models", "mcp", "settings")
 

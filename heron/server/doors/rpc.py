@@ -35,7 +35,7 @@ context; ``"default"`` ones (the default reach: ``ops.*``, not scoped yet) answe
 in the default context, and elsewhere are -32601 saying so, so a method
 nobody scoped cannot show one context what is another's.
 
-Bodies are read with ``heron.server.strictjson``: a body that is not JSON (bad syntax,
+Bodies are read with ``heron.server.http.strictjson``: a body that is not JSON (bad syntax,
 empty, invalid UTF-8) is -32700; one nested past ``MAX_DEPTH`` or holding ``NaN``,
 ``Infinity`` or an overflowing number such as ``1e400`` is -32600 with ``id: null`` (the
 id is never echoed as a bare ``Infinity``); a batch of more than ``max_batch`` calls is
@@ -71,7 +71,7 @@ from heron.errors import (
 )
 from heron.keys import Forbidden, OverLimit
 from heron.llm.errors import ProviderError
-from heron.server.strictjson import JsonRefused, aloads, dumps
+from heron.server.http.strictjson import JsonRefused, aloads, dumps
 
 if TYPE_CHECKING:
     from heron.server.runtime import Runtime
@@ -83,7 +83,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-#: The caller's key lacks the method's scope (``heron.server.keys``); ``data.scope``.
+#: The caller's key lacks the method's scope (``heron.server.features.keys``); ``data.scope``.
 FORBIDDEN = -32010
 #: The caller's key is over a limit; ``data.retry_after`` is in seconds.
 RATE_LIMITED = -32029
@@ -183,7 +183,7 @@ class Registry:
     #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
     observer: Callable[[str, float, bool], None] | None = None
     #: Run before each call of a registered method; raises ``RpcError`` to refuse it
-    #: (``heron.server.keys.rpc_gate``: the caller's scopes and limits).
+    #: (``heron.server.features.keys.rpc_gate``: the caller's scopes and limits).
     gate: Callable[[Method], None] | None = None
 
     def add(
