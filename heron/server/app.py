@@ -27,9 +27,10 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from heron.agent.sessions import use_asker
 from heron.errors import ConfigError
 from heron.server.doors import audio, embeddings, mcp, openai, sse
-from heron.server.doors.rpc import Registry, dispatch, encode, status_of
+from heron.server.doors.rpc import REGISTRY, Registry, dispatch, encode, status_of
 from heron.server.features import (
     conversations,
     explain,
@@ -93,14 +94,24 @@ CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id"
 
 
 def rpc_registry(rt: Runtime) -> Registry:
-    """Every feature's JSON-RPC methods on ``rt``: what ``/rpc`` answers, and what the MCP
-    server offers of them (``heron mcp`` builds it without an app)."""
-    registry = Registry(
-        observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok), gate=rpc_gate
-    )
-    for feature in FEATURES:
-        feature.register(registry, rt)
-    return registry
+    """Every feature's JSON-RPC methods (its ``rpc``), in ``FEATURES``' order, on ``rt``:
+    what ``/rpc`` answers, and what the MCP server offers of them (``heron mcp`` builds it
+    without an app). Made once and kept in ``rt`` (``REGISTRY``), where the MCP door
+    finds it."""
+
+    def build() -> Registry:
+        # The agent saves and continues sessions without a request at hand: it asks the
+        # request's caller, as the conversations' methods see it.
+        use_asker(conversations.asker)
+        registry = Registry(
+            runtime=rt,
+            observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok),
+            gate=rpc_gate,
+        )
+        registry.add(*(method for feature in FEATURES for method in feature.rpc))
+        return registry
+
+    return rt.shared(REGISTRY, build)
 
 
 def create_app(

@@ -9,6 +9,6 @@ what ``heron.server.app`` mounts; the sign-in and its cookie rule are
 
 from __future__ import annotations
 
-from heron.web.pages import lifespan, register, routes
+from heron.web.pages import lifespan, routes, rpc
 
-__all__ = ["lifespan", "register", "routes"]
+__all__ = ["lifespan", "routes", "rpc"]

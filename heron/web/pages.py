@@ -28,7 +28,7 @@ from heron.errors import InputError
 from heron.keys import PREFIX
 from heron.libraries import read_libraries
 from heron.server.features.keys import current_key, keyring
-from heron.server.hooks import no_lifespan, no_methods
+from heron.server.hooks import NO_METHODS, no_lifespan
 from heron.server.http import auth
 from heron.server.http.contexts import PAGE_PARAM, runtime_of
 from heron.server.runtime import Runtime
@@ -222,5 +222,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     ]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

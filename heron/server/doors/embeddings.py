@@ -46,7 +46,7 @@ from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
 from heron.server.features.keys import spend
-from heron.server.hooks import no_lifespan, no_methods
+from heron.server.hooks import NO_METHODS, no_lifespan
 from heron.server.http.gone import gone, unless_gone
 from heron.server.http.replies import heron_error, invalid, openai_error, read_body
 from heron.server.http.strictjson import StrictJSONResponse
@@ -231,5 +231,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     return [Route("/v1/embeddings", Embeddings(rt).handle, methods=["POST"])]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

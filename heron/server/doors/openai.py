@@ -97,7 +97,7 @@ from heron.llm.payload import (
     parse_arguments,
 )
 from heron.server.features.keys import current_key, over_limit, reserve, spend
-from heron.server.hooks import endpoint, no_lifespan, no_methods
+from heron.server.hooks import NO_METHODS, endpoint, no_lifespan
 from heron.server.http.contexts import runtime_of
 from heron.server.http.events import event_stream, in_thread, message
 from heron.server.http.gone import gone, unless_gone
@@ -845,5 +845,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     ]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

@@ -51,7 +51,7 @@ from heron.server.doors.openai import usage
 from heron.server.features.interventions import Card, Raised, with_cards
 from heron.server.features.keys import CALLER, Caller, Tab, key_of, over_limit, spend
 from heron.server.features.methods import ChatParams
-from heron.server.hooks import endpoint, no_methods
+from heron.server.hooks import NO_METHODS, endpoint
 from heron.server.http.contexts import runtime_of
 from heron.server.http.events import event_stream, in_thread, message
 from heron.server.http.numbers import whole
@@ -433,7 +433,7 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
         return invalid(str(exc), "Last-Event-ID")
 
 
-register = no_methods
+rpc = NO_METHODS
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:

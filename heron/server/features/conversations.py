@@ -18,10 +18,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from heron.agent.sessions import Asker, Door, check_session_id, use_asker
+from heron.agent.sessions import Asker, Door, check_session_id
 from heron.errors import NotFound
 from heron.keys import ADMIN, Forbidden
-from heron.server.doors.rpc import Params, Registry
+from heron.server.doors.rpc import Methods, Params
 from heron.server.features.keys import current_key
 from heron.server.hooks import no_lifespan, no_routes
 from heron.server.runtime import Runtime
@@ -67,69 +67,72 @@ class RenameParams(SessionParams):
     title: str = Field(max_length=200, description="The new title; empty: the first question.")
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """Add the ``sessions.*`` methods, each on the agent of the caller's context, acting
-    as the caller: a context lists, reads, renames and deletes its own sessions only,
-    and a caller its own (an admin every one of the context)."""
-    # The agent saves and continues sessions without a request at hand: it asks this.
-    use_asker(asker)
+#: The ``sessions.*`` methods, each on the agent of the caller's context, acting as the
+#: caller: a context lists, reads, renames and deletes its own sessions only, and a caller
+#: its own (an admin every one of the context).
+rpc = Methods(reach="context", scope="chat")
 
-    @registry.method(
-        "sessions.create",
-        CreateParams,
-        summary="Start an empty conversation of the caller's, to ask in by its id.",
-        reach="context",
-        scope="chat",
-    )
-    def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
-        return {"session_id": rt.agent.sessions.create(asker(p.door)), "door": p.door}
 
-    @registry.method(
-        "sessions.list",
-        ListParams,
-        summary="The caller's conversations, the latest first, each with its title.",
-        reach="context",
-        scope="chat",
-    )
-    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
-        who = asker()
-        if p.everyone and not who.admin:
-            raise Forbidden(who.owner, ADMIN)  # -32010, as a method that needs admin
-        return rt.agent.sessions.recent(p.limit, asker=who, door=p.door, everyone=p.everyone)
+@rpc.method(
+    "sessions.create",
+    CreateParams,
+    summary="Start an empty conversation of the caller's, to ask in by its id.",
+    reach="context",
+    scope="chat",
+)
+def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+    return {"session_id": rt.agent.sessions.create(asker(p.door)), "door": p.door}
 
-    @registry.method(
-        "sessions.rename",
-        RenameParams,
-        summary="Give a conversation a title.",
-        reach="context",
-        scope="chat",
-    )
-    def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
-        rt.agent.sessions.rename(check_session_id(p.session_id), p.title, asker=asker())
-        return {"session_id": p.session_id, "title": p.title.strip()}
 
-    @registry.method(
-        "agent.history",
-        SessionParams,
-        summary="A conversation's turns, oldest first (each answer with its html).",
-        reach="context",
-        scope="chat",
-    )
-    def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
-        turns = rt.agent.sessions.turns(check_session_id(p.session_id), asker=asker())
-        return [t | {"answer": with_html(t["answer"])} for t in turns]
+@rpc.method(
+    "sessions.list",
+    ListParams,
+    summary="The caller's conversations, the latest first, each with its title.",
+    reach="context",
+    scope="chat",
+)
+def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
+    who = asker()
+    if p.everyone and not who.admin:
+        raise Forbidden(who.owner, ADMIN)  # -32010, as a method that needs admin
+    return rt.agent.sessions.recent(p.limit, asker=who, door=p.door, everyone=p.everyone)
 
-    @registry.method(
-        "sessions.delete",
-        SessionParams,
-        summary="Forget a conversation.",
-        reach="context",
-        scope="chat",
-    )
-    def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
-        if not rt.agent.sessions.delete(check_session_id(p.session_id), asker=asker()):
-            raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")
-        return {"session_id": p.session_id, "deleted": True}
+
+@rpc.method(
+    "sessions.rename",
+    RenameParams,
+    summary="Give a conversation a title.",
+    reach="context",
+    scope="chat",
+)
+def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
+    rt.agent.sessions.rename(check_session_id(p.session_id), p.title, asker=asker())
+    return {"session_id": p.session_id, "title": p.title.strip()}
+
+
+@rpc.method(
+    "agent.history",
+    SessionParams,
+    summary="A conversation's turns, oldest first (each answer with its html).",
+    reach="context",
+    scope="chat",
+)
+def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
+    turns = rt.agent.sessions.turns(check_session_id(p.session_id), asker=asker())
+    return [t | {"answer": with_html(t["answer"])} for t in turns]
+
+
+@rpc.method(
+    "sessions.delete",
+    SessionParams,
+    summary="Forget a conversation.",
+    reach="context",
+    scope="chat",
+)
+def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
+    if not rt.agent.sessions.delete(check_session_id(p.session_id), asker=asker()):
+        raise NotFound(f"No session {p.session_id!r}; sessions.list names them.")
+    return {"session_id": p.session_id, "deleted": True}
 
 
 routes = no_routes

@@ -83,7 +83,7 @@ from heron.keys import (
 from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.cache import CacheControl
 from heron.llm.metering import TAB
-from heron.server.doors.rpc import FORBIDDEN, RATE_LIMITED, Method, Params, Registry, RpcError
+from heron.server.doors.rpc import FORBIDDEN, RATE_LIMITED, Method, Methods, Params, RpcError
 from heron.server.features.metrics import Metrics
 from heron.server.hooks import no_routes
 from heron.server.http.auth import is_open
@@ -862,56 +862,62 @@ class NameParams(Params):
     name: str = Field(min_length=1, description="The key's name.")
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """``keys.create``, ``keys.list``, ``keys.revoke`` and ``keys.usage``: admin only."""
-    ring = keyring(rt)
-    method = registry.method
+#: ``keys.create``, ``keys.list``, ``keys.revoke``, ``keys.usage`` and ``keys.spend``:
+#: admin only.
+rpc = Methods()
 
-    @method("keys.create", CreateParams, summary="Create a key; its token is shown only here.")
-    def create(p: CreateParams) -> dict[str, Any]:
-        key, token = ring.store.create(
-            p.name,
-            p.scopes,
-            context=p.context,
-            rpm=p.rpm,
-            tpm=p.tpm,
-            monthly_tokens=p.monthly_tokens,
-            models=p.models,
-            max_budget=p.max_budget,
-            budget_duration=p.budget_duration,
-            no_cache=p.no_cache,
-        )
-        return key.to_dict() | {"token": token}
 
-    @method("keys.list", summary="The keys, revoked ones too; never a token.")
-    def list_(_: Params) -> list[dict[str, Any]]:
-        return [key.to_dict() for key in ring.store.list()]
-
-    @method("keys.revoke", NameParams, summary="Revoke a key: its token opens nothing.")
-    def revoke(p: NameParams) -> dict[str, Any]:
-        key = ring.store.revoke(p.name)
-        ring.revoked(key.name)  # its open streams end now
-        return key.to_dict()
-
-    @method("keys.usage", summary="This month's requests, tokens and dollars per key.")
-    def usage(_: Params) -> list[dict[str, Any]]:
-        dollars: dict[str, float] = {}
-        for payer, _model, cost in ring.store.spend():
-            if payer.startswith("key:"):
-                dollars[payer[4:]] = dollars.get(payer[4:], 0.0) + cost
-        return [u.to_dict() | {"spend": round(dollars.get(u.name, 0.0), 6)} for u in ring.usage()]
-
-    @method(
-        "keys.spend",
-        MonthParams,
-        summary="Dollars spent in a month per key, context and model, by model called.",
+@rpc.method("keys.create", CreateParams, summary="Create a key; its token is shown only here.")
+def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+    key, token = keyring(rt).store.create(
+        p.name,
+        p.scopes,
+        context=p.context,
+        rpm=p.rpm,
+        tpm=p.tpm,
+        monthly_tokens=p.monthly_tokens,
+        models=p.models,
+        max_budget=p.max_budget,
+        budget_duration=p.budget_duration,
+        no_cache=p.no_cache,
     )
-    def spend(p: MonthParams) -> list[dict[str, Any]]:
-        return [
-            {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,
-             "spend": round(cost, 6)}
-            for payer, model, cost in ring.store.spend(p.month)
-        ]  # fmt: skip
+    return key.to_dict() | {"token": token}
+
+
+@rpc.method("keys.list", summary="The keys, revoked ones too; never a token.")
+def list_(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+    return [key.to_dict() for key in keyring(rt).store.list()]
+
+
+@rpc.method("keys.revoke", NameParams, summary="Revoke a key: its token opens nothing.")
+def revoke(p: NameParams, rt: Runtime) -> dict[str, Any]:
+    ring = keyring(rt)
+    key = ring.store.revoke(p.name)
+    ring.revoked(key.name)  # its open streams end now
+    return key.to_dict()
+
+
+@rpc.method("keys.usage", summary="This month's requests, tokens and dollars per key.")
+def usage(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+    ring = keyring(rt)
+    dollars: dict[str, float] = {}
+    for payer, _model, cost in ring.store.spend():
+        if payer.startswith("key:"):
+            dollars[payer[4:]] = dollars.get(payer[4:], 0.0) + cost
+    return [u.to_dict() | {"spend": round(dollars.get(u.name, 0.0), 6)} for u in ring.usage()]
+
+
+@rpc.method(
+    "keys.spend",
+    MonthParams,
+    summary="Dollars spent in a month per key, context and model, by model called.",
+)
+def month_spend(p: MonthParams, rt: Runtime) -> list[dict[str, Any]]:
+    return [
+        {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,
+         "spend": round(cost, 6)}
+        for payer, model, cost in keyring(rt).store.spend(p.month)
+    ]  # fmt: skip
 
 
 routes = no_routes

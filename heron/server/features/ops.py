@@ -30,7 +30,7 @@ from heron.ops.doctor import CHECKS, doctor
 from heron.ops.watchdog import history_path, latest_path, load_config, read_latest
 from heron.ops.watchdog.heartbeats import record_beat
 from heron.ops.watchdog.state import iso
-from heron.server.doors.rpc import Params, Registry
+from heron.server.doors.rpc import Methods, Params
 from heron.server.features.keys import key_of
 from heron.server.features.metrics import CONTENT_TYPE, Gauges, Keep, view, watchdog_gauges
 from heron.server.features.reload import reloader
@@ -323,40 +323,41 @@ class DoctorParams(Params):
     )
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """Add ``ops.doctor``, ``ops.watchdog`` and ``ops.board`` to
-    ``registry``, and the scrape-time gauges to the runtime's metrics."""
-    rt.metrics.watch(lambda: gauges(rt))
-    method = registry.method
+#: ``ops.doctor``, ``ops.watchdog`` and ``ops.board``.
+rpc = Methods()
 
-    @method(
-        "ops.doctor",
-        DoctorParams,
-        summary="Run heron doctor's checks; the report as heron doctor --json prints it.",
-    )
-    def ops_doctor(p: DoctorParams) -> dict[str, Any]:
-        return run_doctor(rt, p.checks, p.offline)
 
-    @method(
-        "ops.watchdog",
-        summary="The watchdog's latest report (heron watchdog report --json).",
-        scope="read",
-    )
-    def watchdog(_: Params) -> dict[str, Any]:
-        return read_latest(latest_path(rt.settings.home))
+@rpc.method(
+    "ops.doctor",
+    DoctorParams,
+    summary="Run heron doctor's checks; the report as heron doctor --json prints it.",
+)
+def ops_doctor(p: DoctorParams, rt: Runtime) -> dict[str, Any]:
+    return run_doctor(rt, p.checks, p.offline)
 
-    @method(
-        "ops.board",
-        summary="The watchdog's checks as a status board: colour, last change, last runs.",
-        scope="read",
-    )
-    def ops_board(_: Params) -> dict[str, Any]:
-        return board(rt.settings.home)
+
+@rpc.method(
+    "ops.watchdog",
+    summary="The watchdog's latest report (heron watchdog report --json).",
+    scope="read",
+)
+def watchdog(_: Params, rt: Runtime) -> dict[str, Any]:
+    return read_latest(latest_path(rt.settings.home))
+
+
+@rpc.method(
+    "ops.board",
+    summary="The watchdog's checks as a status board: colour, last change, last runs.",
+    scope="read",
+)
+def ops_board(_: Params, rt: Runtime) -> dict[str, Any]:
+    return board(rt.settings.home)
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:
-    """``/health``, ``/ready``, ``/metrics``, ``/doctor`` and the watchdog's heartbeats."""
-
+    """``/health``, ``/ready``, ``/metrics``, ``/doctor`` and the watchdog's heartbeats;
+    the gauges ``/metrics`` shows, read at each scrape, join the runtime's metrics."""
+    rt.metrics.watch(lambda: gauges(rt))
     return [
         Route("/health", health, methods=["GET"]),
         Route("/ready", endpoint(ready, rt), methods=["GET"]),

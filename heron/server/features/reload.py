@@ -51,7 +51,7 @@ from starlette.concurrency import run_in_threadpool
 
 from heron.errors import ConfigError, HeronError
 from heron.resource import Resource
-from heron.server.doors.rpc import Params, Registry
+from heron.server.doors.rpc import Methods, Params
 from heron.server.hooks import no_routes
 from heron.server.runtime import Runtime, mcp_path, read_servers
 from heron.settings import Settings, _config_file
@@ -307,16 +307,17 @@ def reloader(runtime: Runtime) -> Reloader:
     return runtime.shared("reloader", lambda: Reloader(runtime))
 
 
-def register(registry: Registry, runtime: Runtime) -> None:
-    """Add ``ops.reload``."""
+#: ``ops.reload``.
+rpc = Methods()
 
-    @registry.method(
-        "ops.reload",
-        summary="Re-read models.yml, mcp.json and heron.toml's contexts; an invalid file is "
-        "kept out, and said why; a setting read only at start is listed under restart.",
-    )
-    def reload(_: Params) -> dict[str, Any]:
-        return reloader(runtime).reload()
+
+@rpc.method(
+    "ops.reload",
+    summary="Re-read models.yml, mcp.json and heron.toml's contexts; an invalid file is "
+    "kept out, and said why; a setting read only at start is listed under restart.",
+)
+def reload(_: Params, rt: Runtime) -> dict[str, Any]:
+    return reloader(rt).reload()
 
 
 routes = no_routes

@@ -62,7 +62,7 @@ from heron.libraries.upload import (
     new_library,
     remove_file,
 )
-from heron.server.doors.rpc import Params, Registry
+from heron.server.doors.rpc import Methods, Params
 from heron.server.features.methods import LibraryName
 from heron.server.hooks import endpoint, no_lifespan
 from heron.server.http.contexts import runtime_of
@@ -112,40 +112,43 @@ def decoded(files: list[FileParam]) -> list[NewFile]:
     return out
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """``library.create``, ``library.add_files`` and ``library.remove_file``: admin, in
-    the caller's context."""
+#: ``library.create``, ``library.add_files`` and ``library.remove_file``: admin, in the
+#: caller's context.
+rpc = Methods(reach="context")
 
-    @registry.method(
-        "library.create",
-        LibraryName,
-        summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
-        reach="context",
-    )
-    def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
-        return new_library(p.name, rt.settings).to_dict()
 
-    @registry.method(
-        "library.add_files",
-        AddFilesParams,
-        summary="Add files (base64) to a folder library and index them.",
-        reach="context",
-    )
-    def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
-        files = decoded(p.files)
-        report = add_files(
-            p.name, files, rt.store, rt.settings, under=p.folder, replace=p.replace, caller="api"
-        )
-        return report.to_dict()
+@rpc.method(
+    "library.create",
+    LibraryName,
+    summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
+    reach="context",
+)
+def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
+    return new_library(p.name, rt.settings).to_dict()
 
-    @registry.method(
-        "library.remove_file",
-        RemoveFileParams,
-        summary="Delete a page's file from a folder library, and its records.",
-        reach="context",
+
+@rpc.method(
+    "library.add_files",
+    AddFilesParams,
+    summary="Add files (base64) to a folder library and index them.",
+    reach="context",
+)
+def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
+    files = decoded(p.files)
+    report = add_files(
+        p.name, files, rt.store, rt.settings, under=p.folder, replace=p.replace, caller="api"
     )
-    def library_remove_file(p: RemoveFileParams, rt: Runtime) -> dict[str, Any]:
-        return remove_file(p.name, p.path, rt.store, rt.settings, caller="api")
+    return report.to_dict()
+
+
+@rpc.method(
+    "library.remove_file",
+    RemoveFileParams,
+    summary="Delete a page's file from a folder library, and its records.",
+    reach="context",
+)
+def library_remove_file(p: RemoveFileParams, rt: Runtime) -> dict[str, Any]:
+    return remove_file(p.name, p.path, rt.store, rt.settings, caller="api")
 
 
 async def _form(request: Request, most: int) -> tuple[list[NewFile], str, bool] | Response:
