@@ -1,7 +1,8 @@
 """``create_app()``: the ASGI app, and ``serve()``: run it under uvicorn.
 
-The app is ``POST /rpc`` (JSON-RPC 2.0) and what each module of ``FEATURES`` adds through
-its hooks (``heron.server.hooks``): its JSON-RPC methods, its routes (``/v1/*``,
+The app is ``POST /rpc`` (JSON-RPC 2.0) and what each module of ``FEATURES`` (the doors
+and the features, ``heron.server``) adds through its hooks (``heron.server.hooks``): its
+JSON-RPC methods (gathered into one registry, ``rpc_registry``), its routes (``/v1/*``,
 ``/chat/stream``, ``/mcp``, ``/health``, ``/ready``, ``/metrics``, ``/doctor``, the jobs'
 and interventions' streams, the web page; docs/server.md lists all) and what it runs while
 the server runs. One ``Runtime`` holds what requests share; it opens at startup and

@@ -2,15 +2,15 @@
 (the chat page's sidebar is one): ``sessions.create``, ``sessions.list``,
 ``sessions.rename``, ``sessions.delete``, and a conversation's turns, ``agent.history``.
 
-**Whose.** A caller is the key it came with (``heron.server.features.keys``): a named key by its
-name, the server's token and the page signed in with it as ``HERON_API_TOKEN``; with no
+**Whose.** A caller is the key it came with (``heron.server.features.keys``): a named key
+by its name, the server's token and the page signed in with it as ``HERON_API_TOKEN``; with no
 key (a loopback server without a token, where every caller may do everything) it is the
 machine's own user, as at the CLI. Each session is its starter's: ``sessions.list``
 lists the caller's own, ``door: "page"`` those made on the page (the sidebar), and a
 key with the ``admin`` scope may ask for ``everyone``'s. Another's session is a -32004,
-as one that does not exist, to all but an admin. ``register`` also tells the agent's
-sessions how to learn who asks (``use_asker``), so a turn saved through any door
-(``/v1``, MCP, ``/chat/stream``, ``agent.chat``) is its key's."""
+as one that does not exist, to all but an admin. The server (``rpc_registry``) tells the
+agent's sessions how to learn who asks: ``asker`` (``use_asker``), so a turn saved
+through any door (``/v1``, MCP, ``/chat/stream``, ``agent.chat``) is its key's."""
 
 from __future__ import annotations
 

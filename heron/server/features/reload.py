@@ -4,7 +4,7 @@ contexts of ``heron.toml``.
 A feature module (``heron.server.hooks``): its ``lifespan`` watches the files, and a reload
 happens when one changes (``watchfiles`` watches their folders, so a file created,
 replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the JSON-RPC
-method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
+method ``ops.reload`` (its ``rpc``). ``reloader(runtime)`` is the server's one. Each
 file is read and checked whole first; only a valid one replaces what the server runs:
 
 - ``models.yml``: the runtime's table (``Runtime.models``: what ``/v1/models``,
