@@ -209,3 +209,24 @@ def test_a_body_too_large_is_refused_unread(served: Served) -> None:
     assert response.status_code == 413
     error = response.json()["error"]
     assert error["code"] == -32600 and "over 8388608 bytes" in error["message"]
+
+
+def test_the_methods_mcp_offers_are_declared_beside_them_in_order() -> None:
+    """Each feature's ``rpc`` names the tool a method is offered as; MCP lists them in
+    ``FEATURES``' order, after Heron's own tools."""
+    from heron.server.app import FEATURES
+
+    rows = [method for feature in FEATURES for method in feature.rpc]
+    assert len({m.name for m in rows}) == len(rows)  # each method declared once
+    assert [(m.tool.name, m.name) for m in rows if m.tool is not None] == [
+        ("ask", "agent.chat"),
+        ("jobs_list", "jobs.list"),
+        ("jobs_get", "jobs.get"),
+        ("jobs_events", "jobs.events"),
+        ("jobs_create", "jobs.create"),
+        ("jobs_confirm", "jobs.confirm"),
+        ("jobs_deny", "jobs.deny"),
+        ("jobs_abort", "jobs.abort"),
+        ("interventions_list", "interventions.list"),
+        ("interventions_outcome", "interventions.outcome"),
+    ]
