@@ -77,8 +77,6 @@ rpc = Methods(reach="context", scope="chat")
     "sessions.create",
     CreateParams,
     summary="Start an empty conversation of the caller's, to ask in by its id.",
-    reach="context",
-    scope="chat",
 )
 def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
     return {"session_id": rt.agent.sessions.create(asker(p.door)), "door": p.door}
@@ -88,8 +86,6 @@ def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
     "sessions.list",
     ListParams,
     summary="The caller's conversations, the latest first, each with its title.",
-    reach="context",
-    scope="chat",
 )
 def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
     who = asker()
@@ -102,8 +98,6 @@ def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
     "sessions.rename",
     RenameParams,
     summary="Give a conversation a title.",
-    reach="context",
-    scope="chat",
 )
 def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
     rt.agent.sessions.rename(check_session_id(p.session_id), p.title, asker=asker())
@@ -114,8 +108,6 @@ def rename(p: RenameParams, rt: Runtime) -> dict[str, Any]:
     "agent.history",
     SessionParams,
     summary="A conversation's turns, oldest first (each answer with its html).",
-    reach="context",
-    scope="chat",
 )
 def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
     turns = rt.agent.sessions.turns(check_session_id(p.session_id), asker=asker())
@@ -126,8 +118,6 @@ def history(p: SessionParams, rt: Runtime) -> list[dict[str, Any]]:
     "sessions.delete",
     SessionParams,
     summary="Forget a conversation.",
-    reach="context",
-    scope="chat",
 )
 def delete(p: SessionParams, rt: Runtime) -> dict[str, Any]:
     if not rt.agent.sessions.delete(check_session_id(p.session_id), asker=asker()):

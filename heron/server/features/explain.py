@@ -225,8 +225,6 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
 #: Reading, but ``library.reindex`` (admin: it writes the index).
 rpc = Methods(scope="read")
 
-# Reading, but library.reindex (admin: it writes the index).
-
 
 @rpc.method("library.pages", PagesParams, summary="A library's pages.", reach="context")
 def library_pages(p: PagesParams, rt: Runtime) -> list[dict[str, Any]]:

@@ -121,7 +121,6 @@ rpc = Methods(reach="context")
     "library.create",
     LibraryName,
     summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
-    reach="context",
 )
 def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
     return new_library(p.name, rt.settings).to_dict()
@@ -131,7 +130,6 @@ def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
     "library.add_files",
     AddFilesParams,
     summary="Add files (base64) to a folder library and index them.",
-    reach="context",
 )
 def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
     files = decoded(p.files)
@@ -145,7 +143,6 @@ def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
     "library.remove_file",
     RemoveFileParams,
     summary="Delete a page's file from a folder library, and its records.",
-    reach="context",
 )
 def library_remove_file(p: RemoveFileParams, rt: Runtime) -> dict[str, Any]:
     return remove_file(p.name, p.path, rt.store, rt.settings, caller="api")
