@@ -117,7 +117,7 @@ def attacks() -> list[tuple[str, str, dict[str, Any]]]:
             {"model": "m", "input": ["ab"] * 2048},
         ),
         (
-            # The most texts the pair takes, however short (heron.server.embeddings.PER_TEXT).
+            # The most texts the pair takes, however short (heron.server.doors.embeddings.PER_TEXT).
             "embeddings: 180 two-character inputs",
             "/v1/embeddings",
             {"model": "m", "input": ["ab"] * 180},

@@ -4,7 +4,7 @@ a real headless Chromium.
 
 ``heron serve``'s app runs in this process (uvicorn in a thread) over a fresh home with a
 small indexed library, so the moment the server writes each ``token`` frame can be noted
-(``heron.server.sse.frame`` wrapped); the page notes when the first token was put in the
+(``heron.server.doors.sse.frame`` wrapped); the page notes when the first token was put in the
 DOM (``data-first-token-at``, epoch ms on the same clock). Page loads read the browser's
 Navigation Timing: first byte (``responseStart``), ``DOMContentLoaded``, and ready: the
 chat script filled the model and library pickers through the API (``data-ready-at``),
@@ -56,7 +56,8 @@ def _home(root: Path) -> None:
 def _serve(sent: list[float]) -> tuple[str, object]:
     import uvicorn
 
-    from heron.server import create_app, sse
+    from heron.server import create_app
+    from heron.server.doors import sse
 
     original = sse.frame
 

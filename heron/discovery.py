@@ -3,7 +3,7 @@
 ``heron serve`` writes ``$HERON_HOME/server.json`` (``FILE``) once it listens and removes
 it when it stops: where it listens, its process id, the fingerprint of the environment it
 was started in (``fingerprint``) and a secret of 32 random bytes made for this run. The
-file is created 0600: only the home's owner can read it (``heron.server.local`` writes it).
+file is created 0600: only the home's owner can read it (``heron.server.features.local`` writes it).
 
 A command (``heron search``, ``heron ask``: ``heron.cli.remote``) takes the file only
 when it is a regular file (no symlink is followed), owned by this user, readable by

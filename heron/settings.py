@@ -357,7 +357,7 @@ class Settings(BaseSettings):
     server_allow_same_site: bool = Field(
         default=False,
         description="Let pages of the same site (another port of this host) call the API; "
-        "cross-site pages never may (Fetch Metadata, heron.server.origins).",
+        "cross-site pages never may (Fetch Metadata, heron.server.http.origins).",
     )
     server_max_body: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest request body read, in bytes."
@@ -636,7 +636,7 @@ class Settings(BaseSettings):
 
     def use_contexts(self, contexts: dict[str, ContextSpec]) -> None:
         """Serve ``contexts`` from now on: a running server's reload of heron.toml
-        (``heron.server.reload``). Set in place, here and in the default context's
+        (``heron.server.features.reload``). Set in place, here and in the default context's
         settings these were made from, so every holder of this object (the request
         middleware, ``in_context``, the job runner) sees them at once."""
         self.contexts = dict(contexts)

@@ -7,11 +7,11 @@ refused, never shared:
   (``heron.libraries.config``: ``add_library`` refuses a name another list holds);
 - the **examples** its tools learned from its requests (``heron.tools.usage``);
 - its **jobs, rooms, cards and their audio** (``Jobs.within``, ``Interventions.within``,
-  ``heron.server.interventions``), and its **conversations** (``heron.agent.sessions``).
+  ``heron.server.features.interventions``), and its **conversations** (``heron.agent.sessions``).
 
 What the server says about itself is cut to what the caller's context owns
 (``namespaces_seen``): ``/metrics`` (index sizes by namespace, usage by key:
-``heron.server.metrics``), ``/ready`` (the libraries indexed) and a job's store counts
+``heron.server.features.metrics``), ``/ready`` (the libraries indexed) and a job's store counts
 (``heron.jobs.runner``). Only the server's administrator sees everything
 (``sees_everything``). What no context owns is shared, because every context is served
 from it: the store's tool index (``tools``: the imported definitions and the MCP

@@ -28,9 +28,9 @@ from heron.errors import HeronError
 from heron.keys import Forbidden, OverLimit
 from heron.llm.budgets import OverBudget
 from heron.llm.errors import BadRequest, CoolingDown, NoModelAvailable, ProviderDown, RateLimited
-from heron.server.mcp import _refused
-from heron.server.replies import heron_error
-from heron.server.rpc import Registry, RpcError
+from heron.server.doors.mcp import _refused
+from heron.server.doors.rpc import Method, Params, Registry, RpcError
+from heron.server.http.replies import heron_error
 
 #: Each class's row: HTTP status, OpenAI ``type`` and ``Retry-After`` (``heron_error``);
 #: JSON-RPC code and ``data.retry_after`` (``data.type`` is always the class's name); the
@@ -175,10 +175,10 @@ def rpc_error(exc: HeronError) -> RpcError:
     """The error a JSON-RPC method raising ``exc`` answers."""
     registry = Registry()
 
-    def fail(_: object) -> None:
+    def fail(_: object, rt: object) -> None:
         raise exc
 
-    registry.add("fail", fail, summary="Fails.")
+    registry.add(Method("fail", fail, Params, "Fails.", reach="server"))
     with pytest.raises(RpcError) as raised:
         anyio.run(registry.call, "fail", None)
     return raised.value

@@ -41,7 +41,7 @@ from starlette.routing import BaseRoute, Mount, Route
 
 from heron.cli.app import app as cli_app
 from heron.server import create_app
-from heron.server.mcp import server_of
+from heron.server.doors.mcp import server_of
 from heron.settings import ENV_PREFIX, Settings
 
 HERON = Path(__file__).resolve().parent.parent / "heron"

@@ -1,7 +1,7 @@
 """``how``: which model answered and how, in words, for a person reading the answer.
 
 ``heron ask`` prints it under the answer, in-process or through a running server
-(``heron.server.local``): one function, so both print the same line.
+(``heron.server.features.local``): one function, so both print the same line.
 """
 
 from __future__ import annotations

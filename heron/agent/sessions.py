@@ -132,7 +132,7 @@ _asker: Callable[[], Asker] = _local
 def use_asker(resolver: Callable[[], Asker]) -> None:
     """Tell this process how to learn who asks, for the calls that do not say (the
     agent's own ``save``, ``history`` and ``turns``). A server installs one that reads
-    the request's key (``heron.server.conversations``); without one it is ``LOCAL``."""
+    the request's key (``heron.server.features.conversations``); without one it is ``LOCAL``."""
     global _asker
     _asker = resolver
 

@@ -1,7 +1,7 @@
 """``Turn``: what one turn of the agent is asked, declared once.
 
 The CLI, the JSON-RPC ``agent.chat`` (``ChatParams.turn``), the SSE chat and the ``/v1``
-adapter (``heron.server.openai.turn``) each build one; ``Agent.ask`` and ``Agent.stream``
+adapter (``heron.server.doors.openai.turn``) each build one; ``Agent.ask`` and ``Agent.stream``
 take it.
 
 >>> Turn("How does Heron pick tools?", library="heron", answer="extractive").library

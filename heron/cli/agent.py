@@ -168,7 +168,7 @@ def ask(
 
 
 def _ask_here(asked: dict[str, Any]) -> dict[str, Any]:
-    """What the server's ``agent.ask`` answers (``heron.server.local``), computed here."""
+    """What the server's ``agent.ask`` answers (``heron.server.features.local``), computed here."""
     from heron.agent import Turn
     from heron.agent.how import how
     from heron.wiring.agent import open_agent

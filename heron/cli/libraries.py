@@ -353,7 +353,8 @@ def search(
 
 
 def _search_here(asked: dict[str, Any]) -> dict[str, Any]:
-    """What the server's ``search.batch`` answers (``heron.server.local``), computed here."""
+    """What the server's ``search.batch`` answers (``heron.server.features.local``),
+    computed here."""
     from heron.libraries.batch import search_report
     from heron.settings import Settings
     from heron.store import open_store

@@ -60,7 +60,7 @@ def mcp() -> None:
     Example: heron mcp
     """
     from heron.server.app import rpc_registry
-    from heron.server.mcp import serve_stdio
+    from heron.server.doors.mcp import serve_stdio
     from heron.server.runtime import Runtime
 
     with Runtime() as runtime:

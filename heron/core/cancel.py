@@ -1,7 +1,7 @@
 """Work that stops when whoever asked for it has gone.
 
 The server runs a request's work in a worker thread under ``stopping(event)`` and sets
-``event`` when the client disconnects (``heron.server.gone``); the long loops of that
+``event`` when the client disconnects (``heron.server.http.gone``); the long loops of that
 work (the agent's model calls, token by token; an embeddings request, batch by batch)
 call ``check_gone`` and raise ``Gone`` once it is set, so the model stops at its next
 token rather than writing an answer nobody reads. Outside ``stopping`` (the CLI, a

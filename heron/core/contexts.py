@@ -19,7 +19,7 @@ table of ``heron.toml``::
     budget_duration = "1mo"
 
 A request picks one with the ``X-Heron-Context`` header or by its key's context
-(``heron.server.contexts``); a CLI command with ``--context`` (``HERON_CONTEXT``). The
+(``heron.server.http.contexts``); a CLI command with ``--context`` (``HERON_CONTEXT``). The
 resolved context travels as the ``Settings`` of it (``Settings.in_context``): one typed
 object handed down, read by the libraries, skills, tools and sessions like any setting.
 """

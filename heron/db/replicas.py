@@ -2,7 +2,7 @@
 each keeps to itself.
 
 Each ``heron serve`` on PostgreSQL writes its row when it starts and again every
-``BEAT`` seconds (``heron.server.ops``' lifespan), and deletes it when it stops; a row
+``BEAT`` seconds (``heron.server.features.ops``' lifespan), and deletes it when it stops; a row
 not written for ``LIVE`` seconds is a replica that died (its jobs are another matter:
 ``heron.jobs.runner`` takes them over by their own heartbeats). ``heron doctor`` and
 ``/ready`` list the live ones, each with its Heron version: replicas of two versions

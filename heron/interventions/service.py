@@ -72,7 +72,7 @@ from heron.settings import Settings
 
 log = logging.getLogger("heron.interventions")
 
-#: Where the server serves the audio files (``heron.server.interventions``).
+#: Where the server serves the audio files (``heron.server.features.interventions``).
 AUDIO_URL = "/interventions/audio/"
 #: The channel of a person whose pings are the room's cards alone (the page shows them).
 PAGE = "page"

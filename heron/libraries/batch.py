@@ -1,7 +1,7 @@
 """``search_report``: what ``heron search`` prints, as one dict, wherever it is computed.
 
 The command computes it in-process, or a running server does (``search.batch``,
-``heron.server.local``); the command prints it the same way either way.
+``heron.server.features.local``); the command prints it the same way either way.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ context (``heron.llm.budgets.Payer.rules``), and each context's broker keeps its
 cache besides.
 
 A caller opts out per request with ``Cache-Control: no-cache`` (do not answer from the
-cache) or ``no-store`` (do not keep this answer), the HTTP header ``heron.server.keys``
+cache) or ``no-store`` (do not keep this answer), the HTTP header ``heron.server.features.keys``
 reads into ``CONTROL``, or LiteLLM's body field ``"cache": {"no-cache": true}`` on
 ``/v1/chat/completions``, and per key with ``heron keys create --no-cache`` (neither).
 A hit costs no money and no provider call; ``heron_model_cache_hits_total``,
@@ -79,7 +79,7 @@ class CacheControl:
 
 #: What a request says nothing about: answer it from the cache, keep its answer.
 ANY = CacheControl()
-#: The cache control of the request being served (``heron.server.keys`` sets it).
+#: The cache control of the request being served (``heron.server.features.keys`` sets it).
 CONTROL: ContextVar[CacheControl] = ContextVar("heron_cache_control", default=ANY)
 
 

@@ -1,7 +1,7 @@
 """``Tab``: what a model call may spend, reserved before it is sent and settled after.
 
 The broker knows models, not who pays for them. Whoever does (the server: a request's
-API key, ``heron.server.keys``) puts a ``Tab`` in ``TAB`` for the work it pays for; every
+API key, ``heron.server.features.keys``) puts a ``Tab`` in ``TAB`` for the work it pays for; every
 model call made under it, whichever door it came in by, then
 
 1. reserves the most it can spend before anything is sent (``reserve``): the prompt's

@@ -1,7 +1,8 @@
 """``create_app()``: the ASGI app, and ``serve()``: run it under uvicorn.
 
-The app is ``POST /rpc`` (JSON-RPC 2.0) and what each module of ``FEATURES`` adds through
-its hooks (``heron.server.hooks``): its JSON-RPC methods, its routes (``/v1/*``,
+The app is ``POST /rpc`` (JSON-RPC 2.0) and what each module of ``FEATURES`` (the doors
+and the features, ``heron.server``) adds through its hooks (``heron.server.hooks``): its
+JSON-RPC methods (gathered into one registry, ``rpc_registry``), its routes (``/v1/*``,
 ``/chat/stream``, ``/mcp``, ``/health``, ``/ready``, ``/metrics``, ``/doctor``, the jobs'
 and interventions' streams, the web page; docs/server.md lists all) and what it runs while
 the server runs. One ``Runtime`` holds what requests share; it opens at startup and
@@ -27,39 +28,36 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from heron.agent.sessions import use_asker
 from heron.errors import ConfigError
-from heron.server import (
-    audio,
+from heron.server.doors import audio, embeddings, mcp, openai, sse
+from heron.server.doors.rpc import REGISTRY, Registry, dispatch, encode, status_of
+from heron.server.features import (
     conversations,
-    embeddings,
     explain,
     interventions,
     jobs,
     keys,
     local,
-    mcp,
     methods,
-    openai,
     ops,
     reload,
-    sse,
     uploads,
 )
-from heron.server.auth import guard
-from heron.server.bodies import UPLOAD_FRAMING, UPLOADS, BodyMiddleware
-from heron.server.contexts import ContextMiddleware, runtime_of
+from heron.server.features.keys import KeyMiddleware, keyring, rpc_gate
 from heron.server.hooks import Feature
-from heron.server.keys import KeyMiddleware, keyring, rpc_gate
-from heron.server.middleware import RequestMiddleware, TokenMiddleware
-from heron.server.origins import (
+from heron.server.http.auth import guard
+from heron.server.http.bodies import UPLOAD_FRAMING, UPLOADS, BodyMiddleware
+from heron.server.http.contexts import ContextMiddleware, runtime_of
+from heron.server.http.middleware import RequestMiddleware, TokenMiddleware
+from heron.server.http.origins import (
     Allowlist,
     HostOriginMiddleware,
     browser_origin,
     is_loopback,
     normal_name,
 )
-from heron.server.replies import for_path
-from heron.server.rpc import Registry, dispatch, encode, status_of
+from heron.server.http.replies import for_path
 from heron.server.runtime import Runtime
 from heron.server.web import pages
 from heron.settings import Settings
@@ -97,14 +95,24 @@ CORS_HEADERS = ["authorization", "content-type", "last-event-id", "x-request-id"
 
 
 def rpc_registry(rt: Runtime) -> Registry:
-    """Every feature's JSON-RPC methods on ``rt``: what ``/rpc`` answers, and what the MCP
-    server offers of them (``heron mcp`` builds it without an app)."""
-    registry = Registry(
-        observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok), gate=rpc_gate
-    )
-    for feature in FEATURES:
-        feature.register(registry, rt)
-    return registry
+    """Every feature's JSON-RPC methods (its ``rpc``), in ``FEATURES``' order, on ``rt``:
+    what ``/rpc`` answers, and what the MCP server offers of them (``heron mcp`` builds it
+    without an app). Made once and kept in ``rt`` (``REGISTRY``), where the MCP door
+    finds it."""
+
+    def build() -> Registry:
+        # The agent saves and continues sessions without a request at hand: it asks the
+        # request's caller, as the conversations' methods see it.
+        use_asker(conversations.asker)
+        registry = Registry(
+            runtime=rt,
+            observer=lambda name, s, ok: rt.metrics.observe("rpc", name, s, ok=ok),
+            gate=rpc_gate,
+        )
+        registry.add(*(method for feature in FEATURES for method in feature.rpc))
+        return registry
+
+    return rt.shared(REGISTRY, build)
 
 
 def create_app(
@@ -116,7 +124,7 @@ def create_app(
 ) -> Starlette:
     """The server. ``host`` is the address it will be bound to (a Host header naming it
     is served); ``unix_socket`` when it listens on one, where no Host is checked (see
-    ``heron.server.origins``)."""
+    ``heron.server.http.origins``)."""
     rt = runtime or Runtime(settings)
     registry = rpc_registry(rt)
     max_batch = rt.settings.server_max_batch
@@ -160,7 +168,7 @@ def create_app(
 
 def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
     """What every request passes before its route, outermost first (the order is
-    explained in ``heron.server.middleware``). Raises ``ConfigError`` for a bad entry in
+    explained in ``heron.server.http.middleware``). Raises ``ConfigError`` for a bad entry in
     the allowed hosts or origins."""
     settings = rt.settings
     allow = Allowlist.build(
@@ -286,7 +294,7 @@ def serve(
     On ``uds`` the socket gets ``uds_mode`` (default 0600: only this user may connect)."""
     import uvicorn
 
-    from heron.server import logs
+    from heron.server.http import logs
 
     settings = settings or Settings()
     host = host or settings.server_host

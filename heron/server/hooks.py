@@ -1,24 +1,26 @@
 """The hooks every server feature module exports, and the list ``heron.server.app`` builds
 the app from (as Datasette's ``hookspecs.py`` names its plugin hooks in one place).
 
-A feature module (``heron.server.methods``, ``jobs``, ``openai``, ``mcp``, ...) defines
-all three; one it does not need is the no-op of this module, so the app treats every
-feature the same way and a reader sees at once what each adds:
+A feature module (``heron.server.features.methods``, ``jobs``, the doors ``openai``,
+``mcp``, ...) defines all three; one it does not need is the no-op of this module, so the
+app treats every feature the same way and a reader sees at once what each adds:
 
-- ``register(registry, runtime)``: its JSON-RPC methods, each declared beside its
-  function with ``@registry.method(...)`` (``heron.server.rpc``);
+- ``rpc``: its JSON-RPC methods, a ``Methods`` (``heron.server.doors.rpc``), each
+  declared beside its function with ``@rpc.method(...)``, and offered as an MCP tool
+  where it names one (``tool=McpTool(...)``);
 - ``routes(runtime) -> list[BaseRoute]``: its HTTP routes; their endpoints reach the
   runtime through this argument, never through ``request.app.state``
   (``Route(path, endpoint(handler, runtime))`` for a ``handler(runtime, request)``);
 - ``lifespan(runtime)``: an async context manager the server runs from startup to
   shutdown (workers, watchers; a feature's own resources closed on the way out).
 
-A feature with methods only ends with ``routes = no_routes`` and ``lifespan = no_lifespan``.
+A feature with methods only ends with ``routes = no_routes`` and ``lifespan = no_lifespan``;
+one without methods says ``rpc = NO_METHODS``.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from typing import Protocol
 
@@ -26,14 +28,14 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import BaseRoute
 
-from heron.server.rpc import Registry
+from heron.server.doors.rpc import Method
 from heron.server.runtime import Runtime
 
 
 class Feature(Protocol):
     """What ``heron.server.app.FEATURES`` lists: a module with the three hooks."""
 
-    def register(self, registry: Registry, runtime: Runtime) -> None: ...
+    rpc: Sequence[Method]
 
     def routes(self, runtime: Runtime) -> list[BaseRoute]: ...
 
@@ -52,8 +54,8 @@ def endpoint(
     return run
 
 
-def no_methods(registry: Registry, runtime: Runtime) -> None:
-    """The ``register`` hook of a feature without JSON-RPC methods."""
+#: The ``rpc`` of a feature without JSON-RPC methods.
+NO_METHODS: tuple[Method, ...] = ()
 
 
 def no_routes(runtime: Runtime) -> list[BaseRoute]:

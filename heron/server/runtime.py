@@ -12,7 +12,8 @@ own. ``close()`` closes what the runtime opened, the store last.
 
 **Contexts** (``heron.core.contexts``): ``within(name)`` is the runtime of one context,
 made on first use and kept (until heron.toml redefines or removes the context:
-``retire``, ``heron.server.reload``): its settings are ``settings.in_context(name)``, and it opens
+``retire``, ``heron.server.features.reload``): its settings are
+``settings.in_context(name)``, and it opens
 its own skill index (when the context has skill directories of its own), toolbox (its
 workspace), tool routers and agent (its libraries, its sessions), and its views of the
 jobs and the interventions (``Jobs.within``, ``Interventions.within``: the server's
@@ -36,7 +37,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from heron.libraries import Reranker, load_reranker, search_many
 from heron.resource import Resource
-from heron.server.metrics import Metrics
+from heron.server.features.metrics import Metrics
 from heron.settings import Settings
 from heron.store import Store, open_store
 
@@ -182,7 +183,7 @@ class Runtime(Resource):
     @property
     def models(self) -> RoutingTable:
         """The models table in force: read on first use, then replaced only by a valid
-        one (``heron.server.reload``), so every request reads the last good table."""
+        one (``heron.server.features.reload``), so every request reads the last good table."""
         from heron.llm import load_table
 
         return self.shared("models.yml", lambda: load_table(self.settings))
@@ -223,7 +224,7 @@ class Runtime(Resource):
     @property
     def mcp_servers(self) -> list[ServerConfig]:
         """The MCP servers in force: read on first use, then replaced only by a valid
-        ``mcp.json`` (``heron.server.reload``), as ``models`` is."""
+        ``mcp.json`` (``heron.server.features.reload``), as ``models`` is."""
         return self.shared("mcp.json", lambda: read_servers(self.settings))
 
     @property

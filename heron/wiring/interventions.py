@@ -54,7 +54,7 @@ ROOMS = 200
 class ActivityReport:
     """One thing a person did: ``kind`` ``edit``, ``release`` (with ``path`` and, for an
     edit, its ``headings``) or ``read``, ``search`` (with ``text``). Bounded and redacted
-    by whoever takes it from a client (``heron.server.people``)."""
+    by whoever takes it from a client (``heron.server.features.interventions``)."""
 
     kind: Literal["edit", "release", "read", "search"]
     path: str = ""

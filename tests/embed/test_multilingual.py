@@ -23,7 +23,7 @@ from heron.embed import (
 from heron.embed.e5_onnx import ensure_graph
 from heron.errors import ModelError
 from heron.language import is_english
-from heron.server.embeddings import EmbeddingRequest, cost_of, model_of, texts_of
+from heron.server.doors.embeddings import EmbeddingRequest, cost_of, model_of, texts_of
 from heron.settings import Settings
 from heron.store import Record
 from heron.store.fusion import rocchio

@@ -23,7 +23,7 @@ from mcp.client.streamable_http import streamable_http_client
 
 from heron.keys import open_keys
 from heron.server import create_app
-from heron.server.rpc import RATE_LIMITED
+from heron.server.doors.rpc import RATE_LIMITED
 from heron.settings import Settings
 from tests.llm_servers import ChatServer
 from tests.server.conftest import Served, build_home, heron_env, running

@@ -224,7 +224,7 @@ def test_a_foreign_origin_is_refused_on_every_route(
 
 
 #: What anyone may fetch without the token: the liveness probe, a server's proof of its
-#: home (heron.server.local), and what signing in needs.
+#: home (heron.server.features.local), and what signing in needs.
 OPEN = {("GET", "/health"), ("GET", "/local/hello?nonce=0123456789abcdef"), ("GET", "/signin"),
         ("POST", "/signin"), ("POST", "/signout"), ("GET", "/static/heron.js")}  # fmt: skip
 #: The web page's panes (and the source view their passages link to): without the token

@@ -24,7 +24,7 @@ from heron.interventions.model import MAX_FACT, MAX_ITEM, MAX_ITEMS
 from heron.interventions.service import audio_folder
 from heron.interventions.templates import MAX_SPOKEN
 from heron.interventions.voice import CHUNK, MAX_AUDIO_BYTES
-from heron.server.interventions import open_audio
+from heron.server.features.interventions import open_audio
 from tests.interventions.conftest import (  # noqa: F401 (the interventions tests' fixtures)
     COLLISION,
     make_service,

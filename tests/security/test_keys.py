@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 from heron.cli.app import app as heron_cli
 from heron.keys import SHOWN, open_keys
 from heron.server import create_app
-from heron.server.rpc import FORBIDDEN
+from heron.server.doors.rpc import FORBIDDEN
 from heron.settings import Settings
 
 TOKEN = "admin-token-for-the-keys-attacks-0123456789"

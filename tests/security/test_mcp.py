@@ -275,7 +275,7 @@ def test_heron_mcp_server_answers_a_failing_tool_with_is_error(
     code 0 and the raw exception text; it must be an MCP tool error with a clean one."""
     from mcp.client.client import Client
 
-    from heron.server.mcp import build_server
+    from heron.server.doors.mcp import build_server
     from heron.server.runtime import Runtime
 
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")

@@ -8,7 +8,7 @@ import httpx
 import pytest
 
 from heron.errors import InputError
-from heron.server.numbers import MAX_ID, whole
+from heron.server.http.numbers import MAX_ID, whole
 from tests.security.served import bare_home
 from tests.server import conftest as server
 from tests.server.conftest import Served

@@ -17,7 +17,7 @@ from heron.agent.triage import Triage
 from heron.core.chat import Usage
 from heron.ops.doctor import doctor
 from heron.redact import redact
-from heron.server.metrics import UNKNOWN, Metrics
+from heron.server.features.metrics import UNKNOWN, Metrics
 from heron.settings import Settings
 
 #: Each secret in a setting of its own, in every form a URL or a list can carry one.

@@ -22,7 +22,7 @@ from heron.core.contexts import DEFAULT
 from heron.errors import ConfigError
 from heron.libraries import add_library, index_library
 from heron.server import create_app
-from heron.server.contexts import ContextRefused, choose
+from heron.server.http.contexts import ContextRefused, choose
 from heron.settings import Settings
 from heron.store import open_store
 from tests.libraries.conftest import PAGES, write_pages

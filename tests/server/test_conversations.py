@@ -1,4 +1,5 @@
-"""Conversations per person on a real server on loopback (``heron/server/conversations.py``):
+"""Conversations per person on a real server on loopback
+(``heron/server/features/conversations.py``):
 one CLI ask, one ``/v1`` call (the openai SDK), one MCP ask and three page conversations
 (two by ana, one by bea, each with a named key, as the page makes them: ``sessions.create``
 then ``/chat/stream``). Each person's page list holds exactly their own page

@@ -1,4 +1,4 @@
-"""Named API keys on a real app (``heron.server.keys``): scopes per method and route, 429
+"""Named API keys on a real app (``heron.server.features.keys``): scopes per method and route, 429
 with ``Retry-After`` over a limit, revocation, usage per key; ``HERON_API_TOKEN`` stays an
 admin key. In-process (Starlette's TestClient), without the lifespan: nothing here needs
 the store or a model, so each app is built in milliseconds."""
@@ -23,9 +23,9 @@ from starlette.testclient import TestClient
 
 from heron.keys import SCOPES, Key, OverLimit, open_keys, seconds_to_next_month
 from heron.server import create_app
-from heron.server.keys import KeyMiddleware, Keyring, Tab, rule_for
-from heron.server.metrics import Metrics
-from heron.server.rpc import FORBIDDEN, RATE_LIMITED
+from heron.server.doors.rpc import FORBIDDEN, RATE_LIMITED
+from heron.server.features.keys import KeyMiddleware, Keyring, Tab, rule_for
+from heron.server.features.metrics import Metrics
 from heron.settings import Settings
 from tests.server.conftest import Served
 

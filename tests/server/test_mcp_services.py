@@ -23,7 +23,7 @@ from mcp.shared.exceptions import MCPError
 
 from heron.keys import open_keys
 from heron.server import create_app
-from heron.server.rpc import FORBIDDEN
+from heron.server.doors.rpc import FORBIDDEN
 from heron.settings import Settings
 from heron.tools.mcp_client import MCPClient, parse_config
 from heron.tools.registry import ToolRegistry

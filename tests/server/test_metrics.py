@@ -13,7 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from heron import __version__
 from heron.jobs import STATES, open_jobs
 from heron.server import create_app
-from heron.server.metrics import Metrics
+from heron.server.features.metrics import Metrics
 from heron.settings import Settings
 from tests.llm_servers import KEY, ChatServer, serve
 from tests.server.conftest import Served, running

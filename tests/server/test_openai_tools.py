@@ -25,7 +25,7 @@ import pytest
 from heron.agent.answer import FINISH_REASONS
 from heron.jobs import open_jobs
 from heron.server import create_app
-from heron.server.openai import CompletionRequest, turn
+from heron.server.doors.openai import CompletionRequest, turn
 from heron.settings import Settings
 from tests.server.conftest import WEATHER, Served, running
 

@@ -8,7 +8,7 @@ import anyio
 import httpx
 import pytest
 
-from heron.server.rpc import Registry, dispatch, encode
+from heron.server.doors.rpc import Method, Params, Registry, dispatch, encode
 from tests.server.conftest import Served
 
 
@@ -165,12 +165,14 @@ def not_json(name: str) -> None:
 def test_bugs_and_results_json_cannot_carry_are_internal_errors() -> None:
     registry = Registry()
 
-    def broken(_: object) -> None:
+    def broken(_: object, _rt: object) -> None:
         raise RuntimeError("bug")
 
-    registry.add("broken", broken, summary="Always fails.")
-    registry.add("object", lambda _: object(), summary="A result JSON cannot carry.")
-    registry.add("nan", lambda _: [1.0, float("nan")], summary="A NaN: sent as null.")
+    registry.add(
+        Method("broken", broken, Params, "Always fails."),
+        Method("object", lambda _, _rt: object(), Params, "A result JSON cannot carry."),
+        Method("nan", lambda _, _rt: [1.0, float("nan")], Params, "A NaN: sent as null."),
+    )
     answer = anyio.run(dispatch, registry, b'{"jsonrpc": "2.0", "id": 7, "method": "broken"}')
     assert answer["error"] == {
         "code": -32603,
@@ -189,9 +191,9 @@ def test_bugs_and_results_json_cannot_carry_are_internal_errors() -> None:
 
 def test_a_method_is_registered_once() -> None:
     registry = Registry()
-    registry.add("x", lambda _: 1, summary="One.")
+    registry.add(Method("x", lambda _, _rt: 1, Params, "One."))
     with pytest.raises(ValueError, match="registered twice"):
-        registry.add("x", lambda _: 2, summary="Two.")
+        registry.add(Method("x", lambda _, _rt: 2, Params, "Two."))
 
 
 def test_rpc_only_takes_post(served: Served) -> None:
@@ -207,3 +209,24 @@ def test_a_body_too_large_is_refused_unread(served: Served) -> None:
     assert response.status_code == 413
     error = response.json()["error"]
     assert error["code"] == -32600 and "over 8388608 bytes" in error["message"]
+
+
+def test_the_methods_mcp_offers_are_declared_beside_them_in_order() -> None:
+    """Each feature's ``rpc`` names the tool a method is offered as; MCP lists them in
+    ``FEATURES``' order, after Heron's own tools."""
+    from heron.server.app import FEATURES
+
+    rows = [method for feature in FEATURES for method in feature.rpc]
+    assert len({m.name for m in rows}) == len(rows)  # each method declared once
+    assert [(m.tool.name, m.name) for m in rows if m.tool is not None] == [
+        ("ask", "agent.chat"),
+        ("jobs_list", "jobs.list"),
+        ("jobs_get", "jobs.get"),
+        ("jobs_events", "jobs.events"),
+        ("jobs_create", "jobs.create"),
+        ("jobs_confirm", "jobs.confirm"),
+        ("jobs_deny", "jobs.deny"),
+        ("jobs_abort", "jobs.abort"),
+        ("interventions_list", "interventions.list"),
+        ("interventions_outcome", "interventions.outcome"),
+    ]

@@ -1,4 +1,4 @@
-"""The web page's sign-ins shared by replicas on PostgreSQL (``heron.server.signins``,
+"""The web page's sign-ins shared by replicas on PostgreSQL (``heron.server.http.signins``,
 issue 47): a browser signed in on one replica is signed in on the other, and signing out
 on either signs it out of both."""
 
@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from heron.server import auth
-from heron.server.signins import open_signins
+from heron.server.http import auth
+from heron.server.http.signins import open_signins
 from heron.settings import Settings
 from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 

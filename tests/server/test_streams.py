@@ -1,4 +1,4 @@
-"""Every Server-Sent Events route on sse-starlette (``heron.server.events``): a quiet
+"""Every Server-Sent Events route on sse-starlette (``heron.server.http.events``): a quiet
 stream gets a keep-alive comment within ``server_sse_ping``, every stream carries
 ``X-Accel-Buffering: no``, and a ``/chat/stream`` answer stops when its client has gone."""
 

@@ -1,4 +1,4 @@
-"""A key's rate windows on each backend (``heron.server.windows``): this process's memory,
+"""A key's rate windows on each backend (``heron.server.http.windows``): this process's memory,
 and PostgreSQL, where replicas count one key together (issue 47)."""
 
 from __future__ import annotations
@@ -11,7 +11,13 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from heron.server.windows import HOLD_TTL, DatabaseWindows, MemoryWindows, Windows, open_windows
+from heron.server.http.windows import (
+    HOLD_TTL,
+    DatabaseWindows,
+    MemoryWindows,
+    Windows,
+    open_windows,
+)
 from heron.settings import Settings
 from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 

@@ -4,11 +4,11 @@ JavaScript calls the same JSON-RPC and SSE APIs any client uses.
 
 ``heron.server.web.pages`` is a server feature (``heron.server.hooks``): its ``routes`` are
 what ``heron.server.app`` mounts; the sign-in and its cookie rule are
-``heron.server.auth``, beside the middleware that applies them. See docs/web.md.
+``heron.server.http.auth``, beside the middleware that applies them. See docs/web.md.
 """
 
 from __future__ import annotations
 
-from heron.server.web.pages import lifespan, register, routes
+from heron.server.web.pages import lifespan, routes, rpc
 
-__all__ = ["lifespan", "register", "routes"]
+__all__ = ["lifespan", "routes", "rpc"]

@@ -28,10 +28,10 @@ from heron.core.contexts import DEFAULT
 from heron.errors import InputError
 from heron.keys import PREFIX
 from heron.libraries import read_libraries
-from heron.server import auth
-from heron.server.contexts import PAGE_PARAM, runtime_of
-from heron.server.hooks import no_lifespan, no_methods
-from heron.server.keys import current_key, keyring
+from heron.server.features.keys import current_key, keyring
+from heron.server.hooks import NO_METHODS, no_lifespan
+from heron.server.http import auth
+from heron.server.http.contexts import PAGE_PARAM, runtime_of
 from heron.server.runtime import Runtime
 from heron.server.web import i18n, source
 
@@ -240,5 +240,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     ]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

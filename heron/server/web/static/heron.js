@@ -6,7 +6,7 @@
 "use strict";
 (function () {
   const csrf = document.querySelector('meta[name="heron-csrf"]').content;
-  // The page's context (heron.server.contexts): every call it makes is in it.
+  // The page's context (heron.server.http.contexts): every call it makes is in it.
   const context = document.querySelector('meta[name="heron-context"]').content;
   const messages = window.HeronMessages || {};
   const NOT_FOUND = -32601;

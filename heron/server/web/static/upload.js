@@ -1,4 +1,4 @@
-// Files added to a folder library (POST /upload/{library}, heron.server.uploads): chosen
+// Files added to a folder library (POST /upload/{library}, heron.server.features.uploads): chosen
 // or dropped on the form, or dropped on a library's row in the list; the bytes' progress
 // while they are sent, then the index's stages from the answer's events, one line per
 // file (added, replaced, or refused with the server's reason).

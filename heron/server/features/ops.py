@@ -1,7 +1,7 @@
 """``/health`` (the process answers), ``/ready`` (it can serve), ``/metrics``
 (Prometheus), ``/doctor``, ``POST /watchdog/heartbeat/{name}`` (a watchdog push check),
 and the JSON-RPC methods ``ops.doctor``, ``ops.watchdog`` and ``ops.board`` (the
-watchdog's checks as a status board); ``ops.reload`` is ``heron.server.reload``'s."""
+watchdog's checks as a status board); ``ops.reload`` is ``heron.server.features.reload``'s."""
 
 from __future__ import annotations
 
@@ -30,15 +30,15 @@ from heron.ops.doctor import CHECKS, doctor
 from heron.ops.watchdog import history_path, latest_path, load_config, read_latest
 from heron.ops.watchdog.heartbeats import record_beat
 from heron.ops.watchdog.state import iso
-from heron.server.contexts import runtime_of
+from heron.server.doors.rpc import Methods, Params
+from heron.server.features.keys import key_of
+from heron.server.features.metrics import CONTENT_TYPE, Gauges, Keep, view, watchdog_gauges
+from heron.server.features.reload import reloader
 from heron.server.hooks import endpoint
-from heron.server.keys import key_of
-from heron.server.metrics import CONTENT_TYPE, Gauges, Keep, view, watchdog_gauges
-from heron.server.reload import reloader
-from heron.server.replies import heron_error, invalid, not_found
-from heron.server.rpc import Params, Registry
+from heron.server.http.contexts import runtime_of
+from heron.server.http.replies import heron_error, invalid, not_found
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 from heron.tenancy import namespaces_seen, sees_everything
 
 log = logging.getLogger("heron.server")
@@ -136,7 +136,7 @@ async def ready(rt: Runtime, request: Request) -> Response:
 
 
 def metrics_view(rt: Runtime, request: Request) -> Keep | None:
-    """What ``/metrics`` shows the request's caller (``heron.server.metrics.view``);
+    """What ``/metrics`` shows the request's caller (``heron.server.features.metrics.view``);
     ``None``: everything, to the server's administrator."""
     key = key_of(request)
     if sees_everything(key):
@@ -188,7 +188,7 @@ async def doctor_route(rt: Runtime, request: Request) -> Response:
     """``GET /doctor?check=store&check=libraries``: 200 when every check passes, else 503,
     with the report either way. A ``GET`` is the offline checks, writing nothing: a link,
     an image tag or a page that polls it must cost nothing. ``POST /doctor?offline=0``
-    (which a cross-site page cannot send: ``heron.server.origins``) also calls each model
+    (which a cross-site page cannot send: ``heron.server.http.origins``) also calls each model
     and reaches each MCP server, as ``ops.doctor`` does."""
     params = request.query_params
     given = params.get("offline", "1")
@@ -323,40 +323,41 @@ class DoctorParams(Params):
     )
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """Add ``ops.doctor``, ``ops.watchdog`` and ``ops.board`` to
-    ``registry``, and the scrape-time gauges to the runtime's metrics."""
-    rt.metrics.watch(lambda: gauges(rt))
-    method = registry.method
+#: ``ops.doctor``, ``ops.watchdog`` and ``ops.board``.
+rpc = Methods()
 
-    @method(
-        "ops.doctor",
-        DoctorParams,
-        summary="Run heron doctor's checks; the report as heron doctor --json prints it.",
-    )
-    def ops_doctor(p: DoctorParams) -> dict[str, Any]:
-        return run_doctor(rt, p.checks, p.offline)
 
-    @method(
-        "ops.watchdog",
-        summary="The watchdog's latest report (heron watchdog report --json).",
-        scope="read",
-    )
-    def watchdog(_: Params) -> dict[str, Any]:
-        return read_latest(latest_path(rt.settings.home))
+@rpc.method(
+    "ops.doctor",
+    DoctorParams,
+    summary="Run heron doctor's checks; the report as heron doctor --json prints it.",
+)
+def ops_doctor(p: DoctorParams, rt: Runtime) -> dict[str, Any]:
+    return run_doctor(rt, p.checks, p.offline)
 
-    @method(
-        "ops.board",
-        summary="The watchdog's checks as a status board: colour, last change, last runs.",
-        scope="read",
-    )
-    def ops_board(_: Params) -> dict[str, Any]:
-        return board(rt.settings.home)
+
+@rpc.method(
+    "ops.watchdog",
+    summary="The watchdog's latest report (heron watchdog report --json).",
+    scope="read",
+)
+def watchdog(_: Params, rt: Runtime) -> dict[str, Any]:
+    return read_latest(latest_path(rt.settings.home))
+
+
+@rpc.method(
+    "ops.board",
+    summary="The watchdog's checks as a status board: colour, last change, last runs.",
+    scope="read",
+)
+def ops_board(_: Params, rt: Runtime) -> dict[str, Any]:
+    return board(rt.settings.home)
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:
-    """``/health``, ``/ready``, ``/metrics``, ``/doctor`` and the watchdog's heartbeats."""
-
+    """``/health``, ``/ready``, ``/metrics``, ``/doctor`` and the watchdog's heartbeats;
+    the gauges ``/metrics`` shows, read at each scrape, join the runtime's metrics."""
+    rt.metrics.watch(lambda: gauges(rt))
     return [
         Route("/health", health, methods=["GET"]),
         Route("/ready", endpoint(ready, rt), methods=["GET"]),

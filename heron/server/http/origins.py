@@ -60,7 +60,7 @@ from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from heron.errors import ConfigError
-from heron.server.replies import for_path
+from heron.server.http.replies import for_path
 
 #: ``name[:port]`` where name is a DNS name, an IPv4 address or a bracketed IPv6 one.
 _HOST = re.compile(r"(?P<name>\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9_.\-]+)(?::(?P<port>[0-9]{1,5}))?")

@@ -27,7 +27,6 @@ workers runs every context's jobs, each in its own context (``JobRunner.within``
 from __future__ import annotations
 
 import asyncio
-import functools
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -40,11 +39,11 @@ from starlette.routing import BaseRoute, Route
 
 from heron.errors import HeronError, InputError
 from heron.jobs import JobNotFound, Risk, State
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
-from heron.server.numbers import Position, whole
-from heron.server.replies import heron_error, invalid, not_found
-from heron.server.rpc import Params, Registry
+from heron.server.doors.rpc import McpTool, Methods, Params
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.numbers import Position, whole
+from heron.server.http.replies import heron_error, invalid, not_found
 from heron.server.runtime import Runtime
 from heron.tenancy import namespaces_seen
 from heron.wiring.jobs import job_runner
@@ -87,49 +86,89 @@ class ListParams(Params):
     room: str | None = Field(default=None, max_length=200, description="Only this room's jobs.")
 
 
-def register(registry: Registry, runtime: Runtime) -> None:
-    """Add the ``jobs.*`` JSON-RPC methods to ``registry``, each on the jobs of the
-    caller's context (``rt.jobs``)."""
-    # A key's jobs scope; the caller's context's jobs only.
-    method = functools.partial(registry.method, scope="jobs", reach="context")
+#: The ``jobs.*`` methods, each on the jobs of the caller's context (``rt.jobs``), with a
+#: key's jobs scope.
+rpc = Methods(reach="context", scope="jobs")
 
-    @method("jobs.create", CreateParams, summary="Queue a job in this context; returns it.")
-    def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
-        job = rt.jobs.create(
-            p.prompt,
-            p.success_criteria,
-            p.risk_level,
-            p.requires_confirmation,
-            by=p.by,
-            session_id=p.session_id,
-            room=p.room,
-        )
-        return job.to_dict()
 
-    @method("jobs.list", ListParams, summary="Jobs, newest first.")
-    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
-        found = rt.jobs.list(p.state, p.limit, session_id=p.session_id, room=p.room)
-        return [job.to_dict() for job in found]
+@rpc.method(
+    "jobs.list",
+    ListParams,
+    summary="Jobs, newest first.",
+    tool=McpTool("jobs_list", "List jobs", "read", idempotent=True),
+)
+def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
+    found = rt.jobs.list(p.state, p.limit, session_id=p.session_id, room=p.room)
+    return [job.to_dict() for job in found]
 
-    @method("jobs.get", IdParams, summary="One job.")
-    def get(p: IdParams, rt: Runtime) -> dict[str, Any]:
-        return rt.jobs.get(p.id).to_dict()
 
-    @method("jobs.events", EventsParams, summary="A job's events, oldest first.")
-    def events(p: EventsParams, rt: Runtime) -> list[dict[str, Any]]:
-        return [e.to_dict() for e in rt.jobs.events(p.id, p.after, p.limit)]
+@rpc.method(
+    "jobs.get",
+    IdParams,
+    summary="One job.",
+    tool=McpTool("jobs_get", "Show a job", "read", idempotent=True),
+)
+def get(p: IdParams, rt: Runtime) -> dict[str, Any]:
+    return rt.jobs.get(p.id).to_dict()
 
-    @method("jobs.confirm", ActParams, summary="Let a job waiting for confirmation act.")
-    def confirm(p: ActParams, rt: Runtime) -> dict[str, Any]:
-        return rt.jobs.confirm(p.id, p.by).to_dict()
 
-    @method("jobs.deny", ActParams, summary="End a job waiting for confirmation without acting.")
-    def deny(p: ActParams, rt: Runtime) -> dict[str, Any]:
-        return rt.jobs.deny(p.id, p.by).to_dict()
+@rpc.method(
+    "jobs.events",
+    EventsParams,
+    summary="A job's events, oldest first.",
+    tool=McpTool("jobs_events", "A job's events", "read", idempotent=True),
+)
+def events(p: EventsParams, rt: Runtime) -> list[dict[str, Any]]:
+    return [e.to_dict() for e in rt.jobs.events(p.id, p.after, p.limit)]
 
-    @method("jobs.abort", ActParams, summary="Stop a job now, killing its running command.")
-    def abort(p: ActParams, rt: Runtime) -> dict[str, Any]:
-        return rt.jobs.abort(p.id, p.by).to_dict()
+
+@rpc.method(
+    "jobs.create",
+    CreateParams,
+    summary="Queue a job in this context; returns it.",
+    tool=McpTool("jobs_create", "Queue a job", "write", idempotent=False),
+)
+def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+    job = rt.jobs.create(
+        p.prompt,
+        p.success_criteria,
+        p.risk_level,
+        p.requires_confirmation,
+        by=p.by,
+        session_id=p.session_id,
+        room=p.room,
+    )
+    return job.to_dict()
+
+
+@rpc.method(
+    "jobs.confirm",
+    ActParams,
+    summary="Let a job waiting for confirmation act.",
+    tool=McpTool("jobs_confirm", "Confirm a waiting job", "execute", idempotent=True),
+)
+def confirm(p: ActParams, rt: Runtime) -> dict[str, Any]:
+    return rt.jobs.confirm(p.id, p.by).to_dict()
+
+
+@rpc.method(
+    "jobs.deny",
+    ActParams,
+    summary="End a job waiting for confirmation without acting.",
+    tool=McpTool("jobs_deny", "Deny a waiting job", "write", idempotent=True),
+)
+def deny(p: ActParams, rt: Runtime) -> dict[str, Any]:
+    return rt.jobs.deny(p.id, p.by).to_dict()
+
+
+@rpc.method(
+    "jobs.abort",
+    ActParams,
+    summary="Stop a job now, killing its running command.",
+    tool=McpTool("jobs_abort", "Abort a job", "write", idempotent=True),
+)
+def abort(p: ActParams, rt: Runtime) -> dict[str, Any]:
+    return rt.jobs.abort(p.id, p.by).to_dict()
 
 
 def routes(runtime: Runtime) -> list[BaseRoute]:

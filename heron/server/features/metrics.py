@@ -131,6 +131,21 @@ class _ScrapeCollector(Collector):
         return []  # values unknown until scraped: nothing to check at registration
 
 
+def _standard(registry: CollectorRegistry) -> None:
+    """The process's, the platform's and the garbage collector's families, and
+    ``heron_build`` (the running version)."""
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    Info("heron_build", "The running Heron.", registry=registry).info(
+        {
+            "version": __version__,
+            "python": platform.python_version(),
+            "implementation": platform.python_implementation(),
+        }
+    )
+
+
 class Metrics:
     """Thread-safe (``prometheus_client`` locks each value): handlers in the threadpool
     and on the event loop both report here. ``tools()`` and ``models()``: the names a
@@ -145,17 +160,7 @@ class Metrics:
         self.known_tools = tools
         self.known_models = models
         self.registry = CollectorRegistry()
-        r = self.registry
-        ProcessCollector(registry=r)
-        PlatformCollector(registry=r)
-        GCCollector(registry=r)
-        Info("heron_build", "The running Heron.", registry=r).info(
-            {
-                "version": __version__,
-                "python": platform.python_version(),
-                "implementation": platform.python_implementation(),
-            }
-        )
+        _standard(self.registry)
         # Names without _total: prometheus_client adds it to counters.
         self.http = self._counter(
             "heron_http_requests", "HTTP requests answered.", "route", "method", "status"
@@ -170,6 +175,33 @@ class Metrics:
         self.rpc_seconds = self._histogram(
             "heron_rpc_call_duration_seconds", "JSON-RPC call latency.", "method"
         )
+        self._model_families()
+        self.tools = self._counter(
+            "heron_tool_calls", "Tool calls by the agent.", "tool", "outcome"
+        )
+        self.stages = self._histogram(
+            "heron_answer_stage_duration_seconds", "Seconds per stage of a chat answer.", "stage"
+        )
+        self.search_seconds = self._histogram(
+            "heron_search_duration_seconds", "Library searches (search.query), by mode.", "mode"
+        )
+        self.key_requests = self._counter(
+            "heron_key_requests", "Requests per API key, by outcome.", "key", "outcome"
+        )
+        self.spend = self._counter(
+            "heron_spend_dollars",
+            "Dollars model calls cost, per API key (empty: none), context and model alias.",
+            "key",
+            "context",
+            "model",
+        )
+        self.key_tokens = self._counter(
+            "heron_key_tokens", "Model tokens per API key, in and out.", "key", "direction"
+        )
+
+    def _model_families(self) -> None:
+        """The model calls' families: answers, tokens, retries, fallbacks, cooldowns and
+        the response cache, by alias."""
         self.answer_seconds = self._histogram(
             "heron_model_answer_duration_seconds", "Chat answers, whole, by alias.", "model"
         )
@@ -199,28 +231,6 @@ class Metrics:
         )
         self.cache_saved = self._counter(
             "heron_cache_saved_dollars", "What the cache's answers would have cost.", "model"
-        )
-        self.tools = self._counter(
-            "heron_tool_calls", "Tool calls by the agent.", "tool", "outcome"
-        )
-        self.stages = self._histogram(
-            "heron_answer_stage_duration_seconds", "Seconds per stage of a chat answer.", "stage"
-        )
-        self.search_seconds = self._histogram(
-            "heron_search_duration_seconds", "Library searches (search.query), by mode.", "mode"
-        )
-        self.key_requests = self._counter(
-            "heron_key_requests", "Requests per API key, by outcome.", "key", "outcome"
-        )
-        self.spend = self._counter(
-            "heron_spend_dollars",
-            "Dollars model calls cost, per API key (empty: none), context and model alias.",
-            "key",
-            "context",
-            "model",
-        )
-        self.key_tokens = self._counter(
-            "heron_key_tokens", "Model tokens per API key, in and out.", "key", "direction"
         )
 
     def _counter(self, name: str, doc: str, *labels: str) -> Counter:

@@ -35,7 +35,6 @@ job's card is raised in the job's. A card's audio is served only in the card's c
 from __future__ import annotations
 
 import asyncio
-import functools
 import json
 import logging
 import os
@@ -62,12 +61,12 @@ from heron.interventions.voice import AUDIO_NAME, CHUNK
 from heron.jobs import Job
 from heron.keys import ADMIN, Forbidden
 from heron.redact import redact
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
-from heron.server.keys import current_key
-from heron.server.numbers import RecordId, whole
-from heron.server.replies import heron_error, invalid, not_found, read_body
-from heron.server.rpc import Params, Registry
+from heron.server.doors.rpc import McpTool, Methods, Params, registry_of
+from heron.server.features.keys import current_key
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.numbers import RecordId, whole
+from heron.server.http.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 from heron.wiring.interventions import ActivityReport, Scan
 
@@ -167,142 +166,163 @@ class ListParams(Params):
     active_only: bool = False
 
 
-def register(registry: Registry, runtime: Runtime) -> None:
-    """Add the ``interventions.*`` JSON-RPC methods to ``registry``, each on the
-    interventions of the caller's context (``rt.interventions``)."""
-    method = functools.partial(registry.method, reach="context")
+#: The ``interventions.*`` and ``people.*`` methods, each on the interventions of the
+#: caller's context (``rt.interventions``).
+rpc = Methods(reach="context")
 
-    @method("interventions.raise", RaiseParams, summary="Raise a condition; returns it.")
-    def raise_(p: RaiseParams, rt: Runtime) -> dict[str, Any]:
-        service = rt.interventions
-        done = service.raise_(p.kind, p.key, p.room, p.severity, p.facts, actor=p.actor or "api")
-        return done.to_dict()
 
-    @method(
-        "interventions.resolve", ResolveParams, summary="End an active condition; its key re-arms."
+@rpc.method("interventions.raise", RaiseParams, summary="Raise a condition; returns it.")
+def raise_(p: RaiseParams, rt: Runtime) -> dict[str, Any]:
+    service = rt.interventions
+    done = service.raise_(p.kind, p.key, p.room, p.severity, p.facts, actor=p.actor or "api")
+    return done.to_dict()
+
+
+@rpc.method(
+    "interventions.resolve", ResolveParams, summary="End an active condition; its key re-arms."
+)
+def resolve(p: ResolveParams, rt: Runtime) -> dict[str, Any]:
+    return rt.interventions.resolve(p.room, p.key).to_dict()
+
+
+@rpc.method(
+    "interventions.list",
+    ListParams,
+    summary="Interventions, newest first.",
+    scope="read",
+    tool=McpTool("interventions_list", "List interventions", "read", idempotent=True),
+)
+def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
+    found = rt.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
+    return [i.to_dict() for i in found]
+
+
+@rpc.method(
+    "interventions.outcome",
+    OutcomeParams,
+    summary="Record accept or dismiss, once.",
+    scope="chat",  # the card's reader decides; raise and resolve need admin
+    tool=McpTool(
+        "interventions_outcome", "Accept or dismiss an intervention", "write", idempotent=True
+    ),
+)
+def outcome(p: OutcomeParams, rt: Runtime) -> dict[str, Any]:
+    return rt.interventions.outcome(p.id, p.outcome, p.by).to_dict()
+
+
+@rpc.method(
+    "interventions.stats",
+    StatsParams,
+    summary="Per kind: raised, delivered, suppressed, accepted, dismissed; what was learned.",
+    scope="read",
+)
+def stats(p: StatsParams, rt: Runtime) -> dict[str, Any]:
+    service = rt.interventions
+    return {
+        "kinds": [s.to_dict() for s in service.stats()],
+        "learned": [item.to_dict() for item in service.learned(p.room)],
+        "changes": [change.to_dict() for change in service.changes(p.room, limit=100)],
+    }
+
+
+@rpc.method(
+    "interventions.reset",
+    ResetParams,
+    summary="Undo what was learned of a kind in a room: back to its policy.",
+)
+def reset(p: ResetParams, rt: Runtime) -> dict[str, Any]:
+    return rt.interventions.reset(p.room, p.kind, p.by).to_dict()
+
+
+@rpc.method(
+    "interventions.ping_teammate",
+    PingParams,
+    summary="Ask a teammate to sync up (a research-overlap card's action).",
+)
+def ping(p: PingParams, rt: Runtime) -> dict[str, Any]:
+    return rt.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
+
+
+@rpc.method("people.join", JoinParams, summary="Put a person in a room's roster.", scope="chat")
+def join(p: JoinParams, rt: Runtime) -> dict[str, Any]:
+    _as(p.person, channel=p.channel or PAGE)
+    return rt.interventions.join(p.room, p.person, p.channel).to_dict()
+
+
+@rpc.method(
+    "people.leave", MemberParams, summary="Take a person out of a room's roster.", scope="chat"
+)
+def leave(p: MemberParams, rt: Runtime) -> dict[str, Any]:
+    _as(p.person)
+    return {
+        "room": p.room,
+        "person": p.person,
+        "left": rt.interventions.leave(p.room, p.person),
+    }
+
+
+@rpc.method("people.list", RosterParams, summary="A room's roster.", scope="read")
+def roster(p: RosterParams, rt: Runtime) -> list[dict[str, Any]]:
+    return [m.to_dict() for m in rt.interventions.roster(p.room)]
+
+
+@rpc.method(
+    "people.activity",
+    ActivityParams,
+    summary="What a person edits or reads outside Heron: feeds the collision and "
+    "research-overlap cards of the room.",
+    scope="chat",
+)
+def activity(p: ActivityParams, rt: Runtime) -> list[dict[str, Any]]:
+    _as(p.person)
+    if p.kind in ("edit", "release") and not p.path.strip():
+        raise InputError(f"An {p.kind} names the file: give path.")
+    if p.kind in ("read", "search") and not p.text.strip():
+        raise InputError(f"A {p.kind} says what: give text (a title, the words searched).")
+    report = ActivityReport(
+        p.kind,
+        path=redact(p.path.strip()),
+        text=redact(p.text.strip()),
+        headings=tuple(redact(h)[:MAX_HEADING] for h in p.headings),
     )
-    def resolve(p: ResolveParams, rt: Runtime) -> dict[str, Any]:
-        return rt.interventions.resolve(p.room, p.key).to_dict()
+    raised = rt.observers.report(p.room, p.person, report)
+    return [i.to_dict() for i in raised]
 
-    @method(
-        "interventions.outcome",
-        OutcomeParams,
-        summary="Record accept or dismiss, once.",
-        scope="chat",  # the card's reader decides; raise and resolve need admin
-    )
-    def outcome(p: OutcomeParams, rt: Runtime) -> dict[str, Any]:
-        return rt.interventions.outcome(p.id, p.outcome, p.by).to_dict()
 
-    @method("interventions.list", ListParams, summary="Interventions, newest first.", scope="read")
-    def list_(p: ListParams, rt: Runtime) -> list[dict[str, Any]]:
-        found = rt.interventions.list(p.room, limit=p.limit, active_only=p.active_only)
-        return [i.to_dict() for i in found]
-
-    @method(
-        "interventions.stats",
-        StatsParams,
-        summary="Per kind: raised, delivered, suppressed, accepted, dismissed; what was learned.",
-        scope="read",
-    )
-    def stats(p: StatsParams, rt: Runtime) -> dict[str, Any]:
-        service = rt.interventions
-        return {
-            "kinds": [s.to_dict() for s in service.stats()],
-            "learned": [item.to_dict() for item in service.learned(p.room)],
-            "changes": [change.to_dict() for change in service.changes(p.room, limit=100)],
-        }
-
-    @method(
-        "interventions.reset",
-        ResetParams,
-        summary="Undo what was learned of a kind in a room: back to its policy.",
-    )
-    def reset(p: ResetParams, rt: Runtime) -> dict[str, Any]:
-        return rt.interventions.reset(p.room, p.kind, p.by).to_dict()
-
-    @method(
-        "interventions.ping_teammate",
-        PingParams,
-        summary="Ask a teammate to sync up (a research-overlap card's action).",
-    )
-    def ping(p: PingParams, rt: Runtime) -> dict[str, Any]:
-        return rt.interventions.ping(p.room, p.by, p.teammate, p.about).to_dict()
-
-    @method("people.join", JoinParams, summary="Put a person in a room's roster.", scope="chat")
-    def join(p: JoinParams, rt: Runtime) -> dict[str, Any]:
-        _as(p.person, channel=p.channel or PAGE)
-        return rt.interventions.join(p.room, p.person, p.channel).to_dict()
-
-    @method(
-        "people.leave", MemberParams, summary="Take a person out of a room's roster.", scope="chat"
-    )
-    def leave(p: MemberParams, rt: Runtime) -> dict[str, Any]:
-        _as(p.person)
-        return {
-            "room": p.room,
-            "person": p.person,
-            "left": rt.interventions.leave(p.room, p.person),
-        }
-
-    @method("people.list", RosterParams, summary="A room's roster.", scope="read")
-    def roster(p: RosterParams, rt: Runtime) -> list[dict[str, Any]]:
-        return [m.to_dict() for m in rt.interventions.roster(p.room)]
-
-    @method(
-        "people.activity",
-        ActivityParams,
-        summary="What a person edits or reads outside Heron: feeds the collision and "
-        "research-overlap cards of the room.",
-        scope="chat",
-    )
-    def activity(p: ActivityParams, rt: Runtime) -> list[dict[str, Any]]:
-        _as(p.person)
-        if p.kind in ("edit", "release") and not p.path.strip():
-            raise InputError(f"An {p.kind} names the file: give path.")
-        if p.kind in ("read", "search") and not p.text.strip():
-            raise InputError(f"A {p.kind} says what: give text (a title, the words searched).")
-        report = ActivityReport(
-            p.kind,
-            path=redact(p.path.strip()),
-            text=redact(p.text.strip()),
-            headings=tuple(redact(h)[:MAX_HEADING] for h in p.headings),
+@rpc.method(
+    "interventions.act",
+    ActParams,
+    summary="Run one of a card's actions as the person who clicked it.",
+)
+async def act(p: ActParams, rt: Runtime) -> dict[str, Any]:
+    service = await run_in_threadpool(lambda: rt.interventions)
+    item = await run_in_threadpool(service.get, p.id)
+    if not item.delivered or item.resolved_at is not None:
+        raise InputError(
+            f"Intervention {p.id} is over (its condition ended): its actions no longer "
+            "apply. See: heron interventions list --active"
         )
-        raised = rt.observers.report(p.room, p.person, report)
-        return [i.to_dict() for i in raised]
-
-    @method(
-        "interventions.act",
-        ActParams,
-        summary="Run one of a card's actions as the person who clicked it.",
-    )
-    async def act(p: ActParams, rt: Runtime) -> dict[str, Any]:
-        service = await run_in_threadpool(lambda: rt.interventions)
-        item = await run_in_threadpool(service.get, p.id)
-        if not item.delivered or item.resolved_at is not None:
-            raise InputError(
-                f"Intervention {p.id} is over (its condition ended): its actions no longer "
-                "apply. See: heron interventions list --active"
-            )
-        if p.action >= len(item.actions):
-            raise InputError(f"Intervention {p.id} has {len(item.actions)} action(s).")
-        action = item.actions[p.action]
-        target = registry.methods.get(action.method)
-        if target is None or action.method == "interventions.act":
-            raise InputError(f"The action {action.label!r} calls no method this server has.")
-        # The card's own params, from its template and its facts; the caller adds only
-        # who clicked (and, for a method that takes one, the card's room).
-        params = dict(action.params)
-        context = {"by": p.by, "room": item.room}
-        params |= {k: v for k, v in context.items() if k in target.params.model_fields}
-        try:  # in the card's context, which is the caller's
-            result = await registry.call(action.method, params, rt)
-        finally:
-            await run_in_threadpool(_settle, rt, [item])
-        if item.outcome is None:
-            with suppress(InputError):  # decided meanwhile: the first outcome stands
-                await run_in_threadpool(service.outcome, item.id, "accept", p.by)
-        done = await run_in_threadpool(service.get, item.id)
-        return {"intervention": done.to_dict(), "result": result}
+    if p.action >= len(item.actions):
+        raise InputError(f"Intervention {p.id} has {len(item.actions)} action(s).")
+    action = item.actions[p.action]
+    registry = registry_of(rt)
+    target = registry.methods.get(action.method)
+    if target is None or action.method == "interventions.act":
+        raise InputError(f"The action {action.label!r} calls no method this server has.")
+    # The card's own params, from its template and its facts; the caller adds only
+    # who clicked (and, for a method that takes one, the card's room).
+    params = dict(action.params)
+    context = {"by": p.by, "room": item.room}
+    params |= {k: v for k, v in context.items() if k in target.params.model_fields}
+    try:  # in the card's context, which is the caller's
+        result = await registry.call(action.method, params, rt)
+    finally:
+        await run_in_threadpool(_settle, rt, [item])
+    if item.outcome is None:
+        with suppress(InputError):  # decided meanwhile: the first outcome stands
+            await run_in_threadpool(service.outcome, item.id, "accept", p.by)
+    done = await run_in_threadpool(service.get, item.id)
+    return {"intervention": done.to_dict(), "result": result}
 
 
 @dataclass(frozen=True)

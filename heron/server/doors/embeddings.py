@@ -24,7 +24,7 @@ each text, whatever its length), weighed by the model's cost (``cost_of``), and 
 ``embeddings_concurrency`` requests at once (one more is a 429 with ``Retry-After``).
 With the defaults, the multilingual pair takes at most 180 texts a request, MiniLM 630.
 The texts are embedded ``BATCH`` at a time, and a client that disconnects stops the
-work at the next batch (``heron.server.gone``).
+work at the next batch (``heron.server.http.gone``).
 """
 
 from __future__ import annotations
@@ -45,12 +45,12 @@ from heron.embed import Embedder, MultilingualEmbedder
 from heron.embed.base import clean_texts
 from heron.errors import HeronError
 from heron.llm.payload import CHARS_PER_TOKEN
-from heron.server.gone import gone, unless_gone
-from heron.server.hooks import no_lifespan, no_methods
-from heron.server.keys import spend
-from heron.server.replies import heron_error, invalid, openai_error, read_body
+from heron.server.features.keys import spend
+from heron.server.hooks import NO_METHODS, no_lifespan
+from heron.server.http.gone import gone, unless_gone
+from heron.server.http.replies import heron_error, invalid, openai_error, read_body
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 
 #: Texts in one request, OpenAI's own limit.
 MAX_INPUTS = 2048
@@ -231,5 +231,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     return [Route("/v1/embeddings", Embeddings(rt).handle, methods=["POST"])]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

@@ -3,10 +3,10 @@ every HTTP request; ``TokenMiddleware``: the bearer token check. Pure ASGI, so s
 pass through untouched.
 
 The app stacks them (outermost first): ``RequestMiddleware``, ``HostOriginMiddleware``
-(``heron.server.origins``), CORS for listed origins, ``TokenMiddleware``,
-``KeyMiddleware`` (``heron.server.keys``: named keys, scopes and limits),
-``ContextMiddleware`` (``heron.server.contexts``: after the key, which may bind one),
-``BodyMiddleware`` (``heron.server.bodies``). So every refusal is logged and counted with
+(``heron.server.http.origins``), CORS for listed origins, ``TokenMiddleware``,
+``KeyMiddleware`` (``heron.server.features.keys``: named keys, scopes and limits),
+``ContextMiddleware`` (``heron.server.http.contexts``: after the key, which may bind one),
+``BodyMiddleware`` (``heron.server.http.bodies``). So every refusal is logged and counted with
 its request id, a browser's preflight is answered before a token is asked for (browsers
 send none), and no body is read for a request that is refused anyway."""
 
@@ -21,15 +21,15 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from heron.keys import PREFIX
-from heron.server import auth
-from heron.server.logs import request_id
-from heron.server.metrics import Metrics
-from heron.server.replies import for_path
+from heron.server.features.metrics import Metrics
+from heron.server.http import auth
+from heron.server.http.logs import request_id
+from heron.server.http.replies import for_path
 
 log = logging.getLogger("heron.server.access")
 
 _GOOD_ID = re.compile(r"^[A-Za-z0-9_.\-]{1,64}$")
-#: Where a command proves a server is its home's (``heron.server.local``).
+#: Where a command proves a server is its home's (``heron.server.features.local``).
 HELLO = "/local/hello"
 #: Paths reachable without the token: liveness probes carry no secrets, nor does the
 #: hello (an HMAC under a secret used for nothing else).
@@ -90,7 +90,7 @@ class RequestMiddleware:
 
 class TokenMiddleware:
     """401 unless the request carries ``Authorization: Bearer <token>`` or a live sign-in
-    session (``heron.server.auth``); no check when the server has no token (loopback),
+    session (``heron.server.http.auth``); no check when the server has no token (loopback),
     and none for ``OPEN_PATHS``. A wrong token is answered after the throttle's delay,
     and a client with too many wrong ones is answered 429 (``Retry-After``)."""
 

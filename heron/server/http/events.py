@@ -22,7 +22,7 @@ import anyio
 from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.concurrency import iterate_in_threadpool, run_in_threadpool
 
-from heron.server.strictjson import dumps
+from heron.server.http.strictjson import dumps
 from heron.settings import Settings
 
 SEP = "\n"

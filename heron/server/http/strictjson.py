@@ -9,7 +9,7 @@ and a lone surrogate is escaped.
 
 >>> loads(b'{"id": NaN}')
 Traceback (most recent call last):
-heron.server.strictjson.JsonRefused: NaN is not JSON; send a finite number or a string.
+heron.server.http.strictjson.JsonRefused: NaN is not JSON; send a finite number or a string.
 >>> dumps({"score": float("nan")})
 '{"score": null}'
 """

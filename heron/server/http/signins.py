@@ -1,7 +1,7 @@
 """The web page's sign-ins in PostgreSQL, so that a browser signed in on one replica is
 signed in on every replica behind the load balancer, and signed out of all at once.
 
-``heron.server.auth.Sessions`` keeps each session's id hashed with its expiry. On one
+``heron.server.http.auth.Sessions`` keeps each session's id hashed with its expiry. On one
 machine that record is in memory (a restart signs everyone out, as before). With
 ``HERON_DATABASE_URL`` on PostgreSQL it is also a row of ``heron_signins`` (the hash and
 the expiry, never the id): a replica that does not know a cookie's session looks it up
@@ -36,7 +36,7 @@ CREATE INDEX {p}signins_expiry ON {p}signins (expires_at);
         "ALTER TABLE {p}signins ADD COLUMN key text;",
     ),
     rebuild="",
-    reopen="heron.server.signins.open_signins(settings)",
+    reopen="heron.server.http.signins.open_signins(settings)",
     advice="then sign in again",
 )
 

@@ -28,10 +28,10 @@ is written. The work goes on if the client leaves: the files are written and ind
 they act in the request's context (``X-Heron-Context``, or the key's), whose libraries
 alone they see; the library's folder must be under ``HERON_LIBRARY_ROOTS`` (``caller =
 "api"``). A browser reaches the route from Heron's own pages only
-(``heron.server.origins.OWN_PAGES_ONLY``: every request there writes), with the page's
+(``heron.server.http.origins.OWN_PAGES_ONLY``: every request there writes), with the page's
 CSRF header when the server has a token; the body may be up to
 ``HERON_LIBRARY_UPLOAD_MAX_BYTES`` and a little more for the multipart framing
-(``heron.server.bodies``).
+(``heron.server.http.bodies``).
 """
 
 from __future__ import annotations
@@ -62,16 +62,16 @@ from heron.libraries.upload import (
     new_library,
     remove_file,
 )
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, message
+from heron.server.doors.rpc import Methods, Params
+from heron.server.features.methods import LibraryName
 from heron.server.hooks import endpoint, no_lifespan
-from heron.server.methods import LibraryName
-from heron.server.replies import heron_error, invalid
-from heron.server.rpc import Params, Registry
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, message
+from heron.server.http.replies import heron_error, invalid
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 
-#: The route's path; ``heron.server.bodies`` and ``heron.server.origins`` name its prefix.
+#: The route's path; ``heron.server.http.bodies`` and ``heron.server.http.origins`` name its prefix.
 UPLOAD = "/upload/{library}"
 #: Form fields besides the files: folder and replace, with room to spare.
 MAX_FIELDS = 8
@@ -112,40 +112,40 @@ def decoded(files: list[FileParam]) -> list[NewFile]:
     return out
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """``library.create``, ``library.add_files`` and ``library.remove_file``: admin, in
-    the caller's context."""
+#: ``library.create``, ``library.add_files`` and ``library.remove_file``: admin, in the
+#: caller's context.
+rpc = Methods(reach="context")
 
-    @registry.method(
-        "library.create",
-        LibraryName,
-        summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
-        reach="context",
-    )
-    def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
-        return new_library(p.name, rt.settings).to_dict()
 
-    @registry.method(
-        "library.add_files",
-        AddFilesParams,
-        summary="Add files (base64) to a folder library and index them.",
-        reach="context",
-    )
-    def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
-        files = decoded(p.files)
-        report = add_files(
-            p.name, files, rt.store, rt.settings, under=p.folder, replace=p.replace, caller="api"
-        )
-        return report.to_dict()
+@rpc.method(
+    "library.create",
+    LibraryName,
+    summary="Make an empty folder library under HERON_LIBRARY_ROOTS to add files to.",
+)
+def library_create(p: LibraryName, rt: Runtime) -> dict[str, Any]:
+    return new_library(p.name, rt.settings).to_dict()
 
-    @registry.method(
-        "library.remove_file",
-        RemoveFileParams,
-        summary="Delete a page's file from a folder library, and its records.",
-        reach="context",
+
+@rpc.method(
+    "library.add_files",
+    AddFilesParams,
+    summary="Add files (base64) to a folder library and index them.",
+)
+def library_add_files(p: AddFilesParams, rt: Runtime) -> dict[str, Any]:
+    files = decoded(p.files)
+    report = add_files(
+        p.name, files, rt.store, rt.settings, under=p.folder, replace=p.replace, caller="api"
     )
-    def library_remove_file(p: RemoveFileParams, rt: Runtime) -> dict[str, Any]:
-        return remove_file(p.name, p.path, rt.store, rt.settings, caller="api")
+    return report.to_dict()
+
+
+@rpc.method(
+    "library.remove_file",
+    RemoveFileParams,
+    summary="Delete a page's file from a folder library, and its records.",
+)
+def library_remove_file(p: RemoveFileParams, rt: Runtime) -> dict[str, Any]:
+    return remove_file(p.name, p.path, rt.store, rt.settings, caller="api")
 
 
 async def _form(request: Request, most: int) -> tuple[list[NewFile], str, bool] | Response:

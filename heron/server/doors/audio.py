@@ -25,11 +25,11 @@ from starlette.routing import BaseRoute, Route
 from heron.errors import HeronError, InputError
 from heron.llm import Broker
 from heron.llm.speech import FORMATS, MAX_INPUT
-from heron.server.contexts import runtime_of
-from heron.server.hooks import no_lifespan, no_methods
-from heron.server.replies import heron_error, invalid, read_body
+from heron.server.hooks import NO_METHODS, no_lifespan
+from heron.server.http.contexts import runtime_of
+from heron.server.http.replies import heron_error, invalid, read_body
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 
 MEDIA = {"wav": "audio/wav", "mp3": "audio/mpeg", "opus": "audio/opus", "aac": "audio/aac",
          "flac": "audio/flac", "pcm": "audio/pcm"}  # fmt: skip
@@ -109,7 +109,7 @@ async def transcriptions(rt: Runtime, request: Request) -> Response:
     return StrictJSONResponse({"text": answer.get("text", ""), **answer})
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan
 
 

@@ -9,8 +9,9 @@ tool Heron routes, its retrieval, its agent and its actions.
   holding two schemas, not hundreds: ``find_tools`` routes a request and returns the
   best few with their input schemas, ``call_tool`` runs one by name.
 - **Methods as tools**: ``ask`` (``agent.chat``), ``jobs_*`` and ``interventions_*``,
-  the JSON-RPC methods themselves (``RPC_TOOLS``), their params' schemas as input
-  schemas, so the two interfaces cannot drift.
+  the JSON-RPC methods themselves (each feature declares beside its method the tool it
+  is offered as: ``tool=McpTool(...)``, ``heron.server.doors.rpc``), their params'
+  schemas as input schemas, so the two interfaces cannot drift.
 - **Safety**: a client runs nothing above ``mcp_tool_safety`` (``HERON_MCP_TOOL_SAFETY``,
   default ``read``; ``heron.tools.ceiling``, the one rule of every door): tools above it
   are neither listed nor found, ``call_tool`` refuses them by name, and the agent ``ask``
@@ -59,11 +60,12 @@ from heron.libraries.config import read_libraries
 from heron.libraries.library import read_page
 from heron.libraries.state import library_state
 from heron.redact import redact
-from heron.server.contexts import runtime_of
-from heron.server.keys import acting_as, check_call, key_of, keyring
-from heron.server.numbers import whole
-from heron.server.replies import openai_error
-from heron.server.rpc import Registry, RpcError
+from heron.server.doors.rpc import Method, Registry, RpcError, registry_of
+from heron.server.features.keys import acting_as, check_call, key_of, keyring
+from heron.server.hooks import NO_METHODS
+from heron.server.http.contexts import runtime_of
+from heron.server.http.numbers import whole
+from heron.server.http.replies import openai_error
 from heron.server.runtime import Runtime
 from heron.tools.builtin import check_arguments
 from heron.tools.ceiling import ceiling, check_tool, through, within
@@ -105,34 +107,6 @@ CALL_TOOL = Tool(
     tags=("tools",),
 )
 
-
-@dataclass(frozen=True)
-class RpcTool:
-    """A JSON-RPC method offered as an MCP tool: its name there, its title, how much harm
-    it can do (``mcp_tool_safety`` must allow it), and whether calling it twice is as
-    calling it once."""
-
-    name: str
-    title: str
-    safety: Safety
-    idempotent: bool
-
-
-#: The JSON-RPC methods an MCP client is offered, beside the tools above.
-RPC_TOOLS = {
-    "agent.chat": RpcTool("ask", "Ask Heron (grounded, cited)", "read", False),
-    "jobs.list": RpcTool("jobs_list", "List jobs", "read", True),
-    "jobs.get": RpcTool("jobs_get", "Show a job", "read", True),
-    "jobs.events": RpcTool("jobs_events", "A job's events", "read", True),
-    "jobs.create": RpcTool("jobs_create", "Queue a job", "write", False),
-    "jobs.confirm": RpcTool("jobs_confirm", "Confirm a waiting job", "execute", True),
-    "jobs.deny": RpcTool("jobs_deny", "Deny a waiting job", "write", True),
-    "jobs.abort": RpcTool("jobs_abort", "Abort a job", "write", True),
-    "interventions.list": RpcTool("interventions_list", "List interventions", "read", True),
-    "interventions.outcome": RpcTool(
-        "interventions_outcome", "Accept or dismiss an intervention", "write", True
-    ),
-}
 
 log = logging.getLogger("heron.server")
 
@@ -416,7 +390,7 @@ class Catalog:
         return types.GetPromptResult(description=skill.description, messages=[message])
 
 
-#: The key scope each of Heron's own tools needs (``heron.server.keys``); one not listed
+#: The key scope each of Heron's own tools needs (``heron.server.features.keys``); one not listed
 #: needs admin, a JSON-RPC method's tool its method's scope. Resources and prompts: read.
 READ = "read"
 TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
@@ -424,109 +398,152 @@ TOOL_SCOPES = {"search_docs": READ, "search_skills": READ, "read_skill": READ,
 ADMIN = "admin"
 
 
-def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
-    """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those in
-    ``RPC_TOOLS`` that ``mcp_tool_safety`` allows become tools too. Each request is
-    answered in its context (the HTTP request's, ``heron.server.contexts``; over stdio,
-    ``rt``'s own): its libraries, its skills, its workspace's tools."""
-    tools = heron_tools(rt)  # the same tools in every context; their handlers differ
-    rpc = registry or Registry()
-    most = ceiling(rt.settings, "mcp")
-    methods = {
-        spec.name: (rpc.methods[name], spec)
-        for name, spec in RPC_TOOLS.items()
-        if name in rpc.methods and within(spec.safety, most)
+def offered(registry: Registry, most: Safety) -> dict[str, Method]:
+    """The methods of ``registry`` offered as tools, by tool name: those that name one
+    (``Method.tool``) within ``most`` (``mcp_tool_safety``), in the registry's order."""
+    return {
+        m.tool.name: m
+        for m in registry.methods.values()
+        if m.tool is not None and within(m.tool.safety, most)
     }
 
-    def scoped(ctx: Any) -> Runtime:
-        return runtime_of(rt, getattr(ctx, "request", None))
 
-    listed = [
-        types.Tool(
-            name=t.name,
-            title=TOOL_TRAITS[t.name].title,
-            description=t.description,
-            input_schema=t.parameters,
-            output_schema=TOOL_TRAITS[t.name].output,
-            annotations=_annotations(
-                TOOL_TRAITS[t.name].title,
-                t.safety,
-                idempotent=None if t is not CALL_TOOL else False,
-                open_world=t is CALL_TOOL,
-            ),
-        )
-        for t, _ in tools.values()
-    ]
-    for method, spec in methods.values():
-        listed.append(
-            types.Tool(
-                name=spec.name,
-                title=spec.title,
-                description=f"{method.summary} (JSON-RPC {method.name})",
-                input_schema=method.params.model_json_schema(),
-                annotations=_annotations(spec.title, spec.safety, idempotent=spec.idempotent),
-            )
-        )
+def heron_listing(tool: Tool) -> types.Tool:
+    """One of Heron's own tools as ``tools/list`` shows it, title, output and hints."""
+    traits = TOOL_TRAITS[tool.name]
+    hints = _annotations(
+        traits.title,
+        tool.safety,
+        idempotent=None if tool is not CALL_TOOL else False,
+        open_world=tool is CALL_TOOL,
+    )
+    return types.Tool(
+        name=tool.name,
+        title=traits.title,
+        description=tool.description,
+        input_schema=tool.parameters,
+        output_schema=traits.output,
+        annotations=hints,
+    )
 
-    ring = keyring(rt)
-    scopes = {name: TOOL_SCOPES.get(name, ADMIN) for name in tools}
-    scopes |= {spec.name: method.scope for method, spec in methods.values()}
 
-    def permit(ctx: Any, scope: str) -> None:
+def method_listing(method: Method) -> types.Tool:
+    """A method offered as a tool, as ``tools/list`` shows it: its params' schema."""
+    assert method.tool is not None
+    spec = method.tool
+    return types.Tool(
+        name=spec.name,
+        title=spec.title,
+        description=f"{method.summary} (JSON-RPC {method.name})",
+        input_schema=method.params.model_json_schema(),
+        annotations=_annotations(spec.title, spec.safety, idempotent=spec.idempotent),
+    )
+
+
+#: What ``resources/templates/list`` answers: a library's page, a skill.
+TEMPLATES = [
+    types.ResourceTemplate(
+        uri_template=LIBRARY_PAGE,
+        name="library-page",
+        title="Library page",
+        description="A page of an indexed library, as its file is now; page is its id, as "
+        "search_docs gives it (concepts/storage/volumes).",
+        mime_type=MARKDOWN,
+    ),
+    types.ResourceTemplate(
+        uri_template=SKILL,
+        name="skill",
+        title="Skill",
+        description="A skill's instructions, by name.",
+        mime_type=MARKDOWN,
+    ),
+]
+
+
+class HeronServer:
+    """The handlers of ``build_server``'s MCP server on ``rt``: each answers in the
+    request's context (``scoped``) as the request's key (``permit``)."""
+
+    def __init__(self, rt: Runtime, registry: Registry) -> None:
+        self.rt = rt
+        self.registry = registry
+        self.tools = heron_tools(rt)  # the same tools in every context; their handlers differ
+        self.methods = offered(registry, ceiling(rt.settings, "mcp"))
+        self.listed = [
+            *(heron_listing(tool) for tool, _ in self.tools.values()),
+            *(method_listing(method) for method in self.methods.values()),
+        ]
+        self.ring = keyring(rt)
+        self.scopes = {name: TOOL_SCOPES.get(name, ADMIN) for name in self.tools}
+        self.scopes |= {name: method.scope for name, method in self.methods.items()}
+
+    def scoped(self, ctx: Any) -> Runtime:
+        return runtime_of(self.rt, getattr(ctx, "request", None))
+
+    def permit(self, ctx: Any, scope: str) -> None:
         """The caller's key (over HTTP) holds ``scope`` and has room; raises a Heron error."""
-        check_call(ring, key_of(ctx.request), scope)
+        check_call(self.ring, key_of(ctx.request), scope)
 
-    def refuse_unless(ctx: Any, scope: str) -> None:
+    def refuse_unless(self, ctx: Any, scope: str) -> None:
         try:
-            permit(ctx, scope)
+            self.permit(ctx, scope)
         except HeronError as exc:
             raise _refused(exc) from None
 
-    async def list_tools(ctx: Any, params: Any) -> types.ListToolsResult:
+    async def list_tools(self, ctx: Any, params: Any) -> types.ListToolsResult:
         key = key_of(ctx.request)  # a key sees only the tools it may call
         return types.ListToolsResult(
-            tools=[t for t in listed if key is None or key.allows(scopes[t.name])]
+            tools=[t for t in self.listed if key is None or key.allows(self.scopes[t.name])]
         )
 
-    async def call_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
+    async def call_tool(
+        self, ctx: Any, params: types.CallToolRequestParams
+    ) -> types.CallToolResult:
         # As the request's key: the methods' gate and the tokens an answer spends see it.
-        with acting_as(ring, key_of(ctx.request)):
-            return await run_tool(ctx, params)
+        with acting_as(self.ring, key_of(ctx.request)):
+            arguments = dict(params.arguments or {})
+            if params.name in self.methods:
+                return await self.run_method(ctx, self.methods[params.name], arguments)
+            if params.name not in self.tools:
+                offered = ", ".join([*self.tools, *self.methods])
+                return _result(f"No tool {params.name!r}. Tools: {offered}.", error=True)
+            return await self.run_tool(ctx, params.name, arguments)
 
-    async def run_tool(ctx: Any, params: types.CallToolRequestParams) -> types.CallToolResult:
-        arguments = dict(params.arguments or {})
-        if params.name in methods:
-            method, _ = methods[params.name]
-            try:
-                with through("mcp"):  # ask's agent turn: held to MCP's ceiling
-                    value = await rpc.call(method.name, arguments, scoped(ctx))
-            except RpcError as exc:  # the method's own message: what to send instead
-                problems = f" {json.dumps(exc.data)}" if exc.code == INVALID_PARAMS else ""
-                return _result(exc.message + problems, error=True)
-            return _result(value, tool=params.name)
-        if params.name not in tools:
-            offered = ", ".join([*tools, *methods])
-            return _result(f"No tool {params.name!r}. Tools: {offered}.", error=True)
-        _, handler = heron_tools(scoped(ctx))[params.name]
+    async def run_method(
+        self, ctx: Any, method: Method, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        assert method.tool is not None
         try:
-            permit(ctx, scopes[params.name])
+            with through("mcp"):  # ask's agent turn: held to MCP's ceiling
+                value = await self.registry.call(method.name, arguments, self.scoped(ctx))
+        except RpcError as exc:  # the method's own message: what to send instead
+            problems = f" {json.dumps(exc.data)}" if exc.code == INVALID_PARAMS else ""
+            return _result(exc.message + problems, error=True)
+        return _result(value, tool=method.tool.name)
+
+    async def run_tool(
+        self, ctx: Any, name: str, arguments: dict[str, Any]
+    ) -> types.CallToolResult:
+        _, handler = heron_tools(self.scoped(ctx))[name]
+        try:
+            self.permit(ctx, self.scopes[name])
             value = await run_in_threadpool(handler, arguments)
         except HeronError as exc:  # the model reads the message and can retry
             return _result(str(exc), error=True)
         except Exception as exc:
             # Left to the SDK, this would be a JSON-RPC error with code 0 and the raw
             # exception text (str(KeyError('x')) is "'x'"): answer a clean tool error.
-            log.exception("MCP tool %s failed", params.name)
+            log.exception("MCP tool %s failed", name)
             return _result(
-                f"{params.name} failed unexpectedly ({type(exc).__name__}); the server log "
+                f"{name} failed unexpectedly ({type(exc).__name__}); the server log "
                 "has the details.",
                 error=True,
             )
-        return _result(value, tool=params.name)
+        return _result(value, tool=name)
 
-    async def list_resources(ctx: Any, params: Any) -> types.ListResourcesResult:
-        refuse_unless(ctx, READ)
-        listed = await run_in_threadpool(Catalog(scoped(ctx)).resources)
+    async def list_resources(self, ctx: Any, params: Any) -> types.ListResourcesResult:
+        self.refuse_unless(ctx, READ)
+        listed = await run_in_threadpool(Catalog(self.scoped(ctx)).resources)
         cursor = params.cursor if params else None
         try:
             start = whole(cursor, "cursor", high=len(listed)) if cursor else 0
@@ -538,61 +555,54 @@ def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
             next_cursor=str(start + PAGE_SIZE) if more else None,
         )
 
-    async def list_templates(ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
-        return types.ListResourceTemplatesResult(
-            resource_templates=[
-                types.ResourceTemplate(
-                    uri_template=LIBRARY_PAGE,
-                    name="library-page",
-                    title="Library page",
-                    description="A page of an indexed library, as its file is now; page is "
-                    "its id, as search_docs gives it (concepts/storage/volumes).",
-                    mime_type=MARKDOWN,
-                ),
-                types.ResourceTemplate(
-                    uri_template=SKILL,
-                    name="skill",
-                    title="Skill",
-                    description="A skill's instructions, by name.",
-                    mime_type=MARKDOWN,
-                ),
-            ]
-        )
+    async def list_templates(self, ctx: Any, params: Any) -> types.ListResourceTemplatesResult:
+        return types.ListResourceTemplatesResult(resource_templates=TEMPLATES)
 
     async def read_resource(
-        ctx: Any, params: types.ReadResourceRequestParams
+        self, ctx: Any, params: types.ReadResourceRequestParams
     ) -> types.ReadResourceResult:
         try:
-            permit(ctx, READ)
-            contents = await run_in_threadpool(Catalog(scoped(ctx)).read, str(params.uri))
+            self.permit(ctx, READ)
+            read = Catalog(self.scoped(ctx)).read
+            contents = await run_in_threadpool(read, str(params.uri))
         except HeronError as exc:
             raise _refused(exc) from None
         return types.ReadResourceResult(contents=[contents])
 
-    async def list_prompts(ctx: Any, params: Any) -> types.ListPromptsResult:
-        refuse_unless(ctx, READ)
-        prompts = await run_in_threadpool(Catalog(scoped(ctx)).prompts)
+    async def list_prompts(self, ctx: Any, params: Any) -> types.ListPromptsResult:
+        self.refuse_unless(ctx, READ)
+        prompts = await run_in_threadpool(Catalog(self.scoped(ctx)).prompts)
         return types.ListPromptsResult(prompts=prompts)
 
-    async def get_prompt(ctx: Any, params: types.GetPromptRequestParams) -> types.GetPromptResult:
+    async def get_prompt(
+        self, ctx: Any, params: types.GetPromptRequestParams
+    ) -> types.GetPromptResult:
         try:
-            permit(ctx, READ)
-            catalog = Catalog(scoped(ctx))
+            self.permit(ctx, READ)
+            catalog = Catalog(self.scoped(ctx))
             return await run_in_threadpool(catalog.prompt, params.name, params.arguments or {})
         except HeronError as exc:
             raise _refused(exc) from None
 
+
+def build_server(rt: Runtime, registry: Registry | None = None) -> Server[Any]:
+    """The MCP server on ``rt``; ``registry``: the JSON-RPC methods, of which those that
+    name a tool (``Method.tool``) and that ``mcp_tool_safety`` allows become tools too.
+    Each request is answered in its context (the HTTP request's,
+    ``heron.server.http.contexts``; over stdio, ``rt``'s own): its libraries, its
+    skills, its workspace's tools."""
+    door = HeronServer(rt, registry or Registry())
     return Server(
         "heron",
         version=__version__,
         instructions=INSTRUCTIONS,
-        on_list_tools=list_tools,
-        on_call_tool=call_tool,
-        on_list_resources=list_resources,
-        on_list_resource_templates=list_templates,
-        on_read_resource=read_resource,
-        on_list_prompts=list_prompts,
-        on_get_prompt=get_prompt,
+        on_list_tools=door.list_tools,
+        on_call_tool=door.call_tool,
+        on_list_resources=door.list_resources,
+        on_list_resource_templates=door.list_templates,
+        on_read_resource=door.read_resource,
+        on_list_prompts=door.list_prompts,
+        on_get_prompt=door.get_prompt,
     )
 
 
@@ -720,7 +730,7 @@ class _Configured:
 def http_routes(server: Server[Any], *, max_body: int) -> list[BaseRoute]:
     """The ``/mcp`` route; the app must run ``server.session_manager.run()`` in its
     lifespan. Host and Origin are checked for every route, this one included, by
-    ``heron.server.origins.HostOriginMiddleware``, so the SDK's own copy of that check is
+    ``heron.server.http.origins.HostOriginMiddleware``, so the SDK's own copy of that check is
     off (one rule in one place; the SDK's loopback default would also let a page on any
     localhost port in). The SDK still insists on a JSON content type; its body limit is
     the server's."""
@@ -749,14 +759,13 @@ def serve_stdio(rt: Runtime) -> None:
 
 def server_of(rt: Runtime) -> Server[Any]:
     """The server's one MCP server, its routes and its lifespan sharing it; its JSON-RPC
-    methods are those ``register`` was given (``heron.server.app.rpc_registry``)."""
-    registry = rt.shared("mcp:registry", Registry)  # empty unless register ran
+    methods are the server's registry's (``heron.server.app.rpc_registry``)."""
+    registry = registry_of(rt)  # empty unless the app built one
     return rt.shared("mcp", lambda: build_server(rt, registry))
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """No methods of its own: it keeps the registry, whose methods it offers as tools."""
-    rt.shared("mcp:registry", lambda: registry)
+#: No methods of its own: it offers the registry's as tools.
+rpc = NO_METHODS
 
 
 def services_of(rt: Runtime) -> Server[Any]:

@@ -1,6 +1,6 @@
 """Where a key's rate windows are counted: in this process, or in PostgreSQL for replicas.
 
-``heron.server.keys.Keyring`` asks two things of its windows, whichever keeps them:
+``heron.server.features.keys.Keyring`` asks two things of its windows, whichever keeps them:
 
 - ``hit(name, limit, now)``: count one request of key ``name`` if fewer than ``limit``
   were counted in the last ``window`` seconds (a moving window, exact at its edges), else
@@ -14,7 +14,7 @@ library's moving window and a dict, nothing written anywhere, no slower. When
 ``DatabaseWindows`` counts in the database (``heron_key_hits``, ``heron_key_tokens``):
 otherwise a key allowed 5 requests a minute is allowed 5 per replica (LiteLLM's proxy
 documents the same of its workers without Redis), and a client refused sign-ins on one
-replica tries again on the next (the credential throttle, ``heron.server.auth.Throttle``,
+replica tries again on the next (the credential throttle, ``heron.server.http.auth.Throttle``,
 counts its failures here too, as ``signin:ADDRESS``). Each call is one transaction under the
 key's advisory lock, so two replicas checking one key take turns. Token windows are
 aligned to the clock there (``floor(now / window)``), so every replica counts the same
@@ -65,7 +65,7 @@ CREATE TABLE {p}key_tokens (
 """,
     ),
     rebuild="",
-    reopen="heron.server.windows.open_windows(settings)",
+    reopen="heron.server.http.windows.open_windows(settings)",
     advice="then retry the request",
 )
 

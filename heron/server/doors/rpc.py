@@ -5,15 +5,21 @@ JSON-able (a pydantic model is dumped). Sync functions run in the threadpool, as
 are awaited. The same ``Method`` gives the dispatcher its validation and the OpenRPC
 document its schemas, so the two cannot drift.
 
-Registering: a feature module's ``register(registry, runtime)`` hook
-(``heron.server.hooks``) declares each method with the decorator, beside its function::
+Declaring: a feature module (``heron.server.hooks``) lists its methods in ``rpc``, a
+``Methods``, each declared with the decorator beside its function; ``tool`` offers it
+over MCP too (``heron.server.doors.mcp``)::
+
+    rpc = Methods(reach="context", scope="jobs")
 
     class GetParams(Params):
         id: str
 
-    @registry.method("jobs.get", GetParams, summary="One job.")
-    def get(params: GetParams) -> dict[str, Any]:
-        return runtime.jobs.get(params.id).to_dict()
+    @rpc.method("jobs.get", GetParams, summary="One job.", tool=McpTool("jobs_get", ...))
+    def get(params: GetParams, rt: Runtime) -> dict[str, Any]:
+        return rt.jobs.get(params.id).to_dict()
+
+``heron.server.app.rpc_registry`` gathers every feature's ``rpc`` into the server's one
+``Registry``, which also answers ``rpc.discover`` itself.
 
 Every params model derives from ``Params``, which refuses fields it does not declare.
 Params arrive by name (``{"id": ...}``) or by position (``["9f3c..."]``, mapped onto
@@ -28,14 +34,15 @@ the model's fields in order). Errors:
 - anything else is -32603 with the exception type in ``data``, never an HTTP 500.
 
 **Contexts** (``heron.core.contexts``): ``dispatch`` is handed the runtime of the
-request's context. A method declares its ``reach``: ``"context"`` ones act inside the
-caller's context and take that runtime as a second argument (``def search(p, rt)``);
+request's context. Every method takes its params and a runtime (``def search(p, rt)``),
+and declares its ``reach``: ``"context"`` ones act inside the caller's context and are
+handed that runtime; the others are handed the server's (``Registry.runtime``):
 ``"server"`` ones read nothing a context owns (``rpc.discover``) and answer in any
 context; ``"default"`` ones (the default reach: ``ops.*``, not scoped yet) answer only
 in the default context, and elsewhere are -32601 saying so, so a method
 nobody scoped cannot show one context what is another's.
 
-Bodies are read with ``heron.server.strictjson``: a body that is not JSON (bad syntax,
+Bodies are read with ``heron.server.http.strictjson``: a body that is not JSON (bad syntax,
 empty, invalid UTF-8) is -32700; one nested past ``MAX_DEPTH`` or holding ``NaN``,
 ``Infinity`` or an overflowing number such as ``1e400`` is -32600 with ``id: null`` (the
 id is never echoed as a bare ``Infinity``); a batch of more than ``max_batch`` calls is
@@ -60,9 +67,10 @@ from pydantic import BaseModel, ConfigDict, ValidationError
 from starlette.concurrency import run_in_threadpool
 
 from heron.core.contexts import DEFAULT
+from heron.core.tools import Safety
 from heron.errors import HeronError
 from heron.keys import Forbidden, OverLimit
-from heron.server.strictjson import JsonRefused, aloads, dumps
+from heron.server.http.strictjson import JsonRefused, aloads, dumps
 
 if TYPE_CHECKING:
     from heron.server.runtime import Runtime
@@ -74,7 +82,7 @@ INVALID_REQUEST = -32600
 METHOD_NOT_FOUND = -32601
 INVALID_PARAMS = -32602
 INTERNAL_ERROR = -32603
-#: The caller's key lacks the method's scope (``heron.server.keys``); ``data.scope``.
+#: The caller's key lacks the method's scope (``heron.server.features.keys``); ``data.scope``.
 FORBIDDEN = Forbidden.rpc_code
 #: The caller's key is over a limit; ``data.retry_after`` is in seconds.
 RATE_LIMITED = OverLimit.rpc_code
@@ -111,6 +119,11 @@ class RpcError(Exception):
         return {"jsonrpc": "2.0", "id": id_, "error": self.to_dict()}
 
 
+#: The name the server's registry is kept by in its runtime (``Runtime.shared``), where
+#: the MCP door and ``interventions.act`` find it (``registry_of``).
+REGISTRY = "rpc:registry"
+
+
 class Params(BaseModel):
     """The base of every method's params: a field the method does not declare is the
     caller's error (-32602), not silently dropped. As it is, the params of a method that
@@ -120,7 +133,21 @@ class Params(BaseModel):
 
 
 @dataclass(frozen=True)
+class McpTool:
+    """A JSON-RPC method offered as an MCP tool (``heron.server.doors.mcp``): its name
+    there, its title, how much harm it can do (``mcp_tool_safety`` must allow it), and
+    whether calling it twice is as calling it once."""
+
+    name: str
+    title: str
+    safety: Safety
+    idempotent: bool
+
+
+@dataclass(frozen=True)
 class Method:
+    """One method: ``func(params, runtime)``, its params' model and what OpenRPC says."""
+
     name: str
     func: Func
     params: type[BaseModel]
@@ -129,6 +156,8 @@ class Method:
     reach: Reach = "default"
     #: The key scope a caller needs (``heron.keys.SCOPES``).
     scope: str = DEFAULT_SCOPE
+    #: How MCP offers it as a tool; ``None``: it does not.
+    tool: McpTool | None = None
 
     def describe(self) -> dict[str, Any]:
         """This method as an OpenRPC Method Object, params from the pydantic model."""
@@ -153,31 +182,14 @@ class Method:
         }
 
 
-@dataclass
-class Registry:
-    """The methods a server answers. ``add`` or ``method`` to register, ``dispatch`` to run."""
+class Methods(list[Method]):
+    """A feature's methods, in the order declared: ``@rpc.method(...)`` beside each
+    function adds it. ``reach`` and ``scope``: those of a method that names none."""
 
-    methods: dict[str, Method] = field(default_factory=dict)
-    #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
-    observer: Callable[[str, float, bool], None] | None = None
-    #: Run before each call of a registered method; raises ``RpcError`` to refuse it
-    #: (``heron.server.keys.rpc_gate``: the caller's scopes and limits).
-    gate: Callable[[Method], None] | None = None
-
-    def add(
-        self,
-        name: str,
-        func: Func,
-        params: type[BaseModel] = Params,
-        *,
-        summary: str,
-        result_schema: dict[str, Any] | None = None,
-        reach: Reach = "default",
-        scope: str = DEFAULT_SCOPE,
-    ) -> None:
-        if name in self.methods:
-            raise ValueError(f"JSON-RPC method {name!r} is registered twice.")
-        self.methods[name] = Method(name, func, params, summary, result_schema, reach, scope)
+    def __init__(self, *, reach: Reach = "default", scope: str = DEFAULT_SCOPE) -> None:
+        super().__init__()
+        self.reach = reach
+        self.scope = scope
 
     def method(
         self,
@@ -186,22 +198,49 @@ class Registry:
         *,
         summary: str,
         result_schema: dict[str, Any] | None = None,
-        reach: Reach = "default",
-        scope: str = DEFAULT_SCOPE,
+        reach: Reach | None = None,
+        scope: str | None = None,
+        tool: McpTool | None = None,
     ) -> Callable[[Func], Func]:
-        def decorate(func: Func) -> Func:
-            self.add(
-                name,
-                func,
-                params,
-                summary=summary,
-                result_schema=result_schema,
-                reach=reach,
-                scope=scope,
-            )
+        def declare(func: Func) -> Func:
+            reached, scoped = reach or self.reach, scope or self.scope
+            self.append(Method(name, func, params, summary, result_schema, reached, scoped, tool))
             return func
 
-        return decorate
+        return declare
+
+
+@dataclass
+class Registry:
+    """The methods a server answers, ``rpc.discover`` among them: ``add`` to register,
+    ``dispatch`` to run."""
+
+    methods: dict[str, Method] = field(default_factory=dict)
+    #: The server's runtime, handed to the methods that do not act in a context.
+    runtime: Runtime | None = None
+    #: Told ``(method, seconds, ok)`` after each call of a registered method (metrics).
+    observer: Callable[[str, float, bool], None] | None = None
+    #: Run before each call of a registered method; raises ``RpcError`` to refuse it
+    #: (``heron.server.features.keys.rpc_gate``: the caller's scopes and limits).
+    gate: Callable[[Method], None] | None = None
+
+    def __post_init__(self) -> None:
+        # The door describes itself: every registry answers rpc.discover.
+        summary = "This API as an OpenRPC document."
+        self.add(
+            Method("rpc.discover", self._discover, Params, summary, reach="server", scope="read")
+        )
+
+    def add(self, *methods: Method) -> None:
+        for method in methods:
+            if method.name in self.methods:
+                raise ValueError(f"JSON-RPC method {method.name!r} is registered twice.")
+            self.methods[method.name] = method
+
+    def _discover(self, _: Params, rt: Runtime | None) -> dict[str, Any]:
+        from heron import __version__
+
+        return self.openrpc("Heron", __version__)
 
     def openrpc(self, title: str = "Heron", version: str = "0") -> dict[str, Any]:
         """The OpenRPC document of every method, ``rpc.discover`` included."""
@@ -248,11 +287,10 @@ class Registry:
                 self.observer(name, time.perf_counter() - start, ok)
         return result.model_dump(mode="json") if isinstance(result, BaseModel) else result
 
-    @staticmethod
-    async def _run(method: Method, params: Any, runtime: Runtime | None) -> Any:
+    async def _run(self, method: Method, params: Any, runtime: Runtime | None) -> Any:
         args = _validate(method, params)
         name = method.name
-        given = (args, runtime) if method.reach == "context" else (args,)
+        given = (args, runtime if method.reach == "context" else self.runtime)
         if method.reach == "context" and runtime is None:
             raise RpcError(INTERNAL_ERROR, f"{name} needs a runtime to run in.")
         try:
@@ -294,6 +332,12 @@ def application_errors() -> list[type[HeronError]]:
         if isinstance(code, int):
             found.setdefault(code, cls)
     return sorted(found.values(), key=lambda c: (c is HeronError, -c.rpc_code))
+
+
+def registry_of(rt: Runtime) -> Registry:
+    """The registry ``heron.server.app.rpc_registry`` keeps in ``rt``'s server; an empty
+    one where none was made (an MCP server built alone)."""
+    return rt.shared(REGISTRY, Registry) if rt.opened(REGISTRY) else Registry()
 
 
 def _validate(method: Method, params: Any) -> BaseModel:

@@ -39,13 +39,13 @@ from heron.agent.turn import Turn
 from heron.core.files import create_file, folder, remove_regular
 from heron.errors import HeronError
 from heron.libraries.batch import search_report
+from heron.server.doors.rpc import Methods, Params
+from heron.server.features.keys import current_key, spend
 from heron.server.hooks import endpoint
-from heron.server.keys import current_key, spend
-from heron.server.middleware import HELLO
-from heron.server.replies import invalid
-from heron.server.rpc import Params, Registry
+from heron.server.http.middleware import HELLO
+from heron.server.http.replies import invalid
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 from heron.tools.ceiling import ceiling, entered_through
 
 log = logging.getLogger("heron.server")
@@ -147,35 +147,35 @@ class AskParams(Params):
     room: str | None = Field(default=None, description="Who shares the conversation.")
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """``search.batch`` and ``agent.ask``: ``heron search`` and ``heron ask``."""
+#: ``search.batch`` and ``agent.ask``: ``heron search`` and ``heron ask``.
+rpc = Methods()
 
-    @registry.method(
-        "search.batch",
-        SearchBatch,
-        summary="What heron search prints: results per query, libraries searched, notes.",
-        reach="context",
-        scope="read",
-    )
-    def search_batch(p: SearchBatch, rt: Runtime) -> dict[str, Any]:
-        reranker = rt.reranker if p.mode == "full" else None
-        options = p.model_dump(exclude={"queries"})
-        return search_report(
-            p.queries, rt.store, settings=rt.settings, reranker=reranker, **options
-        )
 
-    @registry.method(
-        "agent.ask",
-        AskParams,
-        summary="What heron ask prints: the answer (as agent.chat) and how it was made.",
-        reach="context",
-        scope="chat",
-    )
-    def agent_ask(p: AskParams, rt: Runtime) -> dict[str, Any]:
-        safety = ceiling(rt.settings, entered_through("agent"), current_key())
-        answer = rt.agent.ask(Turn(**p.model_dump(), tool_safety=safety))  # surface: cli
-        spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
-        return {"answer": answer.to_dict(), "how": how(answer, rt.agent)}
+@rpc.method(
+    "search.batch",
+    SearchBatch,
+    summary="What heron search prints: results per query, libraries searched, notes.",
+    reach="context",
+    scope="read",
+)
+def search_batch(p: SearchBatch, rt: Runtime) -> dict[str, Any]:
+    reranker = rt.reranker if p.mode == "full" else None
+    options = p.model_dump(exclude={"queries"})
+    return search_report(p.queries, rt.store, settings=rt.settings, reranker=reranker, **options)
+
+
+@rpc.method(
+    "agent.ask",
+    AskParams,
+    summary="What heron ask prints: the answer (as agent.chat) and how it was made.",
+    reach="context",
+    scope="chat",
+)
+def agent_ask(p: AskParams, rt: Runtime) -> dict[str, Any]:
+    safety = ceiling(rt.settings, entered_through("agent"), current_key())
+    answer = rt.agent.ask(Turn(**p.model_dump(), tool_safety=safety))  # surface: cli
+    spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
+    return {"answer": answer.to_dict(), "how": how(answer, rt.agent)}
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:

@@ -1,7 +1,7 @@
 """OpenAI's Chat Completions API in front of the agent: any OpenAI client gets grounded,
 cited answers. ``POST /v1/chat/completions`` (plain or ``stream: true``) and
 ``GET /v1/models`` (the aliases of models.yml, and each as ``raw/ALIAS``);
-``/v1/embeddings`` is ``heron.server.embeddings``.
+``/v1/embeddings`` is ``heron.server.doors.embeddings``.
 
 A model named ``raw/ALIAS`` (``raw/default``: the default alias) is the broker alone, no
 grounding: the messages, tools and fields go to the alias's model as they are, with
@@ -96,14 +96,14 @@ from heron.llm.payload import (
     json_schema,
     parse_arguments,
 )
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, in_thread, message
-from heron.server.gone import gone, unless_gone
-from heron.server.hooks import endpoint, no_lifespan, no_methods
-from heron.server.keys import current_key, over_limit, reserve, spend
-from heron.server.replies import error_body, heron_error, invalid, openai_error, read_body
+from heron.server.features.keys import current_key, over_limit, reserve, spend
+from heron.server.hooks import NO_METHODS, endpoint, no_lifespan
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, in_thread, message
+from heron.server.http.gone import gone, unless_gone
+from heron.server.http.replies import error_body, heron_error, invalid, openai_error, read_body
+from heron.server.http.strictjson import StrictJSONResponse
 from heron.server.runtime import Runtime
-from heron.server.strictjson import StrictJSONResponse
 from heron.settings import Settings
 
 if TYPE_CHECKING:  # the agent is opened on the first chat, and imported then too
@@ -239,7 +239,7 @@ def refused_fields(req: CompletionRequest) -> None:
 
 #: The model-name prefix of the broker alone (no grounding).
 RAW_PREFIX = "raw/"
-#: The route, for the error shape of a refusal (``heron.server.replies.for_path``).
+#: The route, for the error shape of a refusal (``heron.server.http.replies.for_path``).
 PATH = "/v1/chat/completions"
 
 
@@ -807,7 +807,7 @@ async def models(rt: Runtime, request: Request) -> Response:
     """``GET /v1/models`` (every alias the caller may call) and ``GET /v1/models/{model}``
     (one): a key's or context's model rules (``heron.llm.budgets``) leave the others out,
     as they would refuse them."""
-    try:  # the last good table (heron.server.reload), not the file as it is now
+    try:  # the last good table (heron.server.features.reload), not the file as it is now
         table = await run_in_threadpool(lambda: rt.models)
     except HeronError as exc:
         return heron_error(exc)
@@ -845,5 +845,5 @@ def routes(rt: Runtime) -> list[BaseRoute]:
     ]
 
 
-register = no_methods
+rpc = NO_METHODS
 lifespan = no_lifespan

@@ -1,6 +1,6 @@
 """Chat stream events in PostgreSQL, so that any replica resumes a ``/chat/stream``.
 
-The replica that answers keeps its stream in memory (``heron.server.sse``) and, when
+The replica that answers keeps its stream in memory (``heron.server.doors.sse``) and, when
 ``HERON_DATABASE_URL`` is PostgreSQL, copies its events to ``heron_chat_events`` as they
 come: a writer task per stream writes what is new at most every ``FLUSH`` seconds, one
 transaction a batch, so tokens are not a round trip each. A client that reconnects to
@@ -54,11 +54,11 @@ CREATE TABLE {p}chat_events (
 """,
     ),
     rebuild="",
-    reopen="heron.server.relay.open_relay(settings)",
+    reopen="heron.server.http.relay.open_relay(settings)",
     advice="then start the answer again (POST /chat/stream)",
 )
 #: A stream's owner: the name of the key that started it (``None``: no key) and its
-#: context (``heron.server.sse.Owner``).
+#: context (``heron.server.doors.sse.Owner``).
 Owner = tuple[str | None, str]
 Event = tuple[str, dict[str, Any]]
 

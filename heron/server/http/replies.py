@@ -22,8 +22,8 @@ from starlette.requests import Request
 from starlette.responses import Response
 
 from heron.errors import HeronError
-from heron.server.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
-from heron.server.strictjson import StrictJSONResponse, read_json
+from heron.server.doors.rpc import INTERNAL_ERROR, INVALID_REQUEST, RpcError
+from heron.server.http.strictjson import StrictJSONResponse, read_json
 
 M = TypeVar("M", bound=BaseModel)
 

@@ -14,7 +14,7 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
 
 - **Scopes.** Each route needs one (``ROUTES``; an unlisted route needs ``admin``); each
   JSON-RPC method its own (``Method.scope``), checked per call by ``rpc_gate``; each MCP
-  tool its own (``heron.server.mcp``). Without it: 403 naming the scope (OpenAI's error
+  tool its own (``heron.server.doors.mcp``). Without it: 403 naming the scope (OpenAI's error
   shape; JSON-RPC ``FORBIDDEN`` -32010; an MCP tool error).
 - **Limits.** ``rpm``: requests per window (``HERON_KEYS_WINDOW``, 60 s), a JSON-RPC
   call counting as one (a batch of ten is ten); ``tpm``: model tokens (in and out) per
@@ -34,7 +34,7 @@ The key is ``request.state.key`` (``scope["state"]["key"]``, a ``heron.keys.Key`
   tokenizer's count of what was sent: a stream the client left is charged for what
   reached it), and what it held unspent goes back when it ends. Windows and holds are
   counted in memory on one machine, and in the database when ``HERON_DATABASE_URL`` is
-  PostgreSQL, so that replicas share each key's limits (``heron.server.windows``); the
+  PostgreSQL, so that replicas share each key's limits (``heron.server.http.windows``); the
   month's tokens are in the key store, which servers on one PostgreSQL share as of each
   one's last write (``HERON_KEYS_FLUSH``).
 - **Revocation.** A revoked key opens nothing from its next request on, and its open
@@ -83,18 +83,18 @@ from heron.keys import (
 from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.cache import CacheControl
 from heron.llm.metering import TAB
-from heron.server.auth import is_open
+from heron.server.doors.rpc import Method, Methods, Params, RpcError
+from heron.server.features.metrics import Metrics
 from heron.server.hooks import no_routes
-from heron.server.metrics import Metrics
-from heron.server.middleware import OPEN_PATHS
-from heron.server.replies import error_body, for_path, retry_after
-from heron.server.rpc import Method, Params, Registry, RpcError
+from heron.server.http.auth import is_open
+from heron.server.http.middleware import OPEN_PATHS
+from heron.server.http.replies import error_body, for_path, retry_after
+from heron.server.http.strictjson import dumps
+from heron.server.http.windows import Tokens, open_windows
 from heron.server.runtime import Runtime
-from heron.server.strictjson import dumps
-from heron.server.windows import Tokens, open_windows
 from heron.settings import Settings
 
-log = logging.getLogger("heron.server.keys")
+log = logging.getLogger("heron.server.features.keys")
 
 #: The key of a request that carries ``HERON_API_TOKEN`` (or the page's sign-in with it).
 API_TOKEN = Key(name="HERON_API_TOKEN", scopes=frozenset({ADMIN}))
@@ -344,7 +344,7 @@ class Keyring:
         self._flushing = threading.Lock()
         # Requests: a moving window, exact at its edges. Tokens: a fixed window per key
         # with what its requests hold beside what they spent. This process's, or every
-        # replica's on PostgreSQL (heron.server.windows).
+        # replica's on PostgreSQL (heron.server.http.windows).
         self._windows = open_windows(settings)
         self._pending: dict[tuple[str, str], list[int]] = {}
         self._month: str = ""
@@ -674,7 +674,7 @@ class KeyMiddleware:
         path = scope["path"]
         given = _bearer(scope)
         key: Key | None = API_TOKEN if self.token else None
-        # A page signed in with a person's own key (heron.server.auth) acts as that key.
+        # A page signed in with a person's own key (heron.server.http.auth) acts as that key.
         person = scope.get("state", {}).get("signed_in") if given is None else None
         if given is not None or person is not None:
             try:
@@ -858,56 +858,62 @@ class NameParams(Params):
     name: str = Field(min_length=1, description="The key's name.")
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """``keys.create``, ``keys.list``, ``keys.revoke`` and ``keys.usage``: admin only."""
-    ring = keyring(rt)
-    method = registry.method
+#: ``keys.create``, ``keys.list``, ``keys.revoke``, ``keys.usage`` and ``keys.spend``:
+#: admin only.
+rpc = Methods()
 
-    @method("keys.create", CreateParams, summary="Create a key; its token is shown only here.")
-    def create(p: CreateParams) -> dict[str, Any]:
-        key, token = ring.store.create(
-            p.name,
-            p.scopes,
-            context=p.context,
-            rpm=p.rpm,
-            tpm=p.tpm,
-            monthly_tokens=p.monthly_tokens,
-            models=p.models,
-            max_budget=p.max_budget,
-            budget_duration=p.budget_duration,
-            no_cache=p.no_cache,
-        )
-        return key.to_dict() | {"token": token}
 
-    @method("keys.list", summary="The keys, revoked ones too; never a token.")
-    def list_(_: Params) -> list[dict[str, Any]]:
-        return [key.to_dict() for key in ring.store.list()]
-
-    @method("keys.revoke", NameParams, summary="Revoke a key: its token opens nothing.")
-    def revoke(p: NameParams) -> dict[str, Any]:
-        key = ring.store.revoke(p.name)
-        ring.revoked(key.name)  # its open streams end now
-        return key.to_dict()
-
-    @method("keys.usage", summary="This month's requests, tokens and dollars per key.")
-    def usage(_: Params) -> list[dict[str, Any]]:
-        dollars: dict[str, float] = {}
-        for payer, _model, cost in ring.store.spend():
-            if payer.startswith("key:"):
-                dollars[payer[4:]] = dollars.get(payer[4:], 0.0) + cost
-        return [u.to_dict() | {"spend": round(dollars.get(u.name, 0.0), 6)} for u in ring.usage()]
-
-    @method(
-        "keys.spend",
-        MonthParams,
-        summary="Dollars spent in a month per key, context and model, by model called.",
+@rpc.method("keys.create", CreateParams, summary="Create a key; its token is shown only here.")
+def create(p: CreateParams, rt: Runtime) -> dict[str, Any]:
+    key, token = keyring(rt).store.create(
+        p.name,
+        p.scopes,
+        context=p.context,
+        rpm=p.rpm,
+        tpm=p.tpm,
+        monthly_tokens=p.monthly_tokens,
+        models=p.models,
+        max_budget=p.max_budget,
+        budget_duration=p.budget_duration,
+        no_cache=p.no_cache,
     )
-    def spend(p: MonthParams) -> list[dict[str, Any]]:
-        return [
-            {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,
-             "spend": round(cost, 6)}
-            for payer, model, cost in ring.store.spend(p.month)
-        ]  # fmt: skip
+    return key.to_dict() | {"token": token}
+
+
+@rpc.method("keys.list", summary="The keys, revoked ones too; never a token.")
+def list_(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+    return [key.to_dict() for key in keyring(rt).store.list()]
+
+
+@rpc.method("keys.revoke", NameParams, summary="Revoke a key: its token opens nothing.")
+def revoke(p: NameParams, rt: Runtime) -> dict[str, Any]:
+    ring = keyring(rt)
+    key = ring.store.revoke(p.name)
+    ring.revoked(key.name)  # its open streams end now
+    return key.to_dict()
+
+
+@rpc.method("keys.usage", summary="This month's requests, tokens and dollars per key.")
+def usage(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+    ring = keyring(rt)
+    dollars: dict[str, float] = {}
+    for payer, _model, cost in ring.store.spend():
+        if payer.startswith("key:"):
+            dollars[payer[4:]] = dollars.get(payer[4:], 0.0) + cost
+    return [u.to_dict() | {"spend": round(dollars.get(u.name, 0.0), 6)} for u in ring.usage()]
+
+
+@rpc.method(
+    "keys.spend",
+    MonthParams,
+    summary="Dollars spent in a month per key, context and model, by model called.",
+)
+def month_spend(p: MonthParams, rt: Runtime) -> list[dict[str, Any]]:
+    return [
+        {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,
+         "spend": round(cost, 6)}
+        for payer, model, cost in keyring(rt).store.spend(p.month)
+    ]  # fmt: skip
 
 
 routes = no_routes

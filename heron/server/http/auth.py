@@ -1,5 +1,5 @@
 """The server's token (``HERON_API_TOKEN``, ``api_token``), the web page's sessions, and
-the throttle on wrong credentials; ``heron.server.middleware.TokenMiddleware`` applies
+the throttle on wrong credentials; ``heron.server.http.middleware.TokenMiddleware`` applies
 them on every route, ``heron.server.web.pages`` signs in and out with them (``guard(rt)``, one
 per server).
 
@@ -42,10 +42,10 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
 from heron.errors import HeronError, InputError
-from heron.server.origins import STATIC
+from heron.server.http.origins import STATIC
+from heron.server.http.signins import RECHECK, SignIns, open_signins
+from heron.server.http.windows import MemoryWindows, Windows, open_windows
 from heron.server.runtime import Runtime
-from heron.server.signins import RECHECK, SignIns, open_signins
-from heron.server.windows import MemoryWindows, Windows, open_windows
 from heron.settings import Settings
 
 log = logging.getLogger("heron.server")
@@ -78,7 +78,7 @@ def client_of(scope: Scope) -> str:
 
 class Sessions:
     """The signed-in browsers: each session's id hashed, with its expiry. Thread-safe.
-    With ``shared`` (PostgreSQL), every replica's (``heron.server.signins``): a session
+    With ``shared`` (PostgreSQL), every replica's (``heron.server.http.signins``): a session
     this replica does not know is looked up there, one it knows again every ``RECHECK``
     seconds (a sign-out elsewhere)."""
 
@@ -174,7 +174,7 @@ class Sessions:
 class Throttle:
     """Wrong credentials per client: each answered after ``delay`` seconds; ``failures``
     of them within ``window`` seconds and the client is refused until the window has room.
-    Counted in this process, or across replicas on PostgreSQL (``heron.server.windows``:
+    Counted in this process, or across replicas on PostgreSQL (``heron.server.http.windows``:
     a client refused by one replica is refused by all)."""
 
     def __init__(self, windows: Windows, failures: int, delay: float) -> None:
@@ -243,7 +243,7 @@ class Guard:
     def cookie_authorized(self, scope: Scope) -> bool:
         """A live session's cookie, and for an unsafe method its CSRF header. The named
         key the session was signed in with, if any, goes on the request's state
-        (``signed_in``): ``heron.server.keys.KeyMiddleware`` acts as that key."""
+        (``signed_in``): ``heron.server.features.keys.KeyMiddleware`` acts as that key."""
         sid = self.session_of(scope)
         if sid is None:
             return False

@@ -4,7 +4,7 @@ contexts of ``heron.toml``.
 A feature module (``heron.server.hooks``): its ``lifespan`` watches the files, and a reload
 happens when one changes (``watchfiles`` watches their folders, so a file created,
 replaced by an editor's rename, or removed is seen), on ``SIGHUP``, and on the JSON-RPC
-method ``ops.reload`` (its ``register``). ``reloader(runtime)`` is the server's one. Each
+method ``ops.reload`` (its ``rpc``). ``reloader(runtime)`` is the server's one. Each
 file is read and checked whole first; only a valid one replaces what the server runs:
 
 - ``models.yml``: the runtime's table (``Runtime.models``: what ``/v1/models``,
@@ -51,8 +51,8 @@ from starlette.concurrency import run_in_threadpool
 
 from heron.errors import ConfigError, HeronError
 from heron.resource import Resource
+from heron.server.doors.rpc import Methods, Params
 from heron.server.hooks import no_routes
-from heron.server.rpc import Params, Registry
 from heron.server.runtime import Runtime, mcp_path, read_servers
 from heron.settings import Settings, _config_file
 
@@ -60,7 +60,7 @@ if TYPE_CHECKING:
     from heron.llm import Broker
     from heron.tools import ServerConfig
 
-log = logging.getLogger("heron.server.reload")
+log = logging.getLogger("heron.server.features.reload")
 
 FILES = ("models", "mcp", "settings")
 
@@ -307,16 +307,17 @@ def reloader(runtime: Runtime) -> Reloader:
     return runtime.shared("reloader", lambda: Reloader(runtime))
 
 
-def register(registry: Registry, runtime: Runtime) -> None:
-    """Add ``ops.reload``."""
+#: ``ops.reload``.
+rpc = Methods()
 
-    @registry.method(
-        "ops.reload",
-        summary="Re-read models.yml, mcp.json and heron.toml's contexts; an invalid file is "
-        "kept out, and said why; a setting read only at start is listed under restart.",
-    )
-    def reload(_: Params) -> dict[str, Any]:
-        return reloader(runtime).reload()
+
+@rpc.method(
+    "ops.reload",
+    summary="Re-read models.yml, mcp.json and heron.toml's contexts; an invalid file is "
+    "kept out, and said why; a setting read only at start is listed under restart.",
+)
+def reload(_: Params, rt: Runtime) -> dict[str, Any]:
+    return reloader(rt).reload()
 
 
 routes = no_routes

@@ -2,7 +2,7 @@
 
 Events, in order: ``stream`` (its id), ``token`` per piece of text, ``tool`` per tool
 use, ``intervention`` per card delivered in the conversation's room meanwhile (its
-``room``, else ``interventions_room``: ``heron.server.interventions.Raised``),
+``room``, else ``interventions_room``: ``heron.server.features.interventions.Raised``),
 ``citations``, then ``final`` (the whole answer, with its ``html`` and, when a
 fallback replaced the model's text, that text as ``generated``) or ``error``. Each carries the id
 ``<stream>:<n>``. The agent runs in a task of its own and every event is kept, so a
@@ -13,12 +13,12 @@ started it; to anyone else its id is unknown (404). A finished stream is kept
 ``server_stream_ttl`` seconds. An answer no client has followed for
 ``server_stream_grace`` seconds (the web page's Stop, a client that gave up) stops at its
 next event and ends with ``error``, and one whose key is revoked stops at its next event
-too. The answer's task has a tab of its own (``heron.server.keys``): it holds the
+too. The answer's task has a tab of its own (``heron.server.features.keys``): it holds the
 message and the answer's bound before the agent starts and is charged whatever the
 answer spent, followed to its end or not. With PostgreSQL (replicas), every event is
-copied to the database too (``heron.server.relay``), so a client resumes on any replica,
+copied to the database too (``heron.server.http.relay``), so a client resumes on any replica,
 under the same owner rule. Framing, keep-alives and the disconnect are
-``heron.server.events``::
+``heron.server.http.events``::
 
     id: 3f2a...:1
     event: token
@@ -47,16 +47,16 @@ from heron.errors import HeronError, InputError
 from heron.keys import OverLimit
 from heron.llm.metering import TAB
 from heron.llm.payload import estimate_tokens
-from heron.server.contexts import runtime_of
-from heron.server.events import event_stream, in_thread, message
-from heron.server.hooks import endpoint, no_methods
-from heron.server.interventions import Card, Raised, with_cards
-from heron.server.keys import CALLER, Caller, Tab, key_of, over_limit, spend
-from heron.server.methods import ChatParams
-from heron.server.numbers import whole
-from heron.server.openai import usage
-from heron.server.relay import FLUSH, POLL, Relay, open_relay
-from heron.server.replies import heron_error, invalid, not_found, read_body
+from heron.server.doors.openai import usage
+from heron.server.features.interventions import Card, Raised, with_cards
+from heron.server.features.keys import CALLER, Caller, Tab, key_of, over_limit, spend
+from heron.server.features.methods import ChatParams
+from heron.server.hooks import NO_METHODS, endpoint
+from heron.server.http.contexts import runtime_of
+from heron.server.http.events import event_stream, in_thread, message
+from heron.server.http.numbers import whole
+from heron.server.http.relay import FLUSH, POLL, Relay, open_relay
+from heron.server.http.replies import heron_error, invalid, not_found, read_body
 from heron.server.runtime import Runtime
 from heron.server.web.markdown import with_html
 
@@ -436,7 +436,7 @@ async def chat_resume(rt: Runtime, request: Request) -> Response:
         return invalid(str(exc), "Last-Event-ID")
 
 
-register = no_methods
+rpc = NO_METHODS
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:

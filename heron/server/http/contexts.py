@@ -9,7 +9,7 @@ requests there: naming another is a 403, naming none is its own. With neither, t
 request is in the server's context (``default``). An invalid name is a 400, a context
 heron.toml does not define a 404 naming the defined ones, both in the route's error
 shape, before any route runs. The name chosen is left in ``request.state.context``.
-The contexts are the server's settings', which ``heron.server.reload`` replaces in place
+The contexts are the server's settings', which ``heron.server.features.reload`` replaces in place
 when heron.toml changes: a context added there is served without a restart.
 """
 
@@ -23,8 +23,8 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from heron.core.contexts import DEFAULT, HEADER, check_context_name
 from heron.errors import HeronError, InputError
-from heron.server import auth
-from heron.server.replies import for_path
+from heron.server.http import auth
+from heron.server.http.replies import for_path
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 

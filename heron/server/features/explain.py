@@ -9,7 +9,6 @@ report. At most ``KEEP_TASKS`` finished tasks are remembered.
 
 from __future__ import annotations
 
-import functools
 import threading
 import time
 import uuid
@@ -26,10 +25,10 @@ from heron.libraries.config import get_library
 from heron.libraries.index import page_of
 from heron.libraries.search import source_location
 from heron.libraries.state import last_sync
+from heron.server.doors.rpc import Methods, Params
+from heron.server.features.methods import LibraryName
 from heron.server.hooks import no_lifespan, no_routes
-from heron.server.methods import LibraryName
-from heron.server.numbers import RecordId
-from heron.server.rpc import Params, Registry
+from heron.server.http.numbers import RecordId
 from heron.server.runtime import Runtime
 
 #: Finished re-index tasks kept for ``library.progress``.
@@ -90,7 +89,7 @@ class IndexTask:
 
 
 class IndexTasks:
-    """The re-index tasks of one server."""
+    """The re-index tasks of one server (``index_tasks``)."""
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
@@ -151,6 +150,11 @@ class IndexTasks:
         if task is None:
             raise NotFound(f"No re-index task {task_id!r}: start one with library.reindex.")
         return task
+
+
+def index_tasks(rt: Runtime) -> IndexTasks:
+    """The server's one ``IndexTasks``, kept in its runtime."""
+    return rt.shared("explain:tasks", lambda: IndexTasks(rt))
 
 
 def pages(rt: Runtime, p: PagesParams) -> list[dict[str, Any]]:
@@ -218,57 +222,60 @@ def passage(rt: Runtime, p: PassageParams) -> dict[str, Any]:
     }
 
 
-def register(registry: Registry, rt: Runtime) -> None:
-    """Add the methods of this module, bound to ``rt``."""
-    tasks = IndexTasks(rt)
-    # Reading, but library.reindex (admin: it writes the index).
-    method = functools.partial(registry.method, scope="read")
+#: Reading, but ``library.reindex`` (admin: it writes the index).
+rpc = Methods(scope="read")
 
-    @method("library.pages", PagesParams, summary="A library's pages.", reach="context")
-    def library_pages(p: PagesParams, rt: Runtime) -> list[dict[str, Any]]:
-        return pages(rt, p)
 
-    @method(
-        "library.passage",
-        PassageParams,
-        summary="The passage a citation names, with its source link.",
-        reach="context",
-    )
-    def library_passage(p: PassageParams, rt: Runtime) -> dict[str, Any]:
-        return passage(rt, p)
+@rpc.method("library.pages", PagesParams, summary="A library's pages.", reach="context")
+def library_pages(p: PagesParams, rt: Runtime) -> list[dict[str, Any]]:
+    return pages(rt, p)
 
-    @method(
-        "library.reindex",
-        LibraryName,
-        summary="Start indexing a library; watch it with library.progress.",
-        scope="admin",
-    )
-    def reindex(p: LibraryName) -> dict[str, Any]:
-        return tasks.start(p.name)
 
-    @method(
-        "library.progress",
-        TaskParams,
-        summary="How far a library.reindex task got, then its report.",
-    )
-    def progress(p: TaskParams) -> dict[str, Any]:
-        return tasks.get(p.task).to_dict()
+@rpc.method(
+    "library.passage",
+    PassageParams,
+    summary="The passage a citation names, with its source link.",
+    reach="context",
+)
+def library_passage(p: PassageParams, rt: Runtime) -> dict[str, Any]:
+    return passage(rt, p)
 
-    @method(
-        "skills.usage",
-        summary="Skill search hit-rates per query kind (usage log).",
-        reach="context",
-    )
-    def skills_usage(_: Params, rt: Runtime) -> list[dict[str, Any]]:
-        return [s.to_dict() for s in rt.skills.stats()]
 
-    @method(
-        "tools.names", ProfileParams, summary="Each tool's provider-safe name.", reach="context"
-    )
-    def tool_names(p: ProfileParams, rt: Runtime) -> list[dict[str, Any]]:
-        tools = rt.toolbox.registry.tools()
-        codec = NameCodec([t.name for t in tools], p.profile)
-        return [{"name": t.name, "encoded": codec.encode(t.name)} for t in tools]
+@rpc.method(
+    "library.reindex",
+    LibraryName,
+    summary="Start indexing a library; watch it with library.progress.",
+    scope="admin",
+)
+def reindex(p: LibraryName, rt: Runtime) -> dict[str, Any]:
+    return index_tasks(rt).start(p.name)
+
+
+@rpc.method(
+    "library.progress",
+    TaskParams,
+    summary="How far a library.reindex task got, then its report.",
+)
+def progress(p: TaskParams, rt: Runtime) -> dict[str, Any]:
+    return index_tasks(rt).get(p.task).to_dict()
+
+
+@rpc.method(
+    "skills.usage",
+    summary="Skill search hit-rates per query kind (usage log).",
+    reach="context",
+)
+def skills_usage(_: Params, rt: Runtime) -> list[dict[str, Any]]:
+    return [s.to_dict() for s in rt.skills.stats()]
+
+
+@rpc.method(
+    "tools.names", ProfileParams, summary="Each tool's provider-safe name.", reach="context"
+)
+def tool_names(p: ProfileParams, rt: Runtime) -> list[dict[str, Any]]:
+    tools = rt.toolbox.registry.tools()
+    codec = NameCodec([t.name for t in tools], p.profile)
+    return [{"name": t.name, "encoded": codec.encode(t.name)} for t in tools]
 
 
 routes = no_routes

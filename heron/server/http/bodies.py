@@ -6,7 +6,7 @@
   none) is 415. The exceptions are named: the web page's sign-in and sign-out forms,
   ``/mcp``, whose SDK checks its own content types, and ``/upload/`` (files, as
   multipart: a route a browser reaches from Heron's own pages alone,
-  ``heron.server.origins.OWN_PAGES_ONLY``). A web page can send ``text/plain`` or a form to
+  ``heron.server.http.origins.OWN_PAGES_ONLY``). A web page can send ``text/plain`` or a form to
   any address without asking (no CORS preflight), but not ``application/json``: this is
   the second lock on cross-site requests, beside the Origin check.
 - **Bodies are bounded** (``HERON_SERVER_MAX_BODY``; an upload of files,
@@ -24,9 +24,9 @@ from collections.abc import Mapping
 from starlette.datastructures import Headers
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from heron.server.replies import for_path
+from heron.server.http.replies import for_path
 
-#: Where files are added to a library (``heron.server.uploads``): a multipart body.
+#: Where files are added to a library (``heron.server.features.uploads``): a multipart body.
 UPLOADS = "/upload/"
 #: Bytes an upload's body may hold past its files: the multipart framing of each part.
 UPLOAD_FRAMING = 1024 * 1024
