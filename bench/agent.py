@@ -73,7 +73,9 @@ def _tools(count: int) -> list[Tool]:
 
 def overhead_agent() -> Agent:
     home = ROOT / "overhead"
-    settings = Settings(home=home, skills_dirs=str(SKILLS), agent_max_tokens=OVERHEAD_MAX_TOKENS)
+    settings = Settings(
+        home=home, skills={"dirs": str(SKILLS)}, agent={"max_tokens": OVERHEAD_MAX_TOKENS}
+    )
     if not (home / "ready").exists():
         books.initial_index()
         shutil.rmtree(home, ignore_errors=True)
@@ -122,7 +124,7 @@ def citation_rows(questions: list[dict[str, Any]]) -> tuple[list[tuple], dict[st
         home.mkdir(parents=True, exist_ok=True)
         for name in ("heron.db", "embeddings.db", "libraries.txt"):
             shutil.copy(books.ROOT / "home" / name, home / name)
-    agent = open_agent(Settings(home=home, agent_max_tokens=MAX_TOKENS))
+    agent = open_agent(Settings(home=home, agent={"max_tokens": MAX_TOKENS}))
     cited = hit3 = hit5 = docs = 0
     model_seconds, tokens = [], []
     try:

@@ -290,7 +290,7 @@ def _homes(kubernetes: bool = True) -> tuple[Path, Path]:
             for name in ("heron.db", "embeddings.db", "libraries.txt"):
                 shutil.copy(books.ROOT / "home" / name, k8s / name)
         else:
-            settings = Settings(home=k8s, library_default_docs=False)
+            settings = Settings(home=k8s, library={"default_docs": False})
             add_library(books.LIBRARY, str(books.K8S / "library"), settings)
             with contextlib.closing(open_store(settings)) as store:
                 report = index_library(books.LIBRARY, store, settings=settings)
@@ -306,11 +306,11 @@ def _settings(home: Path, models_file: Path, *, docs: bool) -> Settings:
     # cache would make the later modes look faster than a person's first question is.
     return Settings(
         home=home,
-        models_file=models_file,
-        agent_max_tokens=MAX_TOKENS,
-        library_default_docs=docs,
-        tools_root=None,
-        embed_cache=False,
+        llm={"models_file": models_file},
+        agent={"max_tokens": MAX_TOKENS},
+        library={"default_docs": docs},
+        tools={"root": None},
+        embed={"cache": False},
     )
 
 

@@ -182,7 +182,7 @@ def _budget(url: str, home: Path) -> str:
     cost = 4 * 0.00000015 + ANSWER * 0.0000006  # "budget NN": 4 tokens in, 50 out
     budget = 10.5 * cost
     settings = Settings(
-        home=home, llm_retries=0, contexts={"team": {"max_budget": budget}}
+        home=home, llm={"retries": 0}, contexts={"team": {"max_budget": budget}}
     ).in_context("team")
     broker = Broker(parse_table(_models(url, "least-busy")), settings, cooldowns=Cooldowns())
     outcomes: Counter[str] = Counter()
@@ -220,7 +220,7 @@ def run() -> str:
     url = f"http://127.0.0.1:{httpd.server_port}"
     try:
         with tempfile.TemporaryDirectory() as home:
-            settings = Settings(home=Path(home), llm_retries=0, llm_cooldown=60)
+            settings = Settings(home=Path(home), llm={"retries": 0, "cooldown": 60})
             parts = [_strategies(url, settings), _cache(url, settings), _budget(url, Path(home))]
     finally:
         httpd.shutdown()

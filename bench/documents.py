@@ -207,7 +207,9 @@ def digest(folder: Path) -> str:
 
 def indexed(fmt: str, folder: Path) -> tuple[object, Settings, dict]:
     """The format's index in its own home; the first, from a cold cache, timed."""
-    settings = Settings(home=ROOT / "homes" / fmt, embedder="minilm", library_default_docs=False)
+    settings = Settings(
+        home=ROOT / "homes" / fmt, embed={"embedder": "minilm"}, library={"default_docs": False}
+    )
     timing = settings.home / "timing.json"
     figures = json.loads(timing.read_text()) if timing.exists() else {}
     if figures.get("digest") != digest(folder):

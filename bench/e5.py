@@ -83,12 +83,12 @@ def e5_cache(settings: Settings | None = None) -> CachedEmbedder:
     """The e5 profile's embedder (``HERON_EMBEDDER=e5``: the converted int8 graph)."""
     settings = settings or Settings()
     WORK.mkdir(exist_ok=True)
-    model = E5OnnxEmbedder(ensure_graph(settings.models_dir), threads=settings.embed_threads)
+    model = E5OnnxEmbedder(ensure_graph(settings.models_dir), threads=settings.embed.threads)
     return CachedEmbedder(model, WORK / "embeddings.db", close_inner=True)
 
 
 def minilm_cache(settings: Settings) -> CachedEmbedder:
-    model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
+    model = MiniLMEmbedder(settings.models_dir, threads=settings.embed.threads)
     return CachedEmbedder(model, WORK / "embeddings.db", close_inner=True)
 
 
@@ -238,7 +238,7 @@ def k8s_store() -> SQLiteStore:
         for name in ("heron.db", "embeddings.db"):
             shutil.copy(built[0] / name, K8S_HOME / name)
     settings = Settings(home=K8S_HOME)
-    model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
+    model = MiniLMEmbedder(settings.models_dir, threads=settings.embed.threads)
     return sqlite_store(settings.db_path, CachedEmbedder(model, settings.embed_cache_path))
 
 
@@ -373,7 +373,7 @@ def k8s_costs(store: SQLiteStore, e5: CachedEmbedder) -> str:
 
 def k8s_e5_store() -> tuple[SQLiteStore, dict]:
     """The Kubernetes library indexed with the e5 profile (once: figures in timing.json)."""
-    settings = Settings(home=K8S_E5_HOME, embedder="e5")
+    settings = Settings(home=K8S_E5_HOME, embed={"embedder": "e5"})
     store = sqlite_store(settings.db_path, load_embedder(settings))
     timing = K8S_E5_HOME / "timing.json"
     if not timing.exists():

@@ -73,7 +73,7 @@ def indexes() -> Iterator[tuple[str, SQLiteStore, Settings]]:
     built.embedder.close()
     homes = (
         ("MiniLM", minilm, minilm_cache),
-        ("e5", Settings(home=K8S_E5_HOME, embedder="e5"), e5_cache),
+        ("e5", Settings(home=K8S_E5_HOME, embed={"embedder": "e5"}), e5_cache),
     )
     for label, settings, embedder_for in homes:
         embedder = embedder_for(settings)
@@ -293,7 +293,7 @@ def _ensemble(
 
 
 def chunks256() -> str:
-    settings = Settings(home=E5_256_HOME, embedder="e5", library_chunk_tokens=256)
+    settings = Settings(home=E5_256_HOME, embed={"embedder": "e5"}, library={"chunk_tokens": 256})
     timing = E5_256_HOME / "timing.json"
     rows = []
     with closing(e5_cache(settings)) as e5, sqlite_store(settings.db_path, e5) as store:

@@ -97,7 +97,7 @@ def in_turn(embedder: MiniLMEmbedder | E5OnnxEmbedder) -> Embedder:
 def configurations(settings: Settings) -> dict[str, Callable[[], Embedder]]:
     models = settings.models_dir
     graph = ensure_graph(models)
-    threads = settings.embed_threads
+    threads = settings.embed.threads
 
     def e5() -> E5OnnxEmbedder:
         return E5OnnxEmbedder(graph, threads=threads)
@@ -152,7 +152,7 @@ def throughput(n: int = CHUNKS, rounds: int = ROUNDS) -> str:
         rows.append((name, len(texts) / seconds, seconds / base))
     return table(
         f"Embedding speed: {len(texts)} Kubernetes chunks, median of {rounds} interleaved "
-        f"rounds, {settings.embed_threads or 'all'} threads (CPU flags: {cpu_flags()}); int8 "
+        f"rounds, {settings.embed.threads or 'all'} threads (CPU flags: {cpu_flags()}); int8 "
         f"graph to shipped cosine min {cosine.min():.4f}, mean {cosine.mean():.4f}",
         ["configuration", "chunks/s", "time vs before"],
         rows,
@@ -243,7 +243,7 @@ def indexing(n: int = INDEX_PAGES) -> str:
         "default profile, MiniLM int8 + e5, side by side (now)",
     ):
         with tempfile.TemporaryDirectory() as tmp:
-            home = Settings(home=Path(tmp), library_default_docs=False, embed_cache=False)
+            home = Settings(home=Path(tmp), library={"default_docs": False}, embed={"cache": False})
             add_library("k8s", str(pages), home)
             with makers[name]() as embedder, open_store(home, embedder) as store:
                 start = time.perf_counter()

@@ -76,7 +76,7 @@ def run() -> str:
     for page in indexed:
         (library / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(K8S / "library" / f"{page}.md", library / f"{page}.md")
-    settings = Settings(home=ROOT / "home", library_default_docs=False)
+    settings = Settings(home=ROOT / "home", library={"default_docs": False})
     store = sqlite_store(settings.db_path, load_embedder(settings))
     add_library(NAME, str(library), settings)
     plain = index_library(NAME, store, settings=settings)

@@ -96,7 +96,7 @@ def digest(root: Path) -> str:
 
 
 def settings_for(model: str) -> Settings:
-    return Settings(home=ROOT / model, embedder=model)
+    return Settings(home=ROOT / model, embed={"embedder": model})
 
 
 def built(model: str, root: Path) -> tuple[SQLiteStore, dict]:
@@ -159,7 +159,9 @@ def quality(model: str, store: SQLiteStore) -> list[tuple]:
 def latency(model: str) -> tuple[float, float]:
     """Full search, one precise question at a time, each embedded by the model (no cache)."""
     settings = settings_for(model)
-    uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
+    uncached = load_embedder(
+        settings.model_copy(update={"embed": settings.embed.model_copy(update={"cache": False})})
+    )
     store = sqlite_store(settings.db_path, uncached)
     texts = question_sets()["precise"][0]
     options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}

@@ -267,7 +267,7 @@ def _library(home: Path) -> None:
         "# Watering tomatoes\n\nWater tomato plants deeply twice a week, at the base, early "
         "in the morning.\n"
     )
-    settings = Settings(home=home, library_default_docs=False)
+    settings = Settings(home=home, library={"default_docs": False})
     add_library("garden", str(docs), settings)
     with open_store(settings) as store:
         index_library("garden", store, settings=settings)

@@ -49,9 +49,11 @@ def _size(path: Path) -> int:
 def _storm(name: str, home: Path) -> tuple[str, int, float, int, int, int, int]:
     settings = Settings(
         home=home,
-        interventions_keep_per_room=KEEP_PER_ROOM,
-        interventions_keep_total=KEEP_TOTAL,
-        interventions_tts_program="/nonexistent",
+        interventions={
+            "keep_per_room": KEEP_PER_ROOM,
+            "keep_total": KEEP_TOTAL,
+            "tts_program": "/nonexistent",
+        },
     )
     path = interventions_db_path(settings)
     service = open_interventions(settings)

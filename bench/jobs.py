@@ -132,9 +132,8 @@ def run() -> str:
         root = Path(tmp)
         settings = Settings(
             home=root / "home",
-            tools_root=_repo(root),
-            tools_commands=["git", "sleep"],
-            jobs_test_command="sleep 60",
+            tools={"root": _repo(root), "commands": ["git", "sleep"]},
+            jobs={"test_command": "sleep 60"},
         )
         jobs = open_jobs(settings)
         rows = _throughput(jobs) + _appends(jobs) + _aborts(jobs)

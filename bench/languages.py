@@ -250,7 +250,7 @@ def query_analysis(
 
 
 def run() -> str:
-    settings = Settings(home=ROOT / "home", embedder="auto", database_url=None)
+    settings = Settings(home=ROOT / "home", embed={"embedder": "auto"}, database_url=None)
     settings.home.mkdir(parents=True, exist_ok=True)
     numbers = pages()
     sets = question_sets(numbers)
@@ -262,7 +262,7 @@ def run() -> str:
     ]
     out = table(
         f"Languages: the Debian Reference, {len(numbers)} sections as pages "
-        f"(embedding profile {settings.embedder_profile})",
+        f"(embedding profile {settings.embed.profile})",
         ["run", "pages", *(f"read as {code}" for code in TRANSLATIONS), "written", "index s"],
         index_rows,
     )

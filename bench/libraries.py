@@ -180,7 +180,9 @@ def quality(store: SQLiteStore, settings: Settings, split: str = "test") -> list
 
 def latency(store: SQLiteStore, settings: Settings) -> tuple[float, float]:
     """Each query embedded by the model, not answered from the embedding cache."""
-    uncached = load_embedder(settings.model_copy(update={"embed_cache": False}))
+    uncached = load_embedder(
+        settings.model_copy(update={"embed": settings.embed.model_copy(update={"cache": False})})
+    )
     store = sqlite_store(settings.db_path, uncached)
     questions = [q["question"] for q in read_jsonl(K8S / "questions.jsonl")]
     options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}

@@ -180,8 +180,8 @@ def _profile_store(profile: str) -> tuple[SQLiteStore, Settings, dict[str, float
     """The Kubernetes library indexed under ``profile`` in a home of its own, once, with
     no embedding cache (the index time is the figure); later runs reuse it."""
     home = HOMES / profile
-    settings = Settings(home=home, embedder=profile, embed_cache=False)
-    assert settings.embedder_profile == profile, "the multilingual profile needs the e5 extra"
+    settings = Settings(home=home, embed={"embedder": profile, "cache": False})
+    assert settings.embed.profile == profile, "the multilingual profile needs the e5 extra"
     store = open_store(settings)  # the profile's embedder, closed with the store
     timing = home / "timing.json"
     if not timing.exists():

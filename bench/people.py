@@ -120,7 +120,7 @@ def settings() -> Settings:
     """The home's settings: the defaults, named explicitly where an engineer's environment
     could change them (``HERON_EMBEDDER``, ``HERON_DATABASE_URL``), because the issue's
     figures are the bundled defaults'."""
-    return Settings(home=ROOT / "home", embedder="auto", database_url=None)
+    return Settings(home=ROOT / "home", embed={"embedder": "auto"}, database_url=None)
 
 
 # -- the set -------------------------------------------------------------------------
@@ -522,7 +522,7 @@ def run(json_path: Path | None = None) -> str:
     conf = settings()
     index_rows = build(conf)
     out = table(
-        f"People: the home's libraries (embedding profile {conf.embedder_profile}), indexed "
+        f"People: the home's libraries (embedding profile {conf.embed.profile}), indexed "
         f"this run (incremental); {time.perf_counter() - started:.0f} s",
         ["library", "pages", "records", "pages changed", "texts embedded", "seconds"],
         index_rows,

@@ -58,8 +58,7 @@ def run() -> str:
             store = SQLJobStore(PostgresDatabase(url, heron.jobs.JOBS))
             client = Settings(
                 home=Path(tmp) / "client",
-                tools_root=env["HERON_TOOLS_ROOT"],
-                tools_commands=["git"],
+                tools={"root": env["HERON_TOOLS_ROOT"], "commands": ["git"]},
             )
             jobs = Jobs(store, client)
             start = time.perf_counter()

@@ -117,10 +117,9 @@ def prepare() -> Settings:
     (workspace / "src" / "main.py").write_text("print('payroll')\n")
     settings = Settings(
         home=ROOT / "home",
-        tools_root=workspace,
-        tools_commands=["git", "ls"],
-        library_default_docs=False,
-        skills_dirs=str(ROOT / "skills"),
+        tools={"root": workspace, "commands": ["git", "ls"]},
+        library={"default_docs": False},
+        skills={"dirs": str(ROOT / "skills")},
     )
     add_library("notes", str(NOTES), settings)
     with contextlib.closing(open_store(settings)) as store:
@@ -251,7 +250,14 @@ def run() -> str:
     # Heron's defaults, then the operator's opt-in: openai_tool_safety execute.
     plans = [
         (settings, [*((f, False) for f in FORMS), ("required", True), ("named", True)]),
-        (settings.model_copy(update={"openai_tool_safety": "execute"}), [("required", False)]),
+        (
+            settings.model_copy(
+                update={
+                    "server": settings.server.model_copy(update={"openai_tool_safety": "execute"})
+                }
+            ),
+            [("required", False)],
+        ),
     ]
     for served, forms in plans:
         with serving(served) as (url, runtime):

@@ -66,7 +66,7 @@ QUESTIONS = (
 FOLLOW_UPS = ("And how is that configured?", "Why is that so?", "Where is that documented?")
 CLIENTS = 8
 #: The default HERON_JOBS_VISIBILITY_TIMEOUT, which the takeover runs at.
-VISIBILITY = Settings.model_fields["jobs_visibility_timeout"].default
+VISIBILITY = JobsSettings.model_fields["visibility_timeout"].default
 SEARCHES, CONVERSATIONS, JOBS = 100, 30, 40
 
 

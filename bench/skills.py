@@ -179,7 +179,7 @@ def run() -> str:
     settings = Settings()
     queries = read_jsonl(QUERIES)
     with tempfile.TemporaryDirectory() as tmp:
-        model = MiniLMEmbedder(settings.models_dir, threads=settings.embed_threads)
+        model = MiniLMEmbedder(settings.models_dir, threads=settings.embed.threads)
         cache = CachedEmbedder(model, Path(tmp) / "embeddings.db")
         store = sqlite_store(Path(tmp) / "heron.db", cache)
         skills = SkillIndex(store, [SkillDir(SKILLS, "shared")])

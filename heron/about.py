@@ -20,16 +20,16 @@ def about(settings: Settings) -> dict[str, Any]:
         "home": str(settings.home),
         "database": str(settings.db_path),
         "settings": settings.public(),
-        "model": {"embedder": settings.embedder, "profile": settings.embedder_profile},
+        "model": {"embedder": settings.embed.embedder, "profile": settings.embed.profile},
         "namespaces": [],
         "routing": routing(settings),
     }
     try:
         embedder = load_embedder(settings)
         info["model"].update(id=embedder.model_id, dim=embedder.dim, ready=True)
-        if settings.agent_routing_threshold is None:
+        if settings.agent.routing_threshold is None:
             info["routing"]["threshold"] = calibration_of(embedder).route
-        if settings.embedder_profile in ("minilm", "multilingual"):
+        if settings.embed.profile in ("minilm", "multilingual"):
             info["model"].update(
                 onnx=str(assets.onnx_path()),
                 tokenizer=str(assets.tokenizer_path(settings.models_dir)),
@@ -53,10 +53,10 @@ def routing(settings: Settings) -> dict[str, Any]:
     """How the agent picks the tools it offers (``agent_routing_*``); the threshold is
     ``None`` until the embedder says its own (``about`` fills it in)."""
     return {
-        "mode": settings.agent_routing_mode,
-        "top_k": settings.agent_routing_top_k,
-        "threshold": settings.agent_routing_threshold,
-        "always_include": list(settings.agent_routing_always_include),
+        "mode": settings.agent.routing_mode,
+        "top_k": settings.agent.routing_top_k,
+        "threshold": settings.agent.routing_threshold,
+        "always_include": list(settings.agent.routing_always_include),
         # Each optional built-in, turned on or not (heron info prints them).
         **{tool.name: tool.on(settings) for tool in OPTIONAL_TOOLS},
     }

@@ -27,7 +27,7 @@ def test_environment_beats_toml_beats_defaults(
     (tmp_path / "heron.toml").write_text("embed_batch_size = 8\nembed_threads = 1\n")
     monkeypatch.setenv("HERON_EMBED_THREADS", "2")
     settings = Settings()
-    assert (settings.embed_batch_size, settings.embed_threads) == (8, 2)
+    assert (settings.embed.batch_size, settings.embed.threads) == (8, 2)
 
 
 def test_remote_embedder_needs_url_and_model(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -55,7 +55,7 @@ def test_tool_settings_from_the_environment(
     monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git", "ls"]')
     monkeypatch.setenv("HERON_MCP_TIMEOUT", "5")
     settings = Settings()
-    assert (settings.tools_root, settings.tools_commands, settings.mcp_timeout) == (
+    assert (settings.tools.root, settings.tools.commands, settings.tools.mcp_timeout) == (
         tmp_path,
         ["git", "ls"],
         5.0,
@@ -116,7 +116,7 @@ def test_an_unknown_heron_toml_key_is_an_error_naming_the_closest_setting(
     with pytest.raises(ConfigError, match=r"unknown setting\(s\) colour, server \(did you mean"):
         Settings()
     config.write_text('skills_dirs = "/srv/skills"\n')
-    assert Settings().skills_dirs == "/srv/skills"
+    assert Settings().skills.dirs == "/srv/skills"
 
 
 def test_a_heron_config_naming_no_file_is_an_error_naming_it_and_the_fix(
@@ -136,4 +136,4 @@ def test_a_heron_config_naming_no_file_is_an_error_naming_it_and_the_fix(
         Settings()
     missing.write_text("embed_batch_size = 8\n")
     monkeypatch.setenv("HERON_CONFIG", str(missing))
-    assert Settings().embed_batch_size == 8
+    assert Settings().embed.batch_size == 8

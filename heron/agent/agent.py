@@ -213,7 +213,7 @@ class Agent(Resource):
                 "accepted. Put long text in a workspace file and ask about the file instead."
             )
         window = self.broker.capabilities(model).context_window
-        answer = max_tokens or self.settings.agent_max_tokens
+        answer = max_tokens or self.settings.agent.max_tokens
         messages = (Message("system", instructions), Message("user", message))
         tokens = estimate_tokens(ChatRequest(messages if instructions else messages[1:]))
         if tokens > window - answer:
@@ -226,7 +226,7 @@ class Agent(Resource):
 
     def _room(self, model: str | None, max_tokens: int | None = None) -> int:
         """Prompt tokens the model takes, the answer's kept aside."""
-        answer = max_tokens or self.settings.agent_max_tokens
+        answer = max_tokens or self.settings.agent.max_tokens
         return self.broker.capabilities(model).context_window - answer
 
     def mode(self, model: str | None = None) -> AnswerMode:
@@ -245,11 +245,11 @@ class Agent(Resource):
 
     def _ceiling(self, turn: Turn) -> Safety:
         """The most harmful of Heron's tools ``turn`` may run (``Turn.tool_safety``)."""
-        return turn.tool_safety or self.settings.agent_tool_safety
+        return turn.tool_safety or self.settings.agent.tool_safety
 
     def _delegates(self, turn: Turn) -> bool:
         """Whether ``turn`` may delegate jobs beyond its ceiling (``Turn.delegate``)."""
-        return self.settings.agent_delegate if turn.delegate is None else turn.delegate
+        return self.settings.agent.delegate if turn.delegate is None else turn.delegate
 
     def _history(self, turn: Turn, session_id: str) -> tuple[list[Message], list[Message]]:
         """``(before, after)``: the messages before the grounded user message, and after
@@ -293,7 +293,7 @@ class Agent(Resource):
         reads each language with its own model); the settings' docs and tool values
         where set."""
         calibration = calibration_of(self.store.embedder, message)
-        docs, tool = self.settings.agent_docs_threshold, self.settings.agent_tool_threshold
+        docs, tool = self.settings.agent.docs_threshold, self.settings.agent.tool_threshold
         return Thresholds(
             calibration.skill,
             calibration.weak,
@@ -406,7 +406,7 @@ class Agent(Resource):
         related (``Evidence``, with a note saying so), and the best page's other sections
         that match (an extractive answer has no prompt to fill)."""
         results = found.results
-        count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent_passages
+        count = EXTRACTIVE_PASSAGES if mode == "extractive" else self.settings.agent.passages
         passages = results[:count] if decision.kind == "docs" else []
         evidence = Evidence.of(
             decision.docs_score,
@@ -618,9 +618,9 @@ class Agent(Resource):
     def _limits(self, turn: Turn) -> LoopLimits:
         settings = self.settings
         return LoopLimits(
-            max_steps=settings.agent_max_steps,
-            max_tokens=settings.agent_max_tokens,
-            tool_timeout=settings.agent_tool_timeout,
+            max_steps=settings.agent.max_steps,
+            max_tokens=settings.agent.max_tokens,
+            tool_timeout=settings.agent.tool_timeout,
             room=self._room(turn.model, turn.sampling.max_tokens),
         )
 

@@ -139,7 +139,7 @@ class Retriever:
     ) -> list[Result]:
         """The library passages for ``message`` (searched with ``vector`` when given)
         from its ``scope``; none when no library is indexed."""
-        top_k = max(self.settings.agent_passages, EXTRACTIVE_PASSAGES, EVIDENCE_PAGES)
+        top_k = max(self.settings.agent.passages, EXTRACTIVE_PASSAGES, EVIDENCE_PAGES)
         try:
             return search_many(
                 [message],
@@ -199,7 +199,7 @@ class Retriever:
         libraries = tuple(self.scope(query, library))
         results = self.retrieve(query, library, vector) if libraries else []
         kept = self._unlisted(
-            query, results[: max(self.settings.agent_passages, EXTRACTIVE_PASSAGES)]
+            query, results[: max(self.settings.agent.passages, EXTRACTIVE_PASSAGES)]
         )
         grounding = Grounding(query, libraries, how)  # type: ignore[arg-type]
         return Found(grounding, kept, vector, peak(results))
@@ -254,7 +254,7 @@ class Retriever:
                 cached = (stamp, library_state(self.store, library.name).collections)
                 self._collections[library.name] = cached
             names += [library.name, *cached[1]]
-        return [*names, *self.settings.agent_keywords]
+        return [*names, *self.settings.agent.keywords]
 
     def vocabulary(self) -> Container[str]:
         """The whole words of the embedder's tokenizer (empty when it has none): a name

@@ -36,15 +36,15 @@ def routing_options(
     setting, is skipped with a warning rather than failing every request; the doctor's
     tools check names it)."""
     known = {t.name for t in tools}
-    wanted = settings.agent_routing_always_include
+    wanted = settings.agent.routing_always_include
     missing = [name for name in wanted if name not in known]
     if missing:
         log.warning("agent_routing_always_include names unknown tools: %s", ", ".join(missing))
-    top_k = settings.agent_routing_top_k
+    top_k = settings.agent.routing_top_k
     return {
-        "mode": settings.agent_routing_mode,
+        "mode": settings.agent.routing_mode,
         "top_k": min(top_k, max_tools) if max_tools else top_k,
-        "threshold": settings.agent_routing_threshold,
+        "threshold": settings.agent.routing_threshold,
         "always_include": [name for name in wanted if name in known],
     }
 
@@ -87,7 +87,7 @@ class ToolOffer:
                 profile=caps.name_profile, **routing_options(self.settings, tools, caps.max_tools)
             )
             self._routers = {key: router}
-        most = safety or self.settings.agent_tool_safety
+        most = safety or self.settings.agent.tool_safety
         return [
             routed
             for routed in router.route(message, vector=vector).tools

@@ -123,7 +123,7 @@ def create(
         console.print(escape(f"Created key {key.name} ({' '.join(sorted(key.scopes))})."))
         console.print("Its token, shown this once (send it as 'Authorization: Bearer ...'):")
         print(token)
-    if settings.bearer_token is None:
+    if settings.server.bearer_token is None:
         print(
             "note: HERON_API_TOKEN is not set, so heron serve (on loopback) lets requests "
             "without a key do everything; set it to make every caller show a key.",

@@ -30,7 +30,7 @@ def _read(path: Path, settings: Settings) -> NewFile:
     if not path.is_file():
         raise InputError(f"{path} is not a file; name the files to add, e.g. ./manuals/*.pdf")
     with path.open("rb") as handle:
-        return NewFile(path.name, handle.read(settings.library_upload_max_bytes + 1))
+        return NewFile(path.name, handle.read(settings.library.upload_max_bytes + 1))
 
 
 def add_files_command(

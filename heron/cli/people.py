@@ -42,7 +42,7 @@ Person = Annotated[str, typer.Argument(help="The person: their name.")]
 def _room(room: str | None) -> str:
     from heron.settings import Settings
 
-    return room if room is not None else Settings().interventions_room
+    return room if room is not None else Settings().interventions.room
 
 
 def _card(item: Intervention | dict[str, Any], as_json: bool) -> None:

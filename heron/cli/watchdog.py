@@ -87,7 +87,7 @@ def watchdog(
             raise typer.Exit(1)
         return
     try:
-        seconds = parse_duration(interval) if interval else settings.watchdog_interval
+        seconds = parse_duration(interval) if interval else settings.ops.watchdog_interval
     except ValueError as exc:
         raise typer.BadParameter(str(exc), param_hint="--interval") from None
     watch(settings, interval=seconds, path=config, kinds=kinds,

@@ -35,16 +35,16 @@ __all__ = [
 def load_embedder(settings: Settings) -> Embedder:
     """The embedder the settings ask for (``settings.embedder_profile``), each model behind
     the cache unless it is turned off."""
-    profile = settings.embedder_profile
+    profile = settings.embed.profile
     if profile == "remote":
-        assert settings.remote_embed_url and settings.remote_embed_model  # checked by Settings
+        assert settings.embed.remote_url and settings.embed.remote_model  # checked by Settings
         return _cached(
             settings,
             RemoteEmbedder(
-                settings.remote_embed_url,
-                settings.remote_embed_model,
-                api_key=settings.remote_embed_api_key,
-                timeout=settings.remote_embed_timeout,
+                settings.embed.remote_url,
+                settings.embed.remote_model,
+                api_key=settings.embed.remote_api_key,
+                timeout=settings.embed.remote_timeout,
             ),
         )
     if profile == "e5":
@@ -62,8 +62,8 @@ def _minilm(settings: Settings) -> Embedder:
         settings,
         MiniLMEmbedder(
             settings.models_dir,
-            batch_size=settings.embed_batch_size,
-            threads=settings.embed_threads,
+            batch_size=settings.embed.batch_size,
+            threads=settings.embed.threads,
         ),
     )
 
@@ -71,11 +71,11 @@ def _minilm(settings: Settings) -> Embedder:
 def _e5(settings: Settings) -> Embedder:
     # The converted int8 graph: 3.4x-4.7x the engine's speed, cosine >= 0.99 to it.
     graph = ensure_graph(settings.models_dir)
-    return _cached(settings, E5OnnxEmbedder(graph, threads=settings.embed_threads))
+    return _cached(settings, E5OnnxEmbedder(graph, threads=settings.embed.threads))
 
 
 def _cached(settings: Settings, embedder: Embedder) -> Embedder:
-    if not settings.embed_cache:
+    if not settings.embed.cache:
         return embedder
     # The cache is all the caller sees, so closing it closes the model behind it.
     return CachedEmbedder(embedder, settings.embed_cache_path, close_inner=True)

@@ -94,9 +94,9 @@ def audio_folder(settings: Settings) -> Path:
 
 
 def default_voice(settings: Settings) -> Voice:
-    if settings.interventions_tts_url:
-        return SpeechVoice(audio_folder(settings), settings.interventions_tts_url)
-    return EspeakVoice(audio_folder(settings), settings.interventions_tts_program)
+    if settings.interventions.tts_url:
+        return SpeechVoice(audio_folder(settings), settings.interventions.tts_url)
+    return EspeakVoice(audio_folder(settings), settings.interventions.tts_program)
 
 
 def open_interventions(settings: Settings, **options: Any) -> Interventions:
@@ -130,20 +130,20 @@ class Interventions(Resource):
     ) -> None:
         self.store = store
         self.settings = settings
-        self.cooldown = settings.interventions_cooldown
+        self.cooldown = settings.interventions.cooldown
         self.templates = templates or load_templates(settings.home)
         self.policy = policy or load_policy(settings.home)
         self.channels = (
-            Channels.parse(u.get_secret_value() for u in settings.interventions_alert_urls)
+            Channels.parse(u.get_secret_value() for u in settings.interventions.alert_urls)
             if channels is None
             else channels
         )
         self.voice = voice or default_voice(settings)
         self.learning = Learning(
-            settings.interventions_learn_outcomes,
-            settings.interventions_learn_dismiss_rate,
-            settings.interventions_learn_accept_rate,
-            settings.interventions_learn_cooldown_factor,
+            settings.interventions.learn_outcomes,
+            settings.interventions.learn_dismiss_rate,
+            settings.interventions.learn_accept_rate,
+            settings.interventions.learn_cooldown_factor,
         )
         self._pruned_at = 0.0
         self._listeners: list[Listener] = []
@@ -349,15 +349,15 @@ class Interventions(Resource):
         (a storm naming a new room each time), then audio by the same age and
         ``interventions_audio_keep`` files."""
         self._pruned_at = time.monotonic()
-        keep = self.settings.interventions_keep_days * 86400
+        keep = self.settings.interventions.keep_days * 86400
         pruned, audio = self.store.prune(
             before=time.time() - keep,
-            keep_per_room=self.settings.interventions_keep_per_room,
-            keep_total=self.settings.interventions_keep_total,
+            keep_per_room=self.settings.interventions.keep_per_room,
+            keep_total=self.settings.interventions.keep_total,
         )
         removed = self._forget_audio(audio)
         removed += prune_audio(
-            self.voice.folder, self.settings.interventions_audio_keep, max_age=keep
+            self.voice.folder, self.settings.interventions.audio_keep, max_age=keep
         )
         return replace(pruned, audio=removed)
 

@@ -131,7 +131,7 @@ class JobRunner:
         self._broker = broker
         self._seen = seen
         self.settings = jobs.settings
-        self.concurrency = concurrency or self.settings.jobs_concurrency
+        self.concurrency = concurrency or self.settings.jobs.concurrency
         self.poll = poll
         self.worker = worker or f"{self.settings.replica}:{os.getpid()}:{secrets.token_hex(3)}"
 
@@ -163,7 +163,7 @@ class JobRunner:
                     await asyncio.to_thread(self._beat, list(running.values()))
                 # Serving, orphans are looked for again and again: a replica that died
                 # (on any host) leaves its jobs to the runners still alive.
-                every = self.settings.jobs_visibility_timeout / 4
+                every = self.settings.jobs.visibility_timeout / 4
                 if stop is not None and recovering is None and time.monotonic() - recheck >= every:
                     recheck = time.monotonic()
                     recovering = asyncio.create_task(asyncio.to_thread(self.recover))
@@ -224,9 +224,9 @@ class JobRunner:
         return plan(
             job.prompt,
             job.success_criteria,
-            test_command=settings.jobs_test_command,
-            typecheck_command=settings.jobs_typecheck_command,
-            remote=settings.jobs_remote,
+            test_command=settings.jobs.test_command,
+            typecheck_command=settings.jobs.typecheck_command,
+            remote=settings.jobs.remote,
         )
 
     def within(self, context: str) -> JobRunner:
@@ -510,7 +510,7 @@ class JobRunner:
                 job.success_criteria,
                 outputs,
                 found,
-                timeout=self.settings.llm_timeout,
+                timeout=self.settings.llm.timeout,
             )
         except HeronError as exc:
             return result | {"summary_note": note.format(exc)}
@@ -523,7 +523,7 @@ class JobRunner:
     def recover(self) -> list[Job]:
         """Requeue or fail the ``running`` jobs whose worker is gone (rule above)."""
         store = self.jobs.store
-        timeout = self.settings.jobs_visibility_timeout
+        timeout = self.settings.jobs.visibility_timeout
         recovered = []
         for job in store.list(["running"], limit=100_000):
             if job.worker == self.worker:

@@ -50,7 +50,7 @@ def open_jobs(settings: Settings | None = None) -> Jobs:
     (servers on several machines then share one queue), else in ``$HERON_HOME/jobs.db``."""
     settings = settings or Settings()
     database = open_database(settings, JOBS)
-    return Jobs(SQLJobStore(database, event_max_bytes=settings.jobs_event_max_bytes), settings)
+    return Jobs(SQLJobStore(database, event_max_bytes=settings.jobs.event_max_bytes), settings)
 
 
 def workspace_contexts(settings: Settings) -> list[str]:
@@ -59,22 +59,22 @@ def workspace_contexts(settings: Settings) -> list[str]:
     context's) say now. A runner claims only their jobs, so a server started without a
     workspace leaves a job made elsewhere to a worker that has one."""
     server = settings.in_context(DEFAULT)
-    found = [DEFAULT] if server.tools_root is not None else []
+    found = [DEFAULT] if server.tools.root is not None else []
     return found + sorted(name for name, spec in server.contexts.items() if spec.workspace)
 
 
 def open_workspace(settings: Settings) -> Workspace:
     """The workspace jobs check: ``tools_root`` with the ``tools_commands`` allowlist."""
-    if settings.tools_root is None:
+    if settings.tools.root is None:
         raise ConfigError(
             "Jobs run in the workspace, and none is set: set HERON_TOOLS_ROOT to the "
             "repository to check, and allow git with HERON_TOOLS_COMMANDS='[\"git\"]'."
         )
     return Workspace(
-        settings.tools_root,
-        commands=settings.tools_commands,
-        timeout=settings.jobs_command_timeout,
-        policy=load_policy(settings.tools_policy),
+        settings.tools.root,
+        commands=settings.tools.commands,
+        timeout=settings.jobs.command_timeout,
+        policy=load_policy(settings.tools.policy),
     )
 
 
@@ -222,7 +222,7 @@ class Jobs(Resource):
             bool(requires_confirmation),
             created_by=by.strip(),
             session_id=session_id,
-            room=room or self.settings.interventions_room,
+            room=room or self.settings.interventions.room,
             context=self.context,
         )
         if self._watchers:

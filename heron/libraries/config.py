@@ -205,7 +205,7 @@ def check_source(source: str, settings: Settings, caller: Caller = "local") -> s
     if source.startswith("-"):
         check_git_source(source)
     if is_git_url(source):
-        check_git_source(source, allow_file=caller == "local" or settings.library_allow_file_urls)
+        check_git_source(source, allow_file=caller == "local" or settings.library.allow_file_urls)
         return source
     folder = Path(source).expanduser().resolve()
     if not folder.is_dir():
@@ -224,7 +224,7 @@ def check_source(source: str, settings: Settings, caller: Caller = "local") -> s
             "settings; give a folder of documentation pages instead."
         )
     if caller == "api":
-        roots = [Path(r).expanduser().resolve() for r in settings.library_roots]
+        roots = [Path(r).expanduser().resolve() for r in settings.library.roots]
         if not any(folder == r or folder.is_relative_to(r) for r in roots):
             now = ", ".join(str(r) for r in roots) or "none set"
             raise InputError(
@@ -400,7 +400,7 @@ def _listed(path: Path, settings: Settings) -> list[Library]:
     libraries = _parse(path, settings)
     docs = heron_docs()
     if (
-        settings.library_default_docs
+        settings.library.default_docs
         and docs is not None
         and all(lib.name != DEFAULT_DOCS_NAME for lib in libraries)
     ):

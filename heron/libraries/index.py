@@ -314,7 +314,7 @@ class _Indexer:
         self.stages = stages
         self.report = LibraryIndexReport(library.name)
         self.policy = policy_for(
-            store.embedder, settings.library_chunk_tokens, settings.library_chunk_overlap
+            store.embedder, settings.library.chunk_tokens, settings.library.chunk_overlap
         )
         self._counter: TokenCounter | None = None
         self.shipped: ShippedPages | None = None  # what the library ships (.heron-vectors)
@@ -335,7 +335,7 @@ class _Indexer:
     def run(self) -> LibraryIndexReport:
         self._stage("sync", None)
         try:
-            checkout = sync(self.library, self.settings, timeout=self.settings.library_git_timeout)
+            checkout = sync(self.library, self.settings, timeout=self.settings.library.git_timeout)
         except SyncError as exc:
             self.report.error = str(exc)
             save_sync_error(self.store, self.ns, str(exc))
@@ -345,11 +345,11 @@ class _Indexer:
         self.shipped = read_shipped(checkout.root, embedder.model_id, embedder.dim)
         files, skipped = scan(
             checkout.root,
-            self.settings.library_max_page_bytes,
+            self.settings.library.max_page_bytes,
             self.library.include,
             self.library.exclude,
             self.library.collections,
-            self.settings.library_max_document_bytes,
+            self.settings.library.max_document_bytes,
         )
         if self.only is not None:  # the scan stats files; only these are read and parsed
             files = [f for f in files if f.id in self.only]
@@ -460,9 +460,9 @@ class _Indexer:
         try:
             page, refused = read_page(
                 file,
-                self.settings.library_max_page_bytes,
-                self.settings.library_max_document_bytes,
-                self.settings.library_ocr_languages if self.settings.library_ocr else None,
+                self.settings.library.max_page_bytes,
+                self.settings.library.max_document_bytes,
+                self.settings.library.ocr_languages if self.settings.library.ocr else None,
             )
         except OSError as exc:
             self.report.skipped.append({"path": shown, "reason": f"unreadable: {exc}"})
@@ -484,7 +484,7 @@ class _Indexer:
             page,
             self.enricher,
             self.qa_fallback,
-            max_pairs=self.settings.library_enrich_questions,  # a generated cache's cap
+            max_pairs=self.settings.library.enrich_questions,  # a generated cache's cap
         )
         self.report.warnings += [f"{page.id}: {note}" for note in asked.notes]
         pairs = asked.pairs

@@ -170,7 +170,7 @@ def read_original(library: str, page: str, store: Store, settings: Settings) -> 
     parts = path.split("/")
     fmt = format_of(path)
     limit, setting = size_limit(
-        path, settings.library_max_page_bytes, settings.library_max_document_bytes
+        path, settings.library.max_page_bytes, settings.library.max_document_bytes
     )
     if root is None or fmt is None:
         raise _gone(library, page)
@@ -207,7 +207,7 @@ def read_page(library: str, page: str, store: Store, settings: Settings) -> Page
         return PageText(library, page, original.title, original.path, text, False)
     root = last_sync(store, library).get("root")
     try:
-        found = Workspace(root, policy=load_policy(settings.tools_policy)).read_file(meta["path"])
+        found = Workspace(root, policy=load_policy(settings.tools.policy)).read_file(meta["path"])
     except (ToolInputError, TypeError):  # no folder synced, or the file has gone
         raise _gone(library, page) from None
     return PageText(

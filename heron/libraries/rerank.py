@@ -113,21 +113,21 @@ RERANKERS = ("default", "none", "onnx", "remote")
 
 def load_reranker(settings: Settings) -> Reranker | None:
     """The reranker ``HERON_LIBRARY_RERANKER`` names; ``None`` for ``none``."""
-    if settings.library_reranker == "default":
+    if settings.library.reranker == "default":
         return FeatureReranker()
-    if settings.library_reranker == "none":
+    if settings.library.reranker == "none":
         return None
-    if settings.library_reranker == "onnx":
-        if settings.library_rerank_model is None:
+    if settings.library.reranker == "onnx":
+        if settings.library.rerank_model is None:
             raise ConfigError(
                 "HERON_LIBRARY_RERANKER=onnx needs HERON_LIBRARY_RERANK_MODEL=/path/to/model.onnx "
                 "(with tokenizer.json in the same folder)."
             )
         from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
-        return OnnxCrossEncoder(settings.library_rerank_model)
-    if settings.library_reranker == "remote":
-        if not settings.library_rerank_url:
+        return OnnxCrossEncoder(settings.library.rerank_model)
+    if settings.library.reranker == "remote":
+        if not settings.library.rerank_url:
             raise ConfigError(
                 "HERON_LIBRARY_RERANKER=remote needs HERON_LIBRARY_RERANK_URL, e.g. "
                 "http://127.0.0.1:8080 (a TEI, Infinity or Cohere-style /rerank server)."
@@ -135,11 +135,11 @@ def load_reranker(settings: Settings) -> Reranker | None:
         from heron.libraries.rerank_remote import RemoteReranker
 
         return RemoteReranker(
-            settings.library_rerank_url,
-            model=settings.library_rerank_model_name,
-            api_key=settings.library_rerank_api_key,
-            timeout=settings.library_rerank_timeout,
+            settings.library.rerank_url,
+            model=settings.library.rerank_model_name,
+            api_key=settings.library.rerank_api_key,
+            timeout=settings.library.rerank_timeout,
         )
     raise ConfigError(
-        f"Unknown reranker {settings.library_reranker!r}. Choose from: {', '.join(RERANKERS)}."
+        f"Unknown reranker {settings.library.reranker!r}. Choose from: {', '.join(RERANKERS)}."
     )

@@ -412,7 +412,7 @@ def search_many(
             name,
             [queries[i] for i in asked],
             mode=store_mode,
-            top_k=max(settings.library_candidates, top_k),
+            top_k=max(settings.library.candidates, top_k),
             filters=filters,
             vectors=None if vectors is None else vectors[asked],
         )

@@ -268,7 +268,7 @@ def writable_root(library: Library, settings: Settings, caller: Caller) -> Path:
         )
     if caller == "api":
         real = root.resolve()
-        roots = [Path(r).expanduser().resolve() for r in settings.library_roots]
+        roots = [Path(r).expanduser().resolve() for r in settings.library.roots]
         if not any(real == r or real.is_relative_to(r) for r in roots):
             now = ", ".join(str(r) for r in roots) or "none set"
             raise UploadRefused(
@@ -294,13 +294,13 @@ def new_library(name: str, settings: Settings) -> Library:
     name already there (someone's: add it as it is with ``library.add``) or a name taken;
     the folder made is removed again when the library cannot be added."""
     check_name(name)
-    if not settings.library_roots:
+    if not settings.library.roots:
         raise UploadRefused(
             "A new library's folder is made under HERON_LIBRARY_ROOTS, and none is set; set "
             "it for the server (HERON_LIBRARY_ROOTS='[\"/srv/docs\"]'), or add an existing "
             "folder with: heron library add NAME FOLDER"
         )
-    root = Path(settings.library_roots[0]).expanduser().resolve()
+    root = Path(settings.library.roots[0]).expanduser().resolve()
     try:
         fd = open_folder(root, [])
     except FileNotFoundError:
@@ -328,13 +328,13 @@ def new_library(name: str, settings: Settings) -> Library:
 def _check_bounds(files: Sequence[NewFile], settings: Settings) -> None:
     if not files:
         raise UploadRefused("No files given; name at least one file to add.")
-    most = settings.library_upload_max_files
+    most = settings.library.upload_max_files
     if len(files) > most:
         raise UploadRefused(
             f"{len(files)} files at once is over the limit of {most} "
             "(HERON_LIBRARY_UPLOAD_MAX_FILES); add them in smaller groups. Nothing was written."
         )
-    total, limit = sum(len(f.data) for f in files), settings.library_upload_max_bytes
+    total, limit = sum(len(f.data) for f in files), settings.library.upload_max_bytes
     if total > limit:
         raise UploadRefused(
             f"{total:,} bytes at once is over the limit of {limit:,} "
@@ -347,9 +347,9 @@ def file_limit(settings: Settings, name: str) -> tuple[int, str]:
     upload's limit, or the indexer's for its kind where that is lower (a text page's
     ``HERON_LIBRARY_MAX_PAGE_BYTES``, a PDF's or an Office file's
     ``HERON_LIBRARY_MAX_DOCUMENT_BYTES``: ``heron.libraries.scan.size_limit``)."""
-    upload = settings.library_upload_max_file_bytes
+    upload = settings.library.upload_max_file_bytes
     indexed, setting = size_limit(
-        name, settings.library_max_page_bytes, settings.library_max_document_bytes
+        name, settings.library.max_page_bytes, settings.library.max_document_bytes
     )
     if indexed < upload:
         return indexed, setting

@@ -200,13 +200,13 @@ class Broker(Resource):
     def limits(self) -> Limits:
         policy, s = self.table.policy, self.settings
         return Limits(
-            retries=s.llm_retries if policy.retries is None else policy.retries,
-            timeout=policy.timeout or s.llm_timeout,
-            max_wait=s.llm_max_wait,
-            allowed_fails=s.llm_allowed_fails
+            retries=s.llm.retries if policy.retries is None else policy.retries,
+            timeout=policy.timeout or s.llm.timeout,
+            max_wait=s.llm.max_wait,
+            allowed_fails=s.llm.allowed_fails
             if policy.allowed_fails is None
             else policy.allowed_fails,
-            cooldown=s.llm_cooldown if policy.cooldown is None else policy.cooldown,
+            cooldown=s.llm.cooldown if policy.cooldown is None else policy.cooldown,
         )
 
     def health(self) -> list[dict[str, Any]]:
@@ -393,7 +393,7 @@ class Broker(Resource):
         elif found:
             spec = found[0]
         elif mode == speech.SPEECH:
-            spec = replace(speech.LOCAL_SPEECH, model=self.settings.interventions_tts_program)
+            spec = replace(speech.LOCAL_SPEECH, model=self.settings.interventions.tts_program)
         else:
             raise ConfigError(
                 "No transcription model: add to models.yml an alias with mode: "
@@ -616,7 +616,7 @@ class Broker(Resource):
         if not isinstance(exc, ProviderTimeout) or not exc.waiting:
             return exc
         wanted = sampling_of(asked).max_tokens
-        ordinary = spec.max_output_tokens or self.settings.agent_max_tokens
+        ordinary = spec.max_output_tokens or self.settings.agent.max_tokens
         if wanted is None or wanted <= ordinary:
             return exc
         return OwnTimeout(
@@ -688,10 +688,10 @@ class Broker(Resource):
             log.debug("cannot write %s: %s", path, exc)
 
     def _wait(self, exc: ProviderError, attempt: int) -> float:
-        cap = self.settings.llm_max_wait
+        cap = self.settings.llm.max_wait
         if isinstance(exc, RateLimited) and exc.retry_after is not None:
             return min(exc.retry_after, cap)
-        return min(self.settings.llm_backoff * 2**attempt * random.uniform(0.5, 1.5), cap)
+        return min(self.settings.llm.backoff * 2**attempt * random.uniform(0.5, 1.5), cap)
 
     def _keys(self, spec: ModelSpec) -> list[str]:
         """The keys of ``spec``'s variables, in order (a variable may hold several,

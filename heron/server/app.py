@@ -127,7 +127,7 @@ def create_app(
     ``heron.server.http.origins``)."""
     rt = runtime or Runtime(settings)
     registry = rpc_registry(rt)
-    max_batch = rt.settings.server_max_batch
+    max_batch = rt.settings.server.max_batch
 
     async def rpc(request: Request) -> Response:
         body = await request.body()
@@ -157,7 +157,7 @@ def create_app(
             Route("/rpc", rpc, methods=["POST"]),
             *(route for feature in FEATURES for route in feature.routes(rt)),
         ],
-        middleware=edge(rt, host or rt.settings.server_host, unix_socket=unix_socket),
+        middleware=edge(rt, host or rt.settings.server.host, unix_socket=unix_socket),
         exception_handlers={HTTPException: http_error, Exception: internal_error},
         lifespan=lifespan,
     )
@@ -173,10 +173,10 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
     settings = rt.settings
     allow = Allowlist.build(
         host,
-        settings.server_allowed_hosts,
-        settings.server_allowed_origins,
+        settings.server.allowed_hosts,
+        settings.server.allowed_origins,
         check_host=not unix_socket,
-        same_site=settings.server_allow_same_site,
+        same_site=settings.server.allow_same_site,
     )
     cors = [
         Middleware(
@@ -192,15 +192,15 @@ def edge(rt: Runtime, host: str, *, unix_socket: bool) -> list[Middleware]:
         Middleware(HostOriginMiddleware, allow=allow),
         *(cors if allow.origins else []),  # none listed (the default): no CORS header, ever
         Middleware(TokenMiddleware, guard=guard(rt)),
-        Middleware(KeyMiddleware, ring=keyring(rt), token=settings.bearer_token),
+        Middleware(KeyMiddleware, ring=keyring(rt), token=settings.server.bearer_token),
         Middleware(ContextMiddleware, settings=settings),  # after the key: it may bind one
         Middleware(
             BodyMiddleware,
-            max_body=settings.server_max_body,
+            max_body=settings.server.max_body,
             # A file upload's body: its files, and room for the multipart framing.
             larger={
                 UPLOADS: (
-                    settings.library_upload_max_bytes + UPLOAD_FRAMING,
+                    settings.library.upload_max_bytes + UPLOAD_FRAMING,
                     "HERON_LIBRARY_UPLOAD_MAX_BYTES",
                 )
             },
@@ -227,7 +227,7 @@ async def internal_error(request: Request, exc: Exception) -> Response:
 
 def check_bind(host: str, uds: Path | None, settings: Settings) -> None:
     """Refuse to listen off loopback without a token: the API reads and runs things."""
-    if uds is None and not is_loopback(normal_name(host)) and settings.bearer_token is None:
+    if uds is None and not is_loopback(normal_name(host)) and settings.server.bearer_token is None:
         raise ConfigError(
             f"Refusing to listen on {host} without a token: anyone who can reach it could "
             "use Heron. Set HERON_API_TOKEN (e.g. export HERON_API_TOKEN=$(openssl rand -hex "
@@ -297,7 +297,7 @@ def serve(
     from heron.server.http import logs
 
     settings = settings or Settings()
-    host = host or settings.server_host
+    host = host or settings.server.host
     check_bind(host, uds, settings)
     logs.configure(log_level)
     runtime = Runtime(settings)
@@ -311,7 +311,7 @@ def serve(
     config = uvicorn.Config(
         create_app(settings, runtime=runtime, host=host, unix_socket=uds is not None),
         host=host,
-        port=settings.server_port if port is None else port,
+        port=settings.server.port if port is None else port,
         lifespan="on",
         log_config=None,
         access_log=False,  # RequestMiddleware logs each request, with its id

@@ -65,7 +65,7 @@ def mcp_path(settings: Settings) -> Path:
     """The ``mcp.json`` the settings name (``HERON_MCP_CONFIG``, else ``HOME/mcp.json``)."""
     from heron.tools.toolbox import MCP_CONFIG
 
-    return settings.mcp_config or settings.home / MCP_CONFIG
+    return settings.tools.mcp_config or settings.home / MCP_CONFIG
 
 
 def read_servers(settings: Settings) -> list[ServerConfig]:
@@ -74,9 +74,9 @@ def read_servers(settings: Settings) -> list[ServerConfig]:
     from heron.tools import load_config
 
     path = mcp_path(settings)
-    if settings.mcp_config is None and not path.exists():
+    if settings.tools.mcp_config is None and not path.exists():
         return []
-    return load_config(path, timeout=settings.mcp_timeout)
+    return load_config(path, timeout=settings.tools.mcp_timeout)
 
 
 class Runtime(Resource):
@@ -234,7 +234,7 @@ class Runtime(Resource):
         def open_() -> Agent:
             # Only an agent with a workspace delegates jobs (they run in its context's
             # workspace); without one, no job store is opened.
-            delegates = self.settings.tools_root is not None
+            delegates = self.settings.tools.root is not None
             agent = open_agent(
                 self.settings,
                 store=self.store,
@@ -302,7 +302,7 @@ class Runtime(Resource):
         from heron.interventions.service import audio_folder
         from heron.interventions.voice import SpeakingVoice
 
-        if self.settings.interventions_tts_url:
+        if self.settings.interventions.tts_url:
             return open_interventions(self.settings)
         voice = SpeakingVoice(
             audio_folder(self.settings),

@@ -249,13 +249,13 @@ def open_skills(
         source = f"context {settings.context}"
         dirs = [SkillDir(Path(p).expanduser().absolute(), source) for p in spec.skills_dirs]
     else:
-        dirs = skill_dirs(settings.skills_extra_dirs, settings.home)
+        dirs = skill_dirs(settings.skills.extra_dirs, settings.home)
     return SkillIndex(
         store,
         dirs,
         usage_path=settings.home / "skills.db",
-        min_rel=settings.skills_min_rel,
+        min_rel=settings.skills.min_rel,
         namespace=namespace,
-        follow_symlinks=settings.skills_follow_symlinks,
+        follow_symlinks=settings.skills.follow_symlinks,
         resources=resources,
     )

@@ -76,7 +76,7 @@ def delegates(settings: Settings, door: Door, key: Key | None = None) -> bool:
     """Whether the agent's turns through ``door`` for a caller with ``key`` may delegate
     jobs beyond their ceiling (the module's "Delegation"): the ``agent`` door, with
     ``agent_delegate`` on, for no key or a key holding ``jobs``."""
-    return door == "agent" and settings.agent_delegate and (key is None or key.allows(JOBS))
+    return door == "agent" and settings.agent.delegate and (key is None or key.allows(JOBS))
 
 
 def permits(tool: Tool, most: Safety, delegate: bool) -> bool:
@@ -95,12 +95,12 @@ def ceiling(settings: Settings, door: Door, key: Key | None = None) -> Safety:
     """The most harmful tool a caller with ``key`` may run through ``door`` (the
     module's table)."""
     if door == "agent":
-        return settings.agent_tool_safety
+        return settings.agent.tool_safety
     if door == "openai":
-        return settings.openai_tool_safety
+        return settings.server.openai_tool_safety
     if door == "rpc" and administers(key):
         return "execute"
-    return settings.mcp_tool_safety
+    return settings.server.mcp_tool_safety
 
 
 def check_tool(tool: Tool, settings: Settings, door: Door, key: Key | None = None) -> None:

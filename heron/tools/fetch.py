@@ -104,10 +104,10 @@ class FetchLimits:
     @classmethod
     def of(cls, settings: Settings) -> FetchLimits:
         return cls(
-            settings.tools_fetch_max_bytes,
-            settings.tools_fetch_timeout,
-            settings.tools_fetch_max_redirects,
-            allowed_networks(settings.tools_fetch_allowed_networks),
+            settings.tools.fetch_max_bytes,
+            settings.tools.fetch_timeout,
+            settings.tools.fetch_max_redirects,
+            allowed_networks(settings.tools.fetch_allowed_networks),
         )
 
 
@@ -669,7 +669,7 @@ def fetch_tool(settings: Settings) -> tuple[Tool, Handler]:
         if not isinstance(render, bool):
             raise ToolInputError("fetch_url: 'render' must be true or false.")
         if render:
-            return render_url(url, limits, settings.tools_fetch_chromium)
+            return render_url(url, limits, settings.tools.fetch_chromium)
         return fetch_url(url, limits)
 
     return (

@@ -83,9 +83,9 @@ class Limits:
     @classmethod
     def of(cls, settings: Settings) -> Limits:
         return cls(
-            settings.tools_python_timeout,
-            settings.tools_python_memory_mb,
-            settings.tools_python_max_output,
+            settings.tools.python_timeout,
+            settings.tools.python_memory_mb,
+            settings.tools.python_max_output,
         )
 
 

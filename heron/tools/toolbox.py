@@ -93,16 +93,16 @@ def open_toolbox(
             registry.add(tool, handler)
         register_builtins(
             registry,
-            root=root or settings.tools_root,
-            commands=[*commands, *settings.tools_commands],
-            policy=load_policy(settings.tools_policy),
+            root=root or settings.tools.root,
+            commands=[*commands, *settings.tools.commands],
+            policy=load_policy(settings.tools.policy),
         )
         for tool, handler in optional_tools(settings):
             registry.add(tool, handler)
         for tool in load_imported(store):
             registry.add(tool)
-        mcp_config = mcp_config or settings.mcp_config
-        mcp_timeout = mcp_timeout or settings.mcp_timeout
+        mcp_config = mcp_config or settings.tools.mcp_config
+        mcp_timeout = mcp_timeout or settings.tools.mcp_timeout
         config = mcp_config or settings.home / MCP_CONFIG
         client = None
         statuses: list[ServerStatus] = []

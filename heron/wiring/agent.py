@@ -51,7 +51,7 @@ def open_agent(
             toolbox = opened.enter_context(
                 contextlib.closing(open_tools(settings, store=store, skills=lambda: index))
             )
-        delegates = settings.tools_root is not None
+        delegates = settings.tools.root is not None
         if delegates and "delegate_job" not in toolbox.registry:
             # Jobs run in the workspace: with one, the model may hand long tasks to a job,
             # in every context alike (the job records its context and runs in its
@@ -74,7 +74,7 @@ def open_agent(
         sessions,
         reranker=load_reranker(settings),
         resources=resources,
-        tool_workers=settings.agent_tool_workers,
+        tool_workers=settings.agent.tool_workers,
         on_tool_use=on_tool_use,
         on_search=on_search,
         recall=recall,

@@ -34,10 +34,10 @@ def library_enricher(settings: Settings, broker: Broker) -> ModelEnricher:
     to fit the model's context; a failed call raises the broker's ``ProviderError``,
     which the indexer reports for that page. A local model is loaded on the first page
     asked, so an index with nothing to ask loads none."""
-    alias = settings.library_enrich_model
+    alias = settings.library.enrich_model
     spec = broker.table.spec(alias)
     budget = spec.capabilities.context_window - ENRICH_MAX_TOKENS - PROMPT_TOKENS
-    wanted = settings.library_enrich_max_chars or (
+    wanted = settings.library.enrich_max_chars or (
         LOCAL_MAX_CHARS if spec.provider == LOCAL_PROVIDER else MAX_CHARS
     )
     max_chars = max(1000, min(wanted, budget * CHARS_PER_TOKEN))
@@ -60,6 +60,6 @@ def library_enricher(settings: Settings, broker: Broker) -> ModelEnricher:
     return ModelEnricher(
         complete,
         f"{spec.provider}/{spec.model}",
-        count=settings.library_enrich_questions,
+        count=settings.library.enrich_questions,
         max_chars=max_chars,
     )

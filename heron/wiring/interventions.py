@@ -75,7 +75,7 @@ class Observers:
         self.interventions = interventions
         self.embedder = embedder
         self._rooms: dict[str, Activity] = {}
-        self.activity = self.of(settings.interventions_room)
+        self.activity = self.of(settings.interventions.room)
 
     def of(self, room: str) -> Activity:
         """The activity of ``room`` (the agent's is ``interventions_room``'s), made on
@@ -156,7 +156,7 @@ class Scan:
         self.raised: set[str] = set()  # keys this scan raised, delivered or suppressed
 
     def __call__(self) -> list[Intervention]:
-        room = self.settings.interventions_room
+        room = self.settings.interventions.room
         seen = [
             # A library's state keeps its last failed sync, not a count: one is a card.
             *library_health(room, self.libraries(), now=time.time(), max_failures=1),

@@ -61,7 +61,7 @@ def workspace(tmp_path: Path) -> Path:
 @pytest.fixture
 def agent(garden: Path, workspace: Path) -> Iterator[Agent]:
     """An agent over the indexed ``garden`` library and a read-only ``workspace``."""
-    opened = open_agent(Settings(tools_root=workspace))
+    opened = open_agent(Settings(tools={"root": workspace}))
     index_library("garden", opened.store, settings=opened.settings)
     yield opened
     opened.close()
@@ -85,7 +85,9 @@ def make_agent(
     opened: list[Agent] = []
 
     def make(**values: Any) -> Agent:
-        settings = Settings(models_file=models, tools_root=workspace, llm_retries=0, **values)
+        settings = Settings(
+            llm={"models_file": models, "retries": 0}, tools={"root": workspace}, **values
+        )
         agent = open_agent(settings)
         opened.append(agent)
         index_library("garden", agent.store, settings=settings)

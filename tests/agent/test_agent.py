@@ -60,7 +60,9 @@ def test_a_prompt_over_the_context_window_drops_tools_then_passages(
 ) -> None:
     models = tmp_path / "small.yml"
     models.write_text(MODELS.format(url=chat.url) + "    context_window: 330\n")
-    settings = Settings(models_file=models, tools_root=workspace, agent_max_tokens=100)
+    settings = Settings(
+        llm={"models_file": models}, tools={"root": workspace}, agent={"max_tokens": 100}
+    )
     agent = open_agent(settings)
     index_library("garden", agent.store, settings=settings)
     try:
@@ -166,7 +168,7 @@ def test_a_tool_added_later_is_routed_and_its_invalid_json_is_a_tool_error(
 def test_a_hanging_tool_times_out_and_the_answer_still_comes(
     make_agent: Callable[..., Agent],
 ) -> None:
-    agent = make_agent(agent_tool_timeout=0.5)
+    agent = make_agent(agent={"tool_timeout": 0.5})
     release = threading.Event()
     agent.toolbox.registry.add(
         Tool("weather_forecast", "Give the weather forecast for a city."),
@@ -213,7 +215,7 @@ def test_a_session_carries_the_conversation_and_is_stored(
 
 @pytest.fixture
 def local_agent(garden: Path, workspace: Path) -> Iterator[Agent]:
-    agent = open_agent(Settings(tools_root=workspace, agent_max_tokens=96))
+    agent = open_agent(Settings(tools={"root": workspace}, agent={"max_tokens": 96}))
     index_library("garden", agent.store, settings=agent.settings)
     yield agent
     agent.close()

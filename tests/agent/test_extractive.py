@@ -282,7 +282,7 @@ def k8s_home(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for page in K8S_PAGES:
         (root / page).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(source / page, root / page)
-    settings = Settings(home=base / "home", library_default_docs=False)
+    settings = Settings(home=base / "home", library={"default_docs": False})
     add_library("kubernetes", str(root), settings)
     agent = open_agent(settings)
     try:
@@ -352,7 +352,7 @@ def ask_one_page(tmp_path: Path, library: str, markdown: str, *questions: str) -
     root = tmp_path / library
     root.mkdir()
     (root / "page.md").write_text(markdown, encoding="utf-8")
-    settings = Settings(library_default_docs=False)
+    settings = Settings(library={"default_docs": False})
     add_library(library, str(root), settings)
     agent = open_agent(settings)
     try:

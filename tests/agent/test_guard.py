@@ -146,7 +146,9 @@ def test_a_weak_models_answer_cut_at_herons_budget_falls_back(
     models = tmp_path / "weak.yml"  # the replay model, declared too weak to write answers
     models.write_text(MODELS.format(url=chat.url) + "    answers: extractive\n")
     # The replay server counts max_tokens in words: 3 cuts any real answer mid-way.
-    settings = Settings(models_file=models, tools_root=workspace, agent_max_tokens=3)
+    settings = Settings(
+        llm={"models_file": models}, tools={"root": workspace}, agent={"max_tokens": 3}
+    )
     agent = open_agent(settings)
     try:
         index_library("garden", agent.store, settings=settings)
@@ -162,5 +164,7 @@ def test_a_weak_models_answer_cut_at_herons_budget_falls_back(
 
 
 def test_a_capable_models_long_answer_is_kept(make_agent: Callable[..., Agent]) -> None:
-    cut = make_agent(agent_max_tokens=3).ask(Turn("How often should I water my tomato plants?"))
+    cut = make_agent(agent={"max_tokens": 3}).ask(
+        Turn("How often should I water my tomato plants?")
+    )
     assert cut.mode == "generative" and cut.fallback is None and cut.finish_reason == "length"

@@ -70,7 +70,7 @@ def test_sampling_reaches_every_call_and_penalties_only_the_writing_ones(
 def test_the_callers_own_penalties_win_and_max_tokens_defaults_to_the_setting(
     make_agent: Make, chat: ChatServer
 ) -> None:
-    agent = make_agent(agent_max_tokens=77)
+    agent = make_agent(agent={"max_tokens": 77})
     agent.ask(Turn(WATERING, sampling=Sampling(frequency_penalty=0.0)))
     agent.ask(Turn(WATERING))
     mine, default = posted(chat)
@@ -130,7 +130,7 @@ def test_with_client_tools_the_model_is_offered_theirs_alone(
 ) -> None:
     # list_files' own request, which triage forces without client tools; every tool of
     # Heron's allowed, so only the client's tools keep Heron's out.
-    agent = make_agent(agent_tool_safety="execute")
+    agent = make_agent(agent={"tool_safety": "execute"})
     answer = agent.ask(
         Turn("List the files in my workspace", client_tools=[WEATHER], tool_choice=choice)
     )
@@ -146,7 +146,7 @@ def test_with_client_tools_the_model_is_offered_theirs_alone(
 
 def test_a_required_call_is_made_on_the_last_step_too(make_agent: Make, chat: ChatServer) -> None:
     # One model call in all: it is the last, and a client's call ends the turn anyway.
-    answer = make_agent(agent_max_steps=1).ask(
+    answer = make_agent(agent={"max_steps": 1}).ask(
         Turn(WATERING, client_tools=[WEATHER], tool_choice="required")
     )
     (request,) = posted(chat)

@@ -34,7 +34,7 @@ def test_observers_are_told_the_user_and_a_failing_one_never_fails_the_answer(
         told.append((actor, use.name))
         raise StoreError("the interventions database is locked")
 
-    settings = Settings(models_file=models, tools_root=workspace, llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0}, tools={"root": workspace})
     agent = open_agent(
         settings,
         on_tool_use=on_tool_use,

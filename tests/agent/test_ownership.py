@@ -22,7 +22,7 @@ def tool_threads() -> list[threading.Thread]:
 def test_closing_the_agent_leaves_the_store_it_was_given_open(
     home: Path, store: SQLiteStore
 ) -> None:
-    agent = open_agent(Settings(agent_tool_workers=3), store=store)
+    agent = open_agent(Settings(agent={"tool_workers": 3}), store=store)
     assert agent.skills.store is store and agent.toolbox.store is store  # no second store
     assert agent.executor.workers == 3  # HERON_AGENT_TOOL_WORKERS bounds the tool threads
     agent.close()
@@ -35,7 +35,7 @@ def test_a_tool_past_its_timeout_leaves_no_thread_after_close(
     make_agent: Callable[..., Agent],
 ) -> None:
     before = tool_threads()
-    agent = make_agent(agent_tool_timeout=0.3)
+    agent = make_agent(agent={"tool_timeout": 0.3})
     release = threading.Event()
     agent.toolbox.registry.add(
         Tool("weather_forecast", "Give the weather forecast for a city."),

@@ -44,7 +44,7 @@ HISTORY = [
 
 @pytest.fixture(scope="module", params=["multilingual", "minilm"])
 def embedder(request: pytest.FixtureRequest) -> Iterator[Embedder]:
-    made = load_embedder(Settings(embedder=request.param))
+    made = load_embedder(Settings(embed={"embedder": request.param}))
     yield made
     made.close()
 

@@ -35,9 +35,11 @@ def test_the_routing_settings_choose_what_the_model_is_offered(
     make_agent: Callable[..., Agent], chat: ChatServer, caplog: pytest.LogCaptureFixture
 ) -> None:
     agent = make_agent(
-        agent_routing_mode="semantic",
-        agent_routing_top_k=2,
-        agent_routing_always_include=["no_such_tool", "search_skills"],
+        agent={
+            "routing_mode": "semantic",
+            "routing_top_k": 2,
+            "routing_always_include": ["no_such_tool", "search_skills"],
+        },
     )
     with caplog.at_level(logging.WARNING, "heron.agent"):
         routed = agent.offer.route("Read the file notes-for-alice.txt")
@@ -64,7 +66,7 @@ def test_the_defaults_are_the_recommended_ones_and_the_optional_tools_are_off(
 def test_python_exec_is_offered_to_heron_s_own_turns_never_to_a_v1_request(
     make_agent: Callable[..., Agent],
 ) -> None:
-    agent = make_agent(tools_python_exec=True, tools_fetch_url=True)
+    agent = make_agent(tools={"python_exec": True, "fetch_url": True})
     tools = {t.name: t for t in agent.toolbox.registry.tools()}
     assert (tools["python_exec"].safety, tools["fetch_url"].safety) == ("execute", "read")
     assert "network" in tools["fetch_url"].tags
@@ -90,7 +92,7 @@ def skilled(
     (folder / "SKILL.md").write_text(SKILL, encoding="utf-8")
     monkeypatch.setenv("HERON_SKILLS_DIRS", str(tmp_path / "skills"))
     # read_skill on every request: the model can read a skill whatever the router says
-    agent = make_agent(agent_routing_always_include=["read_skill"])
+    agent = make_agent(agent={"routing_always_include": ["read_skill"]})
     agent.skills.index()
     return agent
 

@@ -28,7 +28,7 @@ def test_every_row_has_its_builder_and_its_off_by_default_setting(
 def test_the_readers_list_the_rows_turned_on() -> None:
     assert optional_tools(Settings()) == []
     assert {name: routing(Settings())[name] for name in BUILDERS} == dict.fromkeys(BUILDERS, False)
-    on = Settings(tools_fetch_url=True, tools_python_exec=True)
+    on = Settings(tools={"fetch_url": True, "python_exec": True})
     assert [tool.name for tool, _ in optional_tools(on)] == ["fetch_url", "python_exec"]
     assert routing(on)["fetch_url"] and routing(on)["python_exec"]
     assert EXTRAS["web"].feature == "fetch_url (HERON_TOOLS_FETCH_URL)"

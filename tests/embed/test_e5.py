@@ -151,7 +151,7 @@ def test_the_converted_graph_reads_like_the_engine(e5: E5Embedder, models_dir: P
 def test_the_profile_setting_and_a_namespace_built_with_another(
     home: Path, embedder: MiniLMEmbedder, models_dir: Path
 ) -> None:
-    settings = Settings(embedder="e5", models_dir=models_dir)
+    settings = Settings(embed={"embedder": "e5"}, models_dir=models_dir)
     loaded = load_embedder(settings)
     assert isinstance(loaded, CachedEmbedder) and isinstance(loaded.inner, E5OnnxEmbedder)
     assert (loaded.model_id, loaded.dim) == ("multilingual-e5-small-q4-onnx-int8", 384)

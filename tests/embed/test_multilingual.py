@@ -124,12 +124,12 @@ def test_the_default_profile_is_multilingual_where_e5_is_installed(
     home: Path, default_profile: None
 ) -> None:
     settings = Settings()
-    assert settings.embedder == "auto" and settings.embedder_profile == "multilingual"
+    assert settings.embed.embedder == "auto" and settings.embed.profile == "multilingual"
     with load_embedder(settings) as model:
         assert isinstance(model, MultilingualEmbedder)
         assert model.model_id.startswith("all-MiniLM-L6-v2-dynamic-int8+multilingual-e5-small")
         assert model.tokenizer is not None  # chunks are cut to MiniLM's input
-    assert Settings(embedder="minilm").embedder_profile == "minilm"
+    assert Settings(embed={"embedder": "minilm"}).embed.profile == "minilm"
 
 
 def test_the_second_model_loads_on_first_need_and_must_be_the_one_named(

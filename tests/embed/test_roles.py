@@ -151,7 +151,7 @@ def test_libraries_and_the_agent_embed_queries_as_queries(
     agent.ask(Turn(QUESTION))
     assert model.roles_of(QUESTION) == {"query"}
     agent.close()
-    chosen = open_agent(Settings(agent_docs_threshold=0.9), store=store)
+    chosen = open_agent(Settings(agent={"docs_threshold": 0.9}), store=store)
     thresholds = chosen.thresholds(QUESTION)
     assert (thresholds.docs, thresholds.tool) == (0.9, ROLES.tool)  # set wins
     chosen.close()

@@ -122,7 +122,7 @@ FOUND = {"minilm": 18, "e5": 10}
 def test_the_overlap_threshold_separates_the_labelled_pairs(profile: str) -> None:
     from heron.settings import Settings
 
-    embedder = load_embedder(Settings(embedder=profile))
+    embedder = load_embedder(Settings(embed={"embedder": profile}))
     try:
         pairs = [json.loads(line) for line in PAIRS.read_text().splitlines()]
         queries = embed_queries(embedder, [p["query"] for p in pairs])

@@ -37,7 +37,7 @@ def test_dismissals_step_a_kind_down_and_accepts_step_it_back(
     listener: str,  # noqa: F811
 ) -> None:
     hook = Channels.parse([f"json://{listener}/hook"])
-    service = make_service(interventions_cooldown=1.0, channels=hook)
+    service = make_service(interventions={"cooldown": 1.0}, channels=hook)
     first = decide(service, 1, "dismiss")
     assert channels_of(service, first) == ["card", "message"]  # a warning: card and message
 

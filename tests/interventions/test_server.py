@@ -195,7 +195,7 @@ def failed_card(server: Server, configured: Path) -> None:
 
 
 def test_the_agents_tool_calls_become_collision_and_overlap_cards(home: Path) -> None:
-    runtime = Runtime(Settings(interventions_cooldown=0))
+    runtime = Runtime(Settings(interventions={"cooldown": 0}))
 
     def used(actor: str, name: str, arguments: dict[str, str], ok: bool = True) -> list:
         return runtime.observers.tool_use(actor, ToolUse("1", name, arguments, ok))

@@ -85,7 +85,7 @@ def test_critical_goes_out_as_card_message_and_voice(
 def test_a_missing_tts_program_still_sends_the_card_and_records_why(
     make_service: Callable[..., Interventions],
 ) -> None:
-    service = make_service(interventions_tts_program="no-such-tts")
+    service = make_service(interventions={"tts_program": "no-such-tts"})
     cards: list[int] = []
     service.subscribe(lambda event, item: cards.append(item.id))
     sent = service.raise_("watchdog_incident", "watchdog:db", "ops", "critical", WATCHDOG)

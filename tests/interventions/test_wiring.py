@@ -59,7 +59,7 @@ def replayed(
 
 @pytest.fixture
 def runtime(home: Path) -> Iterator[Runtime]:
-    rt = Runtime(Settings(interventions_cooldown=0))
+    rt = Runtime(Settings(interventions={"cooldown": 0}))
     yield rt
     rt.close()
 
@@ -112,7 +112,7 @@ def test_the_agents_grounding_search_overlaps_a_file_another_edits(
     add_library("garden", str(pages), Settings())
     models = tmp_path / "models.yml"
     models.write_text(ONE_MODEL.format(url=chat.url))
-    rt = Runtime(Settings(models_file=models, interventions_cooldown=0, llm_retries=0))
+    rt = Runtime(Settings(llm={"models_file": models, "retries": 0}, interventions={"cooldown": 0}))
     try:
         index_library("garden", rt.store, settings=rt.settings)
         edit = {"path": "garden/tomato-watering.md", "content": "# Watering tomatoes\n"}

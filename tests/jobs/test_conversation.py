@@ -67,7 +67,7 @@ def test_a_job_delegated_in_a_chat_session_reaches_its_session_and_room(
 ) -> None:
     models = tmp_path / "models.yml"
     models.write_text(ONE_MODEL.format(url=chat.url))
-    settings = Settings(models_file=models, agent_tool_safety="execute", llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0}, agent={"tool_safety": "execute"})
     agent = open_agent(settings)
     try:
         answer = agent.ask(Turn(ASK, user="ana", answer="generative"))

@@ -47,8 +47,8 @@ def server(
     monkeypatch.setenv("HERON_AGENT_DELEGATE", "true")  # the tools stay at read
     monkeypatch.setenv("HERON_TOOLS_PYTHON_EXEC", "true")
     kube = repo(tmp_path / "ws-kube")
-    settings = Settings(contexts={"kube": {"workspace": str(kube)}}, llm_retries=0)
-    assert settings.agent_tool_safety == "read"
+    settings = Settings(contexts={"kube": {"workspace": str(kube)}}, llm={"retries": 0})
+    assert settings.agent.tool_safety == "read"
     with running(create_app(settings)) as (url, _):
         yield url
 

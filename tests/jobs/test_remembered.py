@@ -52,7 +52,7 @@ def server(
     with contextlib.closing(open_store(Settings())) as store:
         index_library("garden", store, settings=Settings())
     kube = repo(tmp_path / "ws-kube")
-    settings = Settings(contexts={"kube": {"workspace": str(kube)}}, llm_retries=0)
+    settings = Settings(contexts={"kube": {"workspace": str(kube)}}, llm={"retries": 0})
     with running(create_app(settings)) as (url, _):
         yield url
 

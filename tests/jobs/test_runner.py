@@ -462,7 +462,7 @@ def test_a_runner_without_a_workspace_leaves_the_job_to_one_that_has_it(jobs: Jo
     # The CLI (HERON_TOOLS_ROOT set) makes the job; a server started without a workspace
     # must not claim it and fail it: it waits for a worker that can run it.
     job = jobs.create("is main broken?")
-    bare = Jobs(jobs.store, Settings(tools_root=None))
+    bare = Jobs(jobs.store, Settings(tools={"root": None}))
     assert asyncio.run(JobRunner(bare).run_until_idle()) == 0
     assert jobs.get(job.id).state == "queued" and kinds(jobs, job.id) == ["created"]
     run(jobs)

@@ -25,7 +25,7 @@ from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the Post
 def replica(request: pytest.FixtureRequest, tmp_path: Path, home: Path) -> Settings:
     """One replica's settings: its own home; on ``postgres``, the test's database."""
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    return Settings(home=tmp_path / "a", database_url=url, library_default_docs=False)
+    return Settings(home=tmp_path / "a", database_url=url, library={"default_docs": False})
 
 
 def other(replica: Settings, tmp_path: Path) -> Settings:
@@ -70,7 +70,7 @@ def test_racing_adds_of_one_name_have_one_winner(replica: Settings, tmp_path: Pa
 def test_replicas_share_one_catalogue(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     """Homes of their own, one database: a library added on a is b's, b's removal is a's,
     and a's own libraries.txt stands for the list until the first change writes it."""
-    a = Settings(home=tmp_path / "a", database_url=pg_url, library_default_docs=False)
+    a = Settings(home=tmp_path / "a", database_url=pg_url, library={"default_docs": False})
     b = a.model_copy(update={"home": tmp_path / "b"})
     a.home.mkdir()
     (a.home / "libraries.txt").write_text("old https://example.com/old.git\n")
@@ -94,7 +94,7 @@ def test_a_name_stays_one_contexts_across_replicas(pg_url: str, tmp_path: Path) 
     a = Settings(
         home=tmp_path / "a",
         database_url=pg_url,
-        library_default_docs=False,
+        library={"default_docs": False},
         contexts={"alpha": {"libraries_file": str(alpha_list)}},
     )
     alpha = a.in_context("alpha")

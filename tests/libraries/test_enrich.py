@@ -109,7 +109,7 @@ def test_the_page_is_cut_to_the_model(settings: Settings, chat: ChatServer) -> N
     (settings.home / "models.yml").unlink()  # the bundled local model: not loaded here
     with closing(load_broker(Settings())) as local:
         assert library_enricher(Settings(), local).max_chars == 3_000
-        small = Settings(library_enrich_max_chars=2000)
+        small = Settings(library={"enrich_max_chars": 2000})
         assert library_enricher(small, local).max_chars == 2000
 
 

@@ -360,7 +360,7 @@ def test_scanned_pages_are_read_by_tesseract_when_ocr_is_on(
     assert "pages 2 read by OCR (tesseract)" in doc.warnings
     root, _ = documents_library
     (root / "audit.pdf").write_bytes(scanned)
-    on = settings.model_copy(update={"library_ocr": True})
+    on = settings.model_copy(update={"library": settings.library.model_copy(update={"ocr": True})})
     report = index_library("docs", store, settings=on)
     assert {"path": "audit.pdf", "page": "audit", "pages": [3]} in report.scanned
     (hit,) = search("when does the vault open", store, settings=on, library="docs", top_k=1)

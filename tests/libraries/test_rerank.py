@@ -83,10 +83,10 @@ def test_remote_reranker_errors_say_what_to_do(server: str) -> None:
 
 def test_load_reranker_from_settings(tmp_path: Path) -> None:
     assert isinstance(load_reranker(Settings()), FeatureReranker)
-    assert load_reranker(Settings(library_reranker="none")) is None
+    assert load_reranker(Settings(library={"reranker": "none"})) is None
     with pytest.raises(ConfigError, match="HERON_LIBRARY_RERANK_MODEL"):
-        load_reranker(Settings(library_reranker="onnx"))
+        load_reranker(Settings(library={"reranker": "onnx"}))
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(Settings(library_reranker="onnx", library_rerank_model=tmp_path / "m.onnx"))
+        load_reranker(Settings(library={"reranker": "onnx", "rerank_model": tmp_path / "m.onnx"}))
     with pytest.raises(ConfigError, match="Choose from: default, none, onnx, remote"):
-        load_reranker(Settings(library_reranker="magic"))
+        load_reranker(Settings(library={"reranker": "magic"}))

@@ -32,7 +32,9 @@ def shipped_library(
 ) -> Path:
     """The test pages with their MiniLM vectors beside them, made in a home of their own."""
     root = make_library()
-    other = Settings(home=tmp_path / "maker", library_default_docs=False, embed_cache=False)
+    other = Settings(
+        home=tmp_path / "maker", library={"default_docs": False}, embed={"cache": False}
+    )
     add_library("lib", str(root), other)
     ship_vectors("lib", other, embedder)
     add_library("lib", str(root), settings)
@@ -120,7 +122,7 @@ def test_a_new_home_searches_heron_s_docs_without_indexing_them(
 def test_heron_s_docs_ship_current_vectors_for_every_profile(profile: str, tmp_path: Path) -> None:
     """The default profile indexes Heron's docs without loading e5 at all, and e5 alone
     without an e5 run."""
-    settings = Settings(home=tmp_path / "home", embedder=profile, embed_cache=False)
+    settings = Settings(home=tmp_path / "home", embed={"embedder": profile, "cache": False})
     docs = heron_docs()
     assert docs is not None
     with load_embedder(settings) as embedder:

@@ -205,7 +205,9 @@ def test_git_and_builtin_libraries_and_api_folders_are_refused(
         add_files("lib", [NewFile("a.md", VPN)], store, settings, caller="api")
     with pytest.raises(UploadRefused, match="under HERON_LIBRARY_ROOTS"):
         remove_file("lib", "tasks/rollback.md", store, settings, caller="api")
-    rooted = settings.model_copy(update={"library_roots": [tmp_path]})
+    rooted = settings.model_copy(
+        update={"library": settings.library.model_copy(update={"roots": [tmp_path]})}
+    )
     assert add_files("lib", [NewFile("a.md", VPN)], store, rooted, caller="api").files[0].ok
 
 
@@ -213,7 +215,7 @@ def test_a_context_adds_to_its_own_library_only(
     store: SQLiteStore, make_library: Callable[..., Path], tmp_path: Path, home: Path
 ) -> None:
     specs = {n: {"libraries_file": str(tmp_path / f"{n}.txt")} for n in ("alpha", "beta")}
-    settings = Settings(contexts=specs, library_default_docs=False, library_roots=[tmp_path])
+    settings = Settings(contexts=specs, library={"default_docs": False, "roots": [tmp_path]})
     alpha, beta = settings.in_context("alpha"), settings.in_context("beta")
     add_library("alpha-docs", str(make_library(name="alpha")), alpha)
     for who in (beta, settings):  # another context, and the default one
@@ -273,7 +275,9 @@ def test_a_new_library_is_an_empty_folder_under_the_first_root(
 ) -> None:
     with pytest.raises(UploadRefused, match="none is set"):
         new_library("team", settings)
-    rooted = settings.model_copy(update={"library_roots": [tmp_path / "roots"]})
+    rooted = settings.model_copy(
+        update={"library": settings.library.model_copy(update={"roots": [tmp_path / "roots"]})}
+    )
     with pytest.raises(UploadRefused, match="does not exist"):
         new_library("team", rooted)
     (tmp_path / "roots").mkdir()

@@ -67,7 +67,7 @@ def test_list_shows_what_a_server_of_the_home_cools_down(
     """The broker that found gpt rate limited (a server's, here this process's) wrote it
     down; ``heron models list``, another process, shows it."""
     chat.fail("gpt-test", 429, **{"retry-after": "120"})
-    assert make_broker(llm_max_wait=0.1).complete(HELLO).model == "claude"
+    assert make_broker(llm={"max_wait": 0.1}).complete(HELLO).model == "claude"
     data = json.loads(run_heron("models", "list", "--json").stdout)
     rows = {row["alias"]: row for row in data["models"]}
     assert rows["claude"]["cooldown"] is None

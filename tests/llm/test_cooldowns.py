@@ -41,7 +41,7 @@ def test_a_hung_primary_costs_one_timeout_then_is_probed_once(
     chat.delay = 3.0  # far past the timeout: the primary hangs
     chat.fail("gpt-test", "slow", times=2)  # the first request, and the probe
     events: list[tuple[str, str]] = []
-    broker = make_broker(llm_timeout=TIMEOUT, llm_cooldown=COOLDOWN, llm_retries=2)
+    broker = make_broker(llm={"timeout": TIMEOUT, "cooldown": COOLDOWN, "retries": 2})
     broker.observer = lambda event, alias: events.append((event, alias))
 
     first = timed(broker)
@@ -79,7 +79,7 @@ def test_a_hung_primary_costs_one_timeout_then_is_probed_once(
 
 def test_5xx_cool_a_model_after_allowed_fails(make_broker: MakeBroker, chat: ChatServer) -> None:
     chat.fail("gpt-test", 500, times=9)
-    broker = make_broker(llm_retries=0, llm_allowed_fails=2, llm_cooldown=60)
+    broker = make_broker(llm={"retries": 0, "allowed_fails": 2, "cooldown": 60})
     for _ in range(3):  # three failures a minute: the third is over allowed_fails
         assert broker.complete(HELLO).model == "claude"
     assert sent(chat, "gpt-test") == 3
@@ -96,7 +96,7 @@ def test_every_model_cooling_fails_at_once_with_the_wait(
 ) -> None:
     chat.fail("gpt-test", 429, **{"retry-after": "30"})
     chat.fail("claude-test", 429, **{"retry-after": "20"})
-    broker = make_broker(llm_max_wait=0.1)
+    broker = make_broker(llm={"max_wait": 0.1})
     with pytest.raises(NoModelAvailable) as caught:
         broker.complete(HELLO)
     assert caught.value.http_status == 429 and caught.value.retry_after == 20
@@ -110,7 +110,7 @@ def test_every_model_cooling_fails_at_once_with_the_wait(
 
 def test_a_check_probes_a_cooling_model(make_broker: MakeBroker, chat: ChatServer) -> None:
     chat.fail("gpt-test", 429, **{"retry-after": "600"})
-    broker = make_broker(llm_max_wait=0.1)
+    broker = make_broker(llm={"max_wait": 0.1})
     assert broker.complete(HELLO).model == "claude"
     assert broker.check("gpt")["ok"]  # heron models check calls it all the same
     assert broker.complete(HELLO).model == "gpt"  # and its answer ended the cooldown
@@ -123,7 +123,7 @@ def test_the_record_is_shared_by_the_brokers_of_a_process(chat: ChatServer) -> N
 
     shared = Cooldowns()
     table = parse_table(MODELS.format(url=chat.url))
-    settings = Settings(llm_max_wait=0.1)
+    settings = Settings(llm={"max_wait": 0.1})
     chat.fail("gpt-test", 429, **{"retry-after": "600"})
     assert Broker(table, settings, cooldowns=shared).complete(HELLO).model == "claude"
     assert Broker(table, settings, cooldowns=shared).complete(HELLO).model == "claude"
@@ -133,7 +133,7 @@ def test_the_record_is_shared_by_the_brokers_of_a_process(chat: ChatServer) -> N
 
 def test_a_cooldown_of_zero_turns_cooling_off(make_broker: MakeBroker, chat: ChatServer) -> None:
     chat.fail("gpt-test", 429, times=2, **{"retry-after": "600"})
-    broker = make_broker(llm_max_wait=0.1, llm_cooldown=0)
+    broker = make_broker(llm={"max_wait": 0.1, "cooldown": 0})
     assert broker.complete(HELLO).model == "claude"
     assert broker.complete(HELLO).model == "claude"
     assert sent(chat, "gpt-test") == 2  # asked each time
@@ -152,11 +152,13 @@ def test_replicas_share_a_cooldown_and_claim_one_probe(
     chat.fail("gpt-test", "slow", times=2)  # a's first request, and the one probe
     settings = Settings(
         database_url=pg_url,
-        llm_backoff=0.01,
-        llm_max_wait=0.3,
-        llm_timeout=TIMEOUT,
-        llm_cooldown=COOLDOWN,
-        llm_retries=2,
+        llm={
+            "backoff": 0.01,
+            "max_wait": 0.3,
+            "timeout": TIMEOUT,
+            "cooldown": COOLDOWN,
+            "retries": 2,
+        },
     )
     table = parse_table(MODELS.format(url=chat.url))
     a, b = (Broker(table, settings, cooldowns=Cooldowns()) for _ in range(2))

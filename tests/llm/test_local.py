@@ -43,7 +43,7 @@ ASK = (Message("user", "What is the weather in Paris?"),)
 
 @pytest.fixture(scope="module")
 def broker() -> Broker:
-    return Broker(RoutingTable({"local": LOCAL_SPEC}, "local"), Settings(llm_retries=0))
+    return Broker(RoutingTable({"local": LOCAL_SPEC}, "local"), Settings(llm={"retries": 0}))
 
 
 def test_the_bundled_gguf_is_the_fetched_file_checked() -> None:

@@ -38,7 +38,7 @@ def broker(chat: ChatServer, pool: str, *members: tuple[str, str], **options: ob
         text += DEPLOYMENT.format(
             alias=alias, model=f"{alias}-test", url=chat.url, keys="TEST_OPENAI_KEY", extra=extra
         )
-    settings = Settings(llm_retries=0, llm_backoff=0.01, llm_max_wait=0.3, **options)
+    settings = Settings(llm={"retries": 0, "backoff": 0.01, "max_wait": 0.3}, **options)
     made = Broker(parse_table(text), settings, cooldowns=Cooldowns())
     made.deployments = Deployments(rng=random.Random(7))
     return made
@@ -109,7 +109,7 @@ def test_several_keys_turn_on_429_and_401(
     text = "models:\n" + DEPLOYMENT.format(
         alias="gpt", model="gpt-test", url=chat.url, keys="[KEY_A, KEY_B, KEYS_C]", extra=""
     )
-    made = Broker(parse_table(text), Settings(llm_retries=0), cooldowns=Cooldowns())
+    made = Broker(parse_table(text), Settings(llm={"retries": 0}), cooldowns=Cooldowns())
     assert made.complete(PING).model == "gpt"
     sent = [r["headers"]["Authorization"] for r in chat.requests]
     assert sent == [

@@ -153,7 +153,7 @@ def test_a_retry_after_over_max_wait_goes_to_the_caller(
     """Not waited, not retried: the caller gets the 429 and its wait, and the model is
     skipped for that long (a second call sends nothing)."""
     chat.fail("gpt-test", 429, **{"retry-after": "3600"})
-    broker = make_broker(llm_max_wait=0.1)
+    broker = make_broker(llm={"max_wait": 0.1})
     started = time.monotonic()
     with pytest.raises(RateLimited) as caught:
         broker.complete(HELLO, fallbacks=False)
@@ -167,7 +167,7 @@ def test_a_retry_after_over_max_wait_goes_to_the_caller(
 
 def test_5xx_retried_then_falls_back(make_broker: MakeBroker, chat: ChatServer) -> None:
     chat.fail("gpt-test", 500, times=3)  # 1 try + 2 retries, all failing
-    done = make_broker(llm_retries=2).complete(HELLO)
+    done = make_broker(llm={"retries": 2}).complete(HELLO)
     assert done.model == "claude"
     assert [r["path"] for r in chat.requests] == ["/v1/chat/completions"] * 3 + ["/v1/messages"]
 
@@ -215,7 +215,7 @@ def test_every_model_failing_lists_each(make_broker: MakeBroker, chat: ChatServe
     chat.fail("gpt-test", 500, times=9)
     chat.fail("claude-test", 500, times=9)
     with pytest.raises(NoModelAvailable) as caught:
-        make_broker(llm_retries=1).complete(HELLO)
+        make_broker(llm={"retries": 1}).complete(HELLO)
     assert [type(e) for e in caught.value.errors] == [ProviderDown, ProviderDown]
     assert "'gpt'" in str(caught.value) and "'claude'" in str(caught.value)
     assert len(chat.requests) == 4
@@ -321,7 +321,7 @@ def test_unreachable_server_is_a_timeout_error(make_broker: MakeBroker) -> None:
     table = parse_table(
         "models:\n  dead:\n    provider: openai\n    model: m\n    base_url: http://127.0.0.1:9/v1\n"
     )
-    broker = Broker(table, Settings(llm_retries=0))
+    broker = Broker(table, Settings(llm={"retries": 0}))
     with pytest.raises(ProviderTimeout, match="could not reach"):
         broker.complete(HELLO, model="dead")
 
@@ -433,7 +433,7 @@ models:
          api_key_env: TEST_OPENAI_KEY}}
 """
     )
-    done = Broker(table, Settings(llm_retries=0)).complete(
+    done = Broker(table, Settings(llm={"retries": 0})).complete(
         replace(HELLO, sampling=Sampling(seed=3))
     )
     assert done.model == "gpt" and chat.requests[0]["body"]["seed"] == 3
@@ -482,7 +482,7 @@ models:
             api_key_env: TEST_ANTHROPIC_KEY, temperature: 0.6}}
 """
     )
-    broker = Broker(table, Settings(llm_retries=0))
+    broker = Broker(table, Settings(llm={"retries": 0}))
     for alias in ("gpt", "claude"):
         broker.complete(HELLO, model=alias)
         broker.complete(replace(HELLO, sampling=Sampling(temperature=0.0)), model=alias)

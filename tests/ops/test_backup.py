@@ -252,7 +252,7 @@ def test_links_sizes_and_missing_hashes_are_refused(env: Path, tmp_path: Path) -
         restore(src, target)
     edit_manifest(src, lambda files: files.pop())
     with pytest.raises(InputError, match="HERON_RESTORE_MAX_BYTES"):
-        restore(src, Settings(home=tmp_path / "restored", restore_max_bytes=1000))
+        restore(src, Settings(home=tmp_path / "restored", ops={"restore_max_bytes": 1000}))
     edit_manifest(src, lambda files: files[0].update(bytes=10**30))
     with pytest.raises(InputError, match="HERON_RESTORE_MAX_BYTES"):
         restore(src, target)

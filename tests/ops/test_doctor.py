@@ -54,7 +54,7 @@ def test_a_healthy_home_passes_every_check_in_the_watchdogs_shape(heron_home: Pa
 def test_settings_name_their_source(heron_home: Path, default_profile: None) -> None:
     (heron_home / "home" / "heron.toml").write_text("server_port = 9000\n")
     try:
-        report = doctor(Settings(agent_max_steps=2), checks=["settings"]).to_dict()
+        report = doctor(Settings(agent={"max_steps": 2}), checks=["settings"]).to_dict()
     finally:
         (heron_home / "home" / "heron.toml").unlink()
     settings = by_name(report)["settings"]["data"]["settings"]
@@ -141,7 +141,7 @@ def test_the_tool_index_is_current_once_built(heron_home: Path) -> None:
     (tools,) = [c for c in doctor(Settings(), checks=["tools"]).checks if c.name == "tools"]
     assert tools.status == "ok" and tools.data["current"] is True, tools
     assert "routing hybrid, top 10, threshold 0.25" in tools.detail  # the agent's settings
-    pinned = Settings(agent_routing_always_include=["read_skill", "no_such_tool"])
+    pinned = Settings(agent={"routing_always_include": ["read_skill", "no_such_tool"]})
     (tools,) = [c for c in doctor(pinned, checks=["tools"]).checks if c.name == "tools"]
     assert tools.status == "warn" and "unknown tools: no_such_tool" in tools.detail
 
@@ -158,7 +158,7 @@ def test_models_answer_a_one_token_call_or_fail_with_the_fix(
         assert check.status == "ok" and check.data["models"]["gpt"]["ok"] is True
         assert server.requests  # the model was really called
     # The server is gone now: the same model fails, and says what to fix.
-    (check,) = doctor(Settings(llm_retries=0), checks=["models"]).checks
+    (check,) = doctor(Settings(llm={"retries": 0}), checks=["models"]).checks
     assert check.status == "fail" and check.detail.startswith("gpt: ")
     assert str(models) in (check.fix or "")
     (check,) = doctor(Settings(), checks=["models"], offline=True).checks

@@ -30,7 +30,7 @@ DELAY = 0.2
 
 @pytest.fixture(scope="module")
 def locked(heron_home: Path) -> Iterator[str]:
-    settings = Settings(api_token=TOKEN, server_auth_failures=FAILURES, server_auth_delay=DELAY)
+    settings = Settings(server={"api_token": TOKEN, "auth_failures": FAILURES, "auth_delay": DELAY})
     with running(create_app(settings)) as (url, _):
         yield url
 
@@ -118,7 +118,7 @@ def test_a_form_that_is_no_sign_in_form_is_a_400(locked: str) -> None:
 @pytest.mark.parametrize("token", ["x", "short-token", "y" * (MIN_TOKEN - 1), " " + "z" * 20])
 def test_a_short_token_is_refused_at_start(token: str) -> None:
     with pytest.raises(ConfigError) as refused:
-        Settings(api_token=token)
+        Settings(server={"api_token": token})
     message = str(refused.value)
     assert "api_token" in message and f"shorter than {MIN_TOKEN}" in message
     assert "secrets.token_urlsafe(32)" in message and "heron token" in message
@@ -130,7 +130,9 @@ def test_heron_serve_says_how_to_make_a_token(
 ) -> None:
     token()  # heron token
     made = capsys.readouterr().out.strip()
-    assert len(made) >= MIN_TOKEN and Settings(api_token=made).api_token is not None
+    assert (
+        len(made) >= MIN_TOKEN and Settings(server={"api_token": made}).server.api_token is not None
+    )
     monkeypatch.setenv("HERON_API_TOKEN", "letmein")
     # The real command, in process; a socket it cannot bind, so a token it took would
     # end in another error rather than a server that runs.

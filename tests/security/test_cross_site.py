@@ -49,7 +49,7 @@ def site(heron_home: Path, marker: Path) -> Iterator[str]:
     code = f"open({str(marker)!r}, 'w').close()"
     config.write_text(json.dumps({"mcpServers": {"probe": {"command": sys.executable,
                                                            "args": ["-c", code]}}}))  # fmt: skip
-    settings = Settings(mcp_config=config, mcp_timeout=5)
+    settings = Settings(tools={"mcp_config": config, "mcp_timeout": 5})
     with running(create_app(settings)) as (url, _):
         yield url
 
@@ -105,7 +105,7 @@ def test_a_navigation_and_the_own_pages_are_served(site: str) -> None:
 
 def test_same_site_pages_pass_only_when_allowed(heron_home: Path) -> None:
     headers = FETCH | {"sec-fetch-site": "same-site"}
-    with running(create_app(Settings(server_allow_same_site=True))) as (url, _):
+    with running(create_app(Settings(server={"allow_same_site": True}))) as (url, _):
         assert httpx.get(f"{url}/v1/models", headers=headers).status_code == 200
         assert httpx.get(f"{url}/v1/models", headers=FETCH).status_code == 403
 
@@ -163,7 +163,7 @@ def test_a_page_on_another_port_starts_no_mcp_session(
         "no fetch metadata": {"referer": other_port},  # a browser that sends none
     }
     for allow in (True, False):
-        with running(create_app(Settings(server_allow_same_site=allow))) as (url, _):
+        with running(create_app(Settings(server={"allow_same_site": allow}))) as (url, _):
             for attack, headers in attacks.items():
                 answer = httpx.get(f"{url}/mcp", headers=headers | {"accept": "text/event-stream"})
                 assert answer.status_code == 403, (allow, attack, answer.text)

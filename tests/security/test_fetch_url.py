@@ -173,7 +173,7 @@ def site(listener: socket.socket) -> Iterator[str]:
 
 def _fetcher(**settings: Any) -> Callable[..., Any]:
     registry = ToolRegistry()
-    registry.add(*fetch_tool(Settings(tools_fetch_url=True, **settings)))
+    registry.add(*fetch_tool(Settings(tools={"fetch_url": True}, **settings)))
     return lambda url, **more: registry.call("fetch_url", {"url": url, **more})
 
 
@@ -182,10 +182,12 @@ def fetch(home: object) -> Callable[..., Any]:
     """fetch_url with the loopback test server allowed, 64 KiB and 2 s at most (the
     extracting child alone starts in 0.5 s, more on a loaded CI machine)."""
     return _fetcher(
-        tools_fetch_allowed_networks=["127.0.0.0/8"],
-        tools_fetch_max_bytes=MAX_BYTES,
-        tools_fetch_timeout=2.0,
-        tools_fetch_max_redirects=3,
+        tools={
+            "fetch_allowed_networks": ["127.0.0.0/8"],
+            "fetch_max_bytes": MAX_BYTES,
+            "fetch_timeout": 2.0,
+            "fetch_max_redirects": 3,
+        },
     )
 
 
@@ -349,7 +351,7 @@ def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
         missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
     plain = fetch(f"{site}/scripted")
     assert "written by the page script" not in plain["markdown"]
-    rendered = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=20.0)(
+    rendered = _fetcher(tools={"fetch_allowed_networks": ["127.0.0.0/8"], "fetch_timeout": 20.0})(
         f"{site}/scripted", render=True
     )
     assert rendered["rendered"] and "written by the page script" in rendered["markdown"]
@@ -358,7 +360,7 @@ def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
 
 def test_a_bad_allowed_network_is_a_setting_error(home: object) -> None:
     with pytest.raises(ConfigError, match=r"tools_fetch_allowed_networks: '10\.0\.0\.0/33'"):
-        Settings(tools_fetch_allowed_networks=["10.0.0.0/33"])
+        Settings(tools={"fetch_allowed_networks": ["10.0.0.0/33"]})
 
 
 # -- issue 45: the work after the download ------------------------------------------------
@@ -405,13 +407,13 @@ def test_extraction_keeps_to_the_deadline_and_out_of_the_server_s_memory(
     timeout: the extraction ran after the download, in the server, with no bound. Now it
     ends by the deadline, in a process of its own; given time, the first MiB is read."""
     allowed = {"tools_fetch_allowed_networks": ["127.0.0.0/8"], "tools_fetch_max_bytes": 2 << 20}
-    short = _fetcher(tools_fetch_timeout=3.0, **allowed)
+    short = _fetcher(tools={"fetch_timeout": 3.0}, **allowed)
     outcome, seconds, grew = _peak_during(lambda: short(f"{site}/paragraphs"))
     assert seconds < 4.0, f"{seconds:.1f} s for a 3 s timeout"
     assert grew < 100 << 20, f"the server grew {grew >> 20} MiB"
     if isinstance(outcome, ToolCallError):  # a fast machine may finish within 3 s
         assert "took over 3 s (its text was still being extracted)" in str(outcome)
-    patient = _fetcher(tools_fetch_timeout=30.0, **allowed)
+    patient = _fetcher(tools={"fetch_timeout": 30.0}, **allowed)
     outcome, seconds, grew = _peak_during(lambda: patient(f"{site}/paragraphs"))
     assert not isinstance(outcome, ToolCallError), outcome
     assert outcome["truncated"] and outcome["title"] == "Short"
@@ -509,7 +511,7 @@ def test_a_page_that_never_idles_is_read_before_the_deadline(site: str) -> None:
     deadline, which kills the browser: the wait for the network to idle stops first."""
     if shutil.which("chromium") is None:
         missing("chromium is missing", "install it: scripts/setup (apt-get install chromium)")
-    render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=5.0)
+    render = _fetcher(tools={"fetch_allowed_networks": ["127.0.0.0/8"], "fetch_timeout": 5.0})
     started = time.monotonic()
     rendered = render(f"{site}/polling", render=True)
     assert "asks the server for news" in rendered["markdown"]
@@ -531,7 +533,7 @@ def test_rendering_is_refused_without_the_sandbox(
         tcp.bind(("127.0.0.1", 0))
         tcp.listen(4)
         Site.udp_port, Site.tcp_port = udp.getsockname()[1], tcp.getsockname()[1]
-        render = _fetcher(tools_fetch_allowed_networks=["127.0.0.0/8"], tools_fetch_timeout=20.0)
+        render = _fetcher(tools={"fetch_allowed_networks": ["127.0.0.0/8"], "fetch_timeout": 20.0})
         if shutil.which("bwrap") is not None:  # in the sandbox: rendered, nothing reached
             rendered = render(f"{site}/webrtc", render=True)
             assert "opened a peer connection" in rendered["markdown"]

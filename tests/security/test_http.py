@@ -78,9 +78,11 @@ def edge(heron_home: Path, workspace: Path) -> Iterator[str]:
     """A server with a workspace (so ``tools.call`` can write) and a few listed hosts and
     one listed origin, the way an operator would configure them."""
     settings = Settings(
-        tools_root=workspace,
-        server_allowed_hosts=["heron.lan", "api.corp.example:9443", "*.tailnet.example"],
-        server_allowed_origins=[APP],
+        tools={"root": workspace},
+        server={
+            "allowed_hosts": ["heron.lan", "api.corp.example:9443", "*.tailnet.example"],
+            "allowed_origins": [APP],
+        },
     )
     with running(create_app(settings)) as (url, _):
         yield url
@@ -235,7 +237,9 @@ PAGES = {"/", "/libraries", "/skills", "/tools", "/jobs", "/interventions", "/op
 
 @pytest.fixture(scope="module")
 def locked(heron_home: Path, workspace: Path) -> Iterator[str]:
-    settings = Settings(tools_root=workspace, api_token="t0ken-for-every-route-0123456789abcdef")
+    settings = Settings(
+        tools={"root": workspace}, server={"api_token": "t0ken-for-every-route-0123456789abcdef"}
+    )
     with running(create_app(settings)) as (url, _):
         yield url
 
@@ -313,7 +317,7 @@ def test_a_foreign_preflight_gets_no_cors_headers(edge: str, served: Served) -> 
 def test_a_listed_page_still_needs_the_token(heron_home: Path) -> None:
     # Browsers send no credentials in a preflight: it is answered, the request is not.
     token = "t0ken-for-cors-test-0123456789abcdef"
-    settings = Settings(api_token=token, server_allowed_origins=[APP])
+    settings = Settings(server={"api_token": token, "allowed_origins": [APP]})
     with running(create_app(settings)) as (url, _):
         preflight = httpx.options(
             f"{url}/rpc",
@@ -355,7 +359,7 @@ def test_bound_to_all_interfaces_it_serves_its_addresses_and_listed_names(
 ) -> None:
     # On 0.0.0.0 (with a token) the names clients use must be listed; the IP address a
     # request arrives on cannot be re-pointed by DNS and is served as is.
-    settings = Settings(api_token="x" * 32, server_allowed_hosts=["heron.lan"])
+    settings = Settings(server={"api_token": "x" * 32, "allowed_hosts": ["heron.lan"]})
     app = create_app(settings, host="0.0.0.0")
     auth = {"authorization": f"Bearer {'x' * 32}"}
 

@@ -82,7 +82,7 @@ def test_spoken_text_is_cut_and_audio_is_capped_while_written(
 ) -> None:
     # A program that never stops talking: the file is refused past the cap, mid-write.
     endless = program(tmp_path, "talker", "printf RIFF; exec /bin/cat /dev/zero")
-    service = make_service(interventions_tts_program=endless)
+    service = make_service(interventions={"tts_program": endless})
     long = " ".join(["word"] * 10_000)
     sent = service.raise_("notice", "long", "team", "critical", {"message": long})
     assert len(sent.spoken) <= MAX_SPOKEN and sent.spoken.endswith("…")
@@ -96,9 +96,7 @@ def test_audio_is_deleted_when_its_card_resolves_and_pruned_by_count(
     make_service: Callable[..., Interventions], tmp_path: Path
 ) -> None:
     quick = program(tmp_path, "speaker", "printf 'RIFF0000WAVEfake'")
-    service = make_service(
-        interventions_tts_program=quick, interventions_cooldown=0, interventions_audio_keep=2
-    )
+    service = make_service(interventions={"tts_program": quick, "cooldown": 0, "audio_keep": 2})
     folder = audio_folder(service.settings)
     first = service.raise_("notice", "n0", "team", "critical", {"message": "down"})
     assert first.audio_url and (folder / f"{first.id}.wav").is_file()
@@ -126,7 +124,7 @@ def test_audio_is_served_a_chunk_at_a_time(tmp_path: Path) -> None:
 def test_history_is_pruned_by_age_and_count_per_room(
     make_service: Callable[..., Interventions],
 ) -> None:
-    service = make_service(interventions_cooldown=0, interventions_keep_per_room=5)
+    service = make_service(interventions={"cooldown": 0, "keep_per_room": 5})
     for n in range(12):
         service.raise_("notice", f"a{n}", "a", "info", {"message": f"a{n}"})
     for n in range(3):

@@ -37,7 +37,7 @@ def serve(settings: Settings) -> Iterator[TestClient]:
 
 @pytest.fixture
 def client(home: Path) -> Iterator[TestClient]:
-    yield from serve(Settings(api_token=TOKEN))
+    yield from serve(Settings(server={"api_token": TOKEN}))
 
 
 @pytest.fixture

@@ -184,7 +184,7 @@ def test_an_oversized_shipped_cache_is_read_to_the_caps_of_a_generated_one(
     (library / ".ai").mkdir()
     (library / ".ai" / "tiny.toml").write_text(f'content_hash = "{page.content_hash}"\n{pairs}')
     report = index_library("lib", lib_store, settings=settings, enrich=False)
-    assert report.questions == settings.library_enrich_questions == 5  # before: 120
+    assert report.questions == settings.library.enrich_questions == 5  # before: 120
     questions = [r for r in lib_store.ids("lib") if "#q" in r]
     assert len(questions) == 5
     for record in (lib_store.get("lib", i) for i in questions):

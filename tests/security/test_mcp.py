@@ -170,9 +170,9 @@ def test_the_agent_at_read_level_is_not_offered_unannotated_tools(
             "default: gpt\nmodels:\n  gpt:\n    provider: openai\n    model: gpt-test\n"
             f"    base_url: {chat.url}/v1\n    api_key_env: TEST_OPENAI_KEY\n"
         )
-        agent = open_agent(Settings(models_file=models, mcp_config=crm_only))
+        agent = open_agent(Settings(llm={"models_file": models}, tools={"mcp_config": crm_only}))
         try:
-            assert agent.settings.agent_tool_safety == "read"  # the default
+            assert agent.settings.agent.tool_safety == "read"  # the default
             request = "add a new contact named Ada"
             ranked = [r.tool.name for r in agent.toolbox.router(top_k=5).route(request).tools]
             assert "crm.add_contact" in ranked  # the router finds it ...

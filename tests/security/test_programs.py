@@ -362,7 +362,7 @@ def test_the_policy_file_extends_the_table(
     )
     monkeypatch.setenv("HERON_TOOLS_POLICY", str(policy))
     ws = Workspace(
-        repo, commands=["echo", "python3", "git"], policy=load_policy(Settings().tools_policy)
+        repo, commands=["echo", "python3", "git"], policy=load_policy(Settings().tools.policy)
     )
     assert ws.policy.source == policy
     assert ws.run_command("echo -n hi")["stdout"] == "hi"

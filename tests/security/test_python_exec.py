@@ -29,10 +29,12 @@ def run(home: Path, monkeypatch: pytest.MonkeyPatch) -> Run:
         missing("bwrap is missing", "install it: scripts/setup (apt-get install bubblewrap)")
     monkeypatch.setenv("HERON_TEST_SECRET", "sk-must-not-leak")
     settings = Settings(
-        tools_python_exec=True,
-        tools_python_timeout=2.0,  # room for a loaded machine; the loop test waits it out
-        tools_python_memory_mb=96,
-        tools_python_max_output=4096,
+        tools={
+            "python_exec": True,
+            "python_timeout": 2.0,
+            "python_memory_mb": 96,
+            "python_max_output": 4096,
+        },
     )
     registry = ToolRegistry()
     registry.add(*python_tool(settings))

@@ -136,8 +136,7 @@ def test_the_setting_reaches_the_scan(tmp_path: Path, secret_file: Path, follow:
     root = tmp_path / "skills"
     (root / "creds").mkdir(parents=True)
     (root / "creds" / "SKILL.md").symlink_to(secret_file)
-    settings = Settings(home=tmp_path / "home", skills_dirs=str(root),
-                        skills_follow_symlinks=follow)  # fmt: skip
+    settings = Settings(home=tmp_path / "home", skills={"dirs": str(root), "follow_symlinks": follow})  # fmt: skip
     skills = open_skills(settings)
     try:
         names = {s.name for s in skills.scan().skills}

@@ -85,7 +85,7 @@ def heron_env(tmp: Path) -> dict[str, str]:
         "HERON_HOME": str(tmp / "home"),
         "HERON_MODELS_DIR": str(Settings().models_dir),
         # The profile the home was built with (the suite's, tests/conftest.py).
-        "HERON_EMBEDDER": Settings().embedder,
+        "HERON_EMBEDDER": Settings().embed.embedder,
         "HERON_LIBRARY_DEFAULT_DOCS": "false",
         "HERON_SKILLS_DIRS": str(tmp / "skills"),
         "HOME": str(tmp / "user"),
@@ -155,7 +155,7 @@ def served(heron_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
 
     ``library.add`` over the API takes folders under HERON_LIBRARY_ROOTS only; the tests'
     own temporary folders are that root here."""
-    settings = Settings(library_roots=[tmp_path_factory.getbasetemp()])
+    settings = Settings(library={"roots": [tmp_path_factory.getbasetemp()]})
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

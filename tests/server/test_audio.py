@@ -50,7 +50,7 @@ models:
 def served(heron_home: Path, replay: ChatServer, tmp_path_factory: pytest.TempPathFactory):
     models = tmp_path_factory.mktemp("audio") / "models.yml"
     models.write_text(MODELS.format(url=replay.url))
-    settings = Settings(models_file=models, llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0})
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

@@ -30,9 +30,9 @@ def test_refuses_a_public_address_without_a_token(heron_home: Path) -> None:
 @pytest.mark.parametrize("token", [None, "", "  "])
 def test_check_bind_needs_a_real_token_off_loopback(host: str, token: str | None) -> None:
     with pytest.raises(ConfigError, match="HERON_API_TOKEN"):
-        check_bind(host, None, Settings(api_token=token))
-    check_bind(host, None, Settings(api_token=TOKEN))
-    check_bind(host, Path("/run/heron.sock"), Settings(api_token=token))
+        check_bind(host, None, Settings(server={"api_token": token}))
+    check_bind(host, None, Settings(server={"api_token": TOKEN}))
+    check_bind(host, Path("/run/heron.sock"), Settings(server={"api_token": token}))
 
 
 @pytest.mark.parametrize("host", ["127.0.0.1", "127.0.0.2", "::1", "[::1]", "localhost"])

@@ -369,11 +369,11 @@ def test_contexts_are_read_from_heron_toml(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.setenv("HERON_TOOLS_ROOT", str(tmp_path))
     settings = Settings(home=tmp_path)
     geomind = settings.in_context("geomind")
-    assert geomind.tools_root == Path("/srv/geomind")
-    assert geomind.skills_extra_dirs == [Path("/srv/geomind/skills")]
-    assert geomind.in_context(DEFAULT).tools_root == tmp_path
+    assert geomind.tools.root == Path("/srv/geomind")
+    assert geomind.skills.extra_dirs == [Path("/srv/geomind/skills")]
+    assert geomind.in_context(DEFAULT).tools.root == tmp_path
     monkeypatch.setenv("HERON_CONTEXT", "geomind")  # what heron --context sets
-    assert Settings(home=tmp_path).tools_root == Path("/srv/geomind")
+    assert Settings(home=tmp_path).tools.root == Path("/srv/geomind")
     config.write_text("[contexts.geomind]\nlibrary = []\n")
     with pytest.raises(ConfigError, match=r"geomind\.library: Extra inputs"):
         Settings(home=tmp_path)

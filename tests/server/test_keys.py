@@ -37,7 +37,7 @@ JOB = {"prompt": "is main green?", "risk_level": "read_only"}
 def settings(home: Path, tmp_path: Path) -> Settings:
     # A one-second window: a limit's reset is a short wait, not a minute's. A workspace:
     # jobs are created in one.
-    return Settings(api_token=TOKEN, keys_window=1, tools_root=tmp_path)
+    return Settings(server={"api_token": TOKEN, "keys_window": 1}, tools={"root": tmp_path})
 
 
 @pytest.fixture

@@ -99,7 +99,8 @@ def served(heron_home: Path, calc: str, tmp_path_factory: pytest.TempPathFactory
     (tmp / "mcp.json").write_text(json.dumps({"mcpServers": {"calc": {"openrpc": calc}}}))
     (tmp / "ops.json").write_text(json.dumps({"mcpServers": {}}))
     settings = Settings(
-        mcp_config=tmp / "mcp.json", contexts={"ops": {"mcp_config": str(tmp / "ops.json")}}
+        tools={"mcp_config": tmp / "mcp.json"},
+        contexts={"ops": {"mcp_config": str(tmp / "ops.json")}},
     )
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)

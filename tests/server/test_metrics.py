@@ -131,7 +131,7 @@ def chatty(heron_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterat
         mp.setenv("TEST_OPENAI_KEY", KEY)
         models.write_text(MODELS.format(url=replay.url))
         settings = Settings(
-            models_file=models, llm_retries=1, llm_backoff=0, agent_tool_threshold=-1.0
+            llm={"models_file": models, "retries": 1, "backoff": 0}, agent={"tool_threshold": -1.0}
         )
         with running(create_app(settings)) as (url, server):
             served = Served(url, heron_home / "home", settings, server)

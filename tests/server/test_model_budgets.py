@@ -54,7 +54,7 @@ def served(heron_home: Path, replay: ChatServer, tmp_path_factory: pytest.TempPa
     models = tmp_path_factory.mktemp("budgets") / "models.yml"
     models.write_text(MODELS.format(url=replay.url, capped=1.5 * COST))
     contexts = {"ops": {"models": ["gpt-*", "capped"], "max_budget": 2.5 * COST}}
-    settings = Settings(models_file=models, llm_retries=0, contexts=contexts)
+    settings = Settings(llm={"models_file": models, "retries": 0}, contexts=contexts)
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

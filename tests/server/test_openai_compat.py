@@ -53,7 +53,8 @@ def compat(
     models = heron_home / "models.yml"
     models.write_text(MODELS.format(url=replay.url))
     settings = Settings(
-        models_file=models, library_roots=[tmp_path_factory.getbasetemp()], llm_retries=0
+        llm={"models_file": models, "retries": 0},
+        library={"roots": [tmp_path_factory.getbasetemp()]},
     )
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)

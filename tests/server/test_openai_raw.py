@@ -62,7 +62,7 @@ WEATHER = {
 def raw(heron_home: Path, replay: ChatServer) -> Iterator[Served]:
     models = heron_home / "models.yml"
     models.write_text(MODELS.format(url=replay.url))
-    settings = Settings(models_file=models, llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0})
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

@@ -70,7 +70,9 @@ def served_ws(
     heron_home: Path, workspace: Path, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[Served]:
     # Heron's defaults otherwise: agent_tool_safety and openai_tool_safety both read.
-    settings = Settings(tools_root=workspace, library_roots=[tmp_path_factory.getbasetemp()])
+    settings = Settings(
+        tools={"root": workspace}, library={"roots": [tmp_path_factory.getbasetemp()]}
+    )
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

@@ -46,7 +46,7 @@ def test_models_yml_edits_reach_the_running_agent_and_a_bad_one_is_kept_out(
 ) -> None:
     models = tmp_path / "models.yml"
     models.write_text(models_yml(replay.url, "gpt"))
-    settings = Settings(models_file=models, llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0})
     with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
         assert chat(c, "gpt").status_code == 200  # the agent is open, on the first table
         assert chat(c, "gpt3").status_code != 200
@@ -75,7 +75,7 @@ def test_models_yml_edits_reach_the_running_agent_and_a_bad_one_is_kept_out(
 def test_mcp_json_edits_add_and_remove_a_servers_tools(heron_home: Path, tmp_path: Path) -> None:
     config = tmp_path / "mcp.json"
     config.write_text(json.dumps({"mcpServers": {}}))
-    settings = Settings(mcp_config=config)
+    settings = Settings(tools={"mcp_config": config})
     with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
 
         def names() -> set[str]:
@@ -104,7 +104,7 @@ def test_a_context_with_its_own_mcp_json_sees_its_servers_alone_and_reloads_them
     shared, own = tmp_path / "mcp.json", tmp_path / "ops-mcp.json"
     shared.write_text(json.dumps({"mcpServers": {"osis": server}}))
     own.write_text(json.dumps({"mcpServers": {"crm": server, "off": {**server, "disabled": True}}}))
-    settings = Settings(mcp_config=shared, contexts={"ops": {"mcp_config": str(own)}})
+    settings = Settings(tools={"mcp_config": shared}, contexts={"ops": {"mcp_config": str(own)}})
     with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
 
         def servers(context: str) -> set[str]:
@@ -154,7 +154,7 @@ def test_a_bad_models_yml_saved_before_the_first_chat_leaves_the_last_good_table
     # bad edit saved before it made chat and /v1/models fail. They read the last good one.
     models = tmp_path / "models.yml"
     models.write_text(models_yml(replay.url, "gpt"))
-    settings = Settings(models_file=models, llm_retries=0)
+    settings = Settings(llm={"models_file": models, "retries": 0})
     with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
         models.write_text("models:\n  gpt: [not, a, mapping\n")
         assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["models"]["error"])
@@ -172,7 +172,7 @@ def test_a_bad_mcp_json_saved_before_the_toolbox_opens_leaves_the_last_good_serv
     config = tmp_path / "mcp.json"
     server = {"command": sys.executable, "args": [str(MCP_SCRIPT), "serve"]}
     config.write_text(json.dumps({"mcpServers": {"osis": server}}))
-    settings = Settings(mcp_config=config)
+    settings = Settings(tools={"mcp_config": config})
     with running(create_app(settings)) as (url, _), httpx.Client(base_url=url, timeout=60) as c:
         config.write_text('{"mcpServers": {"osis": {"command": 7}}}')  # before any tool use
         assert wait_for(lambda: c.get("/ready").json()["checks"]["config"]["mcp"]["error"])

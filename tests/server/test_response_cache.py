@@ -39,7 +39,7 @@ litellm_settings:
 def served(heron_home: Path, replay: ChatServer, tmp_path_factory: pytest.TempPathFactory):
     models = tmp_path_factory.mktemp("cache") / "models.yml"
     models.write_text(MODELS.format(url=replay.url))
-    settings = Settings(models_file=models, llm_retries=0, contexts={"ops": {}})
+    settings = Settings(llm={"models_file": models, "retries": 0}, contexts={"ops": {}})
     with running(create_app(settings)) as (url, server):
         yield Served(url, heron_home / "home", settings, server)
 

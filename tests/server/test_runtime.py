@@ -123,7 +123,7 @@ def test_the_runtime_holds_one_job_store_that_the_agent_shares(
         real(store, *args, **kwargs)
 
     monkeypatch.setattr(SQLJobStore, "__init__", init)
-    runtime = Runtime(Settings(tools_root=tmp_path))
+    runtime = Runtime(Settings(tools={"root": tmp_path}))
     open_everything(runtime)  # with a workspace, the agent gets delegate_job
     queued = runtime.agent.toolbox.registry.call("delegate_job", {"prompt": "is main broken?"})
     assert runtime.jobs.get(queued["id"]).state == "queued"

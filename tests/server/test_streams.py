@@ -36,10 +36,9 @@ def quiet(heron_home: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterato
         mp.setenv("TEST_OPENAI_KEY", KEY)
         models.write_text(ONE_MODEL.format(url=replay.url))
         settings = Settings(
-            models_file=models,
-            server_sse_ping=PING,
-            server_stream_grace=0,
-            tools_root=tmp,  # jobs run in a workspace
+            llm={"models_file": models},
+            server={"sse_ping": PING, "stream_grace": 0},
+            tools={"root": tmp},  # jobs run in a workspace
         )
         with running(create_app(settings)) as (url, server):
             served = Served(url, heron_home / "home", settings, server)

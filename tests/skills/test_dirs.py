@@ -84,8 +84,8 @@ def test_settings_from_the_environment(tmp_path: Path, monkeypatch: pytest.Monke
     monkeypatch.setenv("HERON_SKILLS_DIRS", os.pathsep.join([str(tmp_path / "a"), "", "~/b"]))
     monkeypatch.setenv("HERON_SKILLS_MIN_REL", "0.7")
     settings = Settings()
-    assert settings.skills_extra_dirs == [tmp_path / "a", Path.home() / "b"]
-    assert settings.skills_min_rel == 0.7
+    assert settings.skills.extra_dirs == [tmp_path / "a", Path.home() / "b"]
+    assert settings.skills.min_rel == 0.7
 
 
 def test_a_bad_setting_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,7 +17,7 @@ from heron.tools.ceiling import delegates, permits
 
 
 def test_delegation_is_the_agent_doors_and_needs_the_jobs_scope() -> None:
-    on, off = Settings(agent_delegate=True), Settings()
+    on, off = Settings(agent={"delegate": True}), Settings()
     chat, jobs = Key("ana", frozenset({"chat"})), Key("bo", frozenset({"chat", "jobs"}))
     assert delegates(on, "agent") and delegates(on, "agent", jobs)
     assert not delegates(on, "agent", chat)  # a key that may not create jobs itself
@@ -27,8 +27,8 @@ def test_delegation_is_the_agent_doors_and_needs_the_jobs_scope() -> None:
 
 
 def test_delegation_lets_delegate_job_past_a_read_ceiling_and_nothing_else(tmp_path: Path) -> None:
-    settings = Settings(tools_python_exec=True)
-    workspace = Workspace(tmp_path, policy=load_policy(settings.tools_policy))
+    settings = Settings(tools={"python_exec": True})
+    workspace = Workspace(tmp_path, policy=load_policy(settings.tools.policy))
     pairs = [*workspace_tools(workspace), *optional_tools(settings)]
     executes: list[Tool] = [t for t, _ in pairs if t.safety != "read"]
     assert {t.name for t in executes} >= {"run_command", "python_exec"}

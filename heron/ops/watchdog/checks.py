@@ -56,8 +56,8 @@ def _token(name: str | None, settings: Settings) -> str | None:
     if not name:
         return None
     token = os.environ.get(name)
-    if token is None and name == "HERON_API_TOKEN" and settings.api_token is not None:
-        token = settings.api_token.get_secret_value()
+    if token is None and name == "HERON_API_TOKEN" and settings.server.api_token is not None:
+        token = settings.server.api_token.get_secret_value()
     return token or None
 
 

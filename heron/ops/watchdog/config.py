@@ -454,13 +454,13 @@ def _ordered(checks: list[Any]) -> list[Any]:
 
 
 def config_path(settings: Settings) -> Path:
-    return settings.watchdog_config or settings.home / "watchdog.yml"
+    return settings.ops.watchdog_config or settings.home / "watchdog.yml"
 
 
 def load_config(path: Path | None, settings: Settings) -> WatchdogConfig:
     """The config in ``path``, else in ``HERON_WATCHDOG_CONFIG``: a file named so must
     exist. With neither, ``$HERON_HOME/watchdog.yml``, or ``default_config`` without it."""
-    named = path or settings.watchdog_config
+    named = path or settings.ops.watchdog_config
     path = named or config_path(settings)
     try:
         text = path.read_text(encoding="utf-8")
@@ -544,9 +544,9 @@ def default_config(settings: Settings) -> WatchdogConfig:
         {"name": "doctor", "kind": "doctor"},
         {"name": "disk", "kind": "disk", "path": str(settings.home), "min_free_percent": 5},
     ]
-    host = "127.0.0.1" if settings.server_host in ("0.0.0.0", "::", "") else settings.server_host
-    base = f"http://{host}:{settings.server_port}"
-    if _listening(host, settings.server_port):
+    host = "127.0.0.1" if settings.server.host in ("0.0.0.0", "::", "") else settings.server.host
+    base = f"http://{host}:{settings.server.port}"
+    if _listening(host, settings.server.port):
         checks += [
             {"name": "server-health", "kind": "http", "url": f"{base}/health"},
             {

@@ -53,7 +53,7 @@ class Watchdog:
         self.config = config
         self.settings = settings
         self.clock = clock
-        urls = [*config.alerts, *(u.get_secret_value() for u in settings.watchdog_alert_urls)]
+        urls = [*config.alerts, *(u.get_secret_value() for u in settings.ops.watchdog_alert_urls)]
         self.channels = Channels.parse(dict.fromkeys(urls))  # a bad URL stops it here
         self.state_file = StateFile(settings.home / "watchdog-state.json")
 
@@ -103,7 +103,7 @@ class Watchdog:
         if spec.interval is not None:
             return float(spec.interval)
         if spec.kind == "deploy":
-            return self.settings.watchdog_deploy_interval
+            return self.settings.ops.watchdog_deploy_interval
         return default
 
     def run_named(self, names: list[str]) -> list[tuple[str, Outcome]]:

@@ -174,7 +174,7 @@ class Embeddings:
 
     def __init__(self, rt: Runtime) -> None:
         self.rt = rt
-        self.slots = anyio.Semaphore(rt.settings.embeddings_concurrency)
+        self.slots = anyio.Semaphore(rt.settings.server.embeddings_concurrency)
 
     async def handle(self, request: Request) -> Response:
         rt = self.rt
@@ -182,7 +182,7 @@ class Embeddings:
         if isinstance(req, Response):
             return req
         embedder = model_of(rt.store.embedder)
-        texts = texts_of(req, rt.settings.embeddings_max_tokens, cost_of(embedder))
+        texts = texts_of(req, rt.settings.server.embeddings_max_tokens, cost_of(embedder))
         if isinstance(texts, str):
             return invalid(texts, "input")
         try:
@@ -215,7 +215,7 @@ class Embeddings:
         )
 
     def busy(self) -> Response:
-        limit = self.rt.settings.embeddings_concurrency
+        limit = self.rt.settings.server.embeddings_concurrency
         return openai_error(
             429,
             f"{limit} embeddings requests are being served, the most at once "

@@ -774,7 +774,7 @@ def services_of(rt: Runtime) -> Server[Any]:
 
 
 def routes(rt: Runtime) -> list[BaseRoute]:
-    max_body = rt.settings.server_max_body
+    max_body = rt.settings.server.max_body
     return [
         *http_routes(server_of(rt), max_body=max_body),
         *service_routes(rt, services_of(rt), max_body=max_body),

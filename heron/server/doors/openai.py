@@ -393,7 +393,7 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
         client_tools=tools,
         tool_choice=choice,
         user=req.user or "",
-        tool_safety=settings.openai_tool_safety,
+        tool_safety=settings.server.openai_tool_safety,
         delegate=False,  # the delegation permission is the agent door's (heron.tools.ceiling)
         local_tools=False,  # python_exec is never a /v1 client's to run
         surface="api",
@@ -401,9 +401,9 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
 
 
 def count_messages(req: CompletionRequest, settings: Settings) -> None:
-    if len(req.messages) > settings.openai_max_messages:
+    if len(req.messages) > settings.server.openai_max_messages:
         raise Invalid(
-            f"messages: {len(req.messages):,} messages, over the {settings.openai_max_messages:,} "
+            f"messages: {len(req.messages):,} messages, over the {settings.server.openai_max_messages:,} "
             "a request may send (HERON_OPENAI_MAX_MESSAGES); send the recent ones.",
             "messages",
         )
@@ -415,17 +415,17 @@ def measure(request: ChatRequest, settings: Settings) -> None:
     (``heron.core.schema_bounds``, one check for all of them), the field named. Grounded
     and raw requests alike."""
     tokens = estimate_tokens(request)
-    if tokens > settings.openai_max_input_tokens:
+    if tokens > settings.server.openai_max_input_tokens:
         raise Invalid(
             f"messages: about {tokens:,} tokens with the tools, over the "
-            f"{settings.openai_max_input_tokens:,} a request may send "
+            f"{settings.server.openai_max_input_tokens:,} a request may send "
             "(HERON_OPENAI_MAX_INPUT_TOKENS); send less history.",
             "messages",
         )
     check = SchemaCheck(
         SchemaBounds(
-            max_repeat=settings.openai_schema_max_repeat,
-            max_size=settings.openai_schema_max_size,
+            max_repeat=settings.server.openai_schema_max_repeat,
+            max_size=settings.server.openai_schema_max_size,
         )
     )
     wanted = json_schema(request.sampling.response_format)
@@ -446,7 +446,7 @@ def door_tokens(asked: Turn, settings: Settings) -> int:
         Message("user", asked.message),
     )
     prompt = estimate_tokens(ChatRequest(messages, tuple(asked.client_tools)))
-    return prompt + (asked.sampling.max_tokens or settings.agent_max_tokens)
+    return prompt + (asked.sampling.max_tokens or settings.agent.max_tokens)
 
 
 def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:

@@ -352,7 +352,7 @@ def door_tokens(rt: Runtime, params: ChatParams) -> int:
     and the answer's bound (``agent_max_tokens``); each model call holds what else it
     sends when it is sent."""
     prompt = estimate_tokens(ChatRequest((Message("user", params.message),)))
-    return prompt + rt.settings.agent_max_tokens
+    return prompt + rt.settings.agent.max_tokens
 
 
 def _sse(rt: Runtime, events: AsyncIterator[ServerSentEvent]) -> Response:
@@ -373,7 +373,7 @@ def hub_of(rt: Runtime) -> StreamHub:
     return rt.shared(
         "streams",
         lambda: StreamHub(
-            settings.server_stream_ttl, settings.server_stream_grace, open_relay(settings)
+            settings.server.stream_ttl, settings.server.stream_grace, open_relay(settings)
         ),
     )
 
@@ -413,7 +413,7 @@ def open_stream(rt: Runtime, params: ChatParams) -> Iterator[Any]:
     """Start the agent's stream; bad input (an unknown model, a library that is not
     there) raises here, before any event, so it can be answered with a status code."""
     # Listening from before the agent starts: its grounding search may raise a card.
-    raised = Raised(rt.interventions, params.room or rt.settings.interventions_room)
+    raised = Raised(rt.interventions, params.room or rt.settings.interventions.room)
     try:
         events = rt.agent.stream(params.turn("agent", rt.settings))
     except BaseException:

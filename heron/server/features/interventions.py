@@ -614,7 +614,7 @@ def _tell_job(runtime: Runtime, job: Job) -> None:
     error = runtime.jobs.failure(job)  # a failed job keeps why in its event, not a result
     # In the room of the conversation that delegated it (or of its jobs.create), where the
     # people who asked are: the page's chat shows the room's cards in the conversation.
-    room = job.room or scoped.settings.interventions_room
+    room = job.room or scoped.settings.interventions.room
     scoped.interventions.apply(job_changed(room, job.id, job.state, job.prompt, error=error))
 
 
@@ -652,4 +652,4 @@ async def _scan(runtime: Runtime) -> None:
             await asyncio.to_thread(lambda: runtime.interventions.prune())
         except HeronError as exc:
             log.warning("library and search interventions: %s", exc)
-        await asyncio.sleep(runtime.settings.interventions_scan_interval)
+        await asyncio.sleep(runtime.settings.interventions.scan_interval)

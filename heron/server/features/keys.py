@@ -338,7 +338,7 @@ class Keyring:
     def __init__(self, settings: Settings, metrics: Metrics) -> None:
         self.settings = settings
         self.metrics = metrics
-        self.window = settings.keys_window
+        self.window = settings.server.keys_window
         self._store: KeyStore | None = None
         self._lock = threading.Lock()
         self._flushing = threading.Lock()
@@ -819,7 +819,7 @@ def rpc_gate(method: Method) -> None:
             visit = VISIT.get()
             tab = visit.open(caller) if visit is not None else caller.tab()
             TAB.set(tab)  # the call's own context: its task in a batch, its thread after
-            tab.need(ring.settings.agent_max_tokens)
+            tab.need(ring.settings.agent.max_tokens)
     except OverLimit as exc:
         data = {"type": "OverLimit", "limit": exc.limit, "retry_after": exc.retry_after}
         raise RpcError(exc.rpc_code, str(exc), data) from exc
@@ -928,7 +928,7 @@ async def lifespan(rt: Runtime) -> AsyncIterator[None]:
 
     async def writer() -> None:
         while True:
-            await asyncio.sleep(rt.settings.keys_flush)
+            await asyncio.sleep(rt.settings.server.keys_flush)
             try:
                 await run_in_threadpool(ring.flush)
             except Exception:  # a busy or lost database: the counts wait for the next try

@@ -148,7 +148,7 @@ rpc = Methods()
 def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
     # Asked through MCP (its ask), the turn is held to MCP's ceiling, not the agent's.
     door = entered_through("agent")
-    room = p.room or rt.settings.interventions_room
+    room = p.room or rt.settings.interventions.room
     with Raised(rt.interventions, room) as raised:
         answer = rt.agent.ask(p.turn(door, rt.settings))  # heron ask
     spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)

@@ -189,7 +189,7 @@ async def upload(rt: Runtime, request: Request) -> Response:
     except HeronError as exc:
         return heron_error(exc)
     settings = scoped.settings
-    read = await _form(request, settings.library_upload_max_files)
+    read = await _form(request, settings.library.upload_max_files)
     if isinstance(read, Response):
         return read
     files, folder, replace = read

@@ -211,19 +211,19 @@ class Guard:
 
     @classmethod
     def build(cls, settings: Settings) -> Guard:
-        token = settings.bearer_token
+        token = settings.server.bearer_token
         secret = token.encode() if token else None
         return cls(
             secret,
             Sessions(
                 secret or b"",
-                settings.server_session_ttl,
+                settings.server.session_ttl,
                 open_signins(settings) if secret else None,  # no token: no sign-in
             ),
             Throttle(
-                open_windows(settings, settings.server_auth_window),
-                settings.server_auth_failures,
-                settings.server_auth_delay,
+                open_windows(settings, settings.server.auth_window),
+                settings.server.auth_failures,
+                settings.server.auth_delay,
             ),
         )
 

@@ -53,7 +53,7 @@ def event_stream(
     for ``ANSWER_GRACE``; the endless ones (jobs, interventions) end at the signal."""
     return EventSourceResponse(
         events,
-        ping=settings.server_sse_ping,
+        ping=settings.server.sse_ping,
         sep=SEP,
         ping_message_factory=_keep_alive,
         shutdown_grace_period=ANSWER_GRACE if answer else 0,

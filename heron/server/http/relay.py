@@ -127,4 +127,4 @@ def open_relay(settings: Settings) -> Relay | None:
     """The relay of ``HERON_DATABASE_URL``'s PostgreSQL; ``None`` on SQLite."""
     if not settings.postgres_url:
         return None
-    return Relay(open_database(settings, STREAMS), settings.server_stream_ttl)
+    return Relay(open_database(settings, STREAMS), settings.server.stream_ttl)

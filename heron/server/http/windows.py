@@ -211,7 +211,7 @@ class DatabaseWindows:
 def open_windows(settings: Settings, window: float | None = None) -> Windows:
     """Windows of ``window`` seconds (default ``keys_window``): the database's when
     ``HERON_DATABASE_URL`` is PostgreSQL, else this process's."""
-    seconds = settings.keys_window if window is None else window
+    seconds = settings.server.keys_window if window is None else window
     if settings.postgres_url:
         return DatabaseWindows(open_database(settings, WINDOWS), seconds, settings.replica)
     return MemoryWindows(seconds)

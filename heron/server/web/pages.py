@@ -150,7 +150,7 @@ class Pages:
     async def pane(self, p: Pane, request: Request) -> Response:
         # The room the chat's conversations are shared in: its cards and jobs show in the
         # conversation (the context's interventions_room).
-        room = runtime_of(self.rt, request).settings.interventions_room
+        room = runtime_of(self.rt, request).settings.interventions.room
         # A person signed in with a named key joins the room's roster from the page.
         key = current_key()
         person = key.name if key is not None else ""

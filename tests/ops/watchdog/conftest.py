@@ -65,7 +65,7 @@ def endpoint() -> Iterator[Endpoint]:
 
 @pytest.fixture
 def settings(home: Path) -> Settings:
-    return Settings(library_default_docs=False)
+    return Settings(library={"default_docs": False})
 
 
 def python(code: str) -> list[str]:

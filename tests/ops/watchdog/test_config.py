@@ -117,4 +117,4 @@ def test_a_named_file_must_exist(tmp_path: Path, settings: Settings) -> None:
     with pytest.raises(ConfigError, match=r"absent\.yml does not exist"):
         load_config(tmp_path / "absent.yml", settings)
     with pytest.raises(ConfigError, match=r"absent\.yml does not exist"):
-        load_config(None, Settings(watchdog_config=tmp_path / "absent.yml"))
+        load_config(None, Settings(ops={"watchdog_config": tmp_path / "absent.yml"}))

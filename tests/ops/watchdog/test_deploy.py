@@ -39,7 +39,7 @@ def commit(work: Path, healthy: bool, message: str) -> str:
 def settings(home: Path) -> Settings:
     """Every run runs the deploy check (its own interval, 2 minutes by default, is tested
     in test_intervals)."""
-    return Settings(library_default_docs=False, watchdog_deploy_interval=0.001)
+    return Settings(library={"default_docs": False}, ops={"watchdog_deploy_interval": 0.001})
 
 
 @pytest.fixture

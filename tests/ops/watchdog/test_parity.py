@@ -144,7 +144,7 @@ checks:
     record_beat(settings.home, "nightly", time.time() - 1200)  # 20 minutes ago
     now = [time.time()]
     runs = []
-    served = Settings(library_default_docs=False, api_token=token)
+    served = Settings(library={"default_docs": False}, server={"api_token": token})
     with running(create_app(served)) as (url, _), httpx.Client(base_url=url) as client:
         for _ in range(2):
             runs.append(watchdog(settings, yml, clock=lambda: now[0]).run_once())
