@@ -38,9 +38,9 @@ from tests.conftest import sqlite_store
 
 K = 5
 CONFIGS = {
-    "today: hybrid, top 5, threshold 0.25": {"agent_routing_top_k": 5},
+    "today: hybrid, top 5, threshold 0.25": {"routing_top_k": 5},
     "recommended: hybrid, top 10, threshold 0.25": {},
-    "semantic, top 10, threshold 0.25": {"agent_routing_mode": "semantic"},
+    "semantic, top 10, threshold 0.25": {"routing_mode": "semantic"},
 }
 
 Query = tuple[str, list[str]]
@@ -73,7 +73,7 @@ def measure(
     vectors = embed_queries(store.embedder, texts)
     rows = []
     for config, values in CONFIGS.items():
-        settings = Settings(**values)
+        settings = Settings(agent=values)
         options = routing_options(settings, tools)
         router = ToolRouter(tools, store, profile="openai", namespace=namespace, **options)
         routes = router.route_many(texts, vectors=np.asarray(vectors))

@@ -75,8 +75,9 @@ def run() -> str:
     table_ = parse_table(MODELS.format(url=f"http://127.0.0.1:{httpd.server_port}"))
     rows = []
     with tempfile.TemporaryDirectory() as home:
-        base = {"home": Path(home), "llm_timeout": TIMEOUT, "llm_retries": 2, "llm_backoff": 0}
-        cooled = Broker(table_, Settings(**base, llm={"cooldown": COOLDOWN}), cooldowns=Cooldowns())
+        llm = {"timeout": TIMEOUT, "retries": 2, "backoff": 0}
+        cooling = Settings(home=Path(home), llm=llm | {"cooldown": COOLDOWN})
+        cooled = Broker(table_, cooling, cooldowns=Cooldowns())
         model, first = _timed(cooled)
         start = time.perf_counter()
         following = [_timed(cooled) for _ in range(FOLLOWING)]
@@ -88,7 +89,9 @@ def run() -> str:
         rows.append(("cooldowns: the probe after it", model, 1, probe * 1000, probe * 1000))
         model, after = _timed(cooled)
         rows.append(("cooldowns: after the probe", model, 1, after * 1000, after * 1000))
-        off = Broker(table_, Settings(**base, llm={"cooldown": 0}), cooldowns=Cooldowns())
+        off = Broker(
+            table_, Settings(home=Path(home), llm=llm | {"cooldown": 0}), cooldowns=Cooldowns()
+        )
         plain = [_timed(off) for _ in range(3)]
         p50, p95 = percentiles([s for _, s in plain])
         rows.append(("no cooldown (llm_cooldown=0), 3 requests", plain[0][0], 3, p50, p95))

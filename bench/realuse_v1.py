@@ -268,7 +268,7 @@ def run() -> str:
             levels = ", ".join(f"{t.name} {t.safety}" for t in registry.tools())
         title = (
             f"/v1 with {len(CLIENT_TOOLS)} client tools, every tool_choice form, bundled local "
-            f"model, openai_tool_safety {served.openai_tool_safety}"
+            f"model, openai_tool_safety {served.server.openai_tool_safety}"
         )
         text += table(title, HEADER, rows) + "\n"
     text += f"Safety levels reported: {levels}.\n"

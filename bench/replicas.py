@@ -38,7 +38,7 @@ import psycopg
 from bench.common import WORK, serve, table
 from bench.jobs import _repo
 from bench.parity import postgres_url
-from heron.settings import Settings
+from heron.settings import JobsSettings
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = (

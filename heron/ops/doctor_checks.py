@@ -22,7 +22,7 @@ from heron.core.optional import OPTIONAL_TOOLS
 from heron.errors import HeronError, StoreError
 from heron.extras import EXTRAS, installed
 from heron.resource import Resource
-from heron.settings import Settings, _config_file, _from_env
+from heron.settings import Settings, _config_file, _from_env, locate, setting_names
 
 if TYPE_CHECKING:
     from heron.core.tools import Tool
@@ -160,12 +160,13 @@ def sources(settings: Settings) -> dict[str, str]:
     ``default``. A keyword argument overriding a variable is reported as ``env``."""
     in_file = _toml_keys(_config_file())
     found = {}
-    for name in Settings.model_fields:
+    for name in setting_names():
+        holder, field = locate(settings, name)
         if _from_env(name) is not None:
             found[name] = "env"
         elif name in in_file:
             found[name] = "heron.toml"
-        elif name in settings.model_fields_set:
+        elif field in holder.model_fields_set:
             found[name] = "argument"
         else:
             found[name] = "default"

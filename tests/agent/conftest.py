@@ -85,9 +85,10 @@ def make_agent(
     opened: list[Agent] = []
 
     def make(**values: Any) -> Agent:
-        settings = Settings(
-            llm={"models_file": models, "retries": 0}, tools={"root": workspace}, **values
-        )
+        # A section the caller names keeps these fields unless it sets them itself.
+        llm = {"models_file": models, "retries": 0} | values.pop("llm", {})
+        tools = {"root": workspace} | values.pop("tools", {})
+        settings = Settings(llm=llm, tools=tools, **values)
         agent = open_agent(settings)
         opened.append(agent)
         index_library("garden", agent.store, settings=settings)

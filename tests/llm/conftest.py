@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -40,8 +41,8 @@ def chat(monkeypatch: pytest.MonkeyPatch) -> Iterator[ChatServer]:
 def make_broker(chat: ChatServer, home: Path) -> Callable[..., Broker]:
     """``make_broker(**settings)``: a broker over MODELS, retry waits in milliseconds."""
 
-    def make(**values: object) -> Broker:
-        values = {"llm_backoff": 0.01, "llm_max_wait": 0.3, "llm_timeout": 5.0, **values}
-        return Broker(parse_table(MODELS.format(url=chat.url)), Settings(**values))
+    def make(**values: Any) -> Broker:
+        llm = {"backoff": 0.01, "max_wait": 0.3, "timeout": 5.0} | values.pop("llm", {})
+        return Broker(parse_table(MODELS.format(url=chat.url)), Settings(llm=llm, **values))
 
     return make

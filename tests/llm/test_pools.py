@@ -9,6 +9,7 @@ import json
 import random
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -30,7 +31,7 @@ DEPLOYMENT = """  {alias}:
 PING = ChatRequest((Message("user", "ping"),), max_tokens=4)
 
 
-def broker(chat: ChatServer, pool: str, *members: tuple[str, str], **options: object) -> Broker:
+def broker(chat: ChatServer, pool: str, *members: tuple[str, str], **options: Any) -> Broker:
     """A broker whose ``fast`` is a pool of ``members`` (alias, extra lines), each its
     own model name on the replay server, ``pool`` the pool's own lines."""
     text = f"models:\n  fast:\n    deployments: [{', '.join(a for a, _ in members)}]\n{pool}"
@@ -38,7 +39,8 @@ def broker(chat: ChatServer, pool: str, *members: tuple[str, str], **options: ob
         text += DEPLOYMENT.format(
             alias=alias, model=f"{alias}-test", url=chat.url, keys="TEST_OPENAI_KEY", extra=extra
         )
-    settings = Settings(llm={"retries": 0, "backoff": 0.01, "max_wait": 0.3}, **options)
+    llm = {"retries": 0, "backoff": 0.01, "max_wait": 0.3} | options.pop("llm", {})
+    settings = Settings(llm=llm, **options)
     made = Broker(parse_table(text), settings, cooldowns=Cooldowns())
     made.deployments = Deployments(rng=random.Random(7))
     return made

@@ -173,7 +173,8 @@ def site(listener: socket.socket) -> Iterator[str]:
 
 def _fetcher(**settings: Any) -> Callable[..., Any]:
     registry = ToolRegistry()
-    registry.add(*fetch_tool(Settings(tools={"fetch_url": True}, **settings)))
+    tools = {"fetch_url": True} | settings.pop("tools", {})
+    registry.add(*fetch_tool(Settings(tools=tools, **settings)))
     return lambda url, **more: registry.call("fetch_url", {"url": url, **more})
 
 

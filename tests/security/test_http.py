@@ -342,7 +342,7 @@ def test_a_listed_page_still_needs_the_token(heron_home: Path) -> None:
 def test_a_bad_allowlist_entry_stops_the_server(heron_home: Path, setting: str, entry: str) -> None:
     # Refused when the app is built (heron serve exits with this message), not per request.
     with pytest.raises(ConfigError, match=f"HERON_{setting.upper()} has '.*', which is not"):
-        create_app(Settings(**{setting: [entry]}))
+        create_app(Settings(server={setting.removeprefix("server_"): [entry]}))
 
 
 def test_mcp_refuses_a_page_on_another_local_port(edge: str) -> None:

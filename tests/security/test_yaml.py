@@ -136,7 +136,8 @@ def test_the_setting_reaches_the_scan(tmp_path: Path, secret_file: Path, follow:
     root = tmp_path / "skills"
     (root / "creds").mkdir(parents=True)
     (root / "creds" / "SKILL.md").symlink_to(secret_file)
-    settings = Settings(home=tmp_path / "home", skills={"dirs": str(root), "follow_symlinks": follow})  # fmt: skip
+    found = {"dirs": str(root), "follow_symlinks": follow}
+    settings = Settings(home=tmp_path / "home", skills=found)
     skills = open_skills(settings)
     try:
         names = {s.name for s in skills.scan().skills}

@@ -401,9 +401,10 @@ def turn(req: CompletionRequest, settings: Settings) -> Turn:
 
 
 def count_messages(req: CompletionRequest, settings: Settings) -> None:
-    if len(req.messages) > settings.server.openai_max_messages:
+    limit = settings.server.openai_max_messages
+    if len(req.messages) > limit:
         raise Invalid(
-            f"messages: {len(req.messages):,} messages, over the {settings.server.openai_max_messages:,} "
+            f"messages: {len(req.messages):,} messages, over the {limit:,} "
             "a request may send (HERON_OPENAI_MAX_MESSAGES); send the recent ones.",
             "messages",
         )

@@ -54,7 +54,7 @@ from heron.resource import Resource
 from heron.server.doors.rpc import Methods, Params
 from heron.server.hooks import no_routes
 from heron.server.runtime import Runtime, mcp_path, read_servers
-from heron.settings import Settings, _config_file
+from heron.settings import Settings, _config_file, locate, setting_names
 
 if TYPE_CHECKING:
     from heron.llm import Broker
@@ -209,8 +209,8 @@ class Reloader(Resource):
         )
         restart = [
             name
-            for name in Settings.model_fields
-            if name != "contexts" and getattr(first, name) != getattr(fresh, name)
+            for name in setting_names()
+            if name != "contexts" and getattr(*locate(first, name)) != getattr(*locate(fresh, name))
         ]
         if first.contexts.get(own) != after.get(own):
             restart.append(f"contexts.{own}")
