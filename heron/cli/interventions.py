@@ -19,6 +19,7 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json
+from heron.cli.settings import command_settings
 from heron.errors import InputError
 
 if TYPE_CHECKING:
@@ -49,9 +50,8 @@ def safe(text: str) -> str:
 @contextmanager
 def opened() -> Iterator[Interventions]:
     from heron.interventions import open_interventions
-    from heron.settings import Settings
 
-    with open_interventions(Settings()) as service:  # closing waits for messages being sent
+    with open_interventions(command_settings()) as service:  # closing waits for messages being sent
         yield service
 
 

@@ -13,6 +13,7 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.jobs import Job, JobEvent
@@ -68,7 +69,7 @@ def _event_line(event: JobEvent) -> str:
 def _act(action: str, job_id: str, by: str | None, as_json: bool) -> None:
     from heron.jobs import open_jobs
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     with jobs:
         job = getattr(jobs, action)(job_id, by or getpass.getuser())
     if as_json:
@@ -100,7 +101,7 @@ def create(
     """
     from heron.jobs import open_jobs
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     with jobs:
         job = jobs.create(
             prompt,
@@ -135,7 +136,7 @@ def list_(
     """
     from heron.jobs import open_jobs
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     with jobs:
         found = jobs.list(state or [], limit, session_id=session, room=room)  # type: ignore[arg-type]
     if as_json:
@@ -155,7 +156,7 @@ def show(job_id: JobId, as_json: JsonFlag = False) -> None:
     """
     from heron.jobs import open_jobs
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     with jobs:
         job, events = jobs.get(job_id), jobs.events(job_id)
     if as_json:
@@ -187,7 +188,7 @@ def watch(
             else:
                 console.print(_event_line(event))
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     try:
         jobs.get(job_id)
         asyncio.run(follow())
@@ -246,7 +247,7 @@ def run(
     from heron.tenancy import namespaces_seen
     from heron.wiring.jobs import job_runner
 
-    jobs = open_jobs()
+    jobs = open_jobs(command_settings())
     # Every context's jobs, each run in its own context (its workspace, its libraries).
     runner = job_runner(jobs, concurrency=concurrency, runner_for=job_runner, seen=namespaces_seen)
 

@@ -15,6 +15,7 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json, table
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.keys import Key
@@ -101,9 +102,8 @@ def create(
     --budget-duration 1mo
     """
     from heron.keys import open_keys
-    from heron.settings import Settings
 
-    settings = Settings()
+    settings = command_settings()
     with open_keys(settings) as keys:
         key, token = keys.create(
             name,
@@ -138,9 +138,8 @@ def list_(as_json: JsonFlag = False) -> None:
     Example: heron keys list --json
     """
     from heron.keys import open_keys
-    from heron.settings import Settings
 
-    with open_keys(Settings()) as keys:
+    with open_keys(command_settings()) as keys:
         found = keys.list()
     if as_json:
         print_json([key.to_dict() for key in found])
@@ -172,9 +171,8 @@ def revoke(name: Name, as_json: JsonFlag = False) -> None:
     Example: heron keys revoke ci-bot
     """
     from heron.keys import open_keys
-    from heron.settings import Settings
 
-    with open_keys(Settings()) as keys:
+    with open_keys(command_settings()) as keys:
         key = keys.revoke(name)
     if as_json:
         print_json(key.to_dict())
@@ -197,9 +195,8 @@ def usage(
     Example: heron keys usage --month 2026-03
     """
     from heron.keys import open_keys
-    from heron.settings import Settings
 
-    with open_keys(Settings()) as keys:
+    with open_keys(command_settings()) as keys:
         found = keys.usage(month)
         spend = keys.spend(month)
     dollars: dict[str, float] = {}
@@ -237,9 +234,8 @@ def spend(
     Example: heron keys spend --json
     """
     from heron.keys import open_keys
-    from heron.settings import Settings
 
-    with open_keys(Settings()) as keys:
+    with open_keys(command_settings()) as keys:
         rows = keys.spend(month)
     found = [
         {"kind": payer.partition(":")[0], "name": payer.partition(":")[2], "model": model,

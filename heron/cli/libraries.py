@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from heron.cli import remote
 from heron.cli.output import QueriesOption, console, errors, print_batch, print_json, query_batch
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.libraries import LibraryIndexReport
@@ -78,12 +79,11 @@ def library_add(
     --include 'content/en/docs/**'
     """
     from heron.libraries import add_library
-    from heron.settings import Settings
 
     library = add_library(
         name,
         source,
-        Settings(),
+        command_settings(),
         branch=branch,
         include=include or (),
         exclude=exclude or (),
@@ -112,10 +112,9 @@ def library_remove(
     Example: heron library remove kubernetes
     """
     from heron.libraries.library import forget_library
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     library = forget_library(name, open_store(settings), settings)
     if as_json:
         print_json({"name": library.name, "removed": True})
@@ -130,9 +129,8 @@ def library_list(as_json: JsonFlag = False) -> None:
     Example: heron library list --json
     """
     from heron.libraries import read_libraries
-    from heron.settings import Settings
 
-    libraries = read_libraries(Settings())
+    libraries = read_libraries(command_settings())
     if as_json:
         print_json([x.to_dict() for x in libraries])
         return
@@ -153,10 +151,9 @@ def library_status(
     Example: heron library status kubernetes
     """
     from heron.libraries.library import statuses
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     found = statuses(open_store(settings), settings, name)
     if as_json:
         print_json([s.to_dict() for s in found])
@@ -212,10 +209,9 @@ def index(
     from heron.cli.progress import progress_bar
     from heron.libraries import index_library, read_libraries
     from heron.libraries.index import IndexInterrupted
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     store = open_store(settings)
     configured = read_libraries(settings)
     names = [name] if name else [lib.name for lib in configured]
@@ -356,10 +352,9 @@ def _search_here(asked: dict[str, Any]) -> dict[str, Any]:
     """What the server's ``search.batch`` answers (``heron.server.features.local``),
     computed here."""
     from heron.libraries.batch import search_report
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     options = {name: value for name, value in asked.items() if name != "queries"}
     return search_report(asked["queries"], open_store(settings), settings=settings, **options)
 

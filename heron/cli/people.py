@@ -19,6 +19,7 @@ import typer
 from heron.cli import remote
 from heron.cli.interventions import JsonFlag, opened, safe
 from heron.cli.output import console, print_json
+from heron.cli.settings import command_settings
 from heron.errors import InputError
 
 if TYPE_CHECKING:
@@ -40,9 +41,8 @@ Person = Annotated[str, typer.Argument(help="The person: their name.")]
 
 
 def _room(room: str | None) -> str:
-    from heron.settings import Settings
 
-    return room if room is not None else Settings().interventions.room
+    return room if room is not None else command_settings().interventions.room
 
 
 def _card(item: Intervention | dict[str, Any], as_json: bool) -> None:

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from heron import discovery
+from heron.cli.settings import chosen_context
 from heron.errors import InputError
 
 #: Where the last path of each command is kept, in the home.
@@ -102,7 +103,7 @@ def _call(
     transport = httpx.HTTPTransport(uds=announced.uds) if announced.uds else None
     headers = {}
     token = os.environ.get("HERON_API_TOKEN")
-    context = os.environ.get("HERON_CONTEXT")
+    context = chosen_context()
     try:
         with httpx.Client(
             base_url=announced.url, transport=transport, timeout=HELLO_TIMEOUT, trust_env=False

@@ -7,6 +7,8 @@ from typing import Annotated
 
 import typer
 
+from heron.cli.settings import command_settings
+
 
 def serve(
     host: Annotated[
@@ -49,7 +51,7 @@ def serve(
             f"{uds_mode!r} is not a file mode; give octal digits like 600 or 660.",
             param_hint="--uds-mode",
         )
-    run(host=host, port=port, uds=uds, uds_mode=mode, log_level=log_level)
+    run(command_settings(), host=host, port=port, uds=uds, uds_mode=mode, log_level=log_level)
 
 
 def mcp() -> None:
@@ -63,7 +65,7 @@ def mcp() -> None:
     from heron.server.doors.mcp import serve_stdio
     from heron.server.runtime import Runtime
 
-    with Runtime() as runtime:
+    with Runtime(command_settings()) as runtime:
         rpc_registry(runtime)  # the methods MCP offers as tools (agent.chat, jobs.*, ...)
         serve_stdio(runtime)
 

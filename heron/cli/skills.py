@@ -20,6 +20,7 @@ from heron.cli.output import (
     query_batch,
     say,
 )
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.skills import SkillHit
@@ -60,7 +61,7 @@ def status(as_json: JsonFlag = False) -> None:
     """
     from heron.skills import open_skills
 
-    skills = open_skills()
+    skills = open_skills(command_settings())
     state = skills.status()
     if as_json:
         print_json(state.to_dict())
@@ -111,7 +112,7 @@ def index(as_json: JsonFlag = False) -> None:
     from heron.cli.progress import progress_bar
     from heron.skills import open_skills
 
-    skills = open_skills()
+    skills = open_skills(command_settings())
     with progress_bar("indexing skills") as tracker:
         tracker.start("scanning", None)
         report = skills.index(progress=tracker, on_total=lambda n: tracker.start("skills", n))
@@ -148,7 +149,7 @@ def prune(
     """
     from heron.skills import open_skills
 
-    result = open_skills().prune(apply=apply)
+    result = open_skills(command_settings()).prune(apply=apply)
     if as_json:
         print_json(result.to_dict())
         return
@@ -186,7 +187,7 @@ def search(
     from heron.skills import open_skills
 
     batch = query_batch(query, queries)
-    skills = open_skills()
+    skills = open_skills(command_settings())
     results = skills.search_many([text for _, text in batch], top_k)
     if queries is not None:
         print_batch(batch, ([h.to_dict() for h in hits] for hits in results))
@@ -216,7 +217,7 @@ def context(
     """
     from heron.skills import open_skills
 
-    result = open_skills().context_for(query, top_k=top_k, min_rel=min_rel)
+    result = open_skills(command_settings()).context_for(query, top_k=top_k, min_rel=min_rel)
     if as_json:
         print_json(result.to_dict())
         return
@@ -239,7 +240,7 @@ def used(
     """
     from heron.skills import open_skills
 
-    rank = open_skills().record_use(query_id, name)
+    rank = open_skills(command_settings()).record_use(query_id, name)
     if as_json:
         print_json({"query_id": query_id, "name": name, "rank": rank})
     else:
@@ -258,7 +259,7 @@ def show(
     """
     from heron.skills import open_skills
 
-    skill = open_skills().show(name)
+    skill = open_skills(command_settings()).show(name)
     if as_json:
         print_json(skill.to_dict())
         return
@@ -280,7 +281,7 @@ def stats(as_json: JsonFlag = False) -> None:
     """
     from heron.skills import open_skills
 
-    rows = open_skills().stats()
+    rows = open_skills(command_settings()).stats()
     if as_json:
         print_json([row.to_dict() for row in rows])
         return

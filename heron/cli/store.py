@@ -17,6 +17,7 @@ from heron.cli.output import (
     query_batch,
     working,
 )
+from heron.cli.settings import command_settings
 from heron.errors import InputError
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def load(
     from heron.store.jsonl import read_records
 
     records = list(read_records(file))  # a bad line fails the load before anything is written
-    store = open_store()
+    store = open_store(command_settings())
     with progress_bar(f"loading {namespace}", len(records)) as advance:
         result = store.upsert(namespace, records, progress=advance)
     summary = {"namespace": namespace, **vars(result), "records": store.count(namespace)}
@@ -93,7 +94,7 @@ def search(
     from heron.store import open_store
 
     batch = query_batch(query, queries)
-    store = open_store()
+    store = open_store(command_settings())
     filters = _parse_filters(where or [])
     results = store.search_many(
         namespace, [text for _, text in batch], mode=mode, top_k=top_k, filters=filters
@@ -118,7 +119,7 @@ def drop(namespace: Annotated[str, typer.Argument(help="Namespace to delete.")])
     """
     from heron.store import open_store
 
-    open_store().drop(namespace)
+    open_store(command_settings()).drop(namespace)
     console.print(f"dropped {namespace}")
 
 
@@ -140,13 +141,13 @@ def parity_command(
 
     Example: heron store parity scifact --queries claims.jsonl
     """
+    from heron.cli.settings import command_settings
     from heron.embed import load_embedder
-    from heron.settings import Settings
     from heron.store import open_store
     from heron.store.parity import parity
 
     batch = query_batch(query, queries)
-    settings = Settings()
+    settings = command_settings()
     url = postgres or settings.postgres_url
     if not url:
         raise InputError(

@@ -21,6 +21,7 @@ from heron.cli.output import (
     query_batch,
     say,
 )
+from heron.cli.settings import command_settings
 
 if TYPE_CHECKING:
     from heron.tools import Route
@@ -75,7 +76,7 @@ def import_(
     from heron.wiring.tools import open_tools
 
     tools = read_tool_file(file)
-    box = open_tools(connect=False)
+    box = open_tools(command_settings(), connect=False)
     with box:
         save_imported(box.store, tools)
     if as_json:
@@ -99,7 +100,7 @@ def list_(
     """
     from heron.wiring.tools import open_tools
 
-    box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
+    box = open_tools(command_settings(), mcp_config=mcp_config, root=root, commands=allow or ())
     with box:
         tools = box.registry.tools()
         if as_json:
@@ -167,7 +168,7 @@ def route(
     from heron.wiring.tools import open_tools
 
     batch = query_batch(query, queries)
-    box = open_tools(mcp_config=mcp_config, root=root)
+    box = open_tools(command_settings(), mcp_config=mcp_config, root=root)
     with box:
         _report_servers(box.statuses)
         router = box.router(
@@ -211,7 +212,7 @@ def call(
         raise ToolInputError(
             f'--args is not valid JSON ({exc}); write e.g. \'{{"path": "."}}\'.'
         ) from exc
-    box = open_tools(mcp_config=mcp_config, root=root, commands=allow or ())
+    box = open_tools(command_settings(), mcp_config=mcp_config, root=root, commands=allow or ())
     with box:
         _report_servers(box.statuses)
         if isinstance(arguments, dict):  # registry.call says what else --args must be

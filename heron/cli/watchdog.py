@@ -70,11 +70,11 @@ def watchdog(
     """
     if ctx.invoked_subcommand is not None:
         return
+    from heron.cli.settings import command_settings
     from heron.ops.watchdog import Watchdog, load_config, parse_duration, watch
     from heron.ops.watchdog.config import KINDS
-    from heron.settings import Settings
 
-    settings = Settings()
+    settings = command_settings()
     kinds = kind or []
     if unknown := [k for k in kinds if k not in KINDS]:
         raise typer.BadParameter(
@@ -100,10 +100,10 @@ def report(as_json: Annotated[bool, typer.Option("--json", help="Print JSON.")] 
 
     Example: heron watchdog report --json
     """
+    from heron.cli.settings import command_settings
     from heron.ops.watchdog import latest_path, read_latest
-    from heron.settings import Settings
 
-    show(read_latest(latest_path(Settings().home)), as_json)
+    show(read_latest(latest_path(command_settings().home)), as_json)
 
 
 @watchdog_app.command("silence")
@@ -125,9 +125,9 @@ def silence(
     import getpass
     import time
 
+    from heron.cli.settings import command_settings
     from heron.ops.watchdog import load_config, parse_duration
     from heron.ops.watchdog.silences import Silences
-    from heron.settings import Settings
 
     try:
         seconds = parse_duration(for_)
@@ -135,7 +135,7 @@ def silence(
         raise typer.BadParameter(str(exc), param_hint="--for") from None
     if not reason.strip():
         raise typer.BadParameter("say why (it is shown to whoever looks)", param_hint="--reason")
-    settings = Settings()
+    settings = command_settings()
     names = [c.name for c in load_config(config, settings).checks]
     matched = [n for n in names if fnmatch.fnmatchcase(n, check)]
     if not matched:
@@ -163,11 +163,11 @@ def silences(
     import dataclasses
     import time
 
+    from heron.cli.settings import command_settings
     from heron.ops.watchdog.silences import Silences
-    from heron.settings import Settings
 
     now = time.time()
-    found = [s for s in Silences(Settings().home).load() if all_ or s.active(now)]
+    found = [s for s in Silences(command_settings().home).load() if all_ or s.active(now)]
     if as_json:
         print_json([{**dataclasses.asdict(s), "active": s.active(now)} for s in found])
         return
@@ -189,10 +189,10 @@ def expire(silence_id: Annotated[str, typer.Argument(help="The silence's id.")])
     """
     import time
 
+    from heron.cli.settings import command_settings
     from heron.ops.watchdog.silences import Silences
-    from heron.settings import Settings
 
-    ended = Silences(Settings().home).expire(silence_id, time.time())
+    ended = Silences(command_settings().home).expire(silence_id, time.time())
     console.print(f"Silence {escape(ended.id)} ({escape(ended.matcher)}) ended.")
 
 

@@ -271,7 +271,7 @@ def test_the_cli_lists_the_jobs_of_its_context(
     config = tmp_path / "heron.toml"
     config.write_text(tables)
     monkeypatch.setenv("HERON_CONFIG", str(config))
-    monkeypatch.setenv("HERON_CONTEXT", DEFAULT)  # restored after: --context sets it
+    monkeypatch.setenv("HERON_CONTEXT", DEFAULT)  # --context wins over the variable
     listed = CliRunner().invoke(app, ["--context", "kube", "jobs", "list", "--json"])
     assert listed.exit_code == 0, listed.output
     found = json.loads(listed.output)
@@ -372,7 +372,7 @@ def test_contexts_are_read_from_heron_toml(tmp_path: Path, monkeypatch: pytest.M
     assert geomind.tools.root == Path("/srv/geomind")
     assert geomind.skills.extra_dirs == [Path("/srv/geomind/skills")]
     assert geomind.in_context(DEFAULT).tools.root == tmp_path
-    monkeypatch.setenv("HERON_CONTEXT", "geomind")  # what heron --context sets
+    monkeypatch.setenv("HERON_CONTEXT", "geomind")  # a context named by the variable
     assert Settings(home=tmp_path).tools.root == Path("/srv/geomind")
     config.write_text("[contexts.geomind]\nlibrary = []\n")
     with pytest.raises(ConfigError, match=r"geomind\.library: Extra inputs"):
