@@ -89,8 +89,9 @@ class LocalModel:
 
 def _smollm2() -> Path | None:
     from heron.llm.local import bundled_model_path
+    from heron.settings import Settings
 
-    return bundled_model_path()
+    return bundled_model_path(Settings().models_dir)
 
 
 def _gemma3() -> Path | None:

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from heron import _compat
+from heron.settings import Settings
 
 
 def run_fresh(code: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
@@ -91,7 +92,9 @@ def loaded_llama(env_value: str | None) -> str:
 
         sys.meta_path.insert(0, Recorder())
         from heron.llm import local
-        local._llama(local.bundled_model_path(), "local", vocab_only=True, verbose=False)
+        from heron.settings import Settings
+        path = local.bundled_model_path(Settings().models_dir)
+        local._llama(path, "local", vocab_only=True, verbose=False)
         print(seen[0])
         """,
         env,
@@ -147,6 +150,8 @@ def test_local_model_loads_inside_the_patch(monkeypatch: pytest.MonkeyPatch) -> 
             yield
 
     monkeypatch.setattr(local, "llama_without_amx", recording)
-    vocab = local._llama(local.bundled_model_path(), "local", vocab_only=True, verbose=False)
+    vocab = local._llama(
+        local.bundled_model_path(Settings().models_dir), "local", vocab_only=True, verbose=False
+    )
     vocab.close()
     assert patched == [True]

@@ -38,7 +38,7 @@ One ``ask`` runs three phases over small values (``_run``):
 
 ``open_agent`` (``heron.wiring``) opens the parts and builds one.
 
->>> agent = open_agent()                                       # doctest: +SKIP
+>>> agent = open_agent(Settings())                             # doctest: +SKIP
 >>> answer = agent.ask(Turn("How does Heron pick tools?"))     # doctest: +SKIP
 >>> answer.citations[0].page                                   # doctest: +SKIP
 'tools'
@@ -698,13 +698,14 @@ class Agent(Resource):
         if not tokens:
             return text, False
         spec = self.broker.table.spec(turn.model)
-        if count_tokens(spec, [text]) <= tokens:
+        models_dir = self.settings.models_dir
+        if count_tokens(spec, [text], models_dir) <= tokens:
             return text, False
         words = text.split(" ")
         low, high = 0, len(words)  # the most words that fit: found by halving
         while low < high:
             middle = (low + high + 1) // 2
-            if count_tokens(spec, [" ".join(words[:middle]) + " …"]) <= tokens:
+            if count_tokens(spec, [" ".join(words[:middle]) + " …"], models_dir) <= tokens:
                 low = middle
             else:
                 high = middle - 1

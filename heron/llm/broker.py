@@ -86,7 +86,7 @@ _TURNS: dict[tuple[str, str], int] = {}
 _TURNS_LOCK = threading.Lock()
 
 
-def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
+def _provider_for(spec: ModelSpec, key: str | None, models_dir: Path) -> Provider:
     # Each backend imports its driver in its own module: llama_cpp only for "local".
     if spec.provider == "openai":
         from heron.llm.openai import OpenAIProvider
@@ -98,7 +98,7 @@ def _provider_for(spec: ModelSpec, key: str | None) -> Provider:
         return AnthropicProvider(spec, key)
     from heron.llm.local import LocalProvider
 
-    return LocalProvider(spec)
+    return LocalProvider(spec, models_dir)
 
 
 @dataclass(frozen=True)
@@ -118,15 +118,15 @@ def cooldowns_file(home: Path) -> Path:
     return home / "model-cooldowns.json"
 
 
-def count_tokens(spec: ModelSpec, texts: Sequence[str]) -> int:
+def count_tokens(spec: ModelSpec, texts: Sequence[str], models_dir: Path) -> int:
     """Tokens of ``texts`` for ``spec``'s model, where no provider reported them (an
-    answer no model call wrote): the local model's own tokenizer; for a model behind an
-    API, whose tokenizer Heron does not have, ``estimate_tokens``'s rule (on the long
-    side)."""
+    answer no model call wrote): the local model's own tokenizer (its GGUF in
+    ``models_dir`` when it is the bundled one); for a model behind an API, whose
+    tokenizer Heron does not have, ``estimate_tokens``'s rule (on the long side)."""
     if spec.provider == "local":
         from heron.llm.local import count_tokens as local_tokens
 
-        return local_tokens(spec, list(texts))
+        return local_tokens(spec, list(texts), models_dir)
     return sum(len(t) // CHARS_PER_TOKEN + 1 for t in texts if t)
 
 
@@ -573,7 +573,11 @@ class Broker(Resource):
     def _charge(self, run: _Pass, spec: ModelSpec, call: _Call) -> None:
         """Charge ``call`` whatever ended it: an answer, a failure, a client that left
         mid-stream (the generator closed at a yield)."""
-        used = spent(spec, call.asked, call.sent, call.done) if call.asked is not None else (0, 0)
+        used = (
+            spent(spec, call.asked, call.sent, call.done, self.settings.models_dir)
+            if call.asked is not None
+            else (0, 0)
+        )
         if call.sent_at is not None:
             latency = None if call.first is None else call.first - call.sent_at
             self.deployments.ended(spec, latency, sum(used))
@@ -716,7 +720,7 @@ class Broker(Resource):
         with self._lock:
             cached = (spec.alias, key)
             if cached not in self._providers:
-                self._providers[cached] = _provider_for(spec, key)
+                self._providers[cached] = _provider_for(spec, key, self.settings.models_dir)
             return self._providers[cached]
 
     def _key_for(self, spec: ModelSpec) -> str | None:
@@ -754,7 +758,11 @@ def _health_failure(exc: ProviderError) -> bool:
 
 
 def spent(
-    spec: ModelSpec, asked: ChatRequest, sent: Sequence[str], done: Completion | None
+    spec: ModelSpec,
+    asked: ChatRequest,
+    sent: Sequence[str],
+    done: Completion | None,
+    models_dir: Path,
 ) -> tuple[int, int]:
     """``(tokens in, tokens out)`` one call spent: the provider's usage; where it reported
     none (a stream closed before its end, a provider that counts no prompt) the prompt and
@@ -766,12 +774,12 @@ def spent(
     tokens_in = usage.prompt_tokens if usage else 0
     tokens_out = usage.completion_tokens if usage else 0
     if not tokens_in:
-        tokens_in = count_tokens(spec, [m.content for m in asked.messages])
+        tokens_in = count_tokens(spec, [m.content for m in asked.messages], models_dir)
     if not tokens_out:
         written = list(sent) if done is None else [done.text]
         if done is not None:
             written += [json.dumps(c.arguments) for c in done.tool_calls]
-        tokens_out = count_tokens(spec, written)
+        tokens_out = count_tokens(spec, written, models_dir)
     return tokens_in, tokens_out
 
 

@@ -58,7 +58,6 @@ from heron.llm.payload import (
 )
 from heron.modelfiles import fetch_member, verified
 from heron.resource import Resource
-from heron.settings import Settings
 
 #: Tokens of context the model is loaded with; SmolLM2 was trained on 8k.
 N_CTX = 8192
@@ -91,9 +90,10 @@ def gguf_path(models_dir: Path) -> Path:
     return models_dir / BUNDLED_MODEL / Path(BUNDLED_MEMBER).name
 
 
-def bundled_model_path(alias: str = "local") -> Path:
-    """The bundled GGUF in the models directory, checked against ``BUNDLED_SHA256``."""
-    path = gguf_path(Settings().models_dir)
+def bundled_model_path(models_dir: Path, alias: str = "local") -> Path:
+    """The bundled GGUF in ``models_dir`` (``Settings.models_dir``), checked against
+    ``BUNDLED_SHA256``."""
+    path = gguf_path(models_dir)
     if not path.is_file():
         raise ProviderError(
             alias,
@@ -132,11 +132,11 @@ def load_model(path: Path, alias: str = "local") -> Any:
         return _models[path]
 
 
-def count_tokens(spec: ModelSpec, texts: list[str]) -> int:
-    """Tokens of ``texts`` in the vocabulary of ``spec``'s GGUF, read without its weights
-    (a quarter of a second, once per file, and no wait for a running generation): for
-    answers no model call wrote."""
-    path = LocalProvider(spec).path
+def count_tokens(spec: ModelSpec, texts: list[str], models_dir: Path) -> int:
+    """Tokens of ``texts`` in the vocabulary of ``spec``'s GGUF (the bundled one in
+    ``models_dir``), read without its weights (a quarter of a second, once per file, and
+    no wait for a running generation): for answers no model call wrote."""
+    path = LocalProvider(spec, models_dir).path
     with _vocab_lock:
         if path not in _vocabs:
             _vocabs[path] = _llama(path, spec.alias, vocab_only=True, verbose=False)
@@ -171,8 +171,12 @@ def _close_models() -> None:
 
 
 class LocalProvider(Resource):
-    def __init__(self, spec: ModelSpec) -> None:
+    """``spec``'s GGUF through llama.cpp: a file path, or the bundled model in
+    ``models_dir`` (``Settings.models_dir``)."""
+
+    def __init__(self, spec: ModelSpec, models_dir: Path) -> None:
         self.spec = spec
+        self.models_dir = models_dir
 
     def close(self) -> None:
         """Nothing to release: the model is shared by every provider of its file
@@ -181,7 +185,7 @@ class LocalProvider(Resource):
     @property
     def path(self) -> Path:
         if self.spec.model == BUNDLED_MODEL:
-            return bundled_model_path(self.spec.alias)
+            return bundled_model_path(self.models_dir, self.spec.alias)
         return Path(self.spec.model).expanduser()
 
     def complete(self, request: ChatRequest, *, timeout: float) -> Completion:

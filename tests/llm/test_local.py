@@ -47,7 +47,7 @@ def broker() -> Broker:
 
 
 def test_the_bundled_gguf_is_the_fetched_file_checked() -> None:
-    path = bundled_model_path()
+    path = bundled_model_path(Settings().models_dir)
     assert path == gguf_path(Settings().models_dir) and path.stat().st_size > 50_000_000
 
 
@@ -160,7 +160,9 @@ def test_tool_results_are_given_back(broker: Broker) -> None:
 
 
 def test_one_model_and_serialised_calls(broker: Broker) -> None:
-    assert load_model(bundled_model_path()) is load_model(bundled_model_path())
+    assert load_model(bundled_model_path(Settings().models_dir)) is load_model(
+        bundled_model_path(Settings().models_dir)
+    )
     results: list[Completion] = []
     request = ChatRequest((Message("user", "Name a colour."),), max_tokens=8)
     threads = [

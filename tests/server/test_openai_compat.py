@@ -494,7 +494,11 @@ def test_usage_is_real_for_every_kind_of_answer(client: openai.OpenAI) -> None:
     from heron.llm.local import count_tokens
 
     text = quoted.choices[0].message.content
-    assert quoted.usage.completion_tokens == count_tokens(LOCAL_SPEC, [text]) > 0
+    assert (
+        quoted.usage.completion_tokens
+        == count_tokens(LOCAL_SPEC, [text], Settings().models_dir)
+        > 0
+    )
     assert quoted.usage.prompt_tokens == count_tokens(
-        LOCAL_SPEC, ["How do I roll back a Deployment?"]
+        LOCAL_SPEC, ["How do I roll back a Deployment?"], Settings().models_dir
     )

@@ -460,7 +460,9 @@ def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
     prompt, written = answer.usage.prompt_tokens, answer.usage.completion_tokens
     if not (prompt or written):
         spec = rt.agent.broker.table.spec(answer.model)
-        prompt, written = count_tokens(spec, sent), count_tokens(spec, [answer.answer])
+        models_dir = rt.settings.models_dir
+        prompt = count_tokens(spec, sent, models_dir)
+        written = count_tokens(spec, [answer.answer], models_dir)
     return {"prompt_tokens": prompt, "completion_tokens": written, "total_tokens": prompt + written}
 
 
