@@ -58,6 +58,7 @@ def _serve(sent: list[float]) -> tuple[str, object]:
 
     from heron.server import create_app
     from heron.server.doors import sse
+    from heron.settings import Settings
 
     original = sse.frame
 
@@ -69,7 +70,9 @@ def _serve(sent: list[float]) -> tuple[str, object]:
     sse.frame = noted
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(), lifespan="on", log_config=None, access_log=False)
+    config = uvicorn.Config(
+        create_app(Settings()), lifespan="on", log_config=None, access_log=False
+    )
     server = uvicorn.Server(config)
     threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True).start()
     while not server.started:

@@ -538,8 +538,7 @@ def check_duration(duration: str | None) -> str | None:
     return duration
 
 
-def open_keys(settings: Settings | None = None) -> KeyStore:
+def open_keys(settings: Settings) -> KeyStore:
     """The keys the settings point at: PostgreSQL when ``HERON_DATABASE_URL`` names one,
     else ``$HERON_HOME/keys.db``."""
-    settings = settings or Settings()
     return KeyStore(open_database(settings, KEYS))

@@ -3,8 +3,9 @@ answer with citations. See docs/agent.md. ``heron.wiring`` opens one on the part
 settings describe (``open_agent``).
 
 >>> from heron.agent import Turn                            # doctest: +SKIP
+>>> from heron.settings import Settings
 >>> from heron.wiring import open_agent
->>> agent = open_agent()
+>>> agent = open_agent(Settings())
 >>> answer = agent.ask(Turn("How does Heron pick tools?"))
 >>> answer.to_dict()["citations"][0]["page"]
 'tools'

@@ -3,7 +3,7 @@
 Used inside ``heron serve`` (``serve()``, a concurrency limit), by the ``heron jobs run``
 worker command, and by tests (``run_until_idle()``)::
 
-    runner = job_runner(open_jobs())            # heron.agent: the docs search and the model
+    runner = job_runner(open_jobs(settings))    # heron.agent: the docs search and the model
     asyncio.run(runner.run_until_idle())
 
 What the steps use from other capabilities is handed in: ``search`` (the libraries'

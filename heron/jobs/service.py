@@ -1,6 +1,6 @@
 """``Jobs``: what the CLI, the server and the agent's ``delegate_job`` tool call.
 
->>> jobs = open_jobs()                                              # doctest: +SKIP
+>>> jobs = open_jobs(Settings())                                    # doctest: +SKIP
 >>> job = jobs.create("is main broken?", success_criteria="tests pass")  # doctest: +SKIP
 >>> asyncio.run(job_runner(jobs).run_until_idle())       # heron.agent  # doctest: +SKIP
 >>> jobs.get(job.id).result["summary"]                              # doctest: +SKIP
@@ -45,10 +45,9 @@ def jobs_db_path(settings: Settings) -> Path:
     return database_path(settings, JOBS)
 
 
-def open_jobs(settings: Settings | None = None) -> Jobs:
+def open_jobs(settings: Settings) -> Jobs:
     """The jobs the settings point at: on PostgreSQL when ``HERON_DATABASE_URL`` names one
     (servers on several machines then share one queue), else in ``$HERON_HOME/jobs.db``."""
-    settings = settings or Settings()
     database = open_database(settings, JOBS)
     return Jobs(SQLJobStore(database, event_max_bytes=settings.jobs.event_max_bytes), settings)
 

@@ -1,6 +1,6 @@
 """``delegate_job``: the agent hands a long task to a background job and gets its id.
 
->>> register_job_tools(registry, open_jobs())                      # doctest: +SKIP
+>>> register_job_tools(registry, open_jobs(settings))              # doctest: +SKIP
 >>> registry.call("delegate_job", {"prompt": "is main broken?"})    # doctest: +SKIP
 {'id': '9f3c2a1b4d5e6f70', 'state': 'queued', 'session_id': '', 'room': 'default', ...}
 """

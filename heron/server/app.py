@@ -116,7 +116,7 @@ def rpc_registry(rt: Runtime) -> Registry:
 
 
 def create_app(
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     runtime: Runtime | None = None,
     host: str | None = None,
@@ -282,7 +282,7 @@ def _clear_stale(path: Path) -> None:
 
 
 def serve(
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     host: str | None = None,
     port: int | None = None,
@@ -296,7 +296,6 @@ def serve(
 
     from heron.server.http import logs
 
-    settings = settings or Settings()
     host = host or settings.server.host
     check_bind(host, uds, settings)
     logs.configure(log_level)

@@ -82,8 +82,8 @@ def read_servers(settings: Settings) -> list[ServerConfig]:
 class Runtime(Resource):
     """Shared resources of one server, or of one of its contexts (``within``)."""
 
-    def __init__(self, settings: Settings | None = None, *, server: Runtime | None = None) -> None:
-        self.settings = settings or Settings()
+    def __init__(self, settings: Settings, *, server: Runtime | None = None) -> None:
+        self.settings = settings
         self._server = server
         # Metric labels only from what is registered: a tool a model invented is "unknown".
         self.metrics = (

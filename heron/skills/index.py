@@ -1,6 +1,6 @@
 """``SkillIndex``: the skill index as agents and the CLI use it.
 
->>> skills = open_skills()                               # doctest: +SKIP
+>>> skills = open_skills(Settings())                     # doctest: +SKIP
 >>> skills.index().result.added                          # doctest: +SKIP
 864
 >>> context = skills.context_for("create a new skill")   # doctest: +SKIP
@@ -229,7 +229,7 @@ def skills_namespace(settings: Settings) -> str:
 
 
 def open_skills(
-    settings: Settings | None = None,
+    settings: Settings,
     embedder: Embedder | None = None,
     *,
     store: Store | None = None,
@@ -239,7 +239,6 @@ def open_skills(
     usage log at ``$HERON_HOME/skills.db``. ``store``: an open store to share (a
     server's or an agent's), left open by ``close()``; without one, the configured store
     is opened (with ``embedder`` when given) and ``close()`` closes it."""
-    settings = settings or Settings()
     resources = contextlib.ExitStack()
     if store is None:
         store = resources.enter_context(contextlib.closing(open_store(settings, embedder)))

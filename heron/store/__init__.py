@@ -32,13 +32,12 @@ __all__ = [
 ]
 
 
-def open_store(settings: Settings | None = None, embedder: Embedder | None = None) -> Store:
+def open_store(settings: Settings, embedder: Embedder | None = None) -> Store:
     """The store the settings point at: PostgreSQL when ``HERON_DATABASE_URL`` is a
     ``postgresql://`` URL, else the SQLite file (``heron.db.open_database`` decides, the
     one place that does). ``embedder``: one to share, left open by ``store.close()``;
     without one the configured embedder is loaded for this store, and ``store.close()``
     closes it (the ownership rule, ``heron.store.base``)."""
-    settings = settings or Settings()
     if embedder is not None:
         return _connect(settings, embedder)
     loaded = load_embedder(settings)

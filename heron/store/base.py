@@ -126,7 +126,7 @@ class Store(Protocol):
 
     Example usage::
 
-        store = open_store()
+        store = open_store(Settings())
         store.upsert("docs", [Record("pods", "A Pod runs containers.", {"title": "Pods"})])
         hits = store.search("docs", "what runs a container?", top_k=3)
         print(hits[0].id, hits[0].rank)          # pods 1

@@ -8,7 +8,7 @@ capabilities define, handed in as ``tools``. A server that fails is reported in
 Every tool Heron knows, the libraries' and the skills' included, is what
 ``heron.wiring.open_tools`` gives: it wires the capabilities in and calls this.
 
->>> box = heron.wiring.open_tools()                         # doctest: +SKIP
+>>> box = heron.wiring.open_tools(settings)                 # doctest: +SKIP
 >>> route = box.router(profile="openai").route("add a contact")  # doctest: +SKIP
 >>> box.registry.call(route.tools[0].tool.name, {"name": "Ada"})  # doctest: +SKIP
 """

@@ -21,7 +21,7 @@ from heron.wiring.tools import add_job_tools, open_tools
 
 
 def open_agent(
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     store: Store | None = None,
     skills: SkillIndex | None = None,
@@ -40,7 +40,6 @@ def open_agent(
     (``delegate_job`` on ``jobs``, else on the settings' job store, opened here).
     ``on_tool_use`` and ``on_search``: the agent's observers (``Agent``). ``table``: the
     models table to route over (a server's last good one); default: read models.yml."""
-    settings = settings or Settings()
     with contextlib.ExitStack() as opened:
         if store is None:
             store = opened.enter_context(contextlib.closing(open_store(settings)))

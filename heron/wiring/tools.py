@@ -24,7 +24,7 @@ T = TypeVar("T")
 
 
 def open_tools(
-    settings: Settings | None = None,
+    settings: Settings,
     *,
     mcp_config: Path | None = None,
     root: Path | None = None,
@@ -43,7 +43,6 @@ def open_tools(
     (default: the settings', opened on first use on the toolbox's store).
     ``docs_search``: what answers ``search_docs`` (default: the libraries' search on the
     toolbox's store)."""
-    settings = settings or Settings()
     resources = contextlib.ExitStack()  # what this call opens, closed by Toolbox.close
     try:
         if store is None:

@@ -19,7 +19,7 @@ from tests.run_heron import run_heron
 def test_ask_json_has_the_answer_and_its_grounding(
     garden: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store()
+    store = open_store(Settings())
     index_library("garden", store, settings=Settings())
     store.close()
     monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "32")
@@ -57,7 +57,7 @@ def test_ask_json_has_the_answer_and_its_grounding(
 
 
 def test_ask_says_which_model_answered_and_how(garden: Path) -> None:
-    store = open_store()
+    store = open_store(Settings())
     index_library("garden", store, settings=Settings())
     store.close()
     done = run_heron("ask", "When should I prune roses?")
@@ -125,7 +125,7 @@ def test_demo_on_a_fresh_home(home: Path, tmp_path: Path) -> None:
 def test_chat_streams_an_answer_and_names_its_session(
     garden: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    store = open_store()
+    store = open_store(Settings())
     index_library("garden", store, settings=Settings())
     store.close()
     monkeypatch.setenv("HERON_AGENT_MAX_TOKENS", "32")

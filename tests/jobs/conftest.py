@@ -20,6 +20,7 @@ import pytest
 
 from heron.db import Database, Schema, SQLiteDatabase
 from heron.jobs import JOBS, Jobs, JobStore, SQLJobStore, open_jobs
+from heron.settings import Settings
 from tests.postgres import pg_server, pg_url  # noqa: F401 (fixtures of the PostgreSQL side)
 
 #: The test command of most tests: quick, and it says what it did.
@@ -33,6 +34,7 @@ import sys
 from pathlib import Path
 kind, location = sys.argv[1], sys.argv[2]
 from heron.jobs import JOBS, SQLJobStore
+from heron.settings import Settings
 if kind == "sqlite":
     from heron.db import Database, Schema, SQLiteDatabase
     store = SQLJobStore(SQLiteDatabase(Path(location), JOBS))
@@ -143,7 +145,7 @@ def jobs(configured: Path) -> Iterator[Jobs]:
     """The jobs of ``configured``. Afterwards, every read-only job that completed must
     have found the workspace unchanged (the runner's own check, ``result.workspace``): a
     test whose job writes on purpose opens its own ``Jobs``."""
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     yield jobs
     try:
         for job in jobs.list(["completed"], limit=10_000):

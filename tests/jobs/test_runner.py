@@ -99,7 +99,7 @@ def test_a_job_checks_the_workspace_and_records_each_step(jobs: Jobs) -> None:
 
 def test_a_failing_build_is_a_finding(jobs: Jobs, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sh -c 'echo FAILED test_x >&2; exit 1'")
-    failing = open_jobs()
+    failing = open_jobs(Settings())
     job = failing.create("is main broken?")
     run(failing)
     done = failing.get(job.id)
@@ -138,7 +138,7 @@ def pytest_workspace(configured: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_a_job_reports_what_it_found(pytest_workspace: Path) -> None:
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     job = jobs.create("summarise what changed in the repo and whether the tests pass")
     run(jobs)
     done = jobs.get(job.id)
@@ -180,7 +180,7 @@ def test_a_capable_model_writes_the_summary_cited_to_the_steps(
 ) -> None:
     with serve_chat() as chat:
         _capable_model(home, chat, monkeypatch)
-        jobs = open_jobs()
+        jobs = open_jobs(Settings())
         job = jobs.create("what changed, and do the tests pass?")
         run(jobs)
         done = jobs.get(job.id)
@@ -203,7 +203,7 @@ def test_when_the_model_fails_the_facts_stand_with_a_note(
     with serve_chat() as chat:
         _capable_model(home, chat, monkeypatch)
         chat.fail("gpt-test", 500)
-        jobs = open_jobs()
+        jobs = open_jobs(Settings())
         failed = jobs.create("what changed?")
         run(jobs)
         # A summary citing a step that never ran (the prompt's "[deploy]", echoed) is refused.
@@ -229,7 +229,7 @@ def test_a_secret_in_command_output_never_reaches_the_store(
     monkeypatch.setenv(
         "HERON_JOBS_TEST_COMMAND", "sh -c 'cat .env; echo Authorization: Bearer abcdefgh1234'"
     )
-    leaky = open_jobs()
+    leaky = open_jobs(Settings())
     job = leaky.create("run the tests")
     run(leaky)
     raw = leaky.store.database.path.read_bytes()  # type: ignore[attr-defined]
@@ -248,7 +248,7 @@ def test_abort_from_another_process_kills_the_command_group_within_a_second(
     jobs: Jobs, configured: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", SLOW_BUILD)
-    slow = open_jobs()
+    slow = open_jobs(Settings())
     job = slow.create("is the build broken?")
 
     async def scenario() -> tuple[int, int, float]:
@@ -294,7 +294,7 @@ def test_a_command_past_its_timeout_is_killed(
 ) -> None:
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sleep 30")
     monkeypatch.setenv("HERON_JOBS_COMMAND_TIMEOUT", "0.5")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     job = jobs.create("run the tests")
     started = time.monotonic()
     run(jobs)
@@ -310,7 +310,7 @@ def test_commands_off_the_allowlist_do_not_run(
 ) -> None:
     monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git"]')
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sh -c 'touch ran'")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     job = jobs.create("run the tests")
     run(jobs)
     assert not (configured / "ran").exists()
@@ -325,7 +325,7 @@ def test_an_allowed_program_that_is_missing_is_a_failed_step(
 ) -> None:
     monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git", "no-such-heron-tool"]')
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "no-such-heron-tool --check")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     job = jobs.create("run the tests")
     run(jobs)
     failed = next(e for e in jobs.events(job.id) if e.kind == "step_failed")
@@ -344,7 +344,7 @@ def test_bad_input_gets_a_clear_error(
     assert jobs.list() == []
     monkeypatch.delenv("HERON_TOOLS_ROOT")
     with pytest.raises(ConfigError, match="set HERON_TOOLS_ROOT"):
-        open_jobs().create("what changed?")
+        open_jobs(Settings()).create("what changed?")
 
 
 def test_confirmation_gate_parks_then_resumes_or_ends(jobs: Jobs) -> None:
@@ -385,7 +385,7 @@ def test_docs_and_index_steps_use_the_real_libraries(
     index_library("k8s", store, settings=settings)
     store.close()
     job = jobs.create("what do the docs say about pods, and what is in the index?")
-    run(open_jobs())
+    run(open_jobs(Settings()))
     events = {
         e.payload.get("step"): e.payload for e in jobs.events(job.id) if e.kind == "step_finished"
     }
@@ -423,7 +423,7 @@ def test_a_silent_worker_of_another_host_is_taken_over(
     """A worker of another replica is judged by its heartbeat alone (issue 47): kept while
     it beats within the visibility timeout, taken over once it is silent longer."""
     monkeypatch.setenv("HERON_JOBS_VISIBILITY_TIMEOUT", "6")
-    runner = JobRunner(open_jobs())
+    runner = JobRunner(open_jobs(Settings()))
     assert runner.worker.startswith(f"{socket.gethostname()}:{os.getpid()}:")
     job = jobs.create("what changed this week?")
     jobs.store.claim("replica-far:1:x")

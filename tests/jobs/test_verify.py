@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from heron.jobs import Jobs, open_jobs
+from heron.settings import Settings
 from heron.wiring import job_runner
 from tests.jobs.conftest import free_port, git, tree, wait_for
 
@@ -55,7 +56,7 @@ def test_the_criteria_add_the_typecheck_and_all_met_is_true(
     configured: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HERON_JOBS_TYPECHECK_COMMAND", "sh -c 'echo typed; exit 0'")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("look at main", "it typechecks and the tests pass")
         run(jobs)
@@ -90,7 +91,7 @@ def test_a_read_only_pytest_job_leaves_the_workspace_byte_for_byte(
     pytest_workspace: Path,
 ) -> None:
     before = tree(pytest_workspace)
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("are the tests broken?", "tests pass")
         run(jobs)
@@ -109,7 +110,7 @@ def test_a_read_only_job_that_writes_is_reported_not_ok(
     configured: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "sh -c 'echo x > leftover.txt; mkdir -p out'")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("does it build?")
         run(jobs)
@@ -165,7 +166,7 @@ def test_the_remote_s_reachability_is_checked_by_name(configured: Path, git_daem
     git(configured, "remote", "add", "origin", git_daemon)
     git(configured, "push", "-q", "origin", "main")
     git(configured, "remote", "add", "gone", f"git://127.0.0.1:{free_port()}/repo.git")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("is our GitHub remote reachable?", "the remote is reachable")
         run(jobs)
@@ -182,7 +183,7 @@ def test_the_remote_s_reachability_is_checked_by_name(configured: Path, git_daem
     # The same job against a remote nobody answers for: a finding, not ok.
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv("HERON_JOBS_REMOTE", "gone")
-        jobs = open_jobs()
+        jobs = open_jobs(Settings())
         try:
             job = jobs.create("is our GitHub remote reachable?", "the remote is reachable")
             run(jobs)

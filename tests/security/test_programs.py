@@ -407,7 +407,7 @@ def test_a_job_runs_git_hardened(
     monkeypatch.setenv("HERON_TOOLS_COMMANDS", '["git"]')
     git(repo, "config", "core.fsmonitor", f"touch {marker}")
     git(repo, "config", "core.pager", f"touch {marker}")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("what changed?")
         asyncio.run(JobRunner(jobs).run_until_idle())

@@ -19,6 +19,7 @@ from typing import Any
 import pytest
 
 from heron.jobs import JobRunner, Jobs, open_jobs
+from heron.settings import Settings
 from tests.security.served import git, make_repo
 
 
@@ -42,7 +43,7 @@ def workspace(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Pa
 
 @pytest.fixture
 def jobs(workspace: Path) -> Iterator[Jobs]:
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     yield jobs
     jobs.close()
 
@@ -51,7 +52,7 @@ def run_job(jobs: Jobs, monkeypatch: pytest.MonkeyPatch, script: str) -> dict[st
     """A read-only job ("do the tests pass?") whose test command is ``sh -c script``."""
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", f"sh -c '{script}; echo 1 passed'")
     job = jobs.create("do the tests pass?", "tests pass")
-    asyncio.run(JobRunner(open_jobs()).run_until_idle())
+    asyncio.run(JobRunner(open_jobs(Settings())).run_until_idle())
     done = jobs.get(job.id)
     assert done.state == "completed" and done.result is not None, done
     return done.result

@@ -21,6 +21,7 @@ from heron.agent.sessions import sessions_file
 from heron.core.workspace import MAX_OUTPUT
 from heron.jobs import JobRunner, open_jobs
 from heron.redact import MASK, RedactingFilter, redact, redact_then_cut, redact_value
+from heron.settings import Settings
 from tests.security.deadline import within
 
 KEY_LINES = [
@@ -61,7 +62,7 @@ def test_a_key_straddling_the_output_cut_never_reaches_jobs_db(
     monkeypatch.setenv("HERON_TOOLS_ROOT", str(repo))
     monkeypatch.setenv("HERON_TOOLS_COMMANDS", json.dumps(["git", "cat"]))
     monkeypatch.setenv("HERON_JOBS_TEST_COMMAND", "cat out.txt")
-    jobs = open_jobs()
+    jobs = open_jobs(Settings())
     try:
         job = jobs.create("run the tests")
         asyncio.run(JobRunner(jobs).run_until_idle())
@@ -334,7 +335,6 @@ OPENAI_KEY = "sk-proj-" + "Q7wE9rT2yU4iO6pA" * 2
 
 def test_heron_s_own_key_is_masked_bare_and_its_shown_prefix_is_not(home: Path) -> None:
     from heron.keys import SHOWN, open_keys
-    from heron.settings import Settings
 
     with open_keys(Settings()) as keys:  # real keys, so the shape cannot drift from them
         tokens = [keys.create(f"k{i}", ["read"])[1] for i in range(32)]

@@ -8,6 +8,7 @@ import pytest
 
 from heron.embed import MiniLMEmbedder
 from heron.errors import InputError
+from heron.settings import Settings
 from heron.skills import open_skills
 from heron.skills.dirs import SkillDir
 from heron.skills.index import SkillIndex
@@ -173,7 +174,7 @@ def test_open_skills_reads_the_environment(
     monkeypatch.delenv("HERMES_HOME", raising=False)
     monkeypatch.setenv("HERON_SKILLS_DIRS", str(tmp_path / "mine"))
     monkeypatch.setenv("HERON_SKILLS_MIN_REL", "0.8")
-    skills = open_skills(embedder=embedder)
+    skills = open_skills(Settings(), embedder=embedder)
     assert [d.source for d in skills.dirs] == ["HERON_SKILLS_DIRS", "heron", "hermes", "claude"]
     assert skills.min_rel == 0.8 and skills.usage_path == home / "skills.db"
     assert skills.index().result.added == 1
