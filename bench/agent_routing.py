@@ -5,7 +5,7 @@ the held-out BFCL set.
 (MiniLM 0.25). "Recommended" is the pipeline document's and the new defaults: hybrid,
 top-K 10, threshold 0.25 (``agent_routing_*``). A semantic row shows the other mode at
 the recommended K. Each router is built as ``Agent.route`` builds its own:
-``Toolbox.router(profile=..., **routing_options(settings, tools))`` (the OpenAI profile,
+``Toolbox.router(profile=..., **routing_options(settings.agent, tools))`` (the OpenAI profile,
 the catalogues' tools all read-only and runnable, so the agent's filters keep them all),
 with the threshold in force (not 0 as in ``bench.tools``): these are the tools a model
 is offered.
@@ -74,7 +74,7 @@ def measure(
     rows = []
     for config, values in CONFIGS.items():
         settings = Settings(agent=values)
-        options = routing_options(settings, tools)
+        options = routing_options(settings.agent, tools)
         router = ToolRouter(tools, store, profile="openai", namespace=namespace, **options)
         routes = router.route_many(texts, vectors=np.asarray(vectors))
         offered = [[names.get(t.tool.name, t.tool.name) for t in r.tools] for r in routes]

@@ -164,7 +164,11 @@ def latency(model: str) -> tuple[float, float]:
     )
     store = sqlite_store(settings.db_path, uncached)
     texts = question_sets()["precise"][0]
-    options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}
+    options = {
+        "library": LIBRARY,
+        "settings": settings,
+        "reranker": load_reranker(settings.library),
+    }
     search_many(texts[:1], store, **options)  # loads the vector index
     samples = []
     for text in texts:

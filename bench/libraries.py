@@ -185,7 +185,11 @@ def latency(store: SQLiteStore, settings: Settings) -> tuple[float, float]:
     )
     store = sqlite_store(settings.db_path, uncached)
     questions = [q["question"] for q in read_jsonl(K8S / "questions.jsonl")]
-    options = {"library": LIBRARY, "settings": settings, "reranker": load_reranker(settings)}
+    options = {
+        "library": LIBRARY,
+        "settings": settings,
+        "reranker": load_reranker(settings.library),
+    }
     search_many(questions[:1], store, **options)  # loads the vector index
     samples = []
     for text in questions:

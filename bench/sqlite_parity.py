@@ -84,7 +84,7 @@ if sys.argv[1] == "searches":
 
     settings = Settings()
     store = open_store(settings)
-    reranker = load_reranker(settings)
+    reranker = load_reranker(settings.library)
     queries = json.loads(sys.argv[2])
     search(queries[0], store, settings=settings, top_k=5, reranker=reranker)
     took = []

@@ -20,7 +20,7 @@ import numpy as np
 
 from heron.core.tools import Safety, Tool
 from heron.llm import Broker
-from heron.settings import Settings
+from heron.settings import AgentSettings, Settings
 from heron.tools import LOCAL_ONLY, RoutedTool, Toolbox, ToolRouter
 from heron.tools.ceiling import permits
 
@@ -28,7 +28,7 @@ log = logging.getLogger("heron.agent")
 
 
 def routing_options(
-    settings: Settings, tools: Sequence[Tool], max_tools: int | None = None
+    agent: AgentSettings, tools: Sequence[Tool], max_tools: int | None = None
 ) -> dict[str, Any]:
     """``ToolRouter`` options from the ``agent_routing_*`` settings: the mode, ``top_k``
     (capped by the model's ``max_tools``), the threshold (unset: the embedder's) and the
@@ -36,15 +36,15 @@ def routing_options(
     setting, is skipped with a warning rather than failing every request; the doctor's
     tools check names it)."""
     known = {t.name for t in tools}
-    wanted = settings.agent.routing_always_include
+    wanted = agent.routing_always_include
     missing = [name for name in wanted if name not in known]
     if missing:
         log.warning("agent_routing_always_include names unknown tools: %s", ", ".join(missing))
-    top_k = settings.agent.routing_top_k
+    top_k = agent.routing_top_k
     return {
-        "mode": settings.agent.routing_mode,
+        "mode": agent.routing_mode,
         "top_k": min(top_k, max_tools) if max_tools else top_k,
-        "threshold": settings.agent.routing_threshold,
+        "threshold": agent.routing_threshold,
         "always_include": [name for name in wanted if name in known],
     }
 
@@ -84,7 +84,8 @@ class ToolOffer:
         router = self._routers.get(key)
         if router is None:  # a new tool (e.g. registered by heron.jobs) means a new index
             router = self.toolbox.router(
-                profile=caps.name_profile, **routing_options(self.settings, tools, caps.max_tools)
+                profile=caps.name_profile,
+                **routing_options(self.settings.agent, tools, caps.max_tools),
             )
             self._routers = {key: router}
         most = safety or self.settings.agent.tool_safety

@@ -16,7 +16,7 @@ from typing import Protocol, runtime_checkable
 import numpy as np
 
 from heron.errors import ConfigError
-from heron.settings import Settings
+from heron.settings import LibrarySettings
 from heron.store import Hit
 from heron.store.analysis import analyze, query_terms, readable, record_language
 
@@ -111,23 +111,24 @@ class FeatureReranker:
 RERANKERS = ("default", "none", "onnx", "remote")
 
 
-def load_reranker(settings: Settings) -> Reranker | None:
-    """The reranker ``HERON_LIBRARY_RERANKER`` names; ``None`` for ``none``."""
-    if settings.library.reranker == "default":
+def load_reranker(library: LibrarySettings) -> Reranker | None:
+    """The reranker ``HERON_LIBRARY_RERANKER`` (``library.reranker``) names; ``None`` for
+    ``none``."""
+    if library.reranker == "default":
         return FeatureReranker()
-    if settings.library.reranker == "none":
+    if library.reranker == "none":
         return None
-    if settings.library.reranker == "onnx":
-        if settings.library.rerank_model is None:
+    if library.reranker == "onnx":
+        if library.rerank_model is None:
             raise ConfigError(
                 "HERON_LIBRARY_RERANKER=onnx needs HERON_LIBRARY_RERANK_MODEL=/path/to/model.onnx "
                 "(with tokenizer.json in the same folder)."
             )
         from heron.libraries.rerank_onnx import OnnxCrossEncoder
 
-        return OnnxCrossEncoder(settings.library.rerank_model)
-    if settings.library.reranker == "remote":
-        if not settings.library.rerank_url:
+        return OnnxCrossEncoder(library.rerank_model)
+    if library.reranker == "remote":
+        if not library.rerank_url:
             raise ConfigError(
                 "HERON_LIBRARY_RERANKER=remote needs HERON_LIBRARY_RERANK_URL, e.g. "
                 "http://127.0.0.1:8080 (a TEI, Infinity or Cohere-style /rerank server)."
@@ -135,11 +136,11 @@ def load_reranker(settings: Settings) -> Reranker | None:
         from heron.libraries.rerank_remote import RemoteReranker
 
         return RemoteReranker(
-            settings.library.rerank_url,
-            model=settings.library.rerank_model_name,
-            api_key=settings.library.rerank_api_key,
-            timeout=settings.library.rerank_timeout,
+            library.rerank_url,
+            model=library.rerank_model_name,
+            api_key=library.rerank_api_key,
+            timeout=library.rerank_timeout,
         )
     raise ConfigError(
-        f"Unknown reranker {settings.library.reranker!r}. Choose from: {', '.join(RERANKERS)}."
+        f"Unknown reranker {library.reranker!r}. Choose from: {', '.join(RERANKERS)}."
     )

@@ -395,7 +395,7 @@ def search_many(
     if top_k < 1:
         raise InputError(f"top_k must be at least 1, got {top_k}.")
     if mode == "full" and reranker is None:
-        reranker = load_reranker(settings)
+        reranker = load_reranker(settings.library)
     names = scopes(queries, store, settings, library)
     if vectors is None and mode != "lexical":
         vectors = embed_queries(store.embedder, list(queries))

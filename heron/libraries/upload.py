@@ -83,7 +83,7 @@ from heron.libraries.config import (
 from heron.libraries.index import LibraryIndexReport, Stages, index_library, page_id
 from heron.libraries.readers import Unreadable, format_of, read
 from heron.libraries.scan import SUFFIXES, matches, size_limit
-from heron.settings import Settings
+from heron.settings import LibrarySettings, Settings
 from heron.store import Store
 
 #: Bytes of a name (one path component) Heron writes: filesystems take 255.
@@ -325,16 +325,16 @@ def new_library(name: str, settings: Settings) -> Library:
         os.close(fd)
 
 
-def _check_bounds(files: Sequence[NewFile], settings: Settings) -> None:
+def _check_bounds(files: Sequence[NewFile], library: LibrarySettings) -> None:
     if not files:
         raise UploadRefused("No files given; name at least one file to add.")
-    most = settings.library.upload_max_files
+    most = library.upload_max_files
     if len(files) > most:
         raise UploadRefused(
             f"{len(files)} files at once is over the limit of {most} "
             "(HERON_LIBRARY_UPLOAD_MAX_FILES); add them in smaller groups. Nothing was written."
         )
-    total, limit = sum(len(f.data) for f in files), settings.library.upload_max_bytes
+    total, limit = sum(len(f.data) for f in files), library.upload_max_bytes
     if total > limit:
         raise UploadRefused(
             f"{total:,} bytes at once is over the limit of {limit:,} "
@@ -342,15 +342,13 @@ def _check_bounds(files: Sequence[NewFile], settings: Settings) -> None:
         )
 
 
-def file_limit(settings: Settings, name: str) -> tuple[int, str]:
+def file_limit(library: LibrarySettings, name: str) -> tuple[int, str]:
     """The largest file ``name`` that may be added, and the setting that says so: the
     upload's limit, or the indexer's for its kind where that is lower (a text page's
     ``HERON_LIBRARY_MAX_PAGE_BYTES``, a PDF's or an Office file's
     ``HERON_LIBRARY_MAX_DOCUMENT_BYTES``: ``heron.libraries.scan.size_limit``)."""
-    upload = settings.library.upload_max_file_bytes
-    indexed, setting = size_limit(
-        name, settings.library.max_page_bytes, settings.library.max_document_bytes
-    )
+    upload = library.upload_max_file_bytes
+    indexed, setting = size_limit(name, library.max_page_bytes, library.max_document_bytes)
     if indexed < upload:
         return indexed, setting
     return upload, "HERON_LIBRARY_UPLOAD_MAX_FILE_BYTES"
@@ -372,7 +370,7 @@ def _checked(
         kinds = ", ".join(SUFFIXES)
         return f"{name}: Heron indexes {kinds} files; this one's name ends otherwise."
     name = name[: -len(suffix)] + suffix  # Report.PDF is read as a .pdf: stored as one
-    limit, setting = file_limit(settings, name)
+    limit, setting = file_limit(settings.library, name)
     if len(given.data) > limit:
         return (
             f"{name}: {len(given.data):,} bytes is over the {limit:,}-byte limit ({setting}); "
@@ -431,7 +429,7 @@ def check_upload(
     library = get_library(name, settings)
     root = writable_root(library, settings, caller)
     folders = _parts(under, "The folder")
-    _check_bounds(files, settings)
+    _check_bounds(files, settings.library)
     return library, root, folders
 
 

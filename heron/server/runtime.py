@@ -178,7 +178,7 @@ class Runtime(Resource):
 
     @property
     def reranker(self) -> Reranker | None:
-        return self.shared("reranker", lambda: load_reranker(self.settings))
+        return self.shared("reranker", lambda: load_reranker(self.settings.library))
 
     @property
     def models(self) -> RoutingTable:

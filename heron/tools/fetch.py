@@ -69,7 +69,7 @@ import httpcore
 from heron.core.errors import ToolCallError, ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
 from heron.extras import missing
-from heron.settings import Settings
+from heron.settings import Settings, ToolsSettings
 from heron.tools import extraction
 
 if TYPE_CHECKING:
@@ -102,12 +102,12 @@ class FetchLimits:
     allowed: tuple[IPNetwork, ...] = ()
 
     @classmethod
-    def of(cls, settings: Settings) -> FetchLimits:
+    def of(cls, tools: ToolsSettings) -> FetchLimits:
         return cls(
-            settings.tools.fetch_max_bytes,
-            settings.tools.fetch_timeout,
-            settings.tools.fetch_max_redirects,
-            allowed_networks(settings.tools.fetch_allowed_networks),
+            tools.fetch_max_bytes,
+            tools.fetch_timeout,
+            tools.fetch_max_redirects,
+            allowed_networks(tools.fetch_allowed_networks),
         )
 
 
@@ -660,7 +660,7 @@ def _offline(program: str, bwrap: str, scratch: Path, pid_file: Path) -> tuple[s
 
 
 def fetch_tool(settings: Settings) -> tuple[Tool, Handler]:
-    limits = FetchLimits.of(settings)
+    limits = FetchLimits.of(settings.tools)
 
     def handler(arguments: dict[str, Any]) -> dict[str, Any]:
         url = argument(arguments, "url")

@@ -48,7 +48,7 @@ from typing import IO, Any
 
 from heron.core.errors import ToolCallError, ToolInputError
 from heron.core.tools import Handler, Tool, argument, object_schema
-from heron.settings import Settings
+from heron.settings import Settings, ToolsSettings
 from heron.tools.cgroups import MemoryCgroup
 
 log = logging.getLogger(__name__)
@@ -81,12 +81,8 @@ class Limits:
     max_output: int
 
     @classmethod
-    def of(cls, settings: Settings) -> Limits:
-        return cls(
-            settings.tools.python_timeout,
-            settings.tools.python_memory_mb,
-            settings.tools.python_max_output,
-        )
+    def of(cls, tools: ToolsSettings) -> Limits:
+        return cls(tools.python_timeout, tools.python_memory_mb, tools.python_max_output)
 
 
 def bwrap() -> str:
@@ -305,7 +301,7 @@ def _cgroup(limits: Limits) -> MemoryCgroup | None:
 
 
 def python_tool(settings: Settings) -> tuple[Tool, Handler]:
-    limits = Limits.of(settings)
+    limits = Limits.of(settings.tools)
     return (
         Tool(
             "python_exec",

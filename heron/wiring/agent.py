@@ -71,7 +71,7 @@ def open_agent(
         toolbox,
         broker,
         sessions,
-        reranker=load_reranker(settings),
+        reranker=load_reranker(settings.library),
         resources=resources,
         tool_workers=settings.agent.tool_workers,
         on_tool_use=on_tool_use,

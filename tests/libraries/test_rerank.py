@@ -15,7 +15,7 @@ import pytest
 from heron.errors import ConfigError, ModelError, RemoteModelError
 from heron.libraries import FeatureReranker, Reranker, load_reranker
 from heron.libraries.rerank_remote import RemoteReranker
-from heron.settings import Settings
+from heron.settings import LibrarySettings
 from heron.store import Hit
 
 
@@ -82,11 +82,11 @@ def test_remote_reranker_errors_say_what_to_do(server: str) -> None:
 
 
 def test_load_reranker_from_settings(tmp_path: Path) -> None:
-    assert isinstance(load_reranker(Settings()), FeatureReranker)
-    assert load_reranker(Settings(library={"reranker": "none"})) is None
+    assert isinstance(load_reranker(LibrarySettings()), FeatureReranker)
+    assert load_reranker(LibrarySettings(reranker="none")) is None
     with pytest.raises(ConfigError, match="HERON_LIBRARY_RERANK_MODEL"):
-        load_reranker(Settings(library={"reranker": "onnx"}))
+        load_reranker(LibrarySettings(reranker="onnx"))
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(Settings(library={"reranker": "onnx", "rerank_model": tmp_path / "m.onnx"}))
+        load_reranker(LibrarySettings(reranker="onnx", rerank_model=tmp_path / "m.onnx"))
     with pytest.raises(ConfigError, match="Choose from: default, none, onnx, remote"):
-        load_reranker(Settings(library={"reranker": "magic"}))
+        load_reranker(LibrarySettings(reranker="magic"))

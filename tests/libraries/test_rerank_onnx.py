@@ -19,7 +19,7 @@ import pytest
 from heron.embed import assets
 from heron.errors import ConfigError, ModelError
 from heron.libraries import load_reranker
-from heron.settings import Settings
+from heron.settings import LibrarySettings, Settings
 from heron.store import Hit
 
 onnx = pytest.importorskip("onnx")
@@ -127,20 +127,20 @@ def test_pairs_are_truncated(tmp_path: Path) -> None:
 
 def test_loaded_from_settings_and_errors_say_what_to_do(tmp_path: Path) -> None:
     path = _model(tmp_path / "m", _ids("volume"))
-    reranker = load_reranker(Settings(library={"reranker": "onnx", "rerank_model": path}))
+    reranker = load_reranker(LibrarySettings(reranker="onnx", rerank_model=path))
     assert reranker is not None
     assert reranker.rerank("volume", _hits("x"))[0] == 1.0
     with pytest.raises(ConfigError, match="HERON_LIBRARY_RERANK_MODEL"):
-        load_reranker(Settings(library={"reranker": "onnx"}))
+        load_reranker(LibrarySettings(reranker="onnx"))
     (tmp_path / "m" / "tokenizer.json").unlink()
     with pytest.raises(ModelError, match=r"tokenizer\.json"):
-        load_reranker(Settings(library={"reranker": "onnx", "rerank_model": path}))
+        load_reranker(LibrarySettings(reranker="onnx", rerank_model=path))
     broken = tmp_path / "b"
     broken.mkdir()
     (broken / "model.onnx").write_bytes(b"not a model")
     shutil.copy(assets.require_tokenizer(Settings().models_dir), broken / "tokenizer.json")
     with pytest.raises(ModelError, match="Cannot load"):
-        load_reranker(Settings(library={"reranker": "onnx", "rerank_model": broken / "model.onnx"}))
+        load_reranker(LibrarySettings(reranker="onnx", rerank_model=broken / "model.onnx"))
 
 
 def test_a_model_wanting_other_inputs_fails_when_loaded(tmp_path: Path) -> None:

@@ -360,7 +360,7 @@ def test_a_page_that_needs_javascript_is_rendered_by_chromium_offline(
 
 
 def test_a_bad_allowed_network_is_a_setting_error(home: object) -> None:
-    with pytest.raises(ConfigError, match=r"tools_fetch_allowed_networks: '10\.0\.0\.0/33'"):
+    with pytest.raises(ConfigError, match=r"fetch_allowed_networks: '10\.0\.0\.0/33'"):
         Settings(tools={"fetch_allowed_networks": ["10.0.0.0/33"]})
 
 
@@ -407,14 +407,14 @@ def test_extraction_keeps_to_the_deadline_and_out_of_the_server_s_memory(
     """1.6 MB of two-letter paragraphs took 22-32 s and ~280 MB of the server past a 3 s
     timeout: the extraction ran after the download, in the server, with no bound. Now it
     ends by the deadline, in a process of its own; given time, the first MiB is read."""
-    allowed = {"tools_fetch_allowed_networks": ["127.0.0.0/8"], "tools_fetch_max_bytes": 2 << 20}
-    short = _fetcher(tools={"fetch_timeout": 3.0}, **allowed)
+    allowed = {"fetch_allowed_networks": ["127.0.0.0/8"], "fetch_max_bytes": 2 << 20}
+    short = _fetcher(tools=allowed | {"fetch_timeout": 3.0})
     outcome, seconds, grew = _peak_during(lambda: short(f"{site}/paragraphs"))
     assert seconds < 4.0, f"{seconds:.1f} s for a 3 s timeout"
     assert grew < 100 << 20, f"the server grew {grew >> 20} MiB"
     if isinstance(outcome, ToolCallError):  # a fast machine may finish within 3 s
         assert "took over 3 s (its text was still being extracted)" in str(outcome)
-    patient = _fetcher(tools={"fetch_timeout": 30.0}, **allowed)
+    patient = _fetcher(tools=allowed | {"fetch_timeout": 30.0})
     outcome, seconds, grew = _peak_during(lambda: patient(f"{site}/paragraphs"))
     assert not isinstance(outcome, ToolCallError), outcome
     assert outcome["truncated"] and outcome["title"] == "Short"
@@ -465,8 +465,8 @@ def test_a_page_that_loops_after_loading_is_stopped_browser_and_all(site: str) -
     script = (
         "import json, sys, time\n"
         "from tests.security.test_fetch_url import _fetcher\n"
-        "render = _fetcher(tools_fetch_allowed_networks=['127.0.0.0/8'], "
-        "tools_fetch_timeout=4.0)\n"
+        "render = _fetcher(tools={'fetch_allowed_networks': ['127.0.0.0/8'], "
+        "'fetch_timeout': 4.0})\n"
         "started = time.monotonic()\n"
         "try:\n"
         "    render(sys.argv[1], render=True)\n"
