@@ -919,9 +919,10 @@ class _FlatEnv(PydanticBaseSettingsSource):
         return None, field_name, False
 
     def __call__(self) -> dict[str, Any]:
+        environ = {key.upper(): value for key, value in os.environ.items()}
         found: dict[str, Any] = {}
         for name in setting_names():
-            raw = _from_env(name)
+            raw = environ.get(_variable(name))
             if raw is None:
                 continue
             if _is_complex(name):
@@ -1009,15 +1010,15 @@ def _flat_of(loc: tuple[int | str, ...]) -> tuple[str, str, tuple[int | str, ...
     head = str(loc[0])
     if head in SECTIONS and len(loc) > 1:
         field = str(loc[1])
-        info = _field_info_in(head, field)
-        flat = info.serialization_alias if info is not None else None
-        return (flat or f"{head}.{field}"), f"{head}.{field}", loc[2:]
+        argument = f"{head}.{field}"
+        return _flat_names().get((head, field), argument), argument, loc[2:]
     return head, head, loc[1:]
 
 
-def _field_info_in(section: str, field: str) -> FieldInfo | None:
-    model = typing.cast(type[BaseModel], Settings.model_fields[section].annotation)
-    return model.model_fields.get(field)
+@cache
+def _flat_names() -> dict[tuple[str | None, str], str]:
+    """``setting_names`` the other way: ``("library", "ocr")`` is ``library_ocr``."""
+    return {place: name for name, place in setting_names().items()}
 
 
 def _given(values: dict[str, Any], argument: str) -> bool:
