@@ -29,6 +29,7 @@ import ast
 import difflib
 import json
 import os
+import typing
 from pathlib import Path
 from typing import Any
 
@@ -36,13 +37,15 @@ import anyio
 import pytest
 import typer
 from mcp.client.client import Client
+from pydantic import BaseModel
+from pydantic.fields import FieldInfo
 from pydantic_core import PydanticUndefined
 from starlette.routing import BaseRoute, Mount, Route
 
 from heron.cli.app import app as cli_app
 from heron.server import create_app
 from heron.server.doors.mcp import server_of
-from heron.settings import ENV_PREFIX, Settings
+from heron.settings import ENV_PREFIX, Settings, setting_names
 
 HERON = Path(__file__).resolve().parent.parent / "heron"
 GOLDEN = Path(__file__).parent / "data" / "surface.json"
@@ -127,10 +130,11 @@ def _default(field: Any) -> Any:
 
 def settings_surface() -> dict[str, Any]:
     """``HERON_EMBEDDER`` -> ``"auto"``: every setting's variable and default."""
-    return {
-        f"{ENV_PREFIX}{name.upper()}": _default(field)
-        for name, field in Settings.model_fields.items()
-    }
+    fields: dict[str, FieldInfo] = {}
+    for name, (section, field) in setting_names().items():
+        model = Settings if section is None else Settings.model_fields[section].annotation
+        fields[name] = typing.cast(type[BaseModel], model).model_fields[field]
+    return {f"{ENV_PREFIX}{name.upper()}": _default(info) for name, info in fields.items()}
 
 
 def _env_name(call: ast.Call) -> str | None:

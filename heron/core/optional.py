@@ -14,13 +14,15 @@ that every row has one) and its setting in ``heron.settings``:
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 
 @dataclass(frozen=True)
 class OptionalTool:
-    """An optional built-in: ``name`` as a model calls it, turned on by the boolean
-    settings field ``setting``; the Heron ``extra`` whose packages it imports
-    (``heron.extras``), or the ``program`` it runs (from the Debian ``package``)."""
+    """An optional built-in: ``name`` as a model calls it, turned on by the boolean field
+    ``setting`` of the settings' tools section (``settings.tools``); the Heron ``extra``
+    whose packages it imports (``heron.extras``), or the ``program`` it runs (from the
+    Debian ``package``)."""
 
     name: str
     setting: str
@@ -30,17 +32,18 @@ class OptionalTool:
 
     @property
     def env(self) -> str:
-        """The variable that turns it on, as pydantic-settings reads ``setting``."""
-        return f"HERON_{self.setting.upper()}"
+        """The variable that turns it on: the tools section's flat name for ``setting``."""
+        return f"HERON_TOOLS_{self.setting.upper()}"
 
-    def on(self, settings: object) -> bool:
-        """Whether ``settings`` (a ``heron.settings.Settings``) turn it on."""
-        return bool(getattr(settings, self.setting))
+    def on(self, settings: Any) -> bool:
+        """Whether ``settings`` (a ``heron.settings.Settings``, which the foundation's
+        core may not import: settings reads core's contexts) turn it on."""
+        return bool(getattr(settings.tools, self.setting))
 
 
 OPTIONAL_TOOLS: tuple[OptionalTool, ...] = (
     # The network: web pages as Markdown.
-    OptionalTool("fetch_url", "tools_fetch_url", extra="web"),
+    OptionalTool("fetch_url", "fetch_url", extra="web"),
     # Code in a bubblewrap sandbox.
-    OptionalTool("python_exec", "tools_python_exec", program="bwrap", package="bubblewrap"),
+    OptionalTool("python_exec", "python_exec", program="bwrap", package="bubblewrap"),
 )

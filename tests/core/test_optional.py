@@ -7,7 +7,7 @@ import pytest
 from heron.about import routing
 from heron.core.optional import OPTIONAL_TOOLS
 from heron.extras import EXTRAS
-from heron.settings import Settings
+from heron.settings import Settings, ToolsSettings
 from heron.tools.builtin import BUILDERS, optional_tools
 
 
@@ -16,7 +16,7 @@ def test_every_row_has_its_builder_and_its_off_by_default_setting(
 ) -> None:
     assert sorted(BUILDERS) == sorted(tool.name for tool in OPTIONAL_TOOLS)
     for tool in OPTIONAL_TOOLS:
-        assert Settings.model_fields[tool.setting].default is False, tool.name
+        assert ToolsSettings.model_fields[tool.setting].default is False, tool.name
         assert tool.extra is None or tool.extra in EXTRAS
         assert (tool.program is None) == (tool.package is None)
         monkeypatch.setenv(tool.env, "true")  # the variable the row names is the setting's
