@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -24,13 +24,25 @@ Opener = Callable[[], Sessions]
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
-def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Opener:
+def opened(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Opener]:
     """Each backend in turn: ``agent.db`` in a home, or a database on a real PostgreSQL
-    (``open_sessions`` picks it, as every replica of a deployment does)."""
-    if request.param == "sqlite":
-        return lambda: Sessions(sessions_file(tmp_path / "agent.db"))
-    url = request.getfixturevalue("pg_url")
-    return lambda: open_sessions(Settings(home=tmp_path, database_url=url))
+    (``open_sessions`` picks it, as every replica of a deployment does). Every store it
+    opens is closed when the test ends (closing twice is harmless), so a PostgreSQL pool
+    is never left to the garbage collector."""
+    made: list[Sessions] = []
+
+    def open_one() -> Sessions:
+        if request.param == "sqlite":
+            sessions = Sessions(sessions_file(tmp_path / "agent.db"))
+        else:
+            url = request.getfixturevalue("pg_url")
+            sessions = open_sessions(Settings(home=tmp_path, database_url=url))
+        made.append(sessions)
+        return sessions
+
+    yield open_one
+    for sessions in made:
+        sessions.close()
 
 
 def record(answer: str) -> dict:
