@@ -210,19 +210,33 @@ def test_an_answer_no_model_wrote_is_charged_alike_at_every_door(
     served: Served, chat: ChatServer
 ) -> None:
     """An answer quoted from the passages with no model call (a model whose answers are
-    extractive) was charged its counted text on ``/v1`` and nothing on ``/chat/stream``:
-    the same answer costs the same by either door."""
-    v1, page = make_key(served, "quoted-v1"), make_key(served, "quoted-stream")
+    extractive) was charged its counted text on ``/v1``, nothing on ``/chat/stream``,
+    ``agent.chat`` or MCP's ask: a key with a token limit asked for free by three doors
+    what the fourth charged. The same answer now costs the same by every door."""
+    doors = ("v1", "stream", "rpc", "mcp")
+    keys = {door: make_key(served, f"quoted-{door}") for door in doors}
     asked = {"model": "quoting", "messages": [{"role": "user", "content": QUESTION}]}
-    with served.client(headers={"authorization": f"Bearer {v1}"}) as client:
+    body = {"message": QUESTION, "model": "quoting"}
+    with served.client(headers={"authorization": f"Bearer {keys['v1']}"}) as client:
         done = client.post("/v1/chat/completions", json=asked)
     assert done.status_code == 200, done.text
     assert tokens(served, "quoted-v1") == done.json()["usage"]["total_tokens"] > 0
-    with served.client(headers={"authorization": f"Bearer {page}"}) as client:
-        body = {"message": QUESTION, "model": "quoting"}
-        with client.stream("POST", "/chat/stream", json=body) as streamed:
-            assert any(line == "event: final" for line in streamed.iter_lines())
-    assert wait_for(lambda: tokens(served, "quoted-stream") == tokens(served, "quoted-v1"))
+    page = served.client(headers={"authorization": f"Bearer {keys['stream']}"})
+    with page, page.stream("POST", "/chat/stream", json=body) as streamed:
+        assert any(line == "event: final" for line in streamed.iter_lines())
+    with served.client(headers={"authorization": f"Bearer {keys['rpc']}"}) as client:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "agent.chat", "params": body}
+        assert "result" in client.post("/rpc", json=call).json()
+
+    async def ask() -> Any:
+        http = httpx2.AsyncClient(headers={"authorization": f"Bearer {keys['mcp']}"}, timeout=60)
+        async with http, Client(streamable_http_client(f"{served.url}/mcp", http_client=http)) as c:
+            return await c.call_tool("ask", body)
+
+    assert not anyio.run(ask).is_error
+    charged = tokens(served, "quoted-v1")
+    for door in doors[1:]:
+        assert wait_for(lambda door=door: tokens(served, f"quoted-{door}") == charged), door
     assert not chat.posted("/v1/chat/completions")  # no model call was made
 
 

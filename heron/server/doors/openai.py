@@ -85,7 +85,6 @@ from heron.core.schema_bounds import SchemaBounds, SchemaCheck, SchemaTooLarge
 from heron.core.tools import Tool, parse_tool
 from heron.errors import HeronError, InputError
 from heron.keys import OverLimit
-from heron.llm.broker import count_tokens
 from heron.llm.budgets import patterns_allow, payer_of
 from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.payload import (
@@ -96,7 +95,7 @@ from heron.llm.payload import (
     json_schema,
     parse_arguments,
 )
-from heron.server.features.keys import current_key, over_limit, reserve, spend
+from heron.server.features.keys import current_key, over_limit, reserve, spend_answer
 from heron.server.hooks import NO_METHODS, endpoint, no_lifespan
 from heron.server.http.contexts import runtime_of
 from heron.server.http.events import event_stream, in_thread, message
@@ -450,22 +449,6 @@ def door_tokens(asked: Turn, settings: Settings) -> int:
     return prompt + (asked.sampling.max_tokens or settings.agent.max_tokens)
 
 
-def usage(rt: Runtime, answer: Answer, sent: Sequence[str]) -> dict[str, int]:
-    """OpenAI's usage of ``answer``: what the model's provider reported for the turn's
-    calls. An answer no model call wrote (extractive, no lead) has none to report; it
-    gets the client's messages (``sent``) as prompt tokens and the answer as completion
-    tokens, counted with the model's tokenizer (``heron.llm.broker.count_tokens``), so
-    usage is never 0 and compares with a generated answer's. Runs in a worker thread
-    (the first count may read the GGUF's vocabulary)."""
-    prompt, written = answer.usage.prompt_tokens, answer.usage.completion_tokens
-    if not (prompt or written):
-        spec = rt.agent.broker.table.spec(answer.model)
-        models_dir = rt.settings.models_dir
-        prompt = count_tokens(spec, sent, models_dir)
-        written = count_tokens(spec, [answer.answer], models_dir)
-    return {"prompt_tokens": prompt, "completion_tokens": written, "total_tokens": prompt + written}
-
-
 def _calls(calls: Sequence[ToolCall]) -> list[dict[str, Any]]:
     """The client's tool calls, in OpenAI's shape (arguments as JSON text)."""
     return [
@@ -539,7 +522,7 @@ async def _stream(
     rt: Runtime,
     events: Iterator[AgentEvent],
     chunk: _Chunks,
-    sent: Sequence[str],
+    sent: Sequence[str | None],
     include_usage: bool,
 ) -> AsyncIterator[ServerSentEvent]:
     """The agent's events as OpenAI chunks: text deltas, the client's tool calls as
@@ -561,8 +544,7 @@ async def _stream(
             elif isinstance(event, Final):
                 data = event.answer.to_dict()
                 rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
-                used = await run_in_threadpool(usage, rt, event.answer, sent)
-                spend(used["prompt_tokens"], used["completion_tokens"])  # the key's tokens
+                used = await run_in_threadpool(spend_answer, rt, event.answer, sent)
                 tail = {"model": data["model"], "usage": used, **_extras(data)}
                 finish = _finish(event.answer)
                 if include_usage:
@@ -790,7 +772,7 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
                 answer=True,
             )
         answer = await unless_gone(request, lambda: rt.agent.ask(asked))
-        used = await run_in_threadpool(usage, rt, answer, sent)
+        used = await run_in_threadpool(spend_answer, rt, answer, sent)
     except Gone:
         return gone()
     except OverLimit as exc:
@@ -798,7 +780,6 @@ async def chat_completions(rt: Runtime, request: Request) -> Response:
     except HeronError as exc:
         return heron_error(exc)
     rt.metrics.observe_answer(answer, time.perf_counter() - start)
-    spend(used["prompt_tokens"], used["completion_tokens"])  # the key's tokens
     return StrictJSONResponse(completion(answer, used, cid, created))
 
 

@@ -47,9 +47,8 @@ from heron.errors import HeronError, InputError
 from heron.keys import OverLimit
 from heron.llm.metering import TAB
 from heron.llm.payload import estimate_tokens
-from heron.server.doors.openai import usage
 from heron.server.features.interventions import Card, Raised, with_cards
-from heron.server.features.keys import CALLER, Caller, Tab, key_of, over_limit, spend
+from heron.server.features.keys import CALLER, Caller, Tab, key_of, over_limit, spend_answer
 from heron.server.features.methods import ChatParams
 from heron.server.hooks import NO_METHODS, endpoint
 from heron.server.http.contexts import runtime_of
@@ -181,7 +180,7 @@ class StreamHub:
         events: Iterator[Any],
         owner: Owner,
         tab: Tab | None = None,
-        sent: Sequence[str] = (),
+        sent: Sequence[str | None] = (),
     ) -> Stream:
         """Follow ``events`` (an ``Agent.stream``) in a task of its own, so the answer
         goes on and stays resumable when its client drops, for ``grace`` seconds with no
@@ -202,7 +201,7 @@ class StreamHub:
         events: Iterator[Any],
         stream: Stream,
         tab: Tab | None,
-        sent: Sequence[str],
+        sent: Sequence[str | None],
     ) -> None:
         TAB.set(tab)  # this task's own context: the model calls below are charged to it
         copy = None
@@ -241,7 +240,7 @@ class StreamHub:
             log.warning("chat stream %s not copied to the database: %s", stream.id, exc)
 
     async def _answer(
-        self, rt: Runtime, events: Iterator[Any], stream: Stream, sent: Sequence[str]
+        self, rt: Runtime, events: Iterator[Any], stream: Stream, sent: Sequence[str | None]
     ) -> None:
         await stream.add("stream", {"stream_id": stream.id})
         start = time.perf_counter()
@@ -258,8 +257,7 @@ class StreamHub:
                         rt.metrics.observe_answer(event.answer, time.perf_counter() - start)
                         # Counted as /v1 counts it (an answer no model wrote: its text),
                         # charged beyond what its model calls were (the task's tab).
-                        used = await run_in_threadpool(usage, rt, event.answer, sent)
-                        spend(used["prompt_tokens"], used["completion_tokens"])
+                        await run_in_threadpool(spend_answer, rt, event.answer, sent)
                         data = await run_in_threadpool(finished, rt, data, texts)
                     await stream.add(name, data, last=name == "final")
                     if stream.finished_at is None and (revoked := _revoked(caller)):

@@ -55,7 +55,7 @@ import math
 import re
 import threading
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from contextlib import asynccontextmanager, contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -66,6 +66,7 @@ from pydantic import Field
 from starlette.concurrency import run_in_threadpool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from heron.agent import Answer
 from heron.errors import NotFound
 from heron.keys import (
     ADMIN,
@@ -80,6 +81,7 @@ from heron.keys import (
     open_keys,
     seconds_to_next_month,
 )
+from heron.llm.broker import count_tokens
 from heron.llm.cache import CONTROL as CACHE_CONTROL
 from heron.llm.cache import CacheControl
 from heron.llm.metering import TAB
@@ -199,6 +201,25 @@ def spend(tokens_in: int, tokens_out: int) -> None:
     caller = CALLER.get()
     if caller is not None:
         caller.ring.spend(caller.key, tokens_in, tokens_out)
+
+
+def spend_answer(rt: Runtime, answer: Answer, sent: Sequence[str | None]) -> dict[str, int]:
+    """Charge the request's key for ``answer`` (``spend``) and return its usage in
+    OpenAI's shape, alike at every door (``/v1``, ``/chat/stream``, ``agent.chat``, MCP's
+    ask): what the model's provider reported for the turn's calls. An answer no model
+    call wrote (extractive, no lead) has none to report; it is counted with the model's
+    tokenizer (``heron.llm.broker.count_tokens``): the client's text (``sent``) as prompt
+    tokens and the answer as completion tokens, so quoting is never free by one door and
+    paid by another, and usage compares with a generated answer's. Blocking (the first
+    count may read the GGUF's vocabulary): call it from a worker thread."""
+    prompt, written = answer.usage.prompt_tokens, answer.usage.completion_tokens
+    if not (prompt or written):
+        spec = rt.agent.broker.table.spec(answer.model)
+        models_dir = rt.settings.models_dir
+        prompt = count_tokens(spec, [text for text in sent if text], models_dir)
+        written = count_tokens(spec, [answer.answer], models_dir)
+    spend(prompt, written)
+    return {"prompt_tokens": prompt, "completion_tokens": written, "total_tokens": prompt + written}
 
 
 def current_tab() -> Tab | None:

@@ -40,7 +40,7 @@ from heron.core.files import create_file, folder, remove_regular
 from heron.errors import HeronError
 from heron.libraries.batch import search_report
 from heron.server.doors.rpc import Methods, Params
-from heron.server.features.keys import current_key, spend
+from heron.server.features.keys import current_key, spend_answer
 from heron.server.hooks import endpoint
 from heron.server.http.middleware import HELLO
 from heron.server.http.replies import invalid
@@ -174,7 +174,7 @@ def search_batch(p: SearchBatch, rt: Runtime) -> dict[str, Any]:
 def agent_ask(p: AskParams, rt: Runtime) -> dict[str, Any]:
     safety = ceiling(rt.settings, entered_through("agent"), current_key())
     answer = rt.agent.ask(Turn(**p.model_dump(), tool_safety=safety))  # surface: cli
-    spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
+    spend_answer(rt, answer, [p.message])
     return {"answer": answer.to_dict(), "how": how(answer, rt.agent)}
 
 

@@ -15,7 +15,7 @@ from heron.libraries.library import forget_library, statuses
 from heron.libraries.search import Mode
 from heron.server.doors.rpc import McpTool, Methods, Params
 from heron.server.features.interventions import Raised
-from heron.server.features.keys import current_key, spend
+from heron.server.features.keys import current_key, spend_answer
 from heron.server.hooks import no_lifespan, no_routes
 from heron.server.runtime import Runtime
 from heron.settings import Settings
@@ -151,7 +151,7 @@ def agent_chat(p: ChatParams, rt: Runtime) -> dict[str, Any]:
     room = p.room or rt.settings.interventions.room
     with Raised(rt.interventions, room) as raised:
         answer = rt.agent.ask(p.turn(door, rt.settings))  # heron ask
-    spend(answer.usage.prompt_tokens, answer.usage.completion_tokens)
+    spend_answer(rt, answer, [p.message])
     # The cards raised in the conversation's room during the turn, audio_url and all.
     return answer.to_dict() | {"interventions": raised.drain()}
 
