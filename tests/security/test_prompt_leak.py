@@ -234,14 +234,12 @@ def test_json_rpc_mcp_and_the_page_give_back_no_prompt_text(served: Served) -> N
         assert answer.get("answer"), answer  # an answer came, not an error
 
 
-def test_the_replay_s_echo_is_replaced_by_the_quotes_at_every_door(
-    served: Served, request: pytest.FixtureRequest
-) -> None:
+# The replay alone: it gives its prompt back every time, the bundled model only sometimes.
+@pytest.mark.parametrize("served", ["replay"], indirect=True)
+def test_the_replay_s_echo_is_replaced_by_the_quotes_at_every_door(served: Served) -> None:
     """The replay gives its prompt back every time: each generated answer was one the
     guard withheld, and the quotes stand in its place (what the doors gave back is
     checked above)."""
-    if request.node.callspec.params["served"] != "replay":
-        pytest.skip("the bundled model gives its prompt back only sometimes")
     answers = [rpc(served, "generative")[1], page(served, "generative")[1]]
     for answer in answers:
         assert (answer["mode"], answer["fallback"]) == ("extractive", "echoed_prompt"), answer
