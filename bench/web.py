@@ -4,7 +4,7 @@ a real headless Chromium.
 
 ``heron serve``'s app runs in this process (uvicorn in a thread) over a fresh home with a
 small indexed library, so the moment the server writes each ``token`` frame can be noted
-(``heron.server.doors.sse.frame`` wrapped); the page notes when the first token was put in the
+(``heron.server.doors.sse.message`` wrapped); the page notes when the first token was put in the
 DOM (``data-first-token-at``, epoch ms on the same clock). Page loads read the browser's
 Navigation Timing: first byte (``responseStart``), ``DOMContentLoaded``, and ready: the
 chat script filled the model and library pickers through the API (``data-ready-at``),
@@ -19,6 +19,7 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -60,14 +61,14 @@ def _serve(sent: list[float]) -> tuple[str, object]:
     from heron.server.doors import sse
     from heron.settings import Settings
 
-    original = sse.frame
+    original = sse.message
 
-    def noted(stream_id: str, n: int, name: str, data: dict) -> str:
-        if name == "token":
+    def noted(data: Any, *, event: str | None = None, id: str | int | None = None) -> Any:
+        if event == "token":  # the chat stream frames each event as it sends it
             sent.append(time.time() * 1000)
-        return original(stream_id, n, name, data)
+        return original(data, event=event, id=id)
 
-    sse.frame = noted
+    sse.message = noted
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     config = uvicorn.Config(
