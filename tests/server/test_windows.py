@@ -4,7 +4,7 @@ and PostgreSQL, where replicas count one key together (issue 47)."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -27,16 +27,21 @@ Replicas = Callable[[str], Windows]
 
 
 @pytest.fixture(params=["memory", "postgres"])
-def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> Replicas:
+def replicas(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Replicas]:
+    """Every windows it opens is closed when the test ends, so a PostgreSQL pool is never
+    left to the garbage collector."""
     url = request.getfixturevalue("pg_url") if request.param == "postgres" else None
-    shared = MemoryWindows(60)
+    opened = [MemoryWindows(60)]
 
     def replica(name: str) -> Windows:
         if url is None:
-            return shared
-        return open_windows(Settings(home=tmp_path / name, database_url=url, replica=name))
+            return opened[0]
+        opened.append(open_windows(Settings(home=tmp_path / name, database_url=url, replica=name)))
+        return opened[-1]
 
-    return replica
+    yield replica
+    for windows in opened:
+        windows.close()
 
 
 def test_a_limit_holds_across_replicas(replicas: Replicas) -> None:
@@ -76,6 +81,14 @@ def test_tokens_held_and_spent_are_every_replicas(replicas: Replicas) -> None:
 
 def test_a_dead_replicas_holds_lapse(pg_url: str, tmp_path: Path) -> None:  # noqa: F811
     a, b = (open_windows(Settings(home=tmp_path / n, database_url=pg_url, replica=n)) for n in "ab")
+    try:
+        _holds_lapse(a, b, url=pg_url)
+    finally:
+        a.close()
+        b.close()
+
+
+def _holds_lapse(a: Windows, b: Windows, url: str) -> None:
     assert isinstance(a, DatabaseWindows)
     now = time.time()
     with a.tokens("ci", now) as tokens:
@@ -84,6 +97,6 @@ def test_a_dead_replicas_holds_lapse(pg_url: str, tmp_path: Path) -> None:  # no
         assert tokens.held == 400
     with b.tokens("ci", now + HOLD_TTL + 1) as tokens:
         assert tokens.held == 0  # a has not touched the key since: it died holding them
-    with psycopg.connect(pg_url) as conn:
+    with psycopg.connect(url) as conn:
         rows = conn.execute("SELECT replica FROM heron_key_tokens ORDER BY replica").fetchall()
     assert rows == [("a",), ("b",)]
