@@ -145,8 +145,9 @@ class Runtime(Resource):
     def shared(self, name: str, open_: Callable[[], T]) -> T:
         """The resource ``name``, ``open_()`` on first use and kept: each is opened once
         however many threads ask at the same time. A feature keeps its own here (the SSE
-        hub, the MCP server); ``close()`` closes only the runtime's (``store``, ``agent``,
-        ...), so what a feature keeps needs none or is closed by its ``lifespan``. In a
+        hub, the MCP server, the auth guard); ``close()`` closes the runtime's own
+        (``store``, ``agent``, ...) in order, then every other one that is a ``Resource``
+        (one its ``lifespan`` closed already is closed again, harmlessly). In a
         context's runtime, only its own resources (``PER_CONTEXT``) are its; every other
         name is the server's."""
         if self._server is not None and not self._own(name):
@@ -356,6 +357,11 @@ class Runtime(Resource):
         for context in contexts:  # they use the store: closed before it
             context.close()
         for name in ("interventions", "agent", "toolbox", "skills", "jobs", "store"):
-            resource = opened.get(name)
+            resource = opened.pop(name, None)
             if resource is not None:
+                resource.close()
+        # Then what the features kept (the auth guard's pools, the keyring ...): their
+        # lifespans may have closed some already, and a second close does nothing.
+        for resource in opened.values():
+            if isinstance(resource, Resource):
                 resource.close()

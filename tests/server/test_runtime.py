@@ -11,7 +11,10 @@ import pytest
 import heron.db.postgres
 import heron.store
 import heron.store.postgres
+from heron.db.postgres import PostgresDatabase
 from heron.embed import Embedder
+from heron.errors import StoreError
+from heron.server.http.auth import guard
 from heron.server.runtime import Runtime
 from heron.settings import Settings
 from heron.store.sql import SQLStore
@@ -129,3 +132,29 @@ def test_the_runtime_holds_one_job_store_that_the_agent_shares(
     assert runtime.jobs.get(queued["id"]).state == "queued"
     assert made == [runtime.jobs.store]  # the agent's tool and the server share one
     runtime.close()
+
+
+def test_closing_the_runtime_closes_what_the_features_kept(
+    pg_url: str,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The auth guard (made on a request's first credential check) holds two PostgreSQL
+    pools, the sign-ins and the throttle's windows; nothing closed them when the server
+    stopped, and each was left to the garbage collector."""
+    made: list[PostgresDatabase] = []
+    real = PostgresDatabase.__init__
+
+    def init(database: PostgresDatabase, *args: Any, **kwargs: Any) -> None:
+        made.append(database)
+        real(database, *args, **kwargs)
+
+    monkeypatch.setattr(PostgresDatabase, "__init__", init)
+    monkeypatch.setenv("HERON_DATABASE_URL", pg_url)
+    monkeypatch.setenv("HERON_API_TOKEN", "a token long enough for the replicas to share")
+    runtime = Runtime(Settings())
+    guard(runtime)
+    assert len(made) == 2  # the sign-ins and the windows
+    runtime.close()
+    for database in made:
+        with pytest.raises(StoreError, match="was closed"), database.connection():
+            pass

@@ -42,6 +42,7 @@ from starlette.responses import RedirectResponse, Response
 from starlette.types import Scope
 
 from heron.errors import HeronError, InputError
+from heron.resource import Resource
 from heron.server.http.origins import STATIC
 from heron.server.http.signins import RECHECK, SignIns, open_signins
 from heron.server.http.windows import MemoryWindows, Windows, open_windows
@@ -90,6 +91,11 @@ class Sessions:
         self._keys: dict[str, str | None] = {}  # the named key each was signed in with
         self._shared = shared
         self._lock = threading.Lock()
+
+    def close(self) -> None:
+        """Close the shared sign-ins (PostgreSQL), if any."""
+        if self._shared is not None:
+            self._shared.close()
 
     def _sign(self, sid: str) -> str:
         return hmac.new(self._key, b"heron-session:" + sid.encode(), "sha256").hexdigest()
@@ -182,6 +188,9 @@ class Throttle:
         self.failures = failures
         self.delay = delay
 
+    def close(self) -> None:
+        self.windows.close()
+
     async def retry_after(self, client: str) -> int:
         """Seconds ``client`` must wait before it may try a credential again (0: now)."""
         now = time.time()
@@ -201,7 +210,7 @@ class Throttle:
 
 
 @dataclass
-class Guard:
+class Guard(Resource):
     """What checks credentials on one server: its token (``None``: no check), the web
     page's sessions and the throttle."""
 
@@ -226,6 +235,12 @@ class Guard:
                 settings.server.auth_delay,
             ),
         )
+
+    def close(self) -> None:
+        """Close what it holds on PostgreSQL: the shared sign-ins and the throttle's
+        windows (the runtime closes it with the server)."""
+        self.sessions.close()
+        self.throttle.close()
 
     def bearer_ok(self, given: bytes) -> bool:
         return self.token is not None and hmac.compare_digest(given.strip(), self.token)

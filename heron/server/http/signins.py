@@ -15,6 +15,7 @@ from __future__ import annotations
 import time
 
 from heron.db import Database, Schema, open_database
+from heron.resource import Resource
 from heron.settings import Settings
 
 #: Seconds a replica trusts what it knows of a session before it asks the database again.
@@ -41,7 +42,7 @@ CREATE INDEX {p}signins_expiry ON {p}signins (expires_at);
 )
 
 
-class SignIns:
+class SignIns(Resource):
     """Every replica's live sign-ins: hashes of session ids and their expiry (Unix time)."""
 
     def __init__(self, database: Database) -> None:
