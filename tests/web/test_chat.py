@@ -107,6 +107,38 @@ def test_an_answer_streams_and_its_inline_marker_opens_the_passage(
     assert not page.errors, page.errors
 
 
+#: The page's fetch, the sidebar's list of conversations answered late: once a question's
+#: stream has started, or after 3 s.
+SLOW_SIDEBAR = """(() => {
+  const fetch = window.fetch;
+  let asked = null;
+  const streaming = new Promise((ok) => { asked = ok; });
+  window.fetch = async (url, init) => {
+    if (String(url).includes("/chat/stream")) asked();
+    else if (init && String(init.body || "").includes('"sessions.list"')) {
+      await Promise.race([streaming, new Promise((ok) => setTimeout(ok, 3000))]);
+    }
+    return fetch(url, init);
+  };
+})();"""
+
+
+def test_a_question_sent_while_the_page_still_opens_is_answered_not_lost(
+    heron: Heron, page
+) -> None:  # type: ignore[no-untyped-def]
+    # The pickers fill at once, the sidebar late: the question is sent before the page
+    # has opened its conversation, which once cleared its turn and aborted its stream.
+    page.add_init_script(SLOW_SIDEBAR)
+    ask(heron, page, "tiny", QUESTION)
+    assert page.locator("#conv-list a.conv").count() == 0  # still opening
+    turn = page.locator("li.turn[data-done=true]")
+    turn.wait_for()
+    assert "kubectl rollout undo" in turn.locator(".answer").inner_text()
+    assert page.locator("li.turn").count() == 1
+    page.locator("#conv-list a.conv[aria-current=page]", has_text=QUESTION).wait_for()
+    assert not page.errors, page.errors
+
+
 def test_markdown_renders_as_structure_and_nothing_in_it_runs(
     heron: Heron, page, audit, shoot
 ) -> None:  # type: ignore[no-untyped-def]

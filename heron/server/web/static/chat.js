@@ -257,6 +257,9 @@
 
   form.addEventListener("submit", (e) => {
     e.preventDefault();
+    // A question sent while the page still opens its conversation waits for it: opening
+    // would otherwise clear the question's turn and abort its stream.
+    if (!opened) { started.then(() => form.requestSubmit()); return; }
     const question = message.value.trim();
     if (!question || controller) return;
     message.value = "";
@@ -502,9 +505,10 @@
   // in the sidebar: it may be another person's, who used this browser before.
   const linked = new URLSearchParams(location.search).get("session");
   followCards();
-  Promise.all([options(), conversations()]).then(() => {
+  let opened = false;
+  const started = Promise.all([options(), conversations()]).then(() => {
     const given = linked || sessionId();
     const known = given && $("conv-list").querySelector(`a[data-id="${CSS.escape(given)}"]`);
     return open(linked || known ? given : null, known ? known.textContent : null);
-  });
+  }).finally(() => { opened = true; });
 })();
