@@ -74,6 +74,7 @@ FOUNDATION = {
     "resource",
     "keys",
     "language",
+    "translate",
     "discovery",
 }
 LAYERS = {

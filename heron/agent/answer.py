@@ -109,14 +109,18 @@ class Grounding:
     ``libraries`` it was searched in, and ``how`` the query was made: ``"message"`` (the
     message as sent), ``"context"`` (the message with the earlier questions' terms and a
     blended vector: a follow-up that grounds poorly alone) or ``"model"`` (the model
-    rewrote the follow-up into a standalone question)."""
+    rewrote the follow-up into a standalone question). ``english``: the query's English
+    reading, searched beside it, when it was asked across languages
+    (``heron.translate``)."""
 
     query: str = ""
     libraries: tuple[str, ...] = ()
     how: Literal["message", "context", "model"] = "message"
+    english: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"query": self.query, "libraries": list(self.libraries), "how": self.how}
+        found = {"query": self.query, "libraries": list(self.libraries), "how": self.how}
+        return found | ({"english": self.english} if self.english else {})
 
 
 @dataclass(frozen=True)

@@ -47,8 +47,8 @@ def doctor(
 ) -> None:
     """Check everything an operator checks by hand; exit status 1 if anything fails.
 
-    Checks: settings, extras, disk, store, embedder, libraries, mcp, tools, models, skills,
-    jobs.
+    Checks: settings, extras, translation, disk, store, embedder, libraries, mcp, tools,
+    models, skills, jobs, replicas.
     Each failure says what to run next.
 
     Example: heron doctor --offline --check store --check libraries

@@ -40,6 +40,7 @@ from heron.ops.doctor_checks import (
     check_settings,
     check_store,
     check_tools,
+    check_translation,
 )
 from heron.ops.doctor_services import (
     check_jobs,
@@ -59,6 +60,7 @@ log = logging.getLogger("heron.ops.doctor")
 CHECKS: dict[str, Callable[[Context], Check]] = {
     "settings": check_settings,
     "extras": check_extras,
+    "translation": check_translation,
     "disk": check_disk,
     "store": check_store,
     "embedder": check_embedder,

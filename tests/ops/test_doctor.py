@@ -182,7 +182,7 @@ def test_a_damaged_store_fails_and_what_needs_it_is_skipped(
 
 
 def test_unknown_check_names_the_known_ones(heron_home: Path) -> None:
-    with pytest.raises(InputError, match="Choose from: settings, extras, disk, store"):
+    with pytest.raises(InputError, match="Choose from: settings, extras, translation, disk, store"):
         doctor(Settings(), checks=["stor"])
 
 

@@ -109,6 +109,7 @@
     if (!g || !g.query) return;
     view.grounding.append(
       el("span", { text: t("chat.searched") + " " }), el("q", { class: "g-query", text: g.query }),
+      g.english ? " " + t("chat.searched_english") + " " : "", g.english ? el("q", { class: "g-english", text: g.english }) : "",
       g.libraries && g.libraries.length ? " · " + t("chat.in_libraries", { names: g.libraries.join(", ") }) : "",
       " · " + t(HOW[g.how] || "chat.how_message"));
   }
