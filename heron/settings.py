@@ -301,12 +301,6 @@ class AgentSettings(Section, alias_generator=_flat("agent_")):
         "agent_tool_safety, without any other execute tool: a read_only job runs, one that "
         "may write or deploy waits for a person; a named key's turns need its jobs scope.",
     )
-    translate: bool = Field(
-        default=True,
-        description="Search a Portuguese or Spanish question over pages in another language "
-        "in English too, translated by Debian's Apertium (apt-get install apertium "
-        "apertium-eng-spa apertium-es-pt); without it, the question as written.",
-    )
     passages: int = Field(default=3, ge=1, description="Library passages in the prompt.")
     max_tokens: int = Field(default=512, ge=1, description="Answer tokens per model call.")
 
@@ -340,6 +334,12 @@ class LibrarySettings(Section, alias_generator=_flat("library_")):
         pattern=r"^[a-z_]+(\+[a-z_]+)*$",
         description="Tesseract's languages for OCR, e.g. eng+por (each needs its "
         "tesseract-ocr-LANG package).",
+    )
+    translate: bool = Field(
+        default=True,
+        description="Search a Portuguese or Spanish query over pages in another language in "
+        "English too, translated by Debian's Apertium (apt-get install apertium "
+        "apertium-eng-spa apertium-es-pt); without it, the query as written.",
     )
     candidates: int = Field(default=100, ge=1, description="Chunks re-ranked per library.")
     reranker: str = Field(default="default", description="default, none, onnx or remote.")

@@ -641,9 +641,10 @@ class Agent(Resource):
             grounding = grounded.found.grounding
 
             def quote(limits: Limits) -> Extract:
+                found = grounded.found
                 return compose(
                     grounding.query,
-                    grounded.found.vector,
+                    found.vector if found.reading is None else found.reading,
                     bodies,
                     self.store.embedder,
                     limits,

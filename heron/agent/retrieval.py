@@ -42,16 +42,12 @@ from heron.agent.triage import best_dense
 from heron.core.chat import Message
 from heron.embed import embed_queries, splits_of
 from heron.errors import NotFound
-from heron.language import language
 from heron.libraries import Reranker, Result, read_libraries, scopes, search_many, sections
 from heron.libraries.state import last_index, library_state
 from heron.llm import Broker
 from heron.llm.errors import ProviderError
 from heron.settings import Settings
 from heron.store import Store
-from heron.store.analysis import record_language
-from heron.store.fusion import RRF_K
-from heron.translate import to_english
 
 #: Passages an extractive answer may quote from (and cites): no prompt limits them, and
 #: the gold page is among the first five for 92% of the Kubernetes questions.
@@ -80,33 +76,15 @@ class Found:
     ``results``, the ``vector`` of the query searched, and the ``peak``: how far the best
     page's cosine stands above the median of the next ``EVIDENCE_PAGES`` (``None`` with
     fewer than two pages): a page that stands out of its candidates is what the question
-    is about, whatever the cosine's scale."""
+    is about, whatever the cosine's scale. ``reading``: when the query was searched in
+    English too, the mean of its vector and its English reading's, which an extractive
+    answer weighs sentences by; the evidence stays on ``vector``'s scale."""
 
     grounding: Grounding
     results: list[Result]
     vector: np.ndarray
     peak: float | None = None
-
-
-def fused_pages(first: Sequence[Result], second: Sequence[Result]) -> list[Result]:
-    """Two searches' pages in one ranking: reciprocal rank fusion (``sum 1 / (k + rank)``,
-    ``heron.store.fusion.RRF_K``), which needs no common scale (a question and its
-    translation are scored by different models). A page found by both is ``first``'s
-    result, with its scores.
-
-    >>> from types import SimpleNamespace as R
-    >>> a, b, c = (R(library="l", page=p) for p in "abc")
-    >>> [r.page for r in fused_pages([a, b], [c, b])]
-    ['b', 'a', 'c']
-    """
-    scores: dict[tuple[str, str], float] = {}
-    kept: dict[tuple[str, str], Result] = {}
-    for results in (first, second):
-        for rank, result in enumerate(results, 1):
-            key = (result.library, result.page)
-            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
-            kept.setdefault(key, result)
-    return [kept[key] for key in sorted(scores, key=lambda key: -scores[key])]
+    reading: np.ndarray | None = None
 
 
 def peak(results: Sequence[Result]) -> float | None:
@@ -223,41 +201,20 @@ class Retriever:
     def _found(self, query: str, vector: np.ndarray, library: str | None, how: str) -> Found:
         libraries = tuple(self.scope(query, library))
         results = self.retrieve(query, library, vector) if libraries else []
-        english = self._english(query, results)
-        if english is not None:
-            # Searched beside the question, never instead of it: Apertium's English is
-            # rough, and the question's own words still find pages in its language. The
-            # vector is the mean of the two readings' cosines (under the multilingual
-            # profile, English's model reads the translation and e5 the question).
-            english_vector = embed_queries(self.store.embedder, [english])[0]
-            results = fused_pages(results, self.retrieve(english, library, english_vector))
-            vector = (vector + english_vector) / 2
+        english = results[0].english_query if results else None
+        # Searched in English too (heron.libraries.search.across): the answer's sentences
+        # are weighed by both readings (under the multilingual profile, English's model
+        # reads the translation and e5 the question).
+        reading = (
+            None
+            if english is None
+            else (vector + embed_queries(self.store.embedder, [english])[0]) / 2
+        )
         kept = self._unlisted(
             query, results[: max(self.settings.agent.passages, EXTRACTIVE_PASSAGES)]
         )
         grounding = Grounding(query, libraries, how, english)  # type: ignore[arg-type]
-        return Found(grounding, kept, vector, peak(results))
-
-    def _english(self, query: str, results: Sequence[Result]) -> str | None:
-        """``query`` in English (``heron.translate``) when it is written in another
-        language and the page it found first is not in that language: the question is
-        asked across languages. ``None`` otherwise, with ``agent_translate`` off, or
-        where no translation is installed."""
-        if not (self.settings.agent.translate and results):
-            return None
-        asked = language(query)
-        if asked == "en":
-            return None
-        if all(self._language(r) == asked for r in results[:EXTRACTIVE_PASSAGES]):
-            return None
-        return to_english(query, asked)
-
-    def _language(self, result: Result) -> str | None:
-        """The language ``result``'s chunk is read in (``None``: re-indexed since)."""
-        try:
-            return record_language(self.store.get(result.library, result.chunk).metadata)
-        except NotFound:
-            return None
+        return Found(grounding, kept, vector, peak(results), reading)
 
     def _unlisted(self, query: str, results: list[Result]) -> list[Result]:
         """``results`` with the pages that hold the question itself, word for word, after

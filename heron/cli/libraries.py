@@ -343,7 +343,9 @@ def search(
         console.print(f"     {r['source']}", style="dim", markup=False, highlight=False)
         for copy in r["also_in"]:  # the same page in another library
             console.print(f"     also {copy['citation']}", style="dim", markup=False)
-    console.print(f"searched {', '.join(report['searched'])}", style="dim", markup=False)
+    reading = found[0].get("english_query") if found else None
+    also = f", and in English as: {reading}" if reading else ""
+    console.print(f"searched {', '.join(report['searched'])}{also}", style="dim", markup=False)
     for note in report["notes"]:  # each result carries its own too (Result.note): said once here
         errors.print(f"warning: {note}", markup=False, highlight=False)
 

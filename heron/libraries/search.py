@@ -22,6 +22,7 @@ import numpy as np
 
 from heron.embed import embed_queries, splits_of
 from heron.errors import InputError, NotFound
+from heron.language import language, text_language
 from heron.libraries.config import Library, read_libraries
 from heron.libraries.index import IndexBusy, index_library, outdated_note
 from heron.libraries.readers import format_of
@@ -31,7 +32,8 @@ from heron.libraries.state import incomplete_note, last_sync
 from heron.settings import Settings
 from heron.store import Hit, Store
 from heron.store.analysis import analyze, bm25, query_terms, readable, record_language
-from heron.store.fusion import Fused, fuse_with_feedback
+from heron.store.fusion import RRF_K, Fused, fuse_with_feedback
+from heron.translate import to_english
 
 Mode = Literal["full", "hybrid", "dense", "lexical"]
 MODES: tuple[Mode, ...] = ("full", "hybrid", "dense", "lexical")
@@ -46,6 +48,9 @@ SNIPPET_CHARS = 300
 #: Chunks of a page's lead that ``sections`` looks past: a lead (summary and
 #: introduction) rarely fills more than two.
 LEAD_CHUNKS = 2
+#: Pages whose languages decide whether a query is asked across languages (``across``):
+#: the ones an extractive answer quotes from.
+ACROSS_PAGES = 5
 _WEB_GIT = re.compile(r"^https://(github\.com|gitlab\.com|codeberg\.org)/")
 
 
@@ -77,6 +82,10 @@ class Result:
     #: The document's pages the chunk is on (a PDF's pages, a deck's slides); ``None``
     #: for a format without pages.
     pages: tuple[int, int] | None = None
+    #: The language the chunk is read in (``heron.store.analysis.record_language``).
+    language: str = "en"
+    #: The query's English reading, searched beside it (``across``), when it was.
+    english_query: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = asdict(self)
@@ -160,6 +169,7 @@ def _result(hit: Hit, score: float, rerank: float | None, sync: dict[str, Any]) 
         chunk=hit.id,
         via_question=hit.text if question else None,
         pages=pages,
+        language=record_language(meta),
     )
 
 
@@ -385,11 +395,14 @@ def search_many(
     mode: Mode = "full",
     reranker: Reranker | None = None,
     vectors: np.ndarray | None = None,
+    translate: bool | None = None,
 ) -> list[list[Result]]:
     """``search`` for many queries; the queries are embedded in one batch (``vectors``,
     one row per query, skips that). A long-lived caller (a server) passes the
     ``reranker`` once made. ``library``: one library, or several searched together (their
-    candidates on one scale, ``pool``); none: ``scope_of`` each query."""
+    candidates on one scale, ``pool``); none: ``scope_of`` each query. ``translate``
+    (default ``HERON_LIBRARY_TRANSLATE``): a query asked across languages is searched in
+    English too (``across``)."""
     if mode not in MODES:
         raise InputError(f"Unknown search mode {mode!r}. Choose from: {', '.join(MODES)}.")
     if top_k < 1:
@@ -436,7 +449,87 @@ def search_many(
         for result in kept:
             result.note = notes.get(result.library)
         results.append(kept)
+    if settings.library.translate if translate is None else translate:
+        for i, (query, scope) in enumerate(zip(queries, names, strict=True)):
+            english = across(query, results[i])
+            if english is None:
+                continue
+            # The reading is searched where the query was, whatever names it holds.
+            [found_english] = search_many(
+                [english],
+                store,
+                settings=settings,
+                library=scope,
+                collection=collection,
+                top_k=top_k,
+                mode=mode,
+                reranker=reranker,
+                translate=False,
+            )
+            fused = fused_pages(results[i], found_english)[:top_k]
+            results[i] = [replace(r, english_query=english) for r in fused]
     return results
+
+
+def across(query: str, results: Sequence[Result]) -> str | None:
+    """``query``'s English reading (``heron.translate``) when it is asked across
+    languages: written in another language than English, and none of the first
+    ``ACROSS_PAGES`` pages it found is in that language. ``None`` otherwise, and where no
+    translation is installed for its language.
+
+    A page in the query's language among the first is what the libraries hold in it: a
+    Portuguese manual with some sections still in English is searched as written (its
+    English reading there cost Hit@1 0.932 -> 0.864 on the Debian Reference's Portuguese
+    questions, when any English page among the first five was enough to translate).
+
+    A Portuguese or Spanish question over English pages shares no word with them and the
+    multilingual model puts every page within a few hundredths of cosine of it, so a page
+    near everything could win (docs/benchmarks.md, "People"); its English reading gives
+    the lexical side words to match and the English model a sentence to read."""
+    if not results:
+        return None
+    asked = language(query)
+    if asked == "en" or any(_written_in(r, asked) for r in results[:ACROSS_PAGES]):
+        return None
+    return to_english(query, asked)
+
+
+def _written_in(result: Result, code: str) -> bool:
+    """Whether ``result`` is written in ``code``: the language it is analysed in, or else
+    the one its text reads as (a library's ``language=en`` analyses Portuguese pages as
+    English; they are still Portuguese to a Portuguese question)."""
+    return result.language == code or text_language(result.snippet) == code
+
+
+def fused_pages(first: Sequence[Result], second: Sequence[Result]) -> list[Result]:
+    """Two searches' pages in one ranking: reciprocal rank fusion (``sum 1 / (k + rank)``,
+    ``heron.store.fusion.RRF_K``), which needs no common scale (a question and its
+    translation are read by different models). The reading is searched beside the
+    question, never instead of it: Apertium's English is rough, and the question's own
+    words still find pages in its language. A page found by both is ``first``'s result,
+    with its scores; one ``second`` alone found has no ``dense`` component: its cosine
+    is the reading's, on another model's scale than the question's, which the agent's
+    evidence reads (``heron.agent.triage.best_dense``).
+
+    >>> from types import SimpleNamespace as R
+    >>> a, b, c = (R(library="l", page=p) for p in "abc")
+    >>> [r.page for r in fused_pages([a, b], [c, b])]
+    ['b', 'a', 'c']
+    """
+    scores: dict[tuple[str, str], float] = {}
+    kept: dict[tuple[str, str], Result] = {}
+    for results in (first, second):
+        for rank, result in enumerate(results, 1):
+            key = (result.library, result.page)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (RRF_K + rank)
+            if key not in kept:
+                reading = results is second
+                kept[key] = (
+                    replace(result, components={**result.components, "dense": None})
+                    if reading
+                    else result
+                )
+    return [kept[key] for key in sorted(scores, key=lambda key: -scores[key])]
 
 
 def sections(

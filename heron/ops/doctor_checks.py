@@ -250,8 +250,8 @@ def check_extras(ctx: Context) -> Check:
 def check_translation(ctx: Context) -> Check:
     """Which questions are read in English too (``heron.translate``); without Apertium
     they are searched as written, which works, so its absence is advice, not a warning."""
-    if not ctx.settings.agent.translate:
-        return passed("translation", "off (HERON_AGENT_TRANSLATE=false)", languages=[])
+    if not ctx.settings.library.translate:
+        return passed("translation", "off (HERON_LIBRARY_TRANSLATE=false)", languages=[])
     read = languages()
     lacking = [code for code in ROUTES if code not in read]
     detail = (

@@ -1,7 +1,7 @@
 """A question asked across languages (``heron.agent.retrieval``, ``heron.translate``): a
 Spanish or Portuguese question over English pages is searched in English too, said in
 ``Answer.grounding``; an English question, a question over pages in its own language and
-``HERON_AGENT_TRANSLATE=false`` search the question as written. Real Apertium (skips
+``HERON_LIBRARY_TRANSLATE=false`` search the question as written. Real Apertium (skips
 without it, fails in CI)."""
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ def apertium() -> None:
 
 
 def opened(translate: bool) -> Agent:
-    agent = open_agent(Settings(agent={"translate": translate}))
+    agent = open_agent(Settings(library={"translate": translate}))
     index_library("garden", agent.store, settings=agent.settings)
     return agent
 
