@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -12,6 +13,7 @@ from heron.embed import Embedder, MiniLMEmbedder
 from heron.settings import Settings
 from heron.store import SQLiteStore, open_store
 from tests import budget
+from tests.ci import missing
 from tests.llm_servers import KEY, ChatServer, serve
 
 SHARED = Path(os.environ.get("HERON_SHARED") or Path(__file__).parents[1] / ".." / "shared")
@@ -60,6 +62,20 @@ def pytest_configure(config: pytest.Config) -> None:
 def default_profile(monkeypatch: pytest.MonkeyPatch) -> None:
     """``HERON_EMBEDDER`` as a user leaves it: unset."""
     monkeypatch.delenv("HERON_EMBEDDER", raising=False)
+
+
+@pytest.fixture
+def apertium() -> None:
+    """Debian's Apertium with the pairs ``heron.translate`` reads Portuguese and Spanish
+    through (``scripts/setup`` installs them): missing, the test skips, and fails in CI."""
+    from heron.translate import APERTIUM, PACKAGES, languages, modes
+
+    modes.cache_clear()
+    if shutil.which(APERTIUM) is None or set(languages()) != {"es", "pt"}:
+        missing(
+            "Apertium with its spa-eng and pt-es pairs is not installed",
+            f"apt-get install {' '.join(PACKAGES)} (scripts/setup does)",
+        )
 
 
 @pytest.fixture(autouse=True)

@@ -5,14 +5,12 @@ with the reason, and fail in CI."""
 from __future__ import annotations
 
 import logging
-import shutil
 from collections.abc import Iterator
 
 import pytest
 
 from heron import translate
 from heron.translate import languages, modes, to_english
-from tests.ci import missing
 
 
 @pytest.fixture(autouse=True)
@@ -23,15 +21,6 @@ def fresh() -> Iterator[None]:
     yield
     modes.cache_clear()
     to_english.cache_clear()
-
-
-@pytest.fixture
-def apertium() -> None:
-    if shutil.which(translate.APERTIUM) is None or set(languages()) != {"es", "pt"}:
-        missing(
-            "Apertium with its spa-eng and pt-es pairs is not installed",
-            f"apt-get install {' '.join(translate.PACKAGES)} (scripts/setup does)",
-        )
 
 
 def test_spanish_and_portuguese_questions_are_read_in_english(apertium: None) -> None:

@@ -6,7 +6,6 @@ without it, fails in CI)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,10 @@ import pytest
 from heron.agent import Agent, Turn
 from heron.libraries import add_library, index_library
 from heron.settings import Settings
-from heron.translate import APERTIUM, PACKAGES, languages
 from heron.wiring import open_agent
-from tests.ci import missing
+from tests.libraries.conftest import write_pages
+
+pytestmark = pytest.mark.usefixtures("apertium")
 
 #: Pages written in Portuguese: a question in Portuguese over them needs no English.
 PORTUGUESE = {
@@ -31,15 +31,6 @@ PORTUGUESE = {
         "as de cenoura, só dois. Escreva no frasco o nome da planta e o ano da colheita.\n"
     ),
 }
-
-
-@pytest.fixture(autouse=True)
-def apertium() -> None:
-    if shutil.which(APERTIUM) is None or set(languages()) != {"es", "pt"}:
-        missing(
-            "Apertium with its spa-eng and pt-es pairs is not installed",
-            f"apt-get install {' '.join(PACKAGES)} (scripts/setup does)",
-        )
 
 
 def opened(translate: bool) -> Agent:
@@ -76,11 +67,7 @@ def test_a_question_over_pages_in_its_own_language_is_searched_as_written(
     home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.setenv("HERON_LIBRARY_DEFAULT_DOCS", "false")
-    root = tmp_path / "horta"
-    for name, text in PORTUGUESE.items():
-        (root / name).parent.mkdir(parents=True, exist_ok=True)
-        (root / name).write_text(text, encoding="utf-8")
-    add_library("horta", str(root), Settings())
+    add_library("horta", str(write_pages(tmp_path / "horta", PORTUGUESE)), Settings())
     agent = open_agent(Settings())
     try:
         index_library("horta", agent.store, settings=agent.settings)

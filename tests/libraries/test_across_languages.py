@@ -6,7 +6,6 @@ written. Real Apertium (``scripts/setup``; skips without it, fails in CI)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -15,9 +14,9 @@ import pytest
 from heron.libraries import add_library, index_library, search_many
 from heron.settings import Settings
 from heron.store import Store, open_store
-from heron.translate import APERTIUM, PACKAGES, languages
-from tests.ci import missing
 from tests.libraries.conftest import write_pages
+
+pytestmark = pytest.mark.usefixtures("apertium")
 
 OFFICE = {
     "office/parking.md": (
@@ -48,15 +47,6 @@ ESTACIONAMENTO = (
     "Peça o cartão à equipa de instalações; os carros elétricos carregam no primeiro andar "
     "durante quatro horas no máximo.\n"
 )
-
-
-@pytest.fixture(autouse=True)
-def apertium() -> None:
-    if shutil.which(APERTIUM) is None or set(languages()) != {"es", "pt"}:
-        missing(
-            "Apertium with its spa-eng and pt-es pairs is not installed",
-            f"apt-get install {' '.join(PACKAGES)} (scripts/setup does)",
-        )
 
 
 @pytest.fixture
