@@ -34,6 +34,7 @@ import atexit
 import json
 import logging
 import os
+import queue
 import threading
 import uuid
 from collections.abc import Iterator
@@ -212,24 +213,59 @@ class LocalProvider(Resource):
             # A tool call is only usable whole: no text to stream.
             yield Done(self.complete(request, timeout=timeout))
             return
+        call = self._prepare(request, names, None, stream=True)  # outside the lock
+        events: queue.Queue[StreamEvent | BaseException | None] = queue.Queue()
+        stop = threading.Event()
+        # The model runs in a thread of its own, which takes and gives back the lock: a
+        # generator that held it across its yields kept it while a reader that stopped
+        # reading (a client gone, the echo guard) left the generator unclosed, and every
+        # later call waited on it for good.
+        worker = threading.Thread(
+            target=self._generate, args=(request, names, call, events, stop), daemon=True
+        )
+        worker.start()
+        try:
+            while (event := events.get()) is not None:
+                if isinstance(event, BaseException):
+                    raise event
+                yield event
+        finally:
+            stop.set()  # a reader gone: the model stops at its next token
+
+    def _generate(
+        self,
+        request: ChatRequest,
+        names: ToolNames,
+        call: dict[str, Any],
+        events: queue.Queue[StreamEvent | BaseException | None],
+        stop: threading.Event,
+    ) -> None:
+        """Run ``call`` under the lock, each piece of text into ``events``, then the whole
+        ``Done`` (or the error) and ``None``; ``stop`` ends it early."""
         pieces: list[str] = []
         finish = "stop"
-        call = self._prepare(request, names, None, stream=True)  # outside the lock
-        with _lock:
-            for chunk in self._run(call):
-                choice = chunk["choices"][0]
-                piece = choice["delta"].get("content") or ""
-                if piece:
-                    pieces.append(piece)
-                    yield TextDelta(piece)
-                finish = choice.get("finish_reason") or finish
-            # Streamed chunks carry no usage; counting both sides again is cheap (ms).
-            model = load_model(self.path, self.spec.alias)
-            usage = Usage(
-                prompt_tokens(model, _messages(request, names)),
-                len(model.tokenize("".join(pieces).encode(), add_bos=False, special=False)),
-            )
-        yield Done(Completion("".join(pieces), (), usage, self.spec.alias, finish))
+        try:
+            with _lock:
+                for chunk in self._run(call):
+                    if stop.is_set():
+                        return
+                    choice = chunk["choices"][0]
+                    piece = choice["delta"].get("content") or ""
+                    if piece:
+                        pieces.append(piece)
+                        events.put(TextDelta(piece))
+                    finish = choice.get("finish_reason") or finish
+                # Streamed chunks carry no usage; counting both sides again is cheap (ms).
+                model = load_model(self.path, self.spec.alias)
+                usage = Usage(
+                    prompt_tokens(model, _messages(request, names)),
+                    len(model.tokenize("".join(pieces).encode(), add_bos=False, special=False)),
+                )
+            events.put(Done(Completion("".join(pieces), (), usage, self.spec.alias, finish)))
+        except BaseException as exc:  # handed to the reader, raised in its thread
+            events.put(exc)
+        finally:
+            events.put(None)
 
     def _prepare(
         self, request: ChatRequest, names: ToolNames, schema: dict[str, Any] | None, *, stream: bool

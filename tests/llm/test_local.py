@@ -93,6 +93,21 @@ def test_stream_yields_deltas_then_done(broker: Broker) -> None:
     assert events[-1].completion.usage == broker.complete(request).usage
 
 
+def test_a_stream_left_unread_does_not_hold_the_model(broker: Broker) -> None:
+    """A reader that stops after the first piece and never closes the stream (a client
+    gone, a guard that has seen enough) once kept the model's lock for good: the next
+    call, from another thread as a server makes it, waited forever."""
+    request = ChatRequest((Message("user", "Count from one to fifty."),), max_tokens=48)
+    left = broker.stream(request)
+    assert isinstance(next(left), TextDelta)  # and never read again, never closed
+    done: list[Completion] = []
+    other = threading.Thread(target=lambda: done.append(broker.complete(request)))
+    other.start()
+    other.join(timeout=60)
+    assert done and done[0].text.strip(), "the next call waited on the unread stream"
+    left.close()
+
+
 def say(broker: Broker, prompt: str, **sampling: Any) -> Completion:
     return broker.complete(ChatRequest((Message("user", prompt),), sampling=Sampling(**sampling)))
 
