@@ -10,7 +10,7 @@ per pair on one core, needs no model download and no network; Spanish goes to En
 directly, Portuguese through Spanish (Debian ships no Portuguese-English pair). Its
 English is rough ("Which is the schedule of the technical support?") and that is enough:
 the reading is searched beside the question, never instead of it
-(``heron.agent.retrieval``).
+(``heron.libraries.search.across``).
 
 Without Apertium, or for a language it has no pair for, ``to_english`` says ``None`` and
 the question is searched as it is; ``heron doctor`` says which languages are read.
@@ -25,6 +25,7 @@ import logging
 import re
 import shutil
 import subprocess
+import time
 from functools import cache, lru_cache
 
 log = logging.getLogger(__name__)
@@ -39,6 +40,9 @@ PACKAGES = ("apertium", "apertium-eng-spa", "apertium-es-pt")
 TIMEOUT = 5.0
 #: Characters of a text translated: a question, not a document.
 MAX_CHARS = 1_000
+#: Seconds no question is translated after Apertium failed: a hung one would otherwise
+#: make every Portuguese or Spanish search wait out its timeouts.
+PAUSE = 60.0
 #: Apertium's marks for a word it could not generate (``#``) or transfer (``@``).
 _MARKS = re.compile(r"[#@](?=\w)")
 
@@ -65,21 +69,33 @@ def languages() -> tuple[str, ...]:
     return tuple(code for code, route in ROUTES.items() if set(route) <= installed)
 
 
-@lru_cache(maxsize=1024)
 def to_english(text: str, language: str) -> str | None:
     """``text`` (written in ``language``, an ISO 639-1 code) in English, or ``None``:
-    no route for the language, Apertium missing or failing (logged), or nothing read.
-    Cached: a question is grounded once per turn, and again when a turn is retried."""
-    if language not in languages():
+    no route for the language, Apertium missing, failing (logged; then no question is
+    translated for ``PAUSE`` seconds) or reading nothing."""
+    global _failed_at
+    if language not in languages() or time.monotonic() - _failed_at < PAUSE:
         return None
-    out = " ".join(text[:MAX_CHARS].split())
     try:
-        for mode in ROUTES[language]:
-            out = _MARKS.sub("", " ".join(_run(mode, out).split()))
+        return _translated(" ".join(text[:MAX_CHARS].split()), language) or None
     except (OSError, subprocess.SubprocessError) as exc:
-        log.warning("Apertium failed (%s); the question is searched as written", exc)
+        _failed_at = time.monotonic()
+        log.warning(
+            "Apertium failed (%s); questions are searched as written for %.0f s", exc, PAUSE
+        )
         return None
-    return out or None
+
+
+_failed_at = -PAUSE
+
+
+@lru_cache(maxsize=1024)
+def _translated(text: str, language: str) -> str:
+    """``text`` through ``language``'s route. Cached: a question is searched once per
+    turn, and again when a turn is retried; a failure raises, so it is not cached."""
+    for mode in ROUTES[language]:
+        text = _MARKS.sub("", " ".join(_run(mode, text).split()))
+    return text
 
 
 def _run(mode: str, text: str) -> str:

@@ -14,13 +14,15 @@ from heron.translate import languages, modes, to_english
 
 
 @pytest.fixture(autouse=True)
-def fresh() -> Iterator[None]:
-    """Each test reads the machine again (the modes and translations are cached)."""
+def fresh(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Each test reads the machine again (the modes and translations are cached) and
+    starts with no failure behind it."""
+    monkeypatch.setattr(translate, "_failed_at", -translate.PAUSE)
     modes.cache_clear()
-    to_english.cache_clear()
+    translate._translated.cache_clear()
     yield
     modes.cache_clear()
-    to_english.cache_clear()
+    translate._translated.cache_clear()
 
 
 def test_spanish_and_portuguese_questions_are_read_in_english(apertium: None) -> None:
@@ -48,7 +50,13 @@ def test_a_failing_pair_is_logged_and_the_question_stands(
     monkeypatch.setattr(translate, "modes", lambda: frozenset({"spa-eng", "eng-nope"}))
     with caplog.at_level(logging.WARNING, logger="heron.translate"):
         assert to_english("¿Dónde está la oficina?", "es") is None
-    assert "Apertium failed" in caplog.text and "searched as written" in caplog.text
+    assert "Apertium failed" in caplog.text and "searched as written for 60 s" in caplog.text
+    # For a while after, nothing is translated (a hung Apertium is not waited on again)...
+    monkeypatch.setattr(translate, "ROUTES", {"es": ("spa-eng",)})
+    assert to_english("¿Dónde está la oficina?", "es") is None
+    # ... and the failure was not kept: once the pause is over, the question is read.
+    monkeypatch.setattr(translate, "_failed_at", -translate.PAUSE)
+    assert "office" in (to_english("¿Dónde está la oficina?", "es") or "").lower()
 
 
 def test_without_apertium_nothing_is_translated(
