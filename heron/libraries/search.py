@@ -51,6 +51,9 @@ LEAD_CHUNKS = 2
 #: Pages whose languages decide whether a query is asked across languages (``across``):
 #: the ones an extractive answer quotes from.
 ACROSS_PAGES = 5
+#: Pages of each list fused when a query is asked across languages (``fused_pages``),
+#: whatever ``top_k`` shows: the agent's evidence pages, on which the figures were made.
+ACROSS_DEPTH = 20
 _WEB_GIT = re.compile(r"^https://(github\.com|gitlab\.com|codeberg\.org)/")
 
 
@@ -409,6 +412,11 @@ def search_many(
         raise InputError(f"top_k must be at least 1, got {top_k}.")
     if mode == "full" and reranker is None:
         reranker = load_reranker(settings.library)
+    translating = settings.library.translate if translate is None else translate
+    # Both lists of a query asked across languages are fused deeper than the pages shown:
+    # two short lists fused pick by rank among a few (an MCP client's top_k=2 got the
+    # question's hub page over the page both lists hold).
+    depth = max(top_k, ACROSS_DEPTH) if translating else top_k
     names = scopes(queries, store, settings, library)
     if vectors is None and mode != "lexical":
         vectors = embed_queries(store.embedder, list(queries))
@@ -445,14 +453,15 @@ def search_many(
         )
         bonus = PAGE_BONUS if mode == "full" else 0.0
         pages = group_by_page(hits, scores, syncs, reranked=use, bonus=bonus)
-        kept = merge_copies(pages)[:top_k]
+        kept = merge_copies(pages)[:depth]
         for result in kept:
             result.note = notes.get(result.library)
         results.append(kept)
-    if settings.library.translate if translate is None else translate:
+    if translating:
         for i, (query, scope) in enumerate(zip(queries, names, strict=True)):
             english = across(query, results[i])
             if english is None:
+                results[i] = results[i][:top_k]
                 continue
             # The reading is searched where the query was, whatever names it holds.
             [found_english] = search_many(
@@ -461,7 +470,7 @@ def search_many(
                 settings=settings,
                 library=scope,
                 collection=collection,
-                top_k=top_k,
+                top_k=depth,
                 mode=mode,
                 reranker=reranker,
                 translate=False,

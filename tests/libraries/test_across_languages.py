@@ -85,6 +85,17 @@ def test_a_portuguese_query_over_english_pages_is_searched_in_english_too(
     assert [r.page for r in default_off] == [r.page for r in off]
 
 
+def test_the_pages_shown_do_not_change_the_fusion(office: tuple[Store, Settings]) -> None:
+    """Both lists are fused ``ACROSS_DEPTH`` deep whatever ``top_k`` shows: a client
+    asking for two pages gets the first two of five."""
+    store, settings = office
+    query = "¿Cada cuánto se cambian los portátiles?"
+    [five] = search_many([query], store, settings=settings, top_k=5)
+    [two] = search_many([query], store, settings=settings, top_k=2)
+    assert [r.page for r in two] == [r.page for r in five[:2]]
+    assert two[0].english_query
+
+
 def test_an_english_query_is_searched_as_written(office: tuple[Store, Settings]) -> None:
     store, settings = office
     [found] = search_many(["How much is a parking space?"], store, settings=settings)
